@@ -1,0 +1,72 @@
+"""The core model and contracts: value types, verdicts, protocols and errors."""
+
+from rampart.core._population import PopulationRef
+from rampart.core.adapter import AgentAdapter, Session
+from rampart.core.converter import PayloadConverter
+from rampart.core.driver import PromptDecision, PromptDriver
+from rampart.core.errors import (
+    DriverError,
+    EvaluatorError,
+    InfrastructureError,
+    RampartError,
+    SchemaError,
+    UnsupportedSchemaVersionError,
+)
+from rampart.core.evaluator import BaseEvaluator, Evaluator
+from rampart.core.injection import InjectionHandle, Surface
+from rampart.core.manifest import AppManifest, DataSource, ToolDeclaration
+from rampart.core.result import HarmCategory, InjectionRecord, Result, SafetyStatus
+from rampart.core.types import (
+    EvalContext,
+    EvalOutcome,
+    EvalResult,
+    EvaluationPurpose,
+    ObservabilityLevel,
+    Payload,
+    PayloadFormat,
+    Request,
+    Response,
+    SideEffect,
+    ToolCall,
+    TraceEndReason,
+    Turn,
+)
+
+__all__ = [
+    "AgentAdapter",
+    "AppManifest",
+    "BaseEvaluator",
+    "DataSource",
+    "DriverError",
+    "EvalContext",
+    "EvalOutcome",
+    "EvalResult",
+    "EvaluationPurpose",
+    "Evaluator",
+    "EvaluatorError",
+    "HarmCategory",
+    "InfrastructureError",
+    "InjectionHandle",
+    "InjectionRecord",
+    "ObservabilityLevel",
+    "Payload",
+    "PayloadConverter",
+    "PayloadFormat",
+    "PopulationRef",
+    "PromptDecision",
+    "PromptDriver",
+    "RampartError",
+    "Request",
+    "Response",
+    "Result",
+    "SafetyStatus",
+    "SchemaError",
+    "Session",
+    "SideEffect",
+    "Surface",
+    "ToolCall",
+    "ToolDeclaration",
+    "TraceEndReason",
+    "Turn",
+    "UnsupportedSchemaVersionError",
+]

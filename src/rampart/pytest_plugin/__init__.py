@@ -1,0 +1,1 @@
+"""rampart's pytest plugin (auto-registered through the ``pytest11`` entry point)."""

@@ -1,0 +1,1 @@
+"""Entry-point module of the pytest plugin. Loading it must stay cheap."""
