@@ -47,4 +47,6 @@ class PopulationRef:
         if size < 1:
             raise ValueError(f"PopulationRef.size must be >= 1, got {size}")
         if not 0 <= index < size:
-            raise ValueError(f"PopulationRef.index must satisfy 0 <= index < size ({size}), got {index}")
+            raise ValueError(
+                f"PopulationRef.index must satisfy 0 <= index < size ({size}), got {index}"
+            )

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from rampart.core._population import PopulationRef
 from rampart.core.types import EvalResult, ObservabilityLevel, TraceEndReason, Turn
+
+if TYPE_CHECKING:
+    from rampart.core._population import PopulationRef
 
 __all__ = ["HarmCategory", "InjectionRecord", "Result", "SafetyStatus"]
 
