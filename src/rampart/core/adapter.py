@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from rampart.core.manifest import AppManifest
-from rampart.core.types import ObservabilityLevel, Request, Response
+if TYPE_CHECKING:
+    from rampart.core.manifest import AppManifest
+    from rampart.core.types import ObservabilityLevel, Request, Response
 
 __all__ = ["AgentAdapter", "Session"]
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from rampart.core.types import Payload
+if TYPE_CHECKING:
+    from rampart.core.types import Payload
 
 __all__ = ["PayloadConverter"]
 

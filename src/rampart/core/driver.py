@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
 
-from rampart.core.types import Request, Turn
+if TYPE_CHECKING:
+    from rampart.core.types import Request, Turn
 
 __all__ = ["PromptDecision", "PromptDriver"]
 

@@ -9,13 +9,15 @@ Client code subclasses ``InjectionHandle``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from types import TracebackType
-from typing import Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
 import anyio
 
-from rampart.core.types import Payload
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+    from types import TracebackType
+
+    from rampart.core.types import Payload
 
 __all__ = [
     "InjectionHandle",

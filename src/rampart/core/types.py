@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import enum
 import uuid
-from datetime import datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from rampart.core.manifest import AppManifest
+if TYPE_CHECKING:
+    from datetime import datetime
+    from pathlib import Path
+
+    from rampart.core.manifest import AppManifest
 
 __all__ = [
     "EvalContext",
