@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import enum
 import uuid
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from pathlib import Path
+from typing import Any
 
 import attrs
 
-if TYPE_CHECKING:
-    from datetime import datetime
-    from pathlib import Path
-
-    from rampart.core.manifest import AppManifest
+from rampart.core.manifest import AppManifest
 
 __all__ = [
     "EvalContext",
