@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import attrs
 
-if TYPE_CHECKING:
-    from rampart.core.types import Request, Turn
+from rampart.core.types import Request, Turn
 
 __all__ = ["PromptDecision", "PromptDriver"]
 

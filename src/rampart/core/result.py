@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
+from rampart.core._population import PopulationRef
 from rampart.core.types import EvalResult, ObservabilityLevel, TraceEndReason, Turn
-
-if TYPE_CHECKING:
-    from rampart.core._population import PopulationRef
 
 __all__ = ["HarmCategory", "InjectionRecord", "Result", "SafetyStatus"]
 
