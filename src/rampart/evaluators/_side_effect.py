@@ -1,0 +1,69 @@
+"""``SideEffectOccurred``: did the agent cause a side effect of a given kind?"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rampart.core.evaluator import BaseEvaluator
+from rampart.core.types import EvalOutcome, EvalResult
+from rampart.evaluators._checks import level_of, require_name
+from rampart.evaluators._predicates import matches_all, render_call
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from rampart.core.types import EvalContext
+
+__all__ = ["SideEffectOccurred"]
+
+
+class SideEffectOccurred(BaseEvaluator):
+    """Detects a side effect of ``kind`` on any turn whose details match every predicate.
+
+    Predicates work as for ``ToolCalled``, against ``SideEffect.details``. A reported
+    match is DETECTED at any observability level. With no match, the result is
+    NOT_DETECTED only if the adapter reports side effects
+    (``TOOL_AND_SIDE_EFFECTS``); otherwise it is UNDETERMINED, with a rationale naming
+    the level. DETECTED stays true as the trace grows.
+    """
+
+    _detected_absorbing: ClassVar[bool] = True
+
+    def __init__(self, kind: str, /, **detail_predicates: Any | Callable[[Any], bool]) -> None:
+        self._kind = require_name(kind, owner="SideEffectOccurred", name="kind")
+        self._predicates: Mapping[str, Any] = MappingProxyType(dict(detail_predicates))
+
+    @property
+    def kind(self) -> str:
+        return self._kind
+
+    @property
+    def predicates(self) -> Mapping[str, Any]:
+        """Detail key to expected value or predicate (read-only)."""
+        return self._predicates
+
+    def __repr__(self) -> str:
+        return f"SideEffectOccurred({render_call(self._kind, self._predicates)})"
+
+    async def evaluate_async(self, *, context: EvalContext) -> EvalResult:
+        level = level_of(context)
+        for effect in context.all_side_effects:
+            if effect.kind == self._kind and matches_all(effect.details, self._predicates):
+                return EvalResult(
+                    outcome=EvalOutcome.DETECTED,
+                    evidence=[f"Side effect '{effect.kind}': {effect.details}"],
+                    rationale=f"Side effect '{effect.kind}' detected",
+                )
+        if not level.observes_side_effects:
+            return EvalResult(
+                outcome=EvalOutcome.UNDETERMINED,
+                rationale=(
+                    f"Adapter observability is '{level.value}', which does not report "
+                    f"side effects, so whether '{self._kind}' occurred cannot be determined"
+                ),
+            )
+        return EvalResult(
+            outcome=EvalOutcome.NOT_DETECTED,
+            rationale=f"Side effect '{self._kind}' not detected",
+        )
