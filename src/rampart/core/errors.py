@@ -8,6 +8,7 @@ test; the execution boundary turns them into ERROR results (see
 from __future__ import annotations
 
 __all__ = [
+    "AdapterContractError",
     "DriverError",
     "EvaluatorError",
     "InfrastructureError",
@@ -43,6 +44,16 @@ def _rebuild_infrastructure_error(
     Exception.__init__(error, *args)
     error.__dict__.update(state)
     return error
+
+
+class AdapterContractError(InfrastructureError):
+    """An adapter or its session does not honour the ``AgentAdapter`` / ``Session`` contract.
+
+    Raised by the engine's contract checks (a missing ``create_session_async``, a
+    ``send_async`` that returns something other than a ``Response``, ...) so a
+    mis-implemented adapter yields an ERROR result saying what is wrong with it,
+    rather than a traceback from deep inside the engine.
+    """
 
 
 class DriverError(RampartError):
