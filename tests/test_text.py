@@ -1,0 +1,120 @@
+"""Text sanitizers: escape sequences and control characters never reach a terminal."""
+
+from __future__ import annotations
+
+import pytest
+
+from rampart._text import one_line, safe_str, strip_ansi
+
+
+class TestStripAnsi:
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("\x1b[31mred\x1b[0m", "red"),
+            ("\x1b[1;38;5;196mbold\x1b[m", "bold"),
+            ("\x1b[?25lhidden cursor", "hidden cursor"),
+            ("\x1b[2 qcursor shape", "cursor shape"),  # CSI with an intermediate byte
+            ("\x9b31mred\x9b0m", "red"),  # 8-bit CSI
+        ],
+    )
+    def test_csi(self, text: str, expected: str) -> None:
+        """CSI sequences, 7-bit and 8-bit, with parameters and intermediates, vanish."""
+        assert strip_ansi(text) == expected
+
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("\x1b]0;window title\x07after", "after"),  # OSC ended by BEL
+            ("\x1b]0;window title\x1b\\after", "after"),  # OSC ended by 7-bit ST
+            ("\x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\", "click"),  # hyperlink
+            ("\x9d0;title\x9cafter", "after"),  # 8-bit OSC and ST
+            ("\x1b]52;c;Y29weQ==\x07x", "x"),  # clipboard write
+            ("\x1bPq#0;2;0;0;0#0~~\x1b\\after", "after"),  # DCS (sixel)
+            ("\x90dcs body\x9cafter", "after"),  # 8-bit DCS
+            ("\x1bXsos\x1b\\a", "a"),  # SOS
+            ("\x1b^pm\x1b\\a", "a"),  # PM
+            ("\x1b_apc\x1b\\a", "a"),  # APC
+            ("\x9fapc\x9ca", "a"),  # 8-bit APC
+        ],
+    )
+    def test_control_strings(self, text: str, expected: str) -> None:
+        """OSC/DCS/SOS/PM/APC strings are removed with their payload up to ST or BEL."""
+        assert strip_ansi(text) == expected
+
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("\x1b(Bcharset", "charset"),  # nF: designate G0
+            ("\x1b#8align", "align"),  # nF: DEC screen alignment
+            ("\x1b %Gutf8", "utf8"),  # nF with two intermediates
+            ("\x1bcreset", "reset"),  # Fs: full reset
+            ("\x1b7save\x1b8", "save"),  # Fp: save/restore cursor
+            ("\x1bMup", "up"),  # Fe: reverse index
+        ],
+    )
+    def test_other_escapes(self, text: str, expected: str) -> None:
+        """nF escapes and two-byte ESC sequences are removed whole, not just their ESC."""
+        assert strip_ansi(text) == expected
+
+    def test_controls_removed_except_tab_newline_return(self) -> None:
+        """C0, DEL and C1 controls go; tab, newline and carriage return stay."""
+        text = "a\x00b\x07c\x08d\x0be\x0cf\x1bég\x7fh\x85i\x9fj\tk\nl\rm"
+        assert strip_ansi(text) == "abcdeféghij\tk\nl\rm"
+
+    def test_unterminated_string_leaves_inert_text(self) -> None:
+        """An unterminated OSC loses its introducer; what follows stays, free of controls."""
+        assert strip_ansi("ok \x1b]0;no end") == "ok 0;no end"
+
+    def test_plain_and_unicode_text_unchanged(self) -> None:
+        """Ordinary text, including non-ASCII and brackets, is left alone."""
+        text = "naïve [brackets] ✓ 日本語 – done"
+        assert strip_ansi(text) == text
+
+    def test_nested_and_adjacent_sequences(self) -> None:
+        """A doubled ESC and back-to-back sequences leave no control behind."""
+        assert strip_ansi("\x1b\x1b[31mx\x1b[0m\x1b[1m\x1b]0;t\x07y") == "xy"
+
+    def test_rejects_non_str(self) -> None:
+        """A non-string argument is a usage error naming the argument."""
+        with pytest.raises(TypeError, match="text must be a str"):
+            strip_ansi(b"\x1b[31m")  # type: ignore[arg-type]
+
+
+class TestSafeStr:
+    def test_str_passthrough(self) -> None:
+        """A string comes back unchanged."""
+        assert safe_str("hello") == "hello"
+
+    def test_other_values_use_str(self) -> None:
+        """Non-string values are rendered with ``str``."""
+        assert safe_str(3.5) == "3.5"
+        assert safe_str(None) == "None"
+
+    def test_raising_str_gives_placeholder(self) -> None:
+        """An object whose ``__str__`` raises renders as a placeholder instead of raising."""
+
+        class Broken:
+            def __str__(self) -> str:
+                raise RuntimeError("boom")
+
+        assert safe_str(Broken()) == "<unprintable value>"
+
+    def test_str_returning_non_str_gives_placeholder(self) -> None:
+        """A ``__str__`` that returns a non-string (a TypeError in ``str``) is also caught."""
+
+        class Weird:
+            def __str__(self) -> str:
+                return 42  # type: ignore[return-value]
+
+        assert safe_str(Weird()) == "<unprintable value>"
+
+
+class TestOneLine:
+    def test_collapses_line_breaks_and_tabs(self) -> None:
+        """Each run of newlines, carriage returns and tabs becomes one space."""
+        assert one_line("first\r\n\nsecond\t\tthird\u2028fourth") == "first second third fourth"
+
+    def test_strips_escapes_and_trims(self) -> None:
+        """Escapes are removed and the ends are trimmed."""
+        assert one_line("\n\x1b[31mred alert\x1b[0m\n") == "red alert"
