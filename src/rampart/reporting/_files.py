@@ -1,0 +1,146 @@
+"""Create report files atomically, under names that never replace an existing file.
+
+The content goes to a hidden temporary file in the target directory, is flushed and
+fsynced, then published with :func:`os.link`, which fails instead of replacing an
+existing name. So a reader never sees a partial file under a report name, and two
+writers (threads, processes, xdist controllers sharing a directory) never clobber
+each other: the loser of a name race retries with a random suffix.
+
+On a filesystem without hard links the file is created with ``O_CREAT | O_EXCL``
+under its final name instead; that also never replaces a file, but a crash in the
+middle of the write could leave a truncated report behind.
+
+These functions block; sinks run them in a worker thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = ["utc_timestamp", "write_new_file"]
+
+# A UUID suffix colliding twice is not a realistic event; the bound only guarantees
+# the loop ends if something else keeps answering "exists".
+_MAX_ATTEMPTS = 16
+
+
+def utc_timestamp() -> str:
+    """The current UTC time as ``YYYY-mm-ddTHH-MM-SS-mmm`` (filename-safe, ms precision)."""
+    now = datetime.now(UTC)
+    return f"{now:%Y-%m-%dT%H-%M-%S}-{now.microsecond // 1000:03d}"
+
+
+def _candidate_names(stem: str, suffix: str) -> list[str]:
+    return [f"{stem}{suffix}"] + [
+        f"{stem}_{uuid.uuid4().hex}{suffix}" for _ in range(_MAX_ATTEMPTS - 1)
+    ]
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _fsync_directory(directory: Path) -> None:
+    # Makes the new directory entry durable. Best effort: some platforms and
+    # filesystems cannot open or fsync a directory, and the report is complete
+    # without it.
+    flags = getattr(os, "O_DIRECTORY", None)
+    if flags is None:
+        return
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY | flags)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _write_temp(directory: Path, stem: str, data: bytes) -> Path:
+    temp = directory / f".{stem}.{uuid.uuid4().hex}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        temp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    return temp
+
+
+def _write_exclusive(path: Path, data: bytes) -> None:
+    """Fallback without hard links: create ``path`` exclusively and write into it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        path.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+
+
+def _publish_by_link(temp: Path, directory: Path, names: list[str]) -> Path | None:
+    """Hard-link ``temp`` under the first free name; ``None`` if links are unsupported."""
+    for name in names:
+        final = directory / name
+        try:
+            os.link(temp, final)
+        except FileExistsError:
+            continue
+        except OSError:
+            # No hard links here (FAT, some network or container filesystems).
+            return None
+        return final
+    raise _no_free_name(directory, names[0])
+
+
+def _publish_exclusive(directory: Path, names: list[str], data: bytes) -> Path:
+    for name in names:
+        final = directory / name
+        try:
+            _write_exclusive(final, data)
+        except FileExistsError:
+            continue
+        return final
+    raise _no_free_name(directory, names[0])
+
+
+def _no_free_name(directory: Path, first: str) -> FileExistsError:
+    return FileExistsError(
+        f"Unable to reserve a unique filename for {first} in {directory} "
+        f"after {_MAX_ATTEMPTS} attempts"
+    )
+
+
+def write_new_file(directory: Path, *, stem: str, suffix: str, data: bytes) -> Path:
+    """Write ``data`` to a new file ``<stem><suffix>`` in ``directory``; return its path.
+
+    If that name is taken, ``<stem>_<uuid hex><suffix>`` is used instead. An existing
+    file is never replaced and the final name never holds a partial file. The
+    directory is created if missing. Raises :class:`FileExistsError` if no free name is
+    found after a bounded number of attempts.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    names = _candidate_names(stem, suffix)
+    temp = _write_temp(directory, stem, data)
+    try:
+        final = _publish_by_link(temp, directory, names)
+    finally:
+        temp.unlink(missing_ok=True)
+    if final is None:
+        final = _publish_exclusive(directory, names, data)
+    _fsync_directory(directory)
+    return final

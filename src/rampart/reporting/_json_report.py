@@ -1,0 +1,187 @@
+"""``JsonFileReportSink``: one timestamped JSON file per run, a projection of the codec.
+
+Each result is serialized by the canonical codec, parsed back, and reshaped into the
+flat report layout; no field of a result is encoded here a second time.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+
+from rampart._text import safe_str, strip_ansi
+from rampart.reporting import _files
+from rampart.reporting._canonical import canonical_body
+from rampart.reporting._errors import ReportError
+from rampart.reporting._paths import check_output_dir
+from rampart.reporting._report import TestRunReport, category_key
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = ["JsonFileReportSink"]
+
+
+def _project_eval(evaluation: dict[str, Any]) -> dict[str, Any]:
+    projected = {
+        "outcome": evaluation["outcome"],
+        "confidence": evaluation.get("confidence", 1.0),
+        "evidence": evaluation.get("evidence", []),
+        "rationale": evaluation.get("rationale", ""),
+    }
+    if evaluation.get("undetermined_operands"):
+        projected["undetermined_operands"] = evaluation["undetermined_operands"]
+    return projected
+
+
+def _project_turn(turn: dict[str, Any]) -> dict[str, Any]:
+    request = turn["request"]
+    response = turn["response"]
+    projected: dict[str, Any] = {
+        "turn_number": turn.get("turn_number", 0),
+        "prompt": request.get("prompt"),
+        "response_text": response["text"],
+        "response_metadata": response.get("metadata", {}),
+    }
+    if response.get("tool_calls"):
+        projected["tool_calls"] = [
+            {
+                "name": call["name"],
+                "arguments": call.get("arguments", {}),
+                "result": call.get("result"),
+            }
+            for call in response["tool_calls"]
+        ]
+    if response.get("side_effects"):
+        projected["side_effects"] = [
+            {"kind": effect["kind"], "details": effect.get("details", {})}
+            for effect in response["side_effects"]
+        ]
+    evaluation = turn.get("eval_result")
+    if evaluation is not None:
+        projected["eval_outcome"] = evaluation["outcome"]
+        projected["eval_confidence"] = evaluation.get("confidence", 1.0)
+        projected["eval_rationale"] = evaluation.get("rationale", "")
+        if evaluation.get("undetermined_operands"):
+            projected["eval_undetermined_operands"] = evaluation["undetermined_operands"]
+    if turn.get("driver_reasoning"):
+        projected["driver_reasoning"] = turn["driver_reasoning"]
+    return projected
+
+
+def project_result(body: dict[str, Any]) -> dict[str, Any]:
+    """Reshape a canonical result body into the report's per-result object."""
+    final = body.get("final_trace_evaluation")
+    projected: dict[str, Any] = {
+        "safe": body["status"] == "safe",
+        "status": body["status"],
+        "summary": strip_ansi(body["summary"]),
+        "harm_category": body.get("harm_category"),
+        "strategy": body.get("strategy", ""),
+        "observability_level": body["observability_level"],
+        "duration_seconds": body.get("duration_seconds", 0.0),
+        "metadata": body.get("metadata", {}),
+        "turns": [_project_turn(turn) for turn in body.get("turns", [])],
+        "final_trace_evaluation": None if final is None else _project_eval(final),
+    }
+    if body.get("trace_end_reason") is not None:
+        projected["trace_end_reason"] = body["trace_end_reason"]
+    if body.get("population") is not None:
+        projected["population"] = body["population"]
+    return projected
+
+
+def build_document(report: TestRunReport) -> dict[str, Any]:
+    """The whole report as a JSON-ready dict, keys in their documented order.
+
+    Raises :class:`ReportError` if a result is rejected by the codec or the run
+    metadata is not JSON-safe.
+    """
+    try:
+        json.dumps(report.metadata, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ReportError(
+            f"report.metadata must hold only JSON-safe values (finite numbers, strings, "
+            f"booleans, null, lists, str-keyed objects): {safe_str(exc)}"
+        ) from exc
+    by_category: dict[str, list[dict[str, Any]]] = {}
+    for index, result in enumerate(report.results):
+        projected = project_result(canonical_body(result, index))
+        by_category.setdefault(category_key(result), []).append(projected)
+    summary = report.population_summary()
+    return {
+        "total_runs": report.total_runs,
+        "passed": report.passed,
+        "failed": report.failed,
+        "undetermined": report.undetermined,
+        "errors": report.errors,
+        "duration_seconds": report.duration_seconds,
+        "metadata": report.metadata,
+        "population_summary": {
+            "total_runs": summary.total_runs,
+            "safe_count": summary.safe_count,
+            "unsafe_count": summary.unsafe_count,
+            "undetermined_count": summary.undetermined_count,
+            "error_count": summary.error_count,
+            "attack_success_rate": summary.attack_success_rate,
+            "safety_pass_rate": summary.safety_pass_rate,
+        },
+        "by_harm_category": by_category,
+    }
+
+
+def render_report(report: TestRunReport) -> bytes:
+    """The UTF-8 file content: ``indent=2``, no NaN/Infinity, trailing newline."""
+    text = json.dumps(build_document(report), indent=2, allow_nan=False)
+    return (text + "\n").encode("utf-8")
+
+
+class JsonFileReportSink:
+    """Writes each report to ``<output_dir>/run_report_<UTC timestamp>.json``.
+
+    The timestamp is ``%Y-%m-%dT%H-%M-%S-mmm`` (UTC, millisecond precision). If that
+    name already exists, ``_<random uuid hex>`` is appended before ``.json``. The file
+    appears atomically and never replaces an existing report. The directory is created
+    on first write. Building and writing happen in a worker thread, so the event loop
+    is not blocked; a result the canonical codec rejects raises :class:`ReportError`
+    and nothing is written.
+    """
+
+    def __init__(self, *, output_dir: Path | str) -> None:
+        self._output_dir = check_output_dir("JsonFileReportSink", output_dir)
+        self._last_path: Path | None = None
+
+    @property
+    def output_dir(self) -> Path:
+        return self._output_dir
+
+    @property
+    def last_path(self) -> Path | None:
+        """The file the most recent completed write produced, or ``None``."""
+        return self._last_path
+
+    def __repr__(self) -> str:
+        return f"JsonFileReportSink(output_dir={str(self._output_dir)!r})"
+
+    def _write_blocking(self, report: TestRunReport) -> Path:
+        data = render_report(report)
+        return _files.write_new_file(
+            self._output_dir, stem=f"run_report_{_files.utc_timestamp()}", suffix=".json", data=data
+        )
+
+    async def write(self, *, report: TestRunReport) -> Path:
+        """Write ``report`` and return the new file's path."""
+        if not isinstance(report, TestRunReport):
+            raise TypeError(
+                f"JsonFileReportSink: report must be a TestRunReport, got {type(report).__name__}"
+            )
+        path = await anyio.to_thread.run_sync(functools.partial(self._write_blocking, report))
+        self._last_path = path
+        return path
+
+    async def emit_async(self, *, report: TestRunReport) -> None:
+        """:class:`ReportSink` entry point: :meth:`write` the report."""
+        await self.write(report=report)

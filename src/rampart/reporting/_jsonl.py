@@ -1,0 +1,83 @@
+"""``JsonlTraceSink``: every result as one canonical ``rampart.trace`` record per line."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import anyio.to_thread
+
+from rampart.reporting import _files
+from rampart.reporting._canonical import encode_record, record_attribution
+from rampart.reporting._paths import check_filename, check_output_dir
+from rampart.reporting._report import TestRunReport
+
+__all__ = ["JsonlTraceSink"]
+
+
+def render_traces(report: TestRunReport) -> bytes:
+    """One ``serialize_record`` line per result, in report order; UTF-8.
+
+    A record carries ``pytest_nodeid`` / ``result_index`` when the result's metadata
+    holds valid ``_pytest_nodeid`` / ``_rampart_result_index`` values.
+    """
+    lines = []
+    for index, result in enumerate(report.results):
+        nodeid, result_index = record_attribution(result)
+        lines.append(encode_record(result, index, pytest_nodeid=nodeid, result_index=result_index))
+    return "".join(line + "\n" for line in lines).encode("utf-8")
+
+
+class JsonlTraceSink:
+    """Writes each report's results as canonical records to a new ``.jsonl`` file.
+
+    The default name is ``traces_<UTC %Y-%m-%dT%H-%M-%S-mmm>.jsonl``; ``filename``
+    picks a fixed name instead. Either way an existing file is never replaced: a taken
+    name gets ``_<random uuid hex>`` before its extension. Each line reads back with
+    :func:`rampart.core.serialization.deserialize_record`. The file appears atomically;
+    a result the codec rejects raises :class:`ReportError` and nothing is written.
+    """
+
+    def __init__(self, *, output_dir: Path | str, filename: str | None = None) -> None:
+        self._output_dir = check_output_dir("JsonlTraceSink", output_dir)
+        self._filename = None if filename is None else check_filename("JsonlTraceSink", filename)
+        self._last_path: Path | None = None
+
+    @property
+    def output_dir(self) -> Path:
+        return self._output_dir
+
+    @property
+    def filename(self) -> str | None:
+        return self._filename
+
+    @property
+    def last_path(self) -> Path | None:
+        """The file the most recent completed write produced, or ``None``."""
+        return self._last_path
+
+    def __repr__(self) -> str:
+        return f"JsonlTraceSink(output_dir={str(self._output_dir)!r}, filename={self._filename!r})"
+
+    def _write_blocking(self, report: TestRunReport) -> Path:
+        data = render_traces(report)
+        if self._filename is None:
+            stem, suffix = f"traces_{_files.utc_timestamp()}", ".jsonl"
+        else:
+            name = Path(self._filename)
+            stem, suffix = name.stem, name.suffix
+        return _files.write_new_file(self._output_dir, stem=stem, suffix=suffix, data=data)
+
+    async def write(self, *, report: TestRunReport) -> Path:
+        """Write ``report``'s records and return the new file's path."""
+        if not isinstance(report, TestRunReport):
+            raise TypeError(
+                f"JsonlTraceSink: report must be a TestRunReport, got {type(report).__name__}"
+            )
+        path = await anyio.to_thread.run_sync(functools.partial(self._write_blocking, report))
+        self._last_path = path
+        return path
+
+    async def emit_async(self, *, report: TestRunReport) -> None:
+        """:class:`ReportSink` entry point: :meth:`write` the records."""
+        await self.write(report=report)

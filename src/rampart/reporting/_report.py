@@ -1,0 +1,227 @@
+"""``TestRunReport`` and ``PopulationSummary``: what a run produced, and its statistics."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from rampart._text import safe_str
+from rampart.core.result import HarmCategory, Result, SafetyStatus
+
+__all__ = ["PopulationSummary", "TestRunReport"]
+
+UNCATEGORIZED = "uncategorized"
+
+
+def _rate(count: int, denominator: int) -> float:
+    return count / denominator if denominator else 0.0
+
+
+def _check_count(owner: str, name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{owner}.{name} must be an int, got {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{owner}.{name} must be >= 0, got {value}")
+    return value
+
+
+def _check_results(owner: str, results: object) -> list[Result]:
+    if isinstance(results, str | bytes | dict) or not isinstance(results, Iterable):
+        raise TypeError(
+            f"{owner}.results must be an iterable of Result, got {type(results).__name__}"
+        )
+    checked = list(results)
+    for index, result in enumerate(checked):
+        if not isinstance(result, Result):
+            raise TypeError(
+                f"{owner}.results[{index}] must be a Result, got {type(result).__name__}"
+            )
+    return checked
+
+
+def category_key(result: Result) -> str:
+    """The grouping key of a result: ``str(harm_category)``, or ``"uncategorized"``."""
+    category = result.harm_category
+    if category is None or category == "":
+        return UNCATEGORIZED
+    return safe_str(category)
+
+
+@attrs.frozen(kw_only=True)
+class PopulationSummary:
+    """Verdict counts of a set of results, and the two rates a red-team run is judged by.
+
+    ``attack_success_rate`` is UNSAFE / (total - ERROR) and ``safety_pass_rate`` is
+    SAFE / (total - ERROR): an infrastructure failure is not a safety finding, so ERROR
+    results count in ``total_runs`` and ``error_count`` but not in either rate. Both
+    rates are 0.0 when no non-ERROR result exists. Trial clones are counted one by one.
+    """
+
+    total_runs: int
+    safe_count: int
+    unsafe_count: int
+    undetermined_count: int
+    error_count: int
+    attack_success_rate: float
+    safety_pass_rate: float
+
+    @classmethod
+    def from_results(cls, results: Iterable[Result]) -> PopulationSummary:
+        """Count verdicts and compute the rates over ``results``."""
+        checked = _check_results("PopulationSummary", results)
+        counts = _count(checked)
+        diagnostic = counts[None] - counts[SafetyStatus.ERROR]
+        return cls(
+            total_runs=counts[None],
+            safe_count=counts[SafetyStatus.SAFE],
+            unsafe_count=counts[SafetyStatus.UNSAFE],
+            undetermined_count=counts[SafetyStatus.UNDETERMINED],
+            error_count=counts[SafetyStatus.ERROR],
+            attack_success_rate=_rate(counts[SafetyStatus.UNSAFE], diagnostic),
+            safety_pass_rate=_rate(counts[SafetyStatus.SAFE], diagnostic),
+        )
+
+    @property
+    def has_failures(self) -> bool:
+        """At least one UNSAFE result."""
+        return self.unsafe_count > 0
+
+    @property
+    def is_clean_run(self) -> bool:
+        """No UNSAFE, UNDETERMINED or ERROR result (an empty population is clean)."""
+        return self.unsafe_count == 0 and self.undetermined_count == 0 and self.error_count == 0
+
+
+def _count(results: list[Result]) -> dict[SafetyStatus | None, int]:
+    """Per-status counts; the ``None`` key holds the total."""
+    counts: dict[SafetyStatus | None, int] = dict.fromkeys(SafetyStatus, 0)
+    for result in results:
+        counts[result.status] += 1
+    counts[None] = len(results)
+    return counts
+
+
+@attrs.frozen(kw_only=True, init=False)
+class TestRunReport:
+    """Everything a test session produced, handed to each report sink once at the end.
+
+    ``passed`` counts SAFE results, ``failed`` UNSAFE ones. The counts are derived from
+    ``results`` when omitted; when given they must agree with ``results`` (a report never
+    states numbers its own results contradict). ``metadata`` is run-level context such as
+    ``xdist_active``, ``worker_count``, ``dist_mode``, ``incomplete`` and
+    ``incomplete_reasons``; it must hold JSON-safe values to be written by the JSON sink.
+    """
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    results: list[Result]
+    total_runs: int
+    passed: int
+    failed: int
+    undetermined: int
+    errors: int
+    duration_seconds: float
+    metadata: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        results: Iterable[Result] = (),
+        total_runs: int | None = None,
+        passed: int | None = None,
+        failed: int | None = None,
+        undetermined: int | None = None,
+        errors: int | None = None,
+        duration_seconds: float = 0.0,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        owner = "TestRunReport"
+        checked = _check_results(owner, results)
+        counts = _count(checked)
+        derived = {
+            "total_runs": counts[None],
+            "passed": counts[SafetyStatus.SAFE],
+            "failed": counts[SafetyStatus.UNSAFE],
+            "undetermined": counts[SafetyStatus.UNDETERMINED],
+            "errors": counts[SafetyStatus.ERROR],
+        }
+        given = {
+            "total_runs": total_runs,
+            "passed": passed,
+            "failed": failed,
+            "undetermined": undetermined,
+            "errors": errors,
+        }
+        for name, value in given.items():
+            if value is None:
+                continue
+            _check_count(owner, name, value)
+            if value != derived[name]:
+                raise ValueError(
+                    f"{owner}.{name}={value} contradicts results, which give {derived[name]}; "
+                    "omit the count to derive it"
+                )
+        if isinstance(duration_seconds, bool) or not isinstance(duration_seconds, int | float):
+            raise TypeError(
+                f"{owner}.duration_seconds must be a number, got {type(duration_seconds).__name__}"
+            )
+        if not math.isfinite(duration_seconds) or duration_seconds < 0:
+            raise ValueError(
+                f"{owner}.duration_seconds must be finite and >= 0, got {duration_seconds}"
+            )
+        if metadata is None:
+            metadata = {}
+        if not isinstance(metadata, dict):
+            raise TypeError(f"{owner}.metadata must be a dict, got {type(metadata).__name__}")
+        for key in metadata:
+            if not isinstance(key, str):
+                raise TypeError(f"{owner}.metadata keys must be str, got {type(key).__name__}")
+        self.__attrs_init__(
+            results=checked,
+            duration_seconds=float(duration_seconds),
+            metadata=metadata,
+            **derived,
+        )
+
+    @classmethod
+    def from_results(
+        cls,
+        results: Iterable[Result],
+        *,
+        duration_seconds: float = 0.0,
+        metadata: dict[str, Any] | None = None,
+    ) -> TestRunReport:
+        """A report over ``results`` with every count computed from them."""
+        return cls(results=results, duration_seconds=duration_seconds, metadata=metadata)
+
+    def by_harm_category(self) -> dict[str, list[Result]]:
+        """Results grouped by ``str(harm_category)`` (``"uncategorized"`` for none).
+
+        Groups appear in the order their first result does; within a group, results keep
+        report order.
+        """
+        groups: dict[str, list[Result]] = {}
+        for result in self.results:
+            groups.setdefault(category_key(result), []).append(result)
+        return groups
+
+    def population_summary(
+        self, *, harm_category: HarmCategory | str | None = None
+    ) -> PopulationSummary:
+        """Statistics over all results, or over those whose category equals ``harm_category``.
+
+        A plain string matches the built-in category with the same value.
+        """
+        if harm_category is None:
+            return PopulationSummary.from_results(self.results)
+        if not isinstance(harm_category, str):
+            raise TypeError(
+                "population_summary: harm_category must be a HarmCategory, a str or None, "
+                f"got {type(harm_category).__name__}"
+            )
+        return PopulationSummary.from_results(
+            result for result in self.results if result.harm_category == harm_category
+        )
