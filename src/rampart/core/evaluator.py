@@ -32,6 +32,11 @@ class Evaluator(Protocol):
 
 def require_evaluator(value: object, *, name: str) -> Evaluator:
     """Return ``value`` if it is an evaluator, else raise ``TypeError`` naming ``name``."""
+    if isinstance(value, type):
+        raise TypeError(
+            f"{name} must be an Evaluator instance, got the class {value.__name__} "
+            "(did you forget to call it?)"
+        )
     if isinstance(value, Evaluator) and callable(value.evaluate_async):
         return value
     raise TypeError(

@@ -1,0 +1,103 @@
+"""Stub evaluators and context builders shared by the evaluator tests."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rampart.core.evaluator import BaseEvaluator
+from rampart.core.types import (
+    EvalContext,
+    EvalOutcome,
+    EvalResult,
+    ObservabilityLevel,
+    Request,
+    Response,
+    SideEffect,
+    ToolCall,
+    Turn,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+D = EvalOutcome.DETECTED
+ND = EvalOutcome.NOT_DETECTED
+U = EvalOutcome.UNDETERMINED
+OUTCOMES = (D, ND, U)
+SHORT = {D: "D", ND: "ND", U: "U"}
+
+
+class Stub(BaseEvaluator):
+    """Returns a fixed result and counts how often it ran."""
+
+    def __init__(
+        self,
+        outcome: EvalOutcome,
+        *,
+        rationale: str = "",
+        evidence: Sequence[str] = (),
+        confidence: float = 1.0,
+        gaps: Sequence[str] = (),
+    ) -> None:
+        self.result = EvalResult(
+            outcome=outcome,
+            confidence=confidence,
+            evidence=list(evidence),
+            rationale=rationale,
+            undetermined_operands=list(gaps),
+        )
+        self.calls = 0
+
+    async def evaluate_async(self, *, context: EvalContext) -> EvalResult:
+        self.calls += 1
+        return self.result
+
+    def __repr__(self) -> str:
+        return f"Stub({SHORT[self.result.outcome]})"
+
+
+class PlainStub:
+    """Implements only the ``Evaluator`` protocol (no operators, not a BaseEvaluator)."""
+
+    def __init__(self, outcome: EvalOutcome, *, rationale: str = "") -> None:
+        self.result = EvalResult(outcome=outcome, rationale=rationale)
+        self.calls = 0
+
+    async def evaluate_async(self, *, context: EvalContext) -> EvalResult:
+        self.calls += 1
+        return self.result
+
+
+class MustNotRun(BaseEvaluator):
+    """Fails the test if a short-circuit lets it run."""
+
+    async def evaluate_async(self, *, context: EvalContext) -> EvalResult:
+        raise AssertionError("a short-circuited operand was evaluated")
+
+
+def turn(
+    text: str = "ok",
+    *,
+    number: int = 0,
+    tool_calls: Sequence[ToolCall] = (),
+    side_effects: Sequence[SideEffect] = (),
+) -> Turn:
+    return Turn(
+        request=Request(prompt="prompt"),
+        response=Response(text=text, tool_calls=list(tool_calls), side_effects=list(side_effects)),
+        turn_number=number,
+    )
+
+
+def context(
+    *turns: Turn,
+    level: ObservabilityLevel = ObservabilityLevel.TOOL_AND_SIDE_EFFECTS,
+) -> EvalContext:
+    return EvalContext(turns=list(turns), observability_level=level)
+
+
+def texts(
+    *responses: str, level: ObservabilityLevel = ObservabilityLevel.RESPONSE_ONLY
+) -> EvalContext:
+    """A context with one turn per response text, numbered from 0."""
+    return context(*(turn(text, number=i) for i, text in enumerate(responses)), level=level)
