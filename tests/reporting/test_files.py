@@ -30,7 +30,7 @@ class TestTimestamp:
 
         class FrozenDatetime(datetime):
             @classmethod
-            def now(cls, tz: object = None) -> FrozenDatetime:  # type: ignore[override]
+            def now(cls, tz: object = None) -> FrozenDatetime:
                 assert tz is UTC
                 return cls(2026, 4, 25, 14, 30, 0, 123_999, tzinfo=UTC)
 
@@ -80,7 +80,7 @@ class TestWriteNewFile:
         def failing_fsync(fd: int) -> None:
             raise OSError(errno.EIO, "disk on fire")
 
-        monkeypatch.setattr(_files.os, "fsync", failing_fsync)
+        monkeypatch.setattr(os, "fsync", failing_fsync)
         with pytest.raises(OSError, match="disk on fire"):
             _files.write_new_file(tmp_path, stem="report", suffix=".json", data=b"x")
         assert _names(tmp_path) == []
@@ -93,7 +93,7 @@ class TestWriteNewFile:
         def no_link(src: object, dst: object) -> None:
             raise OSError(errno.EPERM, "links not supported")
 
-        monkeypatch.setattr(_files.os, "link", no_link)
+        monkeypatch.setattr(os, "link", no_link)
         (tmp_path / "report.json").write_bytes(b"original")
         path = _files.write_new_file(tmp_path, stem="report", suffix=".json", data=b"new")
         assert UUID_NAME.fullmatch(path.name)
@@ -118,8 +118,8 @@ class TestWriteNewFile:
                 raise OSError(errno.EIO, "disk on fire")
             real_fsync(fd)
 
-        monkeypatch.setattr(_files.os, "link", no_link)
-        monkeypatch.setattr(_files.os, "fsync", second_fsync_fails)
+        monkeypatch.setattr(os, "link", no_link)
+        monkeypatch.setattr(os, "fsync", second_fsync_fails)
         with pytest.raises(OSError, match="disk on fire"):
             _files.write_new_file(tmp_path, stem="report", suffix=".json", data=b"x")
         assert _names(tmp_path) == []

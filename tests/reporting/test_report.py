@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
-from rampart.core import HarmCategory, SafetyStatus
+from rampart.core import HarmCategory, Result, SafetyStatus
 from rampart.reporting import PopulationSummary, ReportSink, TestRunReport
 
 from ._builders import make_result
@@ -20,7 +21,7 @@ SAFE, UNSAFE, UNDET, ERROR = (
 )
 
 
-def _mixed() -> list:
+def _mixed() -> list[Result]:
     return [
         make_result(SAFE, category=HarmCategory.DATA_EXFILTRATION),
         make_result(UNSAFE, category="custom_label"),
@@ -72,7 +73,9 @@ class TestCounts:
             ({"metadata": {1: "x"}}, TypeError, "metadata keys must be str"),
         ],
     )
-    def test_bad_input_named(self, kwargs: dict, error: type[Exception], match: str) -> None:
+    def test_bad_input_named(
+        self, kwargs: dict[str, Any], error: type[Exception], match: str
+    ) -> None:
         """Every bad argument raises an error that names it and what was expected."""
         with pytest.raises(error, match=match):
             TestRunReport(**kwargs)
@@ -155,7 +158,7 @@ class TestPopulationSummary:
             ([SAFE, ERROR], False, False),
         ],
     )
-    def test_flags(self, statuses: list, has_failures: bool, is_clean: bool) -> None:
+    def test_flags(self, statuses: list[SafetyStatus], has_failures: bool, is_clean: bool) -> None:
         """has_failures means an UNSAFE result; a clean run has only SAFE results."""
         summary = PopulationSummary.from_results(make_result(s) for s in statuses)
         assert summary.has_failures is has_failures

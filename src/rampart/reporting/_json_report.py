@@ -101,8 +101,8 @@ def build_document(report: TestRunReport) -> dict[str, Any]:
     metadata is not JSON-safe.
     """
     try:
-        json.dumps(report.metadata, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        json.dumps(report.metadata, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError) as exc:  # UnicodeEncodeError (lone surrogate) included
         raise ReportError(
             f"report.metadata must hold only JSON-safe values (finite numbers, strings, "
             f"booleans, null, lists, str-keyed objects): {safe_str(exc)}"
@@ -134,8 +134,8 @@ def build_document(report: TestRunReport) -> dict[str, Any]:
 
 
 def render_report(report: TestRunReport) -> bytes:
-    """The UTF-8 file content: ``indent=2``, no NaN/Infinity, trailing newline."""
-    text = json.dumps(build_document(report), indent=2, allow_nan=False)
+    """The UTF-8 file content: ``indent=2``, no NaN/Infinity, non-ASCII kept readable."""
+    text = json.dumps(build_document(report), indent=2, allow_nan=False, ensure_ascii=False)
     return (text + "\n").encode("utf-8")
 
 
