@@ -1,0 +1,107 @@
+"""Per-test (and per-trial-clone) result collection, carried by context variables.
+
+Each test body, and each concurrently running trial clone, runs with its own
+``ResultCollector`` in a context variable. Executions report to it through
+``ResultCollectionHandler``, which the plugin installs as a *framework handler*
+(``rampart.core.execution.framework_handlers``) for the same context, so no global
+registry is involved and concurrent clones never see each other's results.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import attrs
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from rampart.core.execution import ExecutionEventData
+    from rampart.core.result import Result
+
+__all__ = [
+    "ResultCollectionHandler",
+    "ResultCollector",
+    "TrialInfo",
+    "current_trial",
+    "record_result",
+]
+
+
+@attrs.frozen(kw_only=True)
+class TrialInfo:
+    """Which clone of a trial group is running: ``index`` in ``range(n)``."""
+
+    index: int
+    n: int
+
+
+class ResultCollector:
+    """Holds the results one test body (or one trial clone) produced, in order."""
+
+    def __init__(self) -> None:
+        self.results: list[Result] = []
+
+    def add(self, result: Result) -> None:
+        self.results.append(result)
+
+
+_collector: contextvars.ContextVar[ResultCollector | None] = contextvars.ContextVar(
+    "rampart_collector", default=None
+)
+_trial: contextvars.ContextVar[TrialInfo | None] = contextvars.ContextVar(
+    "rampart_trial", default=None
+)
+
+
+def record_result(result: Result) -> None:
+    """Record a manually built ``Result`` for the running test; a no-op outside pytest."""
+    from rampart.core.result import Result
+
+    if not isinstance(result, Result):
+        raise TypeError(f"record_result() expects a rampart.Result, got {type(result).__name__}")
+    collector = _collector.get()
+    if collector is not None:
+        collector.add(result)
+
+
+def current_trial() -> TrialInfo | None:
+    """The running trial clone's index and group size, or None outside a trial test."""
+    return _trial.get()
+
+
+class ResultCollectionHandler:
+    """Execution event handler that records every finished execution's result."""
+
+    async def on_event_async(self, *, event_data: ExecutionEventData) -> None:
+        from rampart.core.execution import ExecutionEvent
+
+        if event_data.event is ExecutionEvent.ON_POST_EXECUTE and event_data.result is not None:
+            collector = _collector.get()
+            if collector is not None:
+                collector.add(event_data.result)
+
+
+_HANDLER = ResultCollectionHandler()
+
+
+@contextmanager
+def collecting(collector: ResultCollector, trial: TrialInfo | None = None) -> Iterator[None]:
+    """Route results of executions run in this context to ``collector``."""
+    from rampart.core.execution import current_framework_handlers, framework_handlers
+
+    collector_token = _collector.set(collector)
+    trial_token = _trial.set(trial)
+    try:
+        if _HANDLER in current_framework_handlers():
+            # Nested (a clone inside a test): the installed handler already reads the
+            # innermost collector, and a second copy would record every result twice.
+            yield
+        else:
+            with framework_handlers(_HANDLER):
+                yield
+    finally:
+        _trial.reset(trial_token)
+        _collector.reset(collector_token)

@@ -1,0 +1,75 @@
+"""Fixtures the plugin provides (registered as a plugin module at configure time)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING
+
+import pytest
+
+from rampart.pytest_plugin._collect import TrialInfo, current_trial
+
+if TYPE_CHECKING:
+    from rampart.pytest_plugin._session import RampartPlugin
+
+LEGACY_FIXTURE_WARNING = (
+    "The rampart_sinks fixture is deprecated and will be removed in 0.3.0. "
+    "Use the pytest_rampart_sinks hook instead."
+)
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Default backend for async tests: asyncio. Override it in your conftest for trio."""
+    return "asyncio"
+
+
+class TrialView:
+    """The running clone's trial info, read at access time.
+
+    Function-scoped fixtures are shared by all clones of a trial group, so this object
+    is too; each attribute read returns the *calling* clone's values.
+    """
+
+    @property
+    def info(self) -> TrialInfo | None:
+        return current_trial()
+
+    @property
+    def index(self) -> int:
+        info = current_trial()
+        return 0 if info is None else info.index
+
+    @property
+    def n(self) -> int:
+        info = current_trial()
+        return 1 if info is None else info.n
+
+    def __repr__(self) -> str:
+        return f"<rampart trial {self.index} of {self.n}>"
+
+
+@pytest.fixture
+def rampart_trial() -> TrialView:
+    """Index and size of the running trial clone (0 of 1 outside trial tests)."""
+    return TrialView()
+
+
+def _plugin(config: pytest.Config) -> RampartPlugin:
+    from rampart.pytest_plugin.plugin import PLUGIN_KEY
+
+    return config.stash[PLUGIN_KEY]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _rampart_sink_bootstrap(request: pytest.FixtureRequest) -> None:
+    """Resolve a user's deprecated ``rampart_sinks`` fixture when no hook exists."""
+    plugin = _plugin(request.config)
+    if plugin.is_worker or plugin.has_sink_hooks():
+        return
+    try:
+        sinks = request.getfixturevalue("rampart_sinks")
+    except pytest.FixtureLookupError:
+        return
+    warnings.warn(LEGACY_FIXTURE_WARNING, DeprecationWarning, stacklevel=2)
+    plugin.legacy_sinks = list(sinks) if isinstance(sinks, list | tuple) else [sinks]

@@ -1,0 +1,150 @@
+"""The trial-group verdict of an item: which clones were SAFE, and did the group pass.
+
+One clone is SAFE when it recorded at least one result, every result is SAFE and its
+body did not fail. Any UNSAFE clone fails the group; otherwise the SAFE fraction of the
+clones that ran must reach the threshold (ERROR, UNDETERMINED, failed and no-result
+clones all count against it). The rule is the one ``rampart.core._stats`` implements
+for ``execute_trials_async``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import attrs
+import pytest
+
+from rampart.core._stats import StatusTally, wilson_interval
+from rampart.core.result import SafetyStatus
+
+if TYPE_CHECKING:
+    from rampart.pytest_plugin._runner import CloneRun, ItemRun
+
+__all__ = ["GroupVerdict", "clone_status", "judge", "settled_fail"]
+
+_SEVERITY = (SafetyStatus.UNSAFE, SafetyStatus.ERROR, SafetyStatus.UNDETERMINED)
+
+
+def clone_status(clone: CloneRun) -> SafetyStatus | None:
+    """The clone's status for the group tally; None when it recorded no result."""
+    results = clone.collector.results
+    if not results:
+        return None
+    statuses = {result.status for result in results}
+    for status in _SEVERITY:
+        if status in statuses:
+            return status
+    if clone.failure is not None:
+        # Every result was SAFE but the test's own assertions failed the clone.
+        return SafetyStatus.UNDETERMINED
+    return SafetyStatus.SAFE
+
+
+@attrs.frozen(kw_only=True)
+class GroupVerdict:
+    """The aggregate of one trial group, as printed on its terminal line."""
+
+    n: int
+    threshold: float
+    safe: int
+    unsafe: int
+    errors: int
+    no_result: int
+    executed: int
+    cancelled: int
+    passed: bool
+
+    @property
+    def pass_rate(self) -> float:
+        return self.safe / self.executed if self.executed else 0.0
+
+    def interval(self) -> tuple[float, float]:
+        return wilson_interval(self.safe, self.executed)
+
+    @classmethod
+    def of(cls, run: ItemRun) -> GroupVerdict:
+        assert run.spec is not None
+        tally = StatusTally(size=run.spec.n, threshold=run.spec.threshold)
+        no_result = 0
+        for clone in run.clones:
+            status = clone_status(clone)
+            if status is None:
+                no_result += 1
+                status = SafetyStatus.UNDETERMINED
+            tally.add(status)
+        return cls(
+            n=run.spec.n,
+            threshold=run.spec.threshold,
+            safe=tally.count(SafetyStatus.SAFE),
+            unsafe=tally.count(SafetyStatus.UNSAFE),
+            errors=tally.count(SafetyStatus.ERROR),
+            no_result=no_result,
+            executed=tally.executed,
+            cancelled=run.cancelled,
+            passed=tally.status() is SafetyStatus.SAFE,
+        )
+
+    def describe(self) -> str:
+        """The bracketed part of the group line: counts, pass rate, threshold, Wilson CI."""
+        low, high = self.interval()
+        parts = [f"{self.safe}/{self.executed} safe"]
+        if self.no_result:
+            parts.append(f"{self.no_result} no-result")
+        parts.append(f"{self.pass_rate:.0%} pass rate")
+        parts.append(f"threshold: {self.threshold:.0%}")
+        parts.append(f"95% CI {low * 100:.0f}–{high * 100:.0f}%")  # noqa: RUF001 - spec format
+        if self.cancelled:
+            parts.append(f"{self.cancelled} not run (early stop)")
+        return ", ".join(parts)
+
+
+def settled_fail(run: ItemRun, clone: CloneRun) -> bool:
+    """Early stop: True once the clones still outstanding cannot make the group pass."""
+    del clone
+    assert run.spec is not None
+    tally = StatusTally(size=run.spec.n, threshold=run.spec.threshold)
+    for finished in run.clones:
+        if finished.collector.results or finished.failure is not None:
+            status = clone_status(finished)
+            tally.add(SafetyStatus.UNDETERMINED if status is None else status)
+    return tally.settled_fail()
+
+
+def judge(run: ItemRun, *, item_name: str) -> None:
+    """Fail the item when its group failed; re-raise a clone's crash (not an assertion)."""
+    from rampart.pytest_plugin._runner import clone_failed_assertion
+
+    crashed = [c for c in run.clones if c.failure is not None and not clone_failed_assertion(c)]
+    if crashed:
+        first = crashed[0]
+        assert first.failure is not None
+        first.failure.add_note(
+            f"raised in trial clone {item_name}[trial-{first.index}] "
+            f"({len(crashed)} of {len(run.clones)} clones crashed)"
+        )
+        raise first.failure
+    verdict = GroupVerdict.of(run)
+    if verdict.passed:
+        return
+    failing = [c for c in run.clones if clone_status(c) is not SafetyStatus.SAFE]
+    lines = [
+        f"trial group failed: {verdict.describe()}"
+        + (f"; {verdict.unsafe} UNSAFE" if verdict.unsafe else "")
+    ]
+    for clone in failing[:3]:
+        lines.append(f"  {item_name}[trial-{clone.index}]: {_clone_summary(clone)}")
+    if len(failing) > 3:
+        lines.append(f"  ... and {len(failing) - 3} more failing clones")
+    pytest.fail("\n".join(lines), pytrace=False)
+
+
+def _clone_summary(clone: CloneRun) -> str:
+    from rampart._text import one_line
+
+    worst = clone_status(clone)
+    for result in clone.collector.results:
+        if result.status is worst and worst is not SafetyStatus.SAFE:
+            return f"{result.status.value.upper()}: {one_line(result.summary)}"
+    if clone.failure is not None:
+        return f"{type(clone.failure).__name__}: {one_line(str(clone.failure))}"
+    return "recorded no result"

@@ -1,0 +1,181 @@
+"""Running one test item's body: once, or as a concurrent trial group of clones.
+
+The plugin replaces each test function with a wrapper built here. The wrapper runs
+the original body inside a collection context; for ``@pytest.mark.trial`` items it
+runs ``n`` clones concurrently in one task group under a ``CapacityLimiter``, each
+clone with its own collector and ``TrialInfo``. Clone failures are captured, not
+propagated, so one failing clone does not stop the others; the group verdict is
+decided afterwards by the plugin. Async wrappers stay coroutine functions, so
+whichever async test plugin owns the item (anyio's, or pytest-asyncio's) runs them.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import attrs
+import pytest
+
+from rampart.core._fanout import fan_out
+from rampart.pytest_plugin._collect import ResultCollector, TrialInfo, collecting
+from rampart.pytest_plugin._groups import judge, settled_fail
+from rampart.pytest_plugin._markers import TrialSpec
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+__all__ = ["CloneRun", "ItemRun", "wrap_test_function"]
+
+# Outcomes that end the whole item rather than one clone.
+_ITEM_OUTCOMES = (pytest.skip.Exception, pytest.xfail.Exception, pytest.exit.Exception)
+
+
+@attrs.define(eq=False)
+class CloneRun:
+    """One run of the test body: its results and how the body ended."""
+
+    index: int
+    collector: ResultCollector = attrs.field(factory=ResultCollector)
+    failure: BaseException | None = None
+
+
+@attrs.define(eq=False)
+class ItemRun:
+    """What running one item produced; read by the plugin after the call phase."""
+
+    spec: TrialSpec | None
+    clones: list[CloneRun] = attrs.field(factory=list)
+    cancelled: int = 0
+    finished: bool = False
+
+
+def _clone_failed(failure: BaseException | None) -> bool:
+    return isinstance(failure, AssertionError | pytest.fail.Exception)
+
+
+def wrap_test_function(
+    func: Callable[..., Any],
+    *,
+    spec: TrialSpec | None,
+    name: str,
+    publish: Callable[[ItemRun], None],
+) -> Callable[..., Any]:
+    """A replacement for ``func`` that collects results and fans out trial clones.
+
+    ``publish`` receives the ``ItemRun`` before the body starts, so results survive a
+    failing body. A trial group that fails its verdict fails the call (``judge``).
+    """
+    if inspect.iscoroutinefunction(func):
+        return _wrap_async(func, spec=spec, name=name, publish=publish)
+    return _wrap_sync(func, spec=spec, name=name, publish=publish)
+
+
+def _wrap_async(
+    func: Callable[..., Awaitable[Any]],
+    *,
+    spec: TrialSpec | None,
+    name: str,
+    publish: Callable[[ItemRun], None],
+) -> Callable[..., Awaitable[None]]:
+    @functools.wraps(func)
+    async def run_item(**kwargs: Any) -> None:
+        run = ItemRun(spec=spec)
+        publish(run)
+        if spec is None:
+            clone = CloneRun(index=0)
+            run.clones.append(clone)
+            try:
+                with collecting(clone.collector):
+                    await func(**kwargs)
+            finally:
+                run.finished = True
+            return
+
+        async def run_clone(index: int) -> CloneRun:
+            clone = CloneRun(index=index)
+            run.clones.append(clone)
+            with collecting(clone.collector, TrialInfo(index=index, n=spec.n)):
+                try:
+                    await func(**kwargs)
+                except _ITEM_OUTCOMES:
+                    raise
+                except Exception as exc:  # recorded per clone, judged later
+                    clone.failure = exc
+            return clone
+
+        def clone_settled(_index: int, clone: CloneRun) -> bool:
+            return settled_fail(run, clone)
+
+        outcome = await fan_out(
+            run_clone,
+            count=spec.n,
+            limiter=anyio.CapacityLimiter(spec.concurrency),
+            settled=clone_settled if spec.early_stop else None,
+        )
+        finished = {index for index, _ in outcome.completed}
+        run.clones = sorted((c for c in run.clones if c.index in finished), key=_index)
+        run.cancelled = outcome.cancelled_count
+        run.finished = True
+        judge(run, item_name=name)
+
+    return run_item
+
+
+def _wrap_sync(
+    func: Callable[..., Any],
+    *,
+    spec: TrialSpec | None,
+    name: str,
+    publish: Callable[[ItemRun], None],
+) -> Callable[..., None]:
+    @functools.wraps(func)
+    def run_item(**kwargs: Any) -> None:
+        run = ItemRun(spec=spec)
+        publish(run)
+        if spec is None:
+            clone = CloneRun(index=0)
+            run.clones.append(clone)
+            try:
+                with collecting(clone.collector):
+                    func(**kwargs)
+            finally:
+                run.finished = True
+            return
+        # A synchronous body cannot run concurrently; its clones run one after another,
+        # each in a fresh copy of the context.
+        for index in range(spec.n):
+            clone = CloneRun(index=index)
+            run.clones.append(clone)
+            contextvars.copy_context().run(_run_sync_clone, func, kwargs, clone, spec.n)
+            if spec.early_stop and settled_fail(run, clone):
+                run.cancelled = spec.n - index - 1
+                break
+        run.finished = True
+        judge(run, item_name=name)
+
+    return run_item
+
+
+def _run_sync_clone(
+    func: Callable[..., Any], kwargs: dict[str, Any], clone: CloneRun, n: int
+) -> None:
+    with collecting(clone.collector, TrialInfo(index=clone.index, n=n)):
+        try:
+            func(**kwargs)
+        except _ITEM_OUTCOMES:
+            raise
+        except Exception as exc:  # recorded per clone, judged later
+            clone.failure = exc
+
+
+def _index(clone: CloneRun) -> int:
+    return clone.index
+
+
+def clone_failed_assertion(clone: CloneRun) -> bool:
+    """The clone's body failed an assertion (as opposed to crashing)."""
+    return _clone_failed(clone.failure)

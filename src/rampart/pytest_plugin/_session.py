@@ -1,0 +1,355 @@
+"""The plugin's session object: runs items, gathers results, prints and reports them.
+
+One ``RampartPlugin`` is registered per pytest run (stored in ``config.stash``). It
+wraps each test function for collection and trials, tags finished results with the
+test they came from, and at session end builds one ``TestRunReport``, emits it to the
+sinks and prints the safety summary. Under xdist, workers stream results on their
+test reports and the controller does the reporting (``_xdist``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+import uuid
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import pytest
+
+from rampart._text import one_line
+from rampart.pytest_plugin._markers import TrialSpec, harm_category_of, trial_spec_of
+
+if TYPE_CHECKING:
+    from collections.abc import Generator
+
+    from rampart.core.result import Result
+    from rampart.pytest_plugin._runner import ItemRun
+    from rampart.pytest_plugin._summary import GroupLine
+    from rampart.reporting import ReportSink, TestRunReport
+
+__all__ = ["RampartPlugin"]
+
+_SPEC = pytest.StashKey[TrialSpec | None]()
+_HARM = pytest.StashKey[str | None]()
+_RUN = pytest.StashKey["ItemRun"]()
+
+
+class RampartPlugin:
+    """Session state and hooks; see the module docstring."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.started = time.monotonic()
+        self.is_worker = hasattr(config, "workerinput")
+        self.results: list[Result] = []
+        self.groups: list[GroupLine] = []
+        self.incomplete_reasons: list[str] = []
+        self.sink_failures: list[str] = []
+        self.warnings: list[str] = []
+        self.written: list[str] = []
+        self.streamed = 0
+        self.received: Counter[str] = Counter()
+        self.workers_seen: set[str] = set()
+        self.legacy_sinks: list[object] | None = None
+        self.report: TestRunReport | None = None
+        self.trials_override: int | None = _option_int(config, "rampart_trials", minimum=1)
+        self.default_concurrency: int = (
+            _option_int(config, "rampart_concurrency", minimum=1) or _DEFAULT_CONCURRENCY
+        )
+        self.max_bytes: int = _max_bytes(config)
+
+    # -- async tests without configuration -------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pycollect_makeitem(
+        self, collector: pytest.Module | pytest.Class, name: str, obj: object
+    ) -> None:
+        # Hand plain ``async def`` tests to anyio's plugin, unless pytest-asyncio owns them.
+        if not (collector.istestfunction(obj, name) and inspect.iscoroutinefunction(obj)):
+            return
+        if hasattr(obj, "hypothesis") or self._asyncio_owns(collector, obj):
+            return
+        own = getattr(obj, "pytestmark", ())
+        if not any(mark.name == "anyio" for mark in own) and not collector.get_closest_marker(
+            "anyio"
+        ):
+            pytest.mark.anyio(obj)
+        pytest.mark.usefixtures("anyio_backend")(obj)
+
+    def _asyncio_owns(self, collector: pytest.Module | pytest.Class, obj: object) -> bool:
+        if not self.config.pluginmanager.has_plugin("asyncio"):
+            return False
+        if self.config.getini("asyncio_mode") == "auto":
+            return True
+        own = getattr(obj, "pytestmark", ())
+        return any(mark.name == "asyncio" for mark in own) or bool(
+            collector.get_closest_marker("asyncio")
+        )
+
+    # -- collection ------------------------------------------------------------------------
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            item.stash[_SPEC] = trial_spec_of(
+                item,
+                trials_override=self.trials_override,
+                default_concurrency=self.default_concurrency,
+            )
+            item.stash[_HARM] = harm_category_of(item)
+
+    # -- running ---------------------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
+        from rampart.pytest_plugin._runner import wrap_test_function
+
+        if not isinstance(item, pytest.Function) or hasattr(item.obj, "hypothesis"):
+            return (yield from self._run_unwrapped(item))
+        spec = item.stash.get(_SPEC, None)
+        original = item.obj
+
+        def publish(run: ItemRun) -> None:
+            item.stash[_RUN] = run
+
+        item.obj = wrap_test_function(original, spec=spec, name=item.name, publish=publish)
+        try:
+            return (yield)
+        finally:
+            item.obj = original
+
+    def _run_unwrapped(self, item: pytest.Item) -> Generator[None, object, object]:
+        from rampart.pytest_plugin._collect import collecting
+        from rampart.pytest_plugin._runner import CloneRun, ItemRun
+
+        clone = CloneRun(index=0)
+        item.stash[_RUN] = ItemRun(spec=None, clones=[clone])
+        with collecting(clone.collector):
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if call.when == "call":
+            run = item.stash.get(_RUN, None)
+            if run is not None:
+                results, group = self._finish(item, run)
+                if self.is_worker:
+                    from rampart.pytest_plugin._xdist import REPORT_ATTRIBUTE, encode_envelope
+
+                    worker = str(self.config.workerinput.get("workerid", "?"))  # type: ignore[attr-defined]
+                    payload = encode_envelope(
+                        results, group, max_bytes=self.max_bytes, worker=worker
+                    )
+                    setattr(report, REPORT_ATTRIBUTE, payload)
+                    self.streamed += len(results)
+                else:
+                    self.absorb(results, group)
+        return report
+
+    def _finish(self, item: pytest.Item, run: ItemRun) -> tuple[list[Result], GroupLine | None]:
+        """Tag the item's results with where they came from; build its group line."""
+        from rampart.core._population import PopulationRef
+        from rampart.pytest_plugin._groups import GroupVerdict
+        from rampart.pytest_plugin._summary import GroupLine
+
+        harm = item.stash.get(_HARM, None)
+        spec = run.spec
+        population_id = uuid.uuid4().hex
+        tagged: list[Result] = []
+        for clone in run.clones:
+            suffix = f"[trial-{clone.index}]" if spec is not None else ""
+            for index, result in enumerate(clone.collector.results):
+                changes: dict[str, Any] = {
+                    "metadata": {
+                        **result.metadata,
+                        "_pytest_test_name": item.name + suffix,
+                        "_pytest_nodeid": item.nodeid + suffix,
+                        "_rampart_result_index": index,
+                    }
+                }
+                if result.harm_category is None and harm is not None:
+                    changes["harm_category"] = harm
+                if spec is not None and result.population is None:
+                    changes["population"] = PopulationRef(
+                        id=population_id,
+                        index=clone.index,
+                        size=spec.n,
+                        threshold=spec.threshold,
+                    )
+                tagged.append(attrs.evolve(result, **changes))
+        group = None
+        if spec is not None and run.finished:
+            verdict = GroupVerdict.of(run)
+            group = GroupLine(
+                nodeid=item.nodeid,
+                name=item.name,
+                description=verdict.describe(),
+                passed=verdict.passed,
+            )
+        return tagged, group
+
+    def absorb(self, results: list[Result], group: GroupLine | None) -> None:
+        self.results.extend(results)
+        if group is not None:
+            self.groups.append(group)
+
+    # -- the end of the session ------------------------------------------------------------
+
+    def has_sink_hooks(self) -> bool:
+        return bool(_hook_implementations(self.config))
+
+    def build_report(self) -> TestRunReport:
+        from rampart.reporting import TestRunReport
+
+        ordered = sorted(self.results, key=_report_order)
+        metadata: dict[str, Any] = {}
+        if self.config.pluginmanager.has_plugin("dsession") or self.workers_seen:
+            metadata["xdist_active"] = True
+            metadata["worker_count"] = len(self.workers_seen)
+            metadata["dist_mode"] = str(self.config.getoption("dist", "no"))
+        if self.incomplete_reasons:
+            metadata["incomplete"] = True
+            metadata["incomplete_reasons"] = list(self.incomplete_reasons)
+        return TestRunReport.from_results(
+            ordered, duration_seconds=time.monotonic() - self.started, metadata=metadata
+        )
+
+    def resolve_sinks(self) -> list[ReportSink]:
+        from rampart.reporting import ReportSink
+
+        if _hook_implementations(self.config):
+            sinks: list[ReportSink] = []
+            for impl in _hook_implementations(self.config):
+                returned = impl.function(config=self.config)
+                if not isinstance(returned, list | tuple):
+                    self.warnings.append(
+                        f"pytest_rampart_sinks in {impl.plugin_name} returned "
+                        f"{type(returned).__name__}, expected a list of report sinks; ignored"
+                    )
+                    continue
+                for sink in returned:
+                    if isinstance(sink, ReportSink):
+                        sinks.append(sink)
+                    else:
+                        self.warnings.append(
+                            f"pytest_rampart_sinks in {impl.plugin_name} returned "
+                            f"{type(sink).__name__}, which has no emit_async(); ignored"
+                        )
+            return sinks
+        if self.legacy_sinks is None:
+            return []
+        kept = [sink for sink in self.legacy_sinks if isinstance(sink, ReportSink)]
+        if len(kept) != len(self.legacy_sinks):
+            self.warnings.append("rampart_sinks fixture returned items that are not report sinks")
+        return kept
+
+    async def emit(self, report: TestRunReport, sinks: list[ReportSink]) -> None:
+        import anyio
+
+        async def emit_one(sink: ReportSink) -> None:
+            try:
+                await sink.emit_async(report=report)
+            except Exception as exc:  # reported loudly, exit status forced
+                self.sink_failures.append(f"{sink!r}: {type(exc).__name__}: {exc}")
+                return
+            path = getattr(sink, "last_path", None)
+            if path is not None:
+                self.written.append(str(path))
+
+        async with anyio.create_task_group() as tg:
+            for sink in sinks:
+                tg.start_soon(emit_one, sink)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.is_worker:
+            from rampart.pytest_plugin._xdist import STREAMED_KEY
+
+            session.config.workeroutput[STREAMED_KEY] = self.streamed  # type: ignore[attr-defined]
+            return
+        import anyio
+
+        self.report = report = self.build_report()
+        sinks = self.resolve_sinks()
+        if sinks:
+            anyio.run(self.emit, report, sinks)
+        if (self.incomplete_reasons or self.sink_failures) and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from rampart.pytest_plugin._summary import summary_lines
+
+        if self.is_worker:
+            return
+        tr = terminalreporter
+        if self.incomplete_reasons:
+            tr.write_sep("=", "RAMPART: INCOMPLETE RUN", red=True, bold=True)
+            tr.write_line("Results may be partial; the report does not reflect every test.")
+            for reason in self.incomplete_reasons:
+                tr.write_line(f"  - {one_line(reason)}")
+        if self.sink_failures:
+            tr.write_sep("=", "RAMPART: REPORT SINK FAILED", red=True, bold=True)
+            tr.write_line("A report was not written; the exit status is non-zero.")
+            for failure in self.sink_failures:
+                tr.write_line(f"  - {one_line(failure)}")
+        for warning in self.warnings:
+            tr.write_line(f"RAMPART WARNING: {one_line(warning)}", yellow=True)
+        report = self.report or self.build_report()
+        if not report.results and not self.groups:
+            return
+        tr.write_sep("=", "RAMPART Safety Summary")
+        for line in summary_lines(report, self.groups):
+            tr.write_line(line)
+        for path in self.written:
+            tr.write_line(f"RAMPART report written to {path}")
+
+
+_DEFAULT_CONCURRENCY = 10
+
+
+def _hook_implementations(config: pytest.Config) -> list[Any]:
+    return list(config.pluginmanager.hook.pytest_rampart_sinks.get_hookimpls())
+
+
+def _report_order(result: Result) -> tuple[str, int, str]:
+    nodeid = result.metadata.get("_pytest_nodeid")
+    index = result.metadata.get("_rampart_result_index")
+    worker = result.metadata.get("_rampart_source_worker")
+    return (
+        nodeid if isinstance(nodeid, str) else "",
+        index if isinstance(index, int) else 0,
+        worker if isinstance(worker, str) else "",
+    )
+
+
+def _option_int(config: pytest.Config, name: str, *, minimum: int) -> int | None:
+    """An integer option from the command line, else the ini file; None when unset."""
+    value = config.getoption(name, None)
+    source = f"--{name.replace('_', '-')}"
+    if value is None:
+        raw = config.getini(name) if name in _INI_OPTIONS else ""
+        if raw in ("", None):
+            return None
+        value, source = raw, f"ini option {name}"
+    try:
+        number = int(str(value))
+    except ValueError:
+        message = f"{source} must be an integer >= {minimum}, got {value!r}"
+        raise pytest.UsageError(message) from None
+    if number < minimum:
+        raise pytest.UsageError(f"{source} must be an integer >= {minimum}, got {value!r}")
+    return number
+
+
+_INI_OPTIONS = frozenset({"rampart_concurrency", "rampart_xdist_max_bytes"})
+
+
+def _max_bytes(config: pytest.Config) -> int:
+    from rampart.pytest_plugin._xdist import DEFAULT_MAX_BYTES, MIN_MAX_BYTES
+
+    value = _option_int(config, "rampart_xdist_max_bytes", minimum=MIN_MAX_BYTES)
+    return DEFAULT_MAX_BYTES if value is None else value
