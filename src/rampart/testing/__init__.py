@@ -1,0 +1,39 @@
+"""Built-in agents and surfaces for tests, demos and benchmarks.
+
+``SimulatedAgent`` is a seeded toy agent that reads an ``InMemorySurface`` and may follow
+injected instructions; ``ScriptedAgent`` replays explicit responses for unit tests.
+See ``docs/testing.md``.
+"""
+
+from rampart.testing._latency import Latency
+from rampart.testing._scripted import (
+    ScriptedAgent,
+    ScriptedSession,
+    ScriptEntry,
+    ScriptExhaustedError,
+    ScriptFunction,
+)
+from rampart.testing._simulated import (
+    DEFAULT_SECRET,
+    SimulatedAgent,
+    SimulatedAgentOptions,
+    SimulatedAgentStatistics,
+    SimulatedSession,
+)
+from rampart.testing._surface import InMemoryInjectionHandle, InMemorySurface
+
+__all__ = [
+    "DEFAULT_SECRET",
+    "InMemoryInjectionHandle",
+    "InMemorySurface",
+    "Latency",
+    "ScriptEntry",
+    "ScriptExhaustedError",
+    "ScriptFunction",
+    "ScriptedAgent",
+    "ScriptedSession",
+    "SimulatedAgent",
+    "SimulatedAgentOptions",
+    "SimulatedAgentStatistics",
+    "SimulatedSession",
+]

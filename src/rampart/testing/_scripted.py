@@ -1,0 +1,182 @@
+"""``ScriptedAgent``: an adapter that replays explicit responses, for unit tests.
+
+Each session replays the script from its first entry, so a fresh session behaves
+exactly like the previous one did. Everything the agent receives is recorded.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Self, TypeAlias
+
+from rampart.core.errors import RampartError
+from rampart.core.manifest import AppManifest
+from rampart.core.types import ObservabilityLevel, Request, Response
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+__all__ = [
+    "ScriptEntry",
+    "ScriptExhaustedError",
+    "ScriptFunction",
+    "ScriptedAgent",
+    "ScriptedSession",
+]
+
+ScriptEntry: TypeAlias = Response | str | Exception
+"""One scripted reply: a ``Response``, a plain text (shorthand for ``Response(text=...)``),
+or an exception instance to raise for that request."""
+
+ScriptFunction: TypeAlias = Callable[[Request, int], Response | str | Awaitable[Response | str]]
+"""Computes the reply to ``(request, turn_index)``; may be a coroutine function."""
+
+
+class ScriptExhaustedError(RampartError):
+    """A session received more requests than the script has entries (a bug in the test)."""
+
+
+def _as_response(value: object, *, where: str) -> Response:
+    if isinstance(value, Response):
+        return value
+    if isinstance(value, str):
+        return Response(text=value)
+    raise TypeError(f"ScriptedAgent: {where} is {type(value).__name__}; expected a Response or str")
+
+
+class ScriptedAgent:
+    """An ``AgentAdapter`` whose sessions answer from a fixed script.
+
+    ``script`` is either a sequence of entries (a ``Response``, a ``str``, or an
+    ``Exception`` to raise) consumed one per request, or a function
+    ``(request, turn_index) -> Response`` (sync or async). ``observability`` is what
+    ``observability_profile`` declares; responses are returned exactly as scripted.
+    """
+
+    def __init__(
+        self,
+        script: Sequence[ScriptEntry] | ScriptFunction,
+        *,
+        observability: ObservabilityLevel = ObservabilityLevel.TOOL_AND_SIDE_EFFECTS,
+        manifest: AppManifest | None = None,
+    ) -> None:
+        if callable(script):
+            self._function: ScriptFunction | None = script
+            self._entries: tuple[ScriptEntry, ...] = ()
+        elif isinstance(script, Sequence) and not isinstance(script, str):
+            for index, entry in enumerate(script):
+                if not isinstance(entry, Response | str | Exception):
+                    raise TypeError(
+                        f"ScriptedAgent: script[{index}] must be a Response, str or Exception, "
+                        f"got {type(entry).__name__}"
+                    )
+            self._function = None
+            self._entries = tuple(script)
+        else:
+            raise TypeError(
+                "ScriptedAgent: script must be a sequence of responses or a function "
+                f"(request, turn_index) -> Response, got {type(script).__name__}"
+            )
+        if not isinstance(observability, ObservabilityLevel):
+            raise TypeError(
+                f"ScriptedAgent: observability must be an ObservabilityLevel, got {observability!r}"
+            )
+        if manifest is None:
+            manifest = AppManifest(name="scripted-agent")
+        elif not isinstance(manifest, AppManifest):
+            raise TypeError(
+                f"ScriptedAgent: manifest must be an AppManifest, got {type(manifest).__name__}"
+            )
+        self._observability = observability
+        self._manifest = manifest
+        self.requests: list[Request] = []
+        """Every request received, across all sessions, in arrival order."""
+        self.sessions: list[ScriptedSession] = []
+        """Every session created, in creation order."""
+        self.sessions_closed = 0
+
+    def __repr__(self) -> str:
+        kind = "function" if self._function is not None else f"{len(self._entries)} entries"
+        return f"ScriptedAgent(script={kind}, sessions={len(self.sessions)})"
+
+    @property
+    def manifest(self) -> AppManifest:
+        return self._manifest
+
+    @property
+    def observability_profile(self) -> ObservabilityLevel:
+        return self._observability
+
+    @property
+    def sessions_created(self) -> int:
+        return len(self.sessions)
+
+    async def create_session_async(self) -> ScriptedSession:
+        session = ScriptedSession(agent=self, index=len(self.sessions))
+        self.sessions.append(session)
+        return session
+
+    async def _reply(self, session: ScriptedSession, request: Request, turn: int) -> Response:
+        if self._function is not None:
+            value = self._function(request, turn)
+            if inspect.isawaitable(value):
+                value = await value
+            return _as_response(value, where=f"the script function's reply to turn {turn}")
+        if turn >= len(self._entries):
+            raise ScriptExhaustedError(
+                f"ScriptedAgent: session {session.index} received request #{turn + 1} "
+                f"(prompt={request.prompt!r}) but the script has only "
+                f"{len(self._entries)} response(s)"
+            )
+        entry = self._entries[turn]
+        if isinstance(entry, Exception):
+            raise entry.with_traceback(None)
+        return _as_response(entry, where=f"script[{turn}]")
+
+
+class ScriptedSession:
+    """One replay of the script; usable only inside its ``async with`` block."""
+
+    def __init__(self, *, agent: ScriptedAgent, index: int) -> None:
+        self._agent = agent
+        self.index = index
+        """Position of this session in the agent's creation order."""
+        self.requests: list[Request] = []
+        self.entered = False
+        self.closed = False
+
+    def __repr__(self) -> str:
+        return f"ScriptedSession(index={self.index}, requests={len(self.requests)})"
+
+    async def __aenter__(self) -> Self:
+        if self.closed:
+            raise RuntimeError(f"ScriptedSession {self.index} is closed and cannot be re-entered")
+        self.entered = True
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if not self.closed:
+            self.closed = True
+            self._agent.sessions_closed += 1
+
+    async def send_async(self, request: Request) -> Response:
+        if not isinstance(request, Request):
+            raise TypeError(
+                f"ScriptedSession.send_async: request must be a Request, "
+                f"got {type(request).__name__}"
+            )
+        if not self.entered or self.closed:
+            state = "closed" if self.closed else "not entered"
+            raise RuntimeError(
+                f"ScriptedSession {self.index} is {state}; send only inside `async with session`"
+            )
+        turn = len(self.requests)
+        self.requests.append(request)
+        self._agent.requests.append(request)
+        return await self._agent._reply(self, request, turn)

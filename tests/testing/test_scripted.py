@@ -1,0 +1,150 @@
+from __future__ import annotations
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from rampart.core.adapter import AgentAdapter, Session
+from rampart.core.errors import InfrastructureError, RampartError
+from rampart.core.manifest import AppManifest
+from rampart.core.types import ObservabilityLevel, Request, Response, ToolCall
+from rampart.testing import ScriptedAgent, ScriptExhaustedError
+
+
+async def _run(agent: ScriptedAgent, *prompts: str) -> list[Response]:
+    session = await agent.create_session_async()
+    async with session:
+        return [await session.send_async(Request(prompt=prompt)) for prompt in prompts]
+
+
+class TestReplay:
+    @pytest.mark.anyio
+    async def test_each_session_replays_the_script(self, anyio_backend: str) -> None:
+        """Every session answers from the first entry on, in order."""
+        first = Response(text="one", tool_calls=[ToolCall(name="search")])
+        agent = ScriptedAgent([first, "two"])
+        for _ in range(2):
+            replies = await _run(agent, "a", "b")
+            assert replies[0] is first
+            assert replies[1] == Response(text="two")
+        assert agent.sessions_created == 2
+        assert agent.sessions_closed == 2
+        assert [request.prompt for request in agent.requests] == ["a", "b", "a", "b"]
+        assert [request.prompt for request in agent.sessions[1].requests] == ["a", "b"]
+
+    @pytest.mark.anyio
+    async def test_exhaustion_is_a_clear_error(self, anyio_backend: str) -> None:
+        """A request beyond the script raises ScriptExhaustedError saying so."""
+        agent = ScriptedAgent(["only"])
+        with pytest.raises(ScriptExhaustedError, match=r"request #2 \(prompt='b'\).*only 1"):
+            await _run(agent, "a", "b")
+        assert issubclass(ScriptExhaustedError, RampartError)
+        assert not issubclass(ScriptExhaustedError, InfrastructureError)
+        assert agent.sessions_closed == 1
+
+    @pytest.mark.anyio
+    async def test_exception_entries_are_raised(self, anyio_backend: str) -> None:
+        """An exception in the script is raised for that request, in every session."""
+        agent = ScriptedAgent(["fine", InfrastructureError("agent down")])
+        for _ in range(2):
+            with pytest.raises(InfrastructureError, match="agent down") as caught:
+                await _run(agent, "a", "b")
+            assert caught.value.__traceback__ is not None
+        assert len(agent.requests) == 4
+
+    @pytest.mark.anyio
+    async def test_function_script_gets_turn_index(self, anyio_backend: str) -> None:
+        """A script function receives the request and its per-session turn index."""
+        seen: list[tuple[str | None, int]] = []
+
+        def reply(request: Request, turn: int) -> Response:
+            seen.append((request.prompt, turn))
+            return Response(text=f"turn {turn}")
+
+        agent = ScriptedAgent(reply)
+        replies = await _run(agent, "x", "y")
+        await _run(agent, "z")
+        assert [reply.text for reply in replies] == ["turn 0", "turn 1"]
+        assert seen == [("x", 0), ("y", 1), ("z", 0)]
+
+    @pytest.mark.anyio
+    async def test_async_function_script(self, anyio_backend: str) -> None:
+        """A coroutine script function is awaited, so it can sleep or block."""
+
+        async def reply(request: Request, turn: int) -> str:
+            await anyio.lowlevel.checkpoint()
+            return f"echo {request.prompt}"
+
+        agent = ScriptedAgent(reply)
+        assert [r.text for r in await _run(agent, "hi")] == ["echo hi"]
+
+    @pytest.mark.anyio
+    async def test_function_returning_wrong_type(self, anyio_backend: str) -> None:
+        """A script function that returns something else is reported, naming the turn."""
+        agent = ScriptedAgent(lambda request, turn: 42)  # type: ignore[arg-type,return-value]
+        with pytest.raises(TypeError, match="turn 0 is int; expected a Response"):
+            await _run(agent, "a")
+
+
+class TestSessionLifecycle:
+    @pytest.mark.anyio
+    async def test_protocols(self, anyio_backend: str) -> None:
+        """The agent is an AgentAdapter and its sessions are Sessions."""
+        manifest = AppManifest(name="mine")
+        agent = ScriptedAgent(["x"], observability=ObservabilityLevel.TOOL_ONLY, manifest=manifest)
+        assert isinstance(agent, AgentAdapter)
+        assert agent.manifest is manifest
+        assert agent.observability_profile is ObservabilityLevel.TOOL_ONLY
+        assert isinstance(await agent.create_session_async(), Session)
+        assert ScriptedAgent(["x"]).manifest.name == "scripted-agent"
+
+    @pytest.mark.anyio
+    async def test_close_is_idempotent(self, anyio_backend: str) -> None:
+        """Exiting a session twice counts one close."""
+        agent = ScriptedAgent(["x"])
+        session = await agent.create_session_async()
+        async with session:
+            pass
+        await session.__aexit__(None, None, None)
+        assert agent.sessions_closed == 1
+
+    @pytest.mark.anyio
+    async def test_send_outside_context_fails(self, anyio_backend: str) -> None:
+        """Sending before entering or after closing is an error, not a silent reply."""
+        agent = ScriptedAgent(["x", "y"])
+        session = await agent.create_session_async()
+        with pytest.raises(RuntimeError, match="not entered"):
+            await session.send_async(Request(prompt="a"))
+        async with session:
+            await session.send_async(Request(prompt="a"))
+        with pytest.raises(RuntimeError, match="closed"):
+            await session.send_async(Request(prompt="b"))
+        with pytest.raises(RuntimeError, match="cannot be re-entered"):
+            await session.__aenter__()
+
+    @pytest.mark.anyio
+    async def test_send_rejects_non_request(self, anyio_backend: str) -> None:
+        """send_async needs a Request."""
+        session = await ScriptedAgent(["x"]).create_session_async()
+        async with session:
+            with pytest.raises(TypeError, match="request must be a Request"):
+                await session.send_async("hello")  # type: ignore[arg-type]
+
+
+class TestValidation:
+    @pytest.mark.parametrize(
+        ("args", "kwargs", "match"),
+        [
+            (("text",), {}, "script must be a sequence"),
+            ((42,), {}, "script must be a sequence"),
+            (([Response(text="a"), 3],), {}, r"script\[1\] must be"),
+            ((["a"],), {"observability": "tool_only"}, "observability"),
+            ((["a"],), {"manifest": {"name": "x"}}, "manifest"),
+        ],
+    )
+    def test_bad_arguments(
+        self, args: tuple[object, ...], kwargs: dict[str, object], match: str
+    ) -> None:
+        """Bad constructor arguments raise TypeError naming the argument."""
+        with pytest.raises(TypeError, match=match):
+            ScriptedAgent(*args, **kwargs)  # type: ignore[arg-type]
