@@ -1,0 +1,98 @@
+"""Bounded concurrent fan-out with an early-stop settlement predicate.
+
+The one piece both ``execute_trials_async`` and the pytest plugin's in-item trials use
+to run ``count`` indexed jobs concurrently. It knows nothing about executions or
+verdicts: it runs an async callable per index under a ``CapacityLimiter`` in a single
+task group and, when the caller's ``settled`` predicate says the remaining jobs can no
+longer matter, cancels them through the task group's cancel scope.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+import anyio
+import attrs
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+__all__ = ["FanOutResult", "fan_out"]
+
+T = TypeVar("T")
+
+
+@attrs.frozen(kw_only=True)
+class FanOutResult(Generic[T]):
+    """What a fan-out produced.
+
+    ``completed`` holds ``(index, outcome)`` pairs in index order; indices missing from
+    it were cancelled by the settlement (``cancelled_count`` of them).
+    """
+
+    completed: list[tuple[int, T]]
+    cancelled_count: int
+
+
+async def fan_out(
+    run_one: Callable[[int], Awaitable[T]],
+    *,
+    count: int,
+    limiter: anyio.CapacityLimiter,
+    settled: Callable[[int, T], bool] | None = None,
+) -> FanOutResult[T]:
+    """Run ``run_one(index)`` for every index in ``range(count)``, at most ``limiter`` at once.
+
+    Jobs start in index order and finish in any order: a worker first waits for a
+    limiter token, then takes the next index and calls ``run_one`` with no checkpoint
+    in between, so the synchronous prefix of ``run_one`` (e.g. building the job) runs
+    in index order. The limiter may be shared with other fan-outs to bound them
+    together.
+
+    ``settled(index, outcome)`` is called once per finished job, in completion order,
+    with no checkpoint between the job's return and the call, so it can keep an
+    incremental tally. When it returns True, every job still waiting or running is
+    cancelled; an outcome that arrives after that point (a job that ignored the
+    cancellation) is dropped and counted as cancelled, so the settlement decision only
+    ever sees outcomes that arrived before it.
+
+    Exceptions from ``run_one`` propagate (as the task group's exception group) and
+    cancel the other jobs; cancellation from outside propagates unchanged.
+    """
+    outcomes: dict[int, T] = {}
+    next_index = 0
+
+    async with anyio.create_task_group() as tg:
+        scope = tg.cancel_scope
+
+        def stopping() -> bool:
+            # A settlement or a failing job cancelled the group (a call, not an attribute
+            # read, because the answer changes across the job's await).
+            return scope.cancel_called
+
+        async def worker() -> None:
+            nonlocal next_index
+            while next_index < count:
+                async with limiter:
+                    # Take the index only once holding a token and start the job with no
+                    # checkpoint in between, so jobs begin in index order.
+                    if next_index >= count or stopping():
+                        return
+                    index = next_index
+                    next_index += 1
+                    outcome = await run_one(index)
+                if stopping():
+                    return
+                outcomes[index] = outcome
+                if settled is not None and settled(index, outcome):
+                    scope.cancel()
+                    return
+
+        tokens = limiter.total_tokens
+        workers = count if math.isinf(tokens) else min(count, int(tokens))
+        for _ in range(workers):
+            tg.start_soon(worker)
+
+    completed = [(index, outcomes[index]) for index in range(count) if index in outcomes]
+    return FanOutResult(completed=completed, cancelled_count=count - len(completed))
