@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rampart._text import one_line, safe_str, strip_ansi
 
@@ -118,3 +120,19 @@ class TestOneLine:
     def test_strips_escapes_and_trims(self) -> None:
         """Escapes are removed and the ends are trimmed."""
         assert one_line("\n\x1b[31mred alert\x1b[0m\n") == "red alert"
+
+
+class TestStripAnsiProperties:
+    @given(st.text(alphabet=st.characters(max_codepoint=0x2FF)))
+    def test_output_has_no_controls_and_is_stable(self, text: str) -> None:
+        """For any text, no control but tab/newline/return survives, and a rerun changes nothing."""
+        cleaned = strip_ansi(text)
+        assert not any(
+            (ord(ch) < 0x20 and ch not in "\t\n\r") or 0x7F <= ord(ch) <= 0x9F for ch in cleaned
+        )
+        assert strip_ansi(cleaned) == cleaned
+
+    @given(st.text(alphabet=st.characters(max_codepoint=0x2FF)))
+    def test_one_line_is_single_line(self, text: str) -> None:
+        """one_line never returns a line break or tab."""
+        assert not set(one_line(text)) & set("\t\n\r\u2028\u2029")
