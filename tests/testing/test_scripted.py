@@ -44,12 +44,18 @@ class TestReplay:
 
     @pytest.mark.anyio
     async def test_exception_entries_are_raised(self, anyio_backend: str) -> None:
-        """An exception in the script is raised for that request, in every session."""
-        agent = ScriptedAgent(["fine", InfrastructureError("agent down")])
+        """An exception in the script is raised (as a fresh copy) in every session."""
+        scripted = InfrastructureError("agent down", transient=True)
+        agent = ScriptedAgent(["fine", scripted])
+        raised = []
         for _ in range(2):
             with pytest.raises(InfrastructureError, match="agent down") as caught:
                 await _run(agent, "a", "b")
-            assert caught.value.__traceback__ is not None
+            raised.append(caught.value)
+        assert raised[0] is not raised[1]
+        assert scripted not in raised
+        assert all(error.transient for error in raised)
+        assert scripted.__traceback__ is None
         assert len(agent.requests) == 4
 
     @pytest.mark.anyio

@@ -6,6 +6,7 @@ exactly like the previous one did. Everything the agent receives is recorded.
 
 from __future__ import annotations
 
+import copy as _copy
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Self, TypeAlias
@@ -45,11 +46,20 @@ def _as_response(value: object, *, where: str) -> Response:
     raise TypeError(f"ScriptedAgent: {where} is {type(value).__name__}; expected a Response or str")
 
 
+def _fresh(error: Exception) -> Exception:
+    """A copy of a scripted exception, so concurrent sessions never share one instance."""
+    try:
+        copy = _copy.copy(error)
+    except Exception:
+        return error.with_traceback(None)
+    return copy if type(copy) is type(error) and copy.args == error.args else error
+
+
 class ScriptedAgent:
     """An ``AgentAdapter`` whose sessions answer from a fixed script.
 
     ``script`` is either a sequence of entries (a ``Response``, a ``str``, or an
-    ``Exception`` to raise) consumed one per request, or a function
+    ``Exception`` to raise, as a fresh copy each time) consumed one per request, or a function
     ``(request, turn_index) -> Response`` (sync or async). ``observability`` is what
     ``observability_profile`` declares; responses are returned exactly as scripted.
     """
@@ -131,7 +141,7 @@ class ScriptedAgent:
             )
         entry = self._entries[turn]
         if isinstance(entry, Exception):
-            raise entry.with_traceback(None)
+            raise _fresh(entry)
         return _as_response(entry, where=f"script[{turn}]")
 
 
