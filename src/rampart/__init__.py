@@ -35,6 +35,7 @@ from rampart.core import (
     TraceEndReason,
     Turn,
 )
+from rampart.pytest_plugin._collect import TrialInfo, current_trial, record_result
 
 __version__ = "0.2.0.dev0"
 
@@ -71,5 +72,8 @@ __all__ = [
     "ToolCall",
     "ToolDeclaration",
     "TraceEndReason",
+    "TrialInfo",
     "Turn",
+    "current_trial",
+    "record_result",
 ]

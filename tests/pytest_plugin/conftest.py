@@ -1,0 +1,43 @@
+"""Helpers for plugin tests: every behaviour is checked through a real pytest run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Inner runs disable pytest-asyncio unless a test opts in: it is installed only to test
+# compatibility, and it warns at configure time when its loop scope is unset.
+NO_ASYNCIO = ("-p", "no:asyncio", "-p", "no:cacheprovider")
+
+REPORT_HOOK = """
+from pathlib import Path
+from rampart.reporting import JsonFileReportSink
+
+def pytest_rampart_sinks(config):
+    return [JsonFileReportSink(output_dir=Path(__file__).parent / "reports")]
+"""
+
+
+def reports(pytester: pytest.Pytester) -> list[dict[str, Any]]:
+    """Every JSON report the inner run wrote, oldest name first."""
+    directory = pytester.path / "reports"
+    if not directory.exists():
+        return []
+    return [json.loads(path.read_text()) for path in sorted(directory.glob("run_report_*.json"))]
+
+
+def only_report(pytester: pytest.Pytester) -> dict[str, Any]:
+    found = reports(pytester)
+    assert len(found) == 1, f"expected one report, found {len(found)}"
+    return found[0]
+
+
+def all_results(report: dict[str, Any]) -> list[dict[str, Any]]:
+    return [result for group in report["by_harm_category"].values() for result in group]
+
+
+def write_ini(pytester: pytest.Pytester, *lines: str) -> Path:
+    return pytester.makeini("\n".join(["[pytest]", *lines]))

@@ -1,0 +1,138 @@
+"""The ``harm`` and ``trial`` markers and the command-line options, including bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.pytest_plugin.conftest import NO_ASYNCIO, write_ini
+
+
+class TestHarm:
+    def test_results_grouped_by_category(self, pytester: pytest.Pytester) -> None:
+        """Harm markers label results that carry no category; any string is a category."""
+        write_ini(pytester)
+        pytester.makepyfile(
+            """
+            import pytest
+            from rampart import HarmCategory, Result, SafetyStatus, record_result
+
+            @pytest.mark.harm(HarmCategory.DATA_EXFILTRATION)
+            def test_enum():
+                record_result(Result(status=SafetyStatus.SAFE, summary="one"))
+                record_result(Result(status=SafetyStatus.UNSAFE, summary="two"))
+
+            @pytest.mark.harm("custom_product_risk")
+            def test_string():
+                record_result(Result(status=SafetyStatus.SAFE, summary="three"))
+
+            @pytest.mark.harm(HarmCategory.JAILBREAK)
+            def test_own_category_kept():
+                record_result(
+                    Result(status=SafetyStatus.SAFE, summary="four", harm_category="memory_poisoning")
+                )
+            """
+        )
+        result = pytester.runpytest(*NO_ASYNCIO)
+        result.assert_outcomes(passed=3)
+        result.stdout.fnmatch_lines(
+            [
+                "DATA_EXFILTRATION (2 tests)",
+                "  FAIL  test_enum -- two (response_only)",
+                "  PASS  test_enum -- one (response_only)",
+                "MEMORY_POISONING (1 tests)",
+                "CUSTOM_PRODUCT_RISK (1 tests)",
+            ]
+        )
+
+    def test_harm_without_category_is_a_usage_error(self, pytester: pytest.Pytester) -> None:
+        """An empty harm marker is rejected before anything runs."""
+        write_ini(pytester)
+        pytester.makepyfile(
+            """
+            import pytest
+
+            @pytest.mark.harm()
+            def test_x():
+                pass
+            """
+        )
+        result = pytester.runpytest(*NO_ASYNCIO)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*@pytest.mark.harm needs at least one category*"])
+
+
+class TestTrialValidation:
+    @pytest.mark.parametrize(
+        ("marker", "message"),
+        [
+            ("trial(n=0)", "*@pytest.mark.trial(n=) must be an integer >= 1, got 0*"),
+            ("trial(n='3')", "*@pytest.mark.trial(n=) must be an integer >= 1, got '3'*"),
+            ("trial(n=True)", "*@pytest.mark.trial(n=) must be an integer >= 1, got True*"),
+            ("trial()", "*@pytest.mark.trial requires n=*"),
+            ("trial(n=2, threshold=1.5)", "*trial(threshold=) must be a number in [[]0, 1[]]*"),
+            ("trial(n=2, threshold='x')", "*trial(threshold=) must be a number*"),
+            ("trial(n=2, concurrency=0)", "*trial(concurrency=) must be an integer >= 1*"),
+            ("trial(n=2, early_stop='yes')", "*trial(early_stop=) must be True or False*"),
+            ("trial(n=2, retries=3)", "*unexpected argument(s) [[]'retries'[]]*"),
+            ("trial(2, n=3)", "*takes n as its only positional argument*"),
+        ],
+    )
+    def test_bad_marker(self, pytester: pytest.Pytester, marker: str, message: str) -> None:
+        """Bad trial arguments are usage errors naming the marker and the argument."""
+        write_ini(pytester)
+        pytester.makepyfile(
+            f"""
+            import pytest
+
+            @pytest.mark.{marker}
+            def test_x():
+                pass
+            """
+        )
+        result = pytester.runpytest(*NO_ASYNCIO)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([message])
+
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [
+            (["--rampart-trials=0"], "*--rampart-trials must be an integer >= 1, got '0'*"),
+            (["--rampart-concurrency=many"], "*--rampart-concurrency must be an integer*"),
+            (["--rampart-xdist-max-bytes=10"], "*--rampart-xdist-max-bytes must be an integer >= 4096*"),
+        ],
+    )
+    def test_bad_option(self, pytester: pytest.Pytester, args: list[str], message: str) -> None:
+        """Bad option values name the option and what was expected."""
+        write_ini(pytester)
+        pytester.makepyfile("def test_x():\n    pass\n")
+        result = pytester.runpytest(*NO_ASYNCIO, *args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([message])
+
+    def test_bad_ini_value(self, pytester: pytest.Pytester) -> None:
+        """The ini form of the concurrency default is validated too."""
+        write_ini(pytester, "rampart_concurrency = 0")
+        pytester.makepyfile("def test_x():\n    pass\n")
+        result = pytester.runpytest(*NO_ASYNCIO)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*ini option rampart_concurrency must be an integer >= 1*"])
+
+
+class TestTrialOptions:
+    def test_trials_option_overrides_n(self, pytester: pytest.Pytester) -> None:
+        """``--rampart-trials`` replaces n for every trial test."""
+        write_ini(pytester)
+        pytester.makepyfile(
+            """
+            import pytest
+            from rampart import Result, SafetyStatus, current_trial, record_result
+
+            @pytest.mark.trial(n=50)
+            async def test_t():
+                record_result(Result(status=SafetyStatus.SAFE, summary=str(current_trial().n)))
+            """
+        )
+        result = pytester.runpytest(*NO_ASYNCIO, "--rampart-trials=3")
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(["*PASS  test_t[[]trial-2[]] -- 3 (response_only)"])
+        result.stdout.no_fnmatch_line("*trial-3*")
