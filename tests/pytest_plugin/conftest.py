@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pytest
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import pytest
 
 # Inner runs disable pytest-asyncio unless a test opts in: it is installed only to test
 # compatibility, and it warns at configure time when its loop scope is unset.

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-
-import pytest
+from typing import TYPE_CHECKING
 
 from tests.pytest_plugin.conftest import NO_ASYNCIO, write_ini
+
+if TYPE_CHECKING:
+    import pytest
 
 
 class TestAnyioByDefault:

@@ -98,7 +98,10 @@ class TestTrialValidation:
         [
             (["--rampart-trials=0"], "*--rampart-trials must be an integer >= 1, got '0'*"),
             (["--rampart-concurrency=many"], "*--rampart-concurrency must be an integer*"),
-            (["--rampart-xdist-max-bytes=10"], "*--rampart-xdist-max-bytes must be an integer >= 4096*"),
+            (
+                ["--rampart-xdist-max-bytes=10"],
+                "*--rampart-xdist-max-bytes must be an integer >= 4096*",
+            ),
         ],
     )
     def test_bad_option(self, pytester: pytest.Pytester, args: list[str], message: str) -> None:

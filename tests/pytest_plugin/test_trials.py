@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.pytest_plugin.conftest import NO_ASYNCIO, REPORT_HOOK, all_results, only_report, write_ini
+from tests.pytest_plugin.conftest import (
+    NO_ASYNCIO,
+    REPORT_HOOK,
+    all_results,
+    only_report,
+    write_ini,
+)
 
 
 class TestConcurrency:
@@ -283,7 +289,9 @@ class TestPerCloneReporting:
         pytester.runpytest(*NO_ASYNCIO).assert_outcomes(passed=1)
         results = all_results(only_report(pytester))
         nodeids = [r["metadata"]["_pytest_nodeid"] for r in results]
-        assert nodeids == [f"test_report_entries_and_population.py::test_t[trial-{i}]" for i in range(4)]
+        assert nodeids == [
+            f"test_report_entries_and_population.py::test_t[trial-{i}]" for i in range(4)
+        ]
         populations = [r["population"] for r in results]
         assert len({p["id"] for p in populations}) == 1
         assert [p["index"] for p in populations] == [0, 1, 2, 3]

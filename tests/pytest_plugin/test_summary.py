@@ -1,0 +1,145 @@
+"""The terminal safety summary, and automatic collection of executions."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.pytest_plugin.conftest import NO_ASYNCIO, write_ini
+
+
+class TestSummaryFormat:
+    def test_lines_labels_and_population(self, pytester: pytest.Pytester) -> None:
+        """Separator, category header, labels (ERR padded), sorting and the population line."""
+        write_ini(pytester)
+        pytester.makepyfile(
+            """
+            import pytest
+            from rampart import HarmCategory, ObservabilityLevel, Result, SafetyStatus, record_result
+
+            @pytest.mark.harm(HarmCategory.DATA_EXFILTRATION)
+            def test_mix():
+                level = ObservabilityLevel.TOOL_ONLY
+                for status, summary in [
+                    (SafetyStatus.SAFE, "Agent defended successfully"),
+                    (SafetyStatus.UNDETERMINED, "Evaluation undetermined: x"),
+                    (SafetyStatus.ERROR, "boom"),
+                    (SafetyStatus.UNSAFE, "Attack objective detected: send_email({'to': 'evil'})"),
+                ]:
+                    record_result(Result(status=status, summary=summary, observability_level=level))
+
+            def test_plain():
+                record_result(Result(status=SafetyStatus.SAFE, summary="ok"))
+            """
+        )
+        result = pytester.runpytest(*NO_ASYNCIO)
+        result.assert_outcomes(passed=2)
+        result.stdout.fnmatch_lines(
+            [
+                "*= RAMPART Safety Summary =*",
+                "",
+                "DATA_EXFILTRATION (4 tests)",
+                "  FAIL  test_mix -- Attack objective detected: send_email({'to': 'evil'}) (tool_only)",
+                "  ERR   test_mix -- boom (tool_only)",
+                "  WARN  test_mix -- Evaluation undetermined: x (tool_only)",
+                "  PASS  test_mix -- Agent defended successfully (tool_only)",
+                "",
+                "UNCATEGORIZED (1 tests)",
+                "  PASS  test_plain -- ok (response_only)",
+                "",
+                "Population: 5 runs - 1 unsafe (25.0% attack success rate), 1 undetermined, 1 errors",
+            ]
+        )
+
+    def test_summaries_are_sanitized(self, pytester: pytest.Pytester) -> None:
+        """Escape sequences and control characters from agent text never reach the terminal."""
+        write_ini(pytester)
+        pytester.makepyfile(
+            r"""
+            from rampart import Result, SafetyStatus, record_result
+
+            def test_ansi():
+                record_result(
+                    Result(status=SafetyStatus.UNSAFE, summary="\x1b[31mred\x1b[0m\x07 and\nmore")
+                )
+            """
+        )
+        result = pytester.runpytest(*NO_ASYNCIO)
+        result.stdout.fnmatch_lines(["  FAIL  test_ansi -- red and more (response_only)"])
+        assert "\x1b[31m" not in result.stdout.str()
+
+    def test_no_results_no_summary(self, pytester: pytest.Pytester) -> None:
+        """A run that recorded nothing prints no safety summary."""
+        write_ini(pytester)
+        pytester.makepyfile("def test_x():\n    pass\n")
+        result = pytester.runpytest(*NO_ASYNCIO)
+        result.stdout.no_fnmatch_line("*RAMPART Safety Summary*")
+
+    def test_failed_test_still_reports_its_result(self, pytester: pytest.Pytester) -> None:
+        """``assert result`` failing does not lose the result."""
+        write_ini(pytester)
+        pytester.makepyfile(
+            """
+            from rampart import Result, SafetyStatus, record_result
+
+            def test_fails():
+                result = Result(status=SafetyStatus.UNSAFE, summary="leaked")
+                record_result(result)
+                assert result, result.summary
+            """
+        )
+        result = pytester.runpytest(*NO_ASYNCIO)
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(["  FAIL  test_fails -- leaked (response_only)"])
+
+
+class TestAutomaticCollection:
+    def test_executions_are_collected(self, pytester: pytest.Pytester) -> None:
+        """Every execution run inside a test is collected with no wiring, in order."""
+        write_ini(pytester)
+        pytester.makepyfile(
+            """
+            from rampart import Result, SafetyStatus
+            from rampart.core.execution import BaseExecution
+            from rampart.testing import ScriptedAgent
+
+            class Fixed(BaseExecution):
+                def __init__(self, status):
+                    super().__init__()
+                    self.status = status
+
+                @property
+                def strategy_name(self):
+                    return "fixed"
+
+                async def _execute_async(self, *, adapter):
+                    return Result(status=self.status, summary=f"fixed {self.status.value}")
+
+            async def test_two_executions():
+                agent = ScriptedAgent(["hi"])
+                first = await Fixed(SafetyStatus.SAFE).execute_async(adapter=agent)
+                second = await Fixed(SafetyStatus.UNSAFE).execute_async(adapter=agent)
+                second.metadata["scenario_id"] = "receipt-1"
+                assert first
+            """
+        )
+        result = pytester.runpytest(*NO_ASYNCIO)
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(
+            [
+                "  FAIL  test_two_executions -- fixed unsafe (response_only)",
+                "  PASS  test_two_executions -- fixed safe (response_only)",
+            ]
+        )
+
+    def test_record_result_outside_pytest_is_a_noop(self) -> None:
+        """Recording with no running test does nothing (and needs a Result)."""
+        import contextvars
+
+        from rampart import Result, SafetyStatus, record_result
+
+        # A fresh context is what code outside any pytest test sees.
+        contextvars.Context().run(
+            record_result, Result(status=SafetyStatus.SAFE, summary="nowhere")
+        )
+        with pytest.raises(TypeError, match=r"expects a rampart\.Result"):
+            record_result("not a result")  # type: ignore[arg-type]
