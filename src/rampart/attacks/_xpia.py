@@ -1,0 +1,138 @@
+"""``XPIAExecution``: the cross-prompt injection attack (XPIA).
+
+Phases, all inside one structure:
+
+1. activate every injection handle concurrently, then wait until each is ready
+   (concurrently);
+2. open a session and drive the trigger conversation, stopping online only when the
+   stop condition detects (by default: when the verdict evaluator's detection can
+   never be undone);
+3. evaluate the completed trace once, while the session and injections are live;
+4. close the session and remove every activated injection, shielded from
+   cancellation, however the run ended (a removal failure makes the result ERROR).
+
+Verdict: DETECTED means the attack worked (UNSAFE), NOT_DETECTED that the agent held
+(SAFE), UNDETERMINED stays UNDETERMINED; no turns means no evaluation, hence ERROR. A
+SAFE verdict from a response-only adapter that saw no tool call at all is downgraded
+to UNDETERMINED (``metadata["observability_adjusted"] = True``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rampart.core._actor import manifest_of, observability_of
+from rampart.core._inject import active_injections, check_handles
+from rampart.core._policies import (
+    check_driver,
+    check_evaluator,
+    check_max_turns,
+    resolve_stop_when,
+)
+from rampart.core._summaries import xpia_summary
+from rampart.core._verdicts import (
+    adjust_for_observability,
+    collect_response_metadata,
+    resolve_attack_verdict,
+)
+from rampart.core.execution import BaseExecution
+from rampart.core.result import InjectionRecord, Result, SafetyStatus
+from rampart.core.trace import TraceRun, run_trace
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from rampart.core.adapter import AgentAdapter
+    from rampart.core.driver import PromptDriver
+    from rampart.core.evaluator import Evaluator
+    from rampart.core.execution import ExecutionEventHandler
+    from rampart.core.injection import InjectionHandle
+
+__all__ = ["XPIAExecution"]
+
+
+class XPIAExecution(BaseExecution):
+    """An XPIA run: plant payloads, trigger the agent, judge whether it took the bait.
+
+    ``handles`` are prepared injections (omit them for inline XPIA, where payloads
+    travel as request attachments). ``stop_when`` is the online stop condition:
+    an evaluator, ``None`` (never stop early), or ``"auto"`` (the verdict evaluator,
+    when its detections are absorbing). ``max_turns`` bounds the conversation;
+    ``timeout`` bounds the whole execution in seconds.
+    """
+
+    def __init__(
+        self,
+        *,
+        handles: Sequence[InjectionHandle] | None = None,
+        driver: PromptDriver,
+        evaluator: Evaluator,
+        stop_when: Evaluator | str | None = None,
+        max_turns: int = 25,
+        event_handlers: Sequence[ExecutionEventHandler] | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        super().__init__(event_handlers=event_handlers, timeout=timeout)
+        self._handles = check_handles(handles, name="handles")
+        self._driver = check_driver(driver)
+        self._evaluator = check_evaluator(evaluator)
+        self._stop_when = resolve_stop_when(stop_when, evaluator=self._evaluator)
+        self._max_turns = check_max_turns(max_turns)
+
+    @property
+    def strategy_name(self) -> str:
+        return "xpia"
+
+    @property
+    def stop_when(self) -> Evaluator | None:
+        """The resolved online stop condition (``None``: no online stop)."""
+        return self._stop_when
+
+    @property
+    def max_turns(self) -> int:
+        return self._max_turns
+
+    async def _execute_async(self, *, adapter: AgentAdapter) -> Result:
+        observability_level = observability_of(adapter)
+        manifest = manifest_of(adapter)
+        async with active_injections(self._handles):
+            run = await run_trace(
+                adapter=adapter,
+                driver=self._driver,
+                max_turns=self._max_turns,
+                observability_level=observability_level,
+                manifest=manifest,
+                stop_when=self._stop_when,
+                evaluator=self._evaluator,
+            )
+        return self._result(run)
+
+    def _result(self, run: TraceRun) -> Result:
+        evaluation = run.final_trace_evaluation
+        if evaluation is None:
+            status = SafetyStatus.ERROR
+        else:
+            status = resolve_attack_verdict(evaluation=evaluation)
+        metadata = collect_response_metadata(run.turns)
+        adjusted = adjust_for_observability(
+            status, observability_level=run.observability_level, turns=run.turns
+        )
+        if adjusted is not status:
+            metadata["observability_adjusted"] = True
+            status = adjusted
+        return Result(
+            status=status,
+            summary=xpia_summary(
+                status=status, evaluation=evaluation, trace_end_reason=run.trace_end_reason
+            ),
+            observability_level=run.observability_level,
+            final_trace_evaluation=evaluation,
+            turns=run.turns,
+            trace_end_reason=run.trace_end_reason,
+            strategy=self.strategy_name,
+            injections=[
+                InjectionRecord(payload_id=handle.payload_id, surface_name=handle.surface_name)
+                for handle in self._handles
+            ],
+            metadata=metadata,
+        )

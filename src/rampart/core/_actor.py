@@ -1,0 +1,219 @@
+"""The session actor, and the adapter contract checks it relies on.
+
+The actor is the one task that touches the adapter's ``Session``: it opens it, takes
+prompt decisions from a memory channel one at a time, sends each request, and emits
+one raw ``Turn`` per response on the turn-event channel. The session is closed when
+the request channel closes (or the actor is cancelled); closing is cleanup, so it is
+shielded from cancellation.
+
+Adapters are user code. Every place the engine relies on the adapter contract checks
+it and raises ``AdapterContractError`` naming what is wrong, so a mis-implemented
+adapter gives an ERROR result with a useful summary instead of an ``AttributeError``
+from deep inside the engine.
+"""
+
+from __future__ import annotations
+
+import inspect
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from rampart.core.errors import AdapterContractError
+from rampart.core.manifest import AppManifest
+from rampart.core.types import ObservabilityLevel, Response, Turn
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from contextlib import AbstractAsyncContextManager
+    from types import TracebackType
+
+    from anyio.abc import TaskStatus
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+    from rampart.core.adapter import Session
+    from rampart.core.driver import PromptDecision
+    from rampart.core.types import Request
+
+__all__ = [
+    "AdapterSession",
+    "manifest_of",
+    "observability_of",
+    "serve_session",
+]
+
+_MISSING = object()
+_SESSION_METHODS = ("send_async", "__aenter__", "__aexit__")
+
+
+def _type_name(value: object) -> str:
+    return type(value).__name__
+
+
+def observability_of(adapter: object) -> ObservabilityLevel:
+    """The adapter's declared observability level, checked."""
+    level = getattr(adapter, "observability_profile", _MISSING)
+    if level is _MISSING:
+        raise AdapterContractError(
+            f"adapter {_type_name(adapter)} has no observability_profile; an AgentAdapter "
+            "must declare one (a rampart.ObservabilityLevel)"
+        )
+    if not isinstance(level, ObservabilityLevel):
+        raise AdapterContractError(
+            f"adapter.observability_profile returned {_type_name(level)}, "
+            "expected rampart.ObservabilityLevel"
+        )
+    return level
+
+
+def manifest_of(adapter: object) -> AppManifest | None:
+    """The adapter's manifest (``None`` allowed), checked."""
+    manifest = getattr(adapter, "manifest", _MISSING)
+    if manifest is _MISSING:
+        raise AdapterContractError(
+            f"adapter {_type_name(adapter)} has no manifest; an AgentAdapter must declare "
+            "one (a rampart.AppManifest)"
+        )
+    if manifest is not None and not isinstance(manifest, AppManifest):
+        raise AdapterContractError(
+            f"adapter.manifest returned {_type_name(manifest)}, expected rampart.AppManifest"
+        )
+    return manifest
+
+
+def _check_session(session: object, *, source: str) -> None:
+    missing = [name for name in _SESSION_METHODS if not callable(getattr(session, name, None))]
+    if missing:
+        raise AdapterContractError(
+            f"{source} returned {_type_name(session)}, expected rampart.Session "
+            f"(an async context manager with send_async); missing {', '.join(missing)}"
+        )
+
+
+async def _create_session(adapter: object) -> Session:
+    factory = getattr(adapter, "create_session_async", None)
+    if not callable(factory):
+        raise AdapterContractError(
+            f"adapter {_type_name(adapter)} has no create_session_async(); an AgentAdapter "
+            "must define async def create_session_async(self) -> Session"
+        )
+    pending = factory()
+    if not inspect.isawaitable(pending):
+        raise AdapterContractError(
+            f"adapter.create_session_async returned {_type_name(pending)}, which is not "
+            "awaitable; define it with async def"
+        )
+    session = await pending
+    _check_session(session, source="adapter.create_session_async")
+    return session  # type: ignore[no-any-return]
+
+
+class AdapterSession:
+    """Async context manager: create the adapter's session, enter it, close it shielded.
+
+    The session's ``__aexit__`` return value is ignored: a session cannot swallow the
+    engine's exceptions (or its cancellations).
+    """
+
+    __slots__ = ("_adapter", "_session")
+
+    def __init__(self, adapter: object) -> None:
+        self._adapter = adapter
+        self._session: Session | None = None
+
+    async def __aenter__(self) -> Session:
+        session = await _create_session(self._adapter)
+        entered = await session.__aenter__()
+        self._session = session
+        if entered is not session:
+            try:
+                if entered is None:
+                    raise AdapterContractError(
+                        f"{_type_name(session)}.__aenter__ returned None; a Session's "
+                        "__aenter__ must return the session (return self)"
+                    )
+                _check_session(entered, source=f"{_type_name(session)}.__aenter__")
+            except AdapterContractError:
+                await self._close(None, None, None)
+                raise
+        return entered
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._close(exc_type, exc, tb)
+
+    async def _close(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            with anyio.CancelScope(shield=True):
+                await session.__aexit__(exc_type, exc, tb)
+
+
+async def _send(session: Session, request: Request) -> Response:
+    pending: Any = session.send_async(request)
+    if not inspect.isawaitable(pending):
+        raise AdapterContractError(
+            f"adapter.send_async returned {_type_name(pending)}, which is not awaitable; "
+            "define it with async def"
+        )
+    response = await pending
+    if not isinstance(response, Response):
+        raise AdapterContractError(
+            f"adapter.send_async returned {_type_name(response)}, expected rampart.Response"
+        )
+    return response
+
+
+async def serve_session(
+    open_session: Callable[[], AbstractAsyncContextManager[Session]],
+    requests: MemoryObjectReceiveStream[PromptDecision],
+    turns: MemoryObjectSendStream[Turn],
+    *,
+    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run the session actor until ``requests`` closes.
+
+    Reports readiness once the session is open, so the caller never asks a driver for
+    a prompt that no session could receive. Turn numbers count from 0 in send order.
+    ``turns`` is closed only on a normal end (that ends the pipeline); on failure the
+    task group cancels everyone and the caller closes the streams, so no task ever
+    mistakes a failure for a normal end of stream.
+    """
+    async with open_session() as session:
+        task_status.started()
+        turn_number = 0
+        while True:
+            try:
+                decision = requests.receive_nowait()
+            except anyio.WouldBlock:
+                try:
+                    decision = await requests.receive()
+                except anyio.EndOfStream:
+                    break
+            except anyio.EndOfStream:
+                break
+            request = decision.request
+            response = await _send(session, request)
+            turn = Turn(
+                request=request,
+                response=response,
+                turn_number=turn_number,
+                timestamp=datetime.now(UTC),
+                driver_reasoning=decision.reasoning,
+            )
+            turn_number += 1
+            try:
+                turns.send_nowait(turn)
+            except anyio.WouldBlock:
+                await turns.send(turn)
+    turns.close()

@@ -1,0 +1,151 @@
+"""The evaluator pipeline: consumes turn events, runs stop checks, applies stop policies.
+
+The pipeline is the single writer of the trace record. For every raw turn the
+session actor emits it
+
+1. appends the raw turn (what evaluators see),
+2. runs the online stop check, if any, on a snapshot of the raw turns and annotates
+   the turn with it (``eval_purpose=STOP_CHECK``),
+3. then either stops turn production (a detection, or the turn budget is spent) or
+   acknowledges the turn so the producer may ask the driver for the next prompt.
+
+Stopping cancels the production scope *before* the acknowledgement would be sent, so
+the driver is never asked again after a stop.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import anyio
+import attrs
+
+from rampart.core.errors import EvaluatorError
+from rampart.core.evaluator import Evaluator
+from rampart.core.types import (
+    EvalContext,
+    EvalOutcome,
+    EvalResult,
+    EvaluationPurpose,
+    ObservabilityLevel,
+    TraceEndReason,
+    Turn,
+)
+
+if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+    from rampart.core._policies import TurnProduction
+    from rampart.core.manifest import AppManifest
+
+__all__ = ["EvaluationRecord", "TraceRecord", "evaluate", "run_pipeline"]
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class EvaluationRecord:
+    """One evaluation: which evaluator ran, on which context, with which result.
+
+    Compared by identity: reuse decisions ask "is this the very same evaluation?".
+    """
+
+    evaluator: Evaluator
+    context: EvalContext
+    result: EvalResult
+
+
+class TraceRecord:
+    """The trace as it is produced; written only by the pipeline task."""
+
+    __slots__ = ("latest_stop_check", "manifest", "observability_level", "raw_turns", "turns")
+
+    def __init__(
+        self, *, observability_level: ObservabilityLevel, manifest: AppManifest | None
+    ) -> None:
+        self.observability_level = observability_level
+        self.manifest = manifest
+        self.raw_turns: list[Turn] = []
+        self.turns: list[Turn] = []
+        self.latest_stop_check: EvaluationRecord | None = None
+
+    def context(self) -> EvalContext:
+        """An evaluation context over a snapshot of the raw turns so far."""
+        return EvalContext(
+            turns=list(self.raw_turns),
+            manifest=self.manifest,
+            observability_level=self.observability_level,
+        )
+
+
+async def evaluate(evaluator: Evaluator, context: EvalContext) -> EvalResult:
+    """Run ``evaluator`` on ``context`` and check it returned a well-formed ``EvalResult``.
+
+    A malformed answer is the evaluator breaking its contract, reported as
+    ``EvaluatorError`` (an ERROR result) naming what came back.
+    """
+    result = await evaluator.evaluate_async(context=context)
+    if not isinstance(result, EvalResult):
+        raise EvaluatorError(
+            f"{type(evaluator).__name__}.evaluate_async returned {type(result).__name__}, "
+            "expected rampart.EvalResult"
+        )
+    if not isinstance(result.outcome, EvalOutcome):
+        raise EvaluatorError(
+            f"{type(evaluator).__name__}.evaluate_async returned an EvalResult whose outcome "
+            f"is {result.outcome!r}, expected rampart.EvalOutcome"
+        )
+    return result
+
+
+async def run_pipeline(
+    events: MemoryObjectReceiveStream[Turn],
+    acks: MemoryObjectSendStream[Turn],
+    *,
+    record: TraceRecord,
+    stop_when: Evaluator | None,
+    max_turns: int,
+    production: TurnProduction,
+) -> None:
+    """Consume turn events until the session actor closes the stream.
+
+    Streams are closed by the runner, not here: on failure the task group cancels
+    every task, so no one mistakes a failure for a normal end of stream.
+    """
+    while True:
+        try:
+            raw = events.receive_nowait()
+        except anyio.WouldBlock:
+            try:
+                raw = await events.receive()
+            except anyio.EndOfStream:
+                return
+        except anyio.EndOfStream:
+            return
+        record.raw_turns.append(raw)
+        turn = raw
+        detected = False
+        if stop_when is not None:
+            context = record.context()
+            result = await evaluate(stop_when, context)
+            record.latest_stop_check = EvaluationRecord(
+                evaluator=stop_when, context=context, result=result
+            )
+            turn = Turn(
+                request=raw.request,
+                response=raw.response,
+                eval_result=result,
+                eval_purpose=EvaluationPurpose.STOP_CHECK,
+                turn_number=raw.turn_number,
+                timestamp=raw.timestamp,
+                driver_reasoning=raw.driver_reasoning,
+            )
+            detected = result.outcome is EvalOutcome.DETECTED
+        record.turns.append(turn)
+        if detected:
+            production.stop(TraceEndReason.STOP_CONDITION_MET)
+        elif len(record.turns) >= max_turns:
+            production.stop(TraceEndReason.MAX_TURNS_REACHED)
+        else:
+            try:
+                acks.send_nowait(turn)
+            except anyio.WouldBlock:
+                await acks.send(turn)

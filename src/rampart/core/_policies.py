@@ -1,0 +1,169 @@
+"""Stop policies: the cancel scopes that end turn production and whole executions.
+
+Two kinds live here:
+
+* ``TurnProduction`` is the scope turn production runs in. The evaluator pipeline
+  stops it when a stop check detects (``STOP_CONDITION_MET``) or the turn budget is
+  spent (``MAX_TURNS_REACHED``); the producer finishes it when the driver has nothing
+  more to say (``DRIVER_EXHAUSTED``). Why it stopped is read from its state after the
+  scope has exited, never by catching a cancellation inside it.
+* ``deadline`` bounds a whole execution: its scope's deadline is computed on entry,
+  and once the scope has exited a caught cancellation becomes ``TimeoutError``.
+
+It also validates the policies' parameters (``max_turns``, ``timeout``,
+``stop_when``), so every strategy rejects bad values with the same messages.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import anyio
+
+from rampart.core.evaluator import detected_is_absorbing
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from rampart.core.driver import PromptDriver
+    from rampart.core.evaluator import Evaluator
+    from rampart.core.types import TraceEndReason
+
+__all__ = [
+    "TurnProduction",
+    "check_driver",
+    "check_evaluator",
+    "check_max_turns",
+    "check_timeout",
+    "deadline",
+    "format_seconds",
+    "has_method",
+    "resolve_stop_when",
+]
+
+
+class TurnProduction:
+    """The cancel scope turn production runs in, and why production ended.
+
+    ``stop`` cancels the scope from another task (the evaluator pipeline);
+    ``finish`` records a natural end from inside it. The first reason recorded wins.
+    """
+
+    __slots__ = ("reason", "scope")
+
+    def __init__(self) -> None:
+        self.scope = anyio.CancelScope()
+        self.reason: TraceEndReason | None = None
+
+    def stop(self, reason: TraceEndReason) -> None:
+        """Record ``reason`` and cancel turn production."""
+        if self.reason is None:
+            self.reason = reason
+        self.scope.cancel(reason=f"turn production stopped: {reason.value}")
+
+    def finish(self, reason: TraceEndReason) -> None:
+        """Record that production ended by itself (nothing left to cancel)."""
+        if self.reason is None:
+            self.reason = reason
+
+
+def format_seconds(seconds: float) -> str:
+    """``2`` for 2.0, ``0.5`` for 0.5: how a duration reads in a message."""
+    return f"{seconds:g}"
+
+
+@contextmanager
+def deadline(timeout: float | None) -> Iterator[None]:
+    """Bound the enclosed work to ``timeout`` seconds (``None``: unbounded).
+
+    The deadline is computed when the block is entered. When the scope's own deadline
+    cancelled the work, ``TimeoutError("timed out after N s")`` is raised after the
+    scope has exited; a cancellation from an outer scope propagates unchanged.
+    """
+    if timeout is None:
+        yield
+        return
+    with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
+        yield
+    if scope.cancelled_caught:
+        raise TimeoutError(f"timed out after {format_seconds(timeout)} s")
+
+
+def check_max_turns(value: object, *, name: str = "max_turns") -> int:
+    """``value`` if it is a non-negative int (not a bool), else a clear error."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int >= 0, got {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return value
+
+
+def check_timeout(value: object, *, name: str = "timeout") -> float | None:
+    """``None`` or a positive, finite number of seconds (as float), else a clear error."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(
+            f"{name} must be a positive number of seconds or None, got {type(value).__name__}"
+        )
+    seconds = float(value)
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
+    return seconds
+
+
+def has_method(value: object, name: str) -> bool:
+    """True when ``value`` (an instance, not a class) has a callable ``name``.
+
+    Structural checks are done this way rather than with ``isinstance`` against the
+    runtime-checkable protocols, which is slow on Python 3.11 and sits on the path of
+    every execution a trial run builds.
+    """
+    return not isinstance(value, type) and callable(getattr(value, name, None))
+
+
+def _is_evaluator(value: object) -> bool:
+    return has_method(value, "evaluate_async")
+
+
+def check_evaluator(value: object, *, name: str = "evaluator") -> Evaluator:
+    """``value`` if it is an evaluator instance, else ``TypeError`` naming ``name``."""
+    if _is_evaluator(value):
+        return value  # type: ignore[return-value]
+    kind = f"the class {value.__name__}" if isinstance(value, type) else type(value).__name__
+    raise TypeError(
+        f"{name} must be an Evaluator (an object with an async evaluate_async(*, context) "
+        f"method), got {kind}"
+    )
+
+
+def check_driver(value: object, *, name: str = "driver") -> PromptDriver:
+    """``value`` if it is a prompt driver instance, else ``TypeError`` naming ``name``."""
+    if has_method(value, "next_prompt_async"):
+        return value  # type: ignore[return-value]
+    raise TypeError(
+        f"{name} must be a PromptDriver (an object with an async "
+        f"next_prompt_async(*, history) method), got {type(value).__name__}"
+    )
+
+
+def resolve_stop_when(stop_when: object, *, evaluator: Evaluator) -> Evaluator | None:
+    """The online stop condition ``stop_when`` asks for.
+
+    ``None`` disables online stopping; an evaluator is used as given; ``"auto"`` uses
+    the verdict ``evaluator`` itself, but only when a detection by it can never be
+    undone as the trace grows (``detected_is_absorbing``), else no online stop.
+    """
+    if isinstance(stop_when, str):
+        if stop_when == "auto":
+            return evaluator if detected_is_absorbing(evaluator) else None
+        raise ValueError(f"stop_when must be an Evaluator, None or 'auto', got {stop_when!r}")
+    if stop_when is None:
+        return None
+    if _is_evaluator(stop_when):
+        return stop_when  # type: ignore[return-value]
+    raise ValueError(
+        f"stop_when must be an Evaluator, None or 'auto', got {type(stop_when).__name__}"
+    )

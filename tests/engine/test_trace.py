@@ -1,0 +1,393 @@
+from __future__ import annotations
+
+from datetime import UTC
+from typing import Any
+
+import anyio
+import pytest
+
+from rampart.core.driver import PromptDecision
+from rampart.core.errors import DriverError, EvaluatorError, InfrastructureError
+from rampart.core.manifest import AppManifest
+from rampart.core.trace import (
+    TraceRun,
+    evaluate_final_trace,
+    evaluate_final_trace_async,
+    run_trace,
+    run_trace_async,
+)
+from rampart.core.types import (
+    EvalOutcome,
+    EvalResult,
+    EvaluationPurpose,
+    ObservabilityLevel,
+    Request,
+    Response,
+    TraceEndReason,
+    Turn,
+)
+from tests.engine._fakes import FakeAdapter, FakeEvaluator, RecordingDriver
+
+pytestmark = pytest.mark.anyio
+
+D = EvalOutcome.DETECTED
+N = EvalOutcome.NOT_DETECTED
+U = EvalOutcome.UNDETERMINED
+LEVEL = ObservabilityLevel.TOOL_ONLY
+
+
+async def _run(
+    adapter: FakeAdapter,
+    driver: Any,
+    *,
+    max_turns: int = 10,
+    stop_when: Any = None,
+    evaluator: Any = None,
+    manifest: AppManifest | None = None,
+) -> TraceRun:
+    return await run_trace(
+        adapter=adapter,
+        driver=driver,
+        max_turns=max_turns,
+        observability_level=LEVEL,
+        manifest=manifest,
+        stop_when=stop_when,
+        evaluator=evaluator,
+    )
+
+
+class TestSequentialSemantics:
+    async def test_driver_exhausted(self, anyio_backend: str) -> None:
+        """The driver returning None ends the trace; it was asked once per turn plus once."""
+        adapter, driver = FakeAdapter(), RecordingDriver(["a", "b", "c"])
+        run = await _run(adapter, driver)
+        assert run.trace_end_reason is TraceEndReason.DRIVER_EXHAUSTED
+        assert driver.calls == 4
+        assert [r.prompt for r in adapter.requests] == ["a", "b", "c"]
+        assert [t.turn_number for t in run.turns] == [0, 1, 2]
+        assert [t.response.text for t in run.turns] == ["reply 0", "reply 1", "reply 2"]
+
+    async def test_turn_fields(self, anyio_backend: str) -> None:
+        """Turns carry the request, response, reasoning and an aware UTC timestamp."""
+        run = await _run(FakeAdapter(), RecordingDriver(["a"]))
+        (turn,) = run.turns
+        assert turn.request.prompt == "a"
+        assert turn.driver_reasoning == "r"
+        assert turn.timestamp is not None
+        assert turn.timestamp.tzinfo is UTC
+        assert turn.eval_result is None
+        assert turn.eval_purpose is None
+        assert run.raw_turns == run.turns
+
+    async def test_driver_sees_annotated_history(self, anyio_backend: str) -> None:
+        """Each driver call sees the annotated turns so far (with their stop checks)."""
+        driver = RecordingDriver(["a", "b", "c"])
+        stop = FakeEvaluator([N, U, N])
+        run = await _run(FakeAdapter(), driver, stop_when=stop)
+        assert [len(h) for h in driver.histories] == [0, 1, 2, 3]
+        last = driver.histories[-1]
+        assert last == run.turns
+        assert [t.eval_result.outcome for t in last if t.eval_result] == [N, U, N]
+        assert all(t.eval_purpose is EvaluationPurpose.STOP_CHECK for t in last)
+
+    async def test_history_is_a_copy(self, anyio_backend: str) -> None:
+        """A driver mutating its history cannot change the trace."""
+
+        class Vandal:
+            async def next_prompt_async(self, *, history: list[Turn]) -> PromptDecision | None:
+                history.clear()
+                return PromptDecision(request=Request(prompt="x"))
+
+        run = await _run(FakeAdapter(), Vandal(), max_turns=3)
+        assert len(run.turns) == 3
+        assert run.trace_end_reason is TraceEndReason.MAX_TURNS_REACHED
+
+    async def test_stop_checks_see_raw_snapshots(self, anyio_backend: str) -> None:
+        """Each stop check sees a snapshot of the raw (annotation-free) turns so far."""
+        manifest = AppManifest(name="agent")
+        stop = FakeEvaluator([N])
+        run = await _run(
+            FakeAdapter(), RecordingDriver(["a", "b"]), stop_when=stop, manifest=manifest
+        )
+        assert [len(c.turns) for c in stop.contexts] == [1, 2]
+        for context in stop.contexts:
+            assert all(t.eval_result is None for t in context.turns)
+            assert context.observability_level is LEVEL
+            assert context.manifest is manifest
+        assert stop.contexts[0].turns is not stop.contexts[1].turns
+        assert stop.contexts[1].turns == run.raw_turns
+        assert all(t.eval_result is None for t in run.raw_turns)
+        assert run.latest_stop_check is not None
+        assert run.latest_stop_check.context is stop.contexts[-1]
+
+    async def test_no_stop_condition_means_no_annotations(self, anyio_backend: str) -> None:
+        """Without stop_when, turns are the raw turns and no online evaluation runs."""
+        run = await _run(FakeAdapter(), RecordingDriver(["a", "b"]))
+        assert run.latest_stop_check is None
+        assert all(t.eval_result is None for t in run.turns)
+
+
+class TestStopPolicies:
+    @pytest.mark.parametrize("k", [0, 1, 3])
+    async def test_stop_when_cancels_production_promptly(self, anyio_backend: str, k: int) -> None:
+        """A detection on turn k stops production: the driver is not asked again."""
+        adapter = FakeAdapter()
+        driver = RecordingDriver(["p"] * 10)
+        stop = FakeEvaluator([N] * k + [D])
+        run = await _run(adapter, driver, stop_when=stop)
+        assert run.trace_end_reason is TraceEndReason.STOP_CONDITION_MET
+        assert driver.calls == k + 1
+        assert len(adapter.requests) == k + 1
+        assert stop.calls == k + 1
+        assert len(run.turns) == k + 1
+        assert run.turns[-1].eval_result is not None
+        assert run.turns[-1].eval_result.outcome is D
+
+    async def test_undetermined_does_not_stop(self, anyio_backend: str) -> None:
+        """Only DETECTED stops; UNDETERMINED stop checks let production go on."""
+        run = await _run(FakeAdapter(), RecordingDriver(["a", "b"]), stop_when=FakeEvaluator([U]))
+        assert run.trace_end_reason is TraceEndReason.DRIVER_EXHAUSTED
+
+    async def test_budget(self, anyio_backend: str) -> None:
+        """Spending max_turns ends the trace; the driver is asked exactly max_turns times."""
+        adapter, driver = FakeAdapter(), RecordingDriver(["p"] * 10)
+        run = await _run(adapter, driver, max_turns=2)
+        assert run.trace_end_reason is TraceEndReason.MAX_TURNS_REACHED
+        assert driver.calls == 2
+        assert len(adapter.requests) == 2
+
+    async def test_detection_on_last_budgeted_turn(self, anyio_backend: str) -> None:
+        """A detection on the final allowed turn records STOP_CONDITION_MET."""
+        run = await _run(
+            FakeAdapter(), RecordingDriver(["p"] * 10), max_turns=2, stop_when=FakeEvaluator([N, D])
+        )
+        assert run.trace_end_reason is TraceEndReason.STOP_CONDITION_MET
+
+    async def test_exact_budget_with_exhausting_driver(self, anyio_backend: str) -> None:
+        """A driver with exactly max_turns prompts is cut by the budget, never asked again."""
+        driver = RecordingDriver(["a", "b"])
+        run = await _run(FakeAdapter(), driver, max_turns=2)
+        assert run.trace_end_reason is TraceEndReason.MAX_TURNS_REACHED
+        assert driver.calls == 2
+
+    async def test_zero_budget(self, anyio_backend: str) -> None:
+        """max_turns=0 produces no turn and never asks the driver."""
+        adapter, driver = FakeAdapter(), RecordingDriver(["a"])
+        evaluator = FakeEvaluator()
+        run = await _run(adapter, driver, max_turns=0, evaluator=evaluator)
+        assert run.trace_end_reason is TraceEndReason.MAX_TURNS_REACHED
+        assert driver.calls == 0
+        assert adapter.requests == []
+        assert run.turns == []
+        assert run.final_trace_evaluation is None
+        assert evaluator.calls == 0
+
+    @pytest.mark.parametrize(
+        ("value", "error"), [(-1, ValueError), (1.5, TypeError), (True, TypeError)]
+    )
+    async def test_rejects_bad_budget(
+        self, anyio_backend: str, value: object, error: type[Exception]
+    ) -> None:
+        """max_turns must be a non-negative int."""
+        with pytest.raises(error, match="max_turns"):
+            await _run(FakeAdapter(), RecordingDriver(["a"]), max_turns=value)  # type: ignore[arg-type]
+
+
+class TestFinalTraceEvaluation:
+    async def test_reuses_last_stop_check(self, anyio_backend: str) -> None:
+        """When the verdict evaluator is the stop check, the final evaluation is not re-run."""
+        evaluator = FakeEvaluator([N, N, N], evidence=["e"], undetermined_operands=["gap"])
+        run = await _run(
+            FakeAdapter(), RecordingDriver(["a", "b"]), stop_when=evaluator, evaluator=evaluator
+        )
+        assert evaluator.calls == 2
+        final = run.final_trace_evaluation
+        last = run.turns[-1].eval_result
+        assert final is not None
+        assert last is not None
+        assert final == last
+        assert final is not last
+        assert final.evidence is not last.evidence
+        assert final.undetermined_operands is not last.undetermined_operands
+
+    async def test_reuse_after_stop(self, anyio_backend: str) -> None:
+        """A stop on detection reuses that detection as the final evaluation."""
+        evaluator = FakeEvaluator([N, D])
+        run = await _run(
+            FakeAdapter(),
+            RecordingDriver(["a", "b", "c"]),
+            stop_when=evaluator,
+            evaluator=evaluator,
+        )
+        assert evaluator.calls == 2
+        assert run.final_trace_evaluation is not None
+        assert run.final_trace_evaluation.outcome is D
+
+    async def test_different_evaluator_runs_once_over_whole_trace(self, anyio_backend: str) -> None:
+        """A verdict evaluator other than the stop check runs once, over every raw turn."""
+        stop, verdict = FakeEvaluator([N]), FakeEvaluator([D])
+        run = await _run(
+            FakeAdapter(), RecordingDriver(["a", "b", "c"]), stop_when=stop, evaluator=verdict
+        )
+        assert stop.calls == 3
+        assert verdict.calls == 1
+        assert verdict.contexts[0].turns == run.raw_turns
+        assert all(t.eval_result is None for t in verdict.contexts[0].turns)
+        assert verdict.contexts[0].observability_level is LEVEL
+        assert run.final_trace_evaluation == EvalResult(outcome=D)
+
+    async def test_without_stop_check(self, anyio_backend: str) -> None:
+        """Without stop_when the verdict evaluator runs exactly once."""
+        verdict = FakeEvaluator([N])
+        run = await _run(FakeAdapter(), RecordingDriver(["a", "b"]), evaluator=verdict)
+        assert verdict.calls == 1
+        assert len(verdict.contexts[0].turns) == 2
+        assert run.turns
+        assert all(t.eval_result is None for t in run.turns)
+
+    async def test_runs_before_session_closes(self, anyio_backend: str) -> None:
+        """The final evaluation happens while the session is still open."""
+        adapter = FakeAdapter()
+        verdict = FakeEvaluator()
+        verdict.log = adapter.log
+        await _run(adapter, RecordingDriver(["a"]), evaluator=verdict)
+        assert adapter.log == ["session-enter", "send-0", "evaluate-1", "session-exit"]
+
+    async def test_evaluate_final_trace_without_turns(self, anyio_backend: str) -> None:
+        """No raw turns: no evaluation (None), the evaluator is not called."""
+        verdict = FakeEvaluator()
+        run = TraceRun(trace_end_reason=TraceEndReason.DRIVER_EXHAUSTED, observability_level=LEVEL)
+        assert await evaluate_final_trace(evaluator=verdict, run=run) is None
+        assert await evaluate_final_trace_async(evaluator=verdict, run=run) is None
+        assert verdict.calls == 0
+
+    async def test_not_reused_when_trace_differs(self, anyio_backend: str) -> None:
+        """A stop check over a different set of turns is not reused."""
+        evaluator = FakeEvaluator([N, D])
+        run = await _run(FakeAdapter(), RecordingDriver(["a", "b"]), stop_when=evaluator)
+        extra = Turn(request=Request(prompt="z"), response=Response(text="z"), turn_number=2)
+        longer = TraceRun(
+            trace_end_reason=run.trace_end_reason,
+            observability_level=run.observability_level,
+            turns=run.turns,
+            raw_turns=[*run.raw_turns, extra],
+            latest_stop_check=run.latest_stop_check,
+        )
+        result = await evaluate_final_trace(evaluator=evaluator, run=longer)
+        assert evaluator.calls == 3
+        assert result is not None
+        assert result.outcome is D
+
+
+class TestFailures:
+    async def test_send_failure_propagates_unwrapped(self, anyio_backend: str) -> None:
+        """A session failure propagates as itself (not wrapped in a group); session closed."""
+        error = InfrastructureError("dropped")
+        adapter = FakeAdapter([Response(text="ok"), error])
+        with pytest.raises(InfrastructureError) as caught:
+            await _run(adapter, RecordingDriver(["a", "b", "c"]))
+        assert caught.value is error
+        (session,) = adapter.sessions
+        assert session.entered == 1
+        assert session.exited == 1
+
+    async def test_driver_failure_propagates(self, anyio_backend: str) -> None:
+        """A driver failure propagates and the session is still closed."""
+
+        class Failing:
+            async def next_prompt_async(self, *, history: list[Turn]) -> PromptDecision | None:
+                raise DriverError("no more ideas")
+
+        adapter = FakeAdapter()
+        with pytest.raises(DriverError, match="no more ideas"):
+            await _run(adapter, Failing())
+        assert adapter.sessions[0].exited == 1
+
+    async def test_driver_wrong_type(self, anyio_backend: str) -> None:
+        """A driver returning something else than a PromptDecision is a DriverError."""
+
+        class Sloppy:
+            async def next_prompt_async(self, *, history: list[Turn]) -> Any:
+                return "next prompt"
+
+        with pytest.raises(DriverError, match=r"returned str, expected rampart\.PromptDecision"):
+            await _run(FakeAdapter(), Sloppy())
+
+    @pytest.mark.parametrize(
+        ("answer", "message"),
+        [
+            ("detected", r"returned str, expected rampart\.EvalResult"),
+            (EvalResult(outcome="detected"), "outcome is 'detected'"),  # type: ignore[arg-type]
+        ],
+    )
+    async def test_evaluator_wrong_type(
+        self, anyio_backend: str, answer: Any, message: str
+    ) -> None:
+        """A malformed evaluator answer is an EvaluatorError naming what came back."""
+
+        class Sloppy:
+            async def evaluate_async(self, *, context: Any) -> Any:
+                return answer
+
+        with pytest.raises(EvaluatorError, match=message):
+            await _run(FakeAdapter(), RecordingDriver(["a"]), stop_when=Sloppy())
+
+    async def test_evaluator_bug_propagates(self, anyio_backend: str) -> None:
+        """A ValueError from a stop check propagates as is."""
+        with pytest.raises(ValueError, match="bug"):
+            await _run(
+                FakeAdapter(), RecordingDriver(["a"]), stop_when=FakeEvaluator([ValueError("bug")])
+            )
+
+    async def test_session_failure_before_any_prompt(self, anyio_backend: str) -> None:
+        """When the session cannot be opened, the driver is never asked."""
+
+        class NoSession(FakeAdapter):
+            async def create_session_async(self) -> Any:
+                raise InfrastructureError("cannot connect")
+
+        driver = RecordingDriver(["a"])
+        with pytest.raises(InfrastructureError, match="cannot connect"):
+            await _run(NoSession(), driver)
+        assert driver.calls == 0
+
+    async def test_outer_cancel_closes_session_shielded(self, anyio_backend: str) -> None:
+        """Cancelling a hung send propagates; the session close still runs to completion."""
+        sending = anyio.Event()
+
+        async def hang(request: Request) -> Response:
+            sending.set()
+            await anyio.sleep_forever()
+            raise AssertionError("unreachable")
+
+        adapter = FakeAdapter([hang], exit_checkpoint=True)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_run, adapter, RecordingDriver(["a"]))
+            await sending.wait()
+            tg.cancel_scope.cancel()
+        assert adapter.log[-2:] == ["session-exit", "session-exit-completed"]
+
+
+class TestExternalSession:
+    async def test_run_trace_async_uses_callers_session(self, anyio_backend: str) -> None:
+        """run_trace_async sends on the given session without entering or closing it."""
+        adapter = FakeAdapter()
+        session = await adapter.create_session_async()
+        evaluator = FakeEvaluator([N, D])
+        async with session:
+            run = await run_trace_async(
+                session=session,
+                driver=RecordingDriver(["a", "b", "c"]),
+                max_turns=5,
+                observability_level=LEVEL,
+                stop_when=evaluator,
+            )
+            assert session.entered == 1
+            assert session.exited == 0
+            final = await evaluate_final_trace_async(evaluator=evaluator, run=run)
+        assert run.trace_end_reason is TraceEndReason.STOP_CONDITION_MET
+        assert len(session.requests) == 2
+        assert run.final_trace_evaluation is None
+        assert final is not None
+        assert final.outcome is D
+        assert evaluator.calls == 2
