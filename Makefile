@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m rampart.demo
+	$(BIN)/python scripts/run_demo.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests scripts benchmarks examples

@@ -10,6 +10,7 @@ test reports and the controller does the reporting (``_xdist``).
 from __future__ import annotations
 
 import inspect
+import re
 import time
 import uuid
 from collections import Counter
@@ -241,6 +242,12 @@ class RampartPlugin:
                         )
             return sinks
         if self.legacy_sinks is None:
+            if self.workers_seen and _defines_legacy_fixture(self.config):
+                self.sink_failures.append(
+                    "the deprecated rampart_sinks fixture cannot be resolved on the xdist "
+                    "controller, so its sinks received nothing; implement the "
+                    "pytest_rampart_sinks hook instead"
+                )
             return []
         kept = [sink for sink in self.legacy_sinks if isinstance(sink, ReportSink)]
         if len(kept) != len(self.legacy_sinks):
@@ -311,16 +318,30 @@ class RampartPlugin:
 _DEFAULT_CONCURRENCY = 10
 
 
+def _defines_legacy_fixture(config: pytest.Config) -> bool:
+    return any(hasattr(plugin, "rampart_sinks") for plugin in config.pluginmanager.get_plugins())
+
+
 def _hook_implementations(config: pytest.Config) -> list[Any]:
     return list(config.pluginmanager.hook.pytest_rampart_sinks.get_hookimpls())
 
 
-def _report_order(result: Result) -> tuple[str, int, str]:
+_TRIAL_SUFFIX = re.compile(r"\[trial-(\d+)\]$")
+
+
+def _report_order(result: Result) -> tuple[str, int, int, str]:
+    """Test, then trial clone (numerically: trial-2 before trial-10), then result index."""
     nodeid = result.metadata.get("_pytest_nodeid")
     index = result.metadata.get("_rampart_result_index")
     worker = result.metadata.get("_rampart_source_worker")
+    base = nodeid if isinstance(nodeid, str) else ""
+    clone = -1
+    match = _TRIAL_SUFFIX.search(base)
+    if match is not None:
+        base, clone = base[: match.start()], int(match.group(1))
     return (
-        nodeid if isinstance(nodeid, str) else "",
+        base,
+        clone,
         index if isinstance(index, int) else 0,
         worker if isinstance(worker, str) else "",
     )
