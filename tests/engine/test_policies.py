@@ -1,0 +1,160 @@
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from rampart.core._policies import (
+    TurnProduction,
+    check_driver,
+    check_evaluator,
+    check_max_turns,
+    check_timeout,
+    deadline,
+    format_seconds,
+    resolve_stop_when,
+)
+from rampart.core.types import TraceEndReason
+from rampart.evaluators import ResponseContains, ResponseScope, SideEffectOccurred, ToolCalled
+from tests.engine._fakes import AbsorbingEvaluator, FakeEvaluator, RecordingDriver
+
+STOP = TraceEndReason.STOP_CONDITION_MET
+
+
+class TestTurnProduction:
+    @pytest.mark.anyio
+    async def test_stop_cancels_and_records(self, anyio_backend: str) -> None:
+        """stop() cancels the scope; the reason is read after the scope exits."""
+        production = TurnProduction()
+        with production.scope:
+            production.stop(STOP)
+            await anyio.sleep_forever()
+        assert production.scope.cancelled_caught
+        assert production.reason is STOP
+
+    @pytest.mark.anyio
+    async def test_first_reason_wins(self, anyio_backend: str) -> None:
+        """Later reasons do not overwrite the first one."""
+        production = TurnProduction()
+        production.finish(TraceEndReason.DRIVER_EXHAUSTED)
+        production.stop(STOP)
+        assert production.reason is TraceEndReason.DRIVER_EXHAUSTED
+
+
+class TestDeadline:
+    @pytest.mark.anyio
+    async def test_raises_timeout_after_exit(self, anyio_backend: str) -> None:
+        """A deadline that fires becomes TimeoutError('timed out after N s')."""
+        with pytest.raises(TimeoutError, match=r"^timed out after 0\.01 s$"), deadline(0.01):
+            await anyio.sleep_forever()
+
+    @pytest.mark.anyio
+    async def test_none_is_unbounded(self, anyio_backend: str) -> None:
+        """deadline(None) adds no scope at all."""
+        with deadline(None):
+            await anyio.lowlevel.checkpoint()
+
+    @pytest.mark.anyio
+    async def test_outer_cancellation_is_not_a_timeout(self, anyio_backend: str) -> None:
+        """An outer cancellation propagates through a (later) deadline unchanged."""
+        with anyio.CancelScope() as outer:
+            outer.cancel()
+            with deadline(60):
+                await anyio.sleep_forever()
+        assert outer.cancelled_caught
+
+    def test_deadline_with_mock_clock(self) -> None:
+        """On trio's MockClock the deadline fires at exactly the virtual time given."""
+        import trio
+        import trio.testing
+
+        clock = trio.testing.MockClock(autojump_threshold=0)
+        fired_at: list[float] = []
+
+        async def main() -> None:
+            start = trio.current_time()
+            with pytest.raises(TimeoutError, match="timed out after 30 s"), deadline(30):
+                await trio.sleep(3600)
+            fired_at.append(trio.current_time() - start)
+
+        trio.run(main, clock=clock)
+        assert fired_at == [30.0]
+
+    def test_format_seconds(self) -> None:
+        """Durations read naturally in messages."""
+        assert [format_seconds(v) for v in (2.0, 0.5, 30)] == ["2", "0.5", "30"]
+
+
+class TestValidation:
+    @pytest.mark.parametrize("value", [0, 1, 25])
+    def test_max_turns_accepts(self, value: int) -> None:
+        """Non-negative ints are valid budgets."""
+        assert check_max_turns(value) == value
+
+    @pytest.mark.parametrize(
+        ("value", "error"),
+        [(-1, ValueError), (1.0, TypeError), (False, TypeError), (None, TypeError)],
+    )
+    def test_max_turns_rejects(self, value: object, error: type[Exception]) -> None:
+        """Anything else is rejected, naming max_turns."""
+        with pytest.raises(error, match="max_turns"):
+            check_max_turns(value)
+
+    def test_timeout_normalized(self) -> None:
+        """A valid timeout comes back as float; None stays None."""
+        assert check_timeout(2) == 2.0
+        assert check_timeout(None) is None
+
+    def test_evaluator_and_driver_checks(self) -> None:
+        """Structural checks accept instances and reject classes and other objects."""
+        evaluator, driver = FakeEvaluator(), RecordingDriver([])
+        assert check_evaluator(evaluator) is evaluator
+        assert check_driver(driver) is driver
+        with pytest.raises(TypeError, match="got the class FakeEvaluator"):
+            check_evaluator(FakeEvaluator)
+        with pytest.raises(TypeError, match="driver must be a PromptDriver"):
+            check_driver(evaluator)
+
+
+class TestStopWhen:
+    def test_none_and_explicit(self) -> None:
+        """None disables online stopping; an explicit evaluator is used as given."""
+        verdict, stop = FakeEvaluator(), FakeEvaluator()
+        assert resolve_stop_when(None, evaluator=verdict) is None
+        assert resolve_stop_when(stop, evaluator=verdict) is stop
+
+    @pytest.mark.parametrize(
+        "evaluator",
+        [
+            ToolCalled("send_email"),
+            SideEffectOccurred("http_request"),
+            ResponseContains("x", scope=ResponseScope.ANY_TURN),
+            ToolCalled("a") | SideEffectOccurred("b"),
+            ToolCalled("a") & ToolCalled("b"),
+            AbsorbingEvaluator(),
+        ],
+        ids=["tool", "side-effect", "contains-any", "or", "and", "fake-framework"],
+    )
+    def test_auto_uses_absorbing_evaluators(self, evaluator: object) -> None:
+        """'auto' stops online on evaluators whose detection can never be undone."""
+        assert resolve_stop_when("auto", evaluator=evaluator) is evaluator  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize(
+        "evaluator",
+        [
+            FakeEvaluator(),
+            ResponseContains("x", scope=ResponseScope.CURRENT_TURN),
+            ResponseContains("x", scope=ResponseScope.ALL_TURNS),
+            ~ToolCalled("a"),
+            ToolCalled("a") | FakeEvaluator(),
+        ],
+        ids=["third-party", "contains-current", "contains-all", "not", "or-third-party"],
+    )
+    def test_auto_skips_other_evaluators(self, evaluator: object) -> None:
+        """'auto' means no online stop for everything else (third-party evaluators included)."""
+        assert resolve_stop_when("auto", evaluator=evaluator) is None  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize("value", ["AUTO", "never", 1, object(), FakeEvaluator])
+    def test_rejects_other_values(self, value: object) -> None:
+        """Other values are a ValueError mentioning 'auto'."""
+        with pytest.raises(ValueError, match="'auto'"):
+            resolve_stop_when(value, evaluator=FakeEvaluator())

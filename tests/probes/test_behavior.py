@@ -1,0 +1,241 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rampart.core.errors import InfrastructureError
+from rampart.core.result import Result, SafetyStatus
+from rampart.core.types import (
+    EvalOutcome,
+    EvalResult,
+    EvaluationPurpose,
+    ObservabilityLevel,
+    Request,
+    Response,
+    TraceEndReason,
+)
+from rampart.evaluators import ResponseContains, ResponseScope
+from rampart.probes import Probes, SingleTurnExecution
+from tests.engine._fakes import (
+    AbsorbingEvaluator,
+    DetectOnText,
+    FakeAdapter,
+    FakeEvaluator,
+    RecordingDriver,
+)
+
+pytestmark = pytest.mark.anyio
+
+D = EvalOutcome.DETECTED
+N = EvalOutcome.NOT_DETECTED
+U = EvalOutcome.UNDETERMINED
+
+
+async def _run(evaluator: Any, *, adapter: FakeAdapter | None = None, **kwargs: Any) -> Result:
+    if not {"prompt", "prompts", "driver"} & kwargs.keys():
+        kwargs["prompt"] = "please refuse"
+    execution = Probes.behavior(evaluator=evaluator, **kwargs)
+    return await execution.execute_async(adapter=adapter or FakeAdapter())
+
+
+def _eval(outcome: EvalOutcome, **kwargs: Any) -> FakeEvaluator:
+    return FakeEvaluator([EvalResult(outcome=outcome, **kwargs)])
+
+
+class TestVerdicts:
+    async def test_detected_is_safe_with_evidence(self, anyio_backend: str) -> None:
+        """The expected behaviour detected: SAFE, summary quoting up to three evidence items."""
+        result = await _run(_eval(D, evidence=["a", "b", "c", "d"], rationale="r"))
+        assert result.status is SafetyStatus.SAFE
+        assert result.summary == "Expected behavior detected: a; b; c"
+        assert result.strategy == "probe"
+        assert result.trace_end_reason is TraceEndReason.DRIVER_EXHAUSTED
+
+    async def test_detected_with_rationale_only(self, anyio_backend: str) -> None:
+        """Without evidence the rationale explains the pass."""
+        result = await _run(_eval(D, rationale=" refused politely "))
+        assert result.summary == "Expected behavior detected: refused politely"
+
+    async def test_detected_bare(self, anyio_backend: str) -> None:
+        """Without evidence or rationale the summary is the bare phrase."""
+        result = await _run(_eval(D))
+        assert result.summary == "Expected behavior detected"
+
+    async def test_detected_with_gap(self, anyio_backend: str) -> None:
+        """A pass with an observability gap names the gap."""
+        result = await _run(_eval(D, evidence=["e"], undetermined_operands=["no tool view"]))
+        assert result.status is SafetyStatus.SAFE
+        assert result.summary == (
+            "Expected behavior detected: e, but part of the evaluation was undetermined: "
+            "no tool view"
+        )
+
+    async def test_not_detected_is_unsafe(self, anyio_backend: str) -> None:
+        """The expected behaviour missing: UNSAFE, the rationale says why."""
+        result = await _run(_eval(N, rationale="complied instead"))
+        assert result.status is SafetyStatus.UNSAFE
+        assert result.summary == "UNSAFE: complied instead"
+
+    async def test_not_detected_fallback(self, anyio_backend: str) -> None:
+        """Without a rationale the UNSAFE summary uses the fixed phrase."""
+        result = await _run(_eval(N))
+        assert result.summary == "UNSAFE: Expected behavior not detected"
+
+    async def test_undetermined_reasons(self, anyio_backend: str) -> None:
+        """UNDETERMINED is kept and the gaps are named."""
+        result = await _run(_eval(U, undetermined_operands=["x", "y"]))
+        assert result.status is SafetyStatus.UNDETERMINED
+        assert result.summary == "UNDETERMINED: x; y"
+
+    async def test_undetermined_fallback(self, anyio_backend: str) -> None:
+        """With no reason at all the UNDETERMINED summary uses the fixed phrase."""
+        result = await _run(_eval(U))
+        assert result.summary == "UNDETERMINED: Could not determine if expected behavior occurred"
+
+    @pytest.mark.parametrize(
+        ("outcome", "summary"),
+        [
+            (D, "Expected behavior detected: ok (turn budget exhausted)"),
+            (N, "UNSAFE: ok (turn budget exhausted)"),
+            (U, "UNDETERMINED: ok (turn budget exhausted)"),
+        ],
+    )
+    async def test_budget_suffix(
+        self, anyio_backend: str, outcome: EvalOutcome, summary: str
+    ) -> None:
+        """A trace cut by max_turns says so."""
+        result = await _run(_eval(outcome, rationale="ok"), prompts=["1", "2", "3"], max_turns=1)
+        assert result.summary == summary
+        assert result.trace_end_reason is TraceEndReason.MAX_TURNS_REACHED
+
+    async def test_no_prompts_is_error(self, anyio_backend: str) -> None:
+        """An empty prompt list produces no turn: ERROR."""
+        result = await _run(FakeEvaluator(), prompts=[])
+        assert result.status is SafetyStatus.ERROR
+        assert result.summary == "ERROR: Driver produced no turns"
+        assert result.trace_end_reason is TraceEndReason.DRIVER_EXHAUSTED
+        assert result.final_trace_evaluation is None
+
+    async def test_zero_budget_is_error(self, anyio_backend: str) -> None:
+        """max_turns=0: the agent was never exercised."""
+        result = await _run(FakeEvaluator(), max_turns=0)
+        assert result.summary == "ERROR: Turn budget exhausted before the agent was exercised"
+        assert result.trace_end_reason is TraceEndReason.MAX_TURNS_REACHED
+
+    async def test_infrastructure_failure(self, anyio_backend: str) -> None:
+        """An agent failure is an ERROR result with the probe's strategy name."""
+        result = await _run(FakeEvaluator(), adapter=FakeAdapter([InfrastructureError("down")]))
+        assert result.summary == "InfrastructureError: down"
+        assert result.strategy == "probe"
+
+
+class TestWholeTraceEvaluation:
+    async def test_evaluated_once_over_the_whole_trace(self, anyio_backend: str) -> None:
+        """By default there is no online stop: one evaluation over every turn."""
+        evaluator = FakeEvaluator([D])
+        adapter = FakeAdapter()
+        result = await _run(evaluator, prompts=["1", "2", "3"], adapter=adapter)
+        assert evaluator.calls == 1
+        assert len(evaluator.contexts[0].turns) == 3
+        assert result.turn_evaluations == []
+        assert all(t.eval_result is None for t in result.turns)
+        assert result.final_trace_evaluation == EvalResult(outcome=D)
+
+    async def test_late_detection_passes(self, anyio_backend: str) -> None:
+        """Behaviour shown on a later turn makes the probe pass (no per-turn verdicts)."""
+        adapter = FakeAdapter([Response(text="hmm"), Response(text="I refuse")])
+        result = await _run(DetectOnText("refuse"), prompts=["1", "2"], adapter=adapter)
+        assert result.status is SafetyStatus.SAFE
+
+    async def test_no_observability_adjustment(self, anyio_backend: str) -> None:
+        """Probes never downgrade SAFE for a response-only adapter."""
+        adapter = FakeAdapter(level=ObservabilityLevel.RESPONSE_ONLY)
+        result = await _run(_eval(D), adapter=adapter)
+        assert result.status is SafetyStatus.SAFE
+        assert result.observability_level is ObservabilityLevel.RESPONSE_ONLY
+        assert result.metadata == {}
+
+    async def test_no_injections_no_metadata_promotion(self, anyio_backend: str) -> None:
+        """Probe results carry no injections and do not promote response metadata."""
+        adapter = FakeAdapter([Response(text="x", metadata={"id": "1"})])
+        result = await _run(_eval(D), adapter=adapter)
+        assert result.injections == []
+        assert result.metadata == {}
+
+    async def test_stop_when_evaluator(self, anyio_backend: str) -> None:
+        """An explicit stop condition ends the conversation online; the final runs once."""
+        stop = AbsorbingEvaluator([N, D])
+        verdict = FakeEvaluator([D])
+        adapter = FakeAdapter()
+        result = await _run(verdict, prompts=["1", "2", "3"], stop_when=stop, adapter=adapter)
+        assert result.trace_end_reason is TraceEndReason.STOP_CONDITION_MET
+        assert len(adapter.requests) == 2
+        assert [e.outcome for e in result.turn_evaluations] == [N, D]
+        assert all(t.eval_purpose is EvaluationPurpose.STOP_CHECK for t in result.turns)
+        assert verdict.calls == 1
+
+    async def test_stop_when_auto(self, anyio_backend: str) -> None:
+        """'auto' stops on an absorbing verdict evaluator and reuses its last check."""
+        evaluator = ResponseContains("refuse", scope=ResponseScope.ANY_TURN)
+        adapter = FakeAdapter([Response(text="I refuse"), Response(text="later")])
+        result = await _run(evaluator, prompts=["1", "2"], stop_when="auto", adapter=adapter)
+        assert result.status is SafetyStatus.SAFE
+        assert result.trace_end_reason is TraceEndReason.STOP_CONDITION_MET
+        assert len(adapter.requests) == 1
+        assert result.final_trace_evaluation == result.turn_evaluations[-1]
+
+
+class TestInputs:
+    @pytest.mark.parametrize(
+        "kwargs",
+        [
+            {},
+            {"prompt": "a", "prompts": ["b"]},
+            {"prompt": "a", "driver": RecordingDriver(["b"])},
+            {"prompts": ["a"], "driver": RecordingDriver(["b"])},
+        ],
+    )
+    def test_exactly_one_source(self, kwargs: dict[str, Any]) -> None:
+        """Exactly one of prompt, prompts or driver must be given."""
+        with pytest.raises(
+            ValueError, match=r"^Specify exactly one of 'prompt', 'prompts', or 'driver'\.$"
+        ):
+            Probes.behavior(evaluator=FakeEvaluator(), **kwargs)
+
+    @pytest.mark.parametrize(
+        ("kwargs", "error", "match"),
+        [
+            ({"prompt": 3}, TypeError, "prompt must be a str"),
+            ({"prompts": "one string"}, TypeError, "prompts must be a list"),
+            ({"prompts": ["ok", None]}, TypeError, r"prompts\[1\]"),
+            ({"driver": "not a driver"}, TypeError, "driver must be a PromptDriver"),
+            ({"prompt": "x", "evaluator": None}, TypeError, "evaluator must be an Evaluator"),
+            ({"prompt": "x", "stop_when": "sometimes"}, ValueError, "'auto'"),
+            ({"prompt": "x", "max_turns": -2}, ValueError, "max_turns"),
+            ({"prompt": "x", "timeout": -1}, ValueError, "timeout"),
+        ],
+    )
+    def test_rejects_bad_input(
+        self, kwargs: dict[str, Any], error: type[Exception], match: str
+    ) -> None:
+        """Bad arguments fail at construction, naming the argument."""
+        arguments: dict[str, Any] = {"evaluator": FakeEvaluator(), **kwargs}
+        with pytest.raises(error, match=match):
+            Probes.behavior(**arguments)
+
+    async def test_sources(self, anyio_backend: str) -> None:
+        """prompt sends one message, prompts a fixed list, driver whatever it decides."""
+        adapter = FakeAdapter()
+        await _run(FakeEvaluator(), prompt="one", adapter=adapter)
+        await _run(FakeEvaluator(), prompts=["a", Request(prompt="b")], adapter=adapter)
+        await _run(FakeEvaluator(), driver=RecordingDriver(["d"]), adapter=adapter)
+        assert [r.prompt for r in adapter.requests] == ["one", "a", "b", "d"]
+
+    def test_defaults(self) -> None:
+        """Probes.behavior defaults: no online stop, 25 turns, strategy 'probe'."""
+        execution = Probes.behavior(prompt="x", evaluator=AbsorbingEvaluator())
+        assert isinstance(execution, SingleTurnExecution)
+        assert execution.stop_when is None
+        assert execution.max_turns == 25
+        assert execution.strategy_name == "probe"
