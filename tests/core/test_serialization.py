@@ -276,7 +276,7 @@ class TestResultRecord:
         with pytest.raises(attrs.exceptions.FrozenInstanceError):
             record.result_index = 1  # type: ignore[misc]
         with pytest.raises(TypeError):
-            ResultRecord(minimal_result())  # type: ignore[misc]
+            ResultRecord(minimal_result())  # type: ignore[call-arg]
 
     @pytest.mark.parametrize(
         ("changes", "field"),
@@ -687,14 +687,15 @@ def frozen_view(value: object, seen: set[int] | None = None) -> object:
     seen = set() if seen is None else seen
     if id(value) in seen:
         return ("seen", id(value))
-    if attrs.has(type(value)):
+    cls = type(value)
+    if attrs.has(cls):
         seen.add(id(value))
         return (
-            type(value),
+            cls,
             id(value),
             tuple(
                 (field.name, frozen_view(getattr(value, field.name), seen))
-                for field in attrs.fields(type(value))
+                for field in attrs.fields(cls)
             ),
         )
     if isinstance(value, dict):

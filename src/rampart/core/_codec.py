@@ -227,6 +227,7 @@ class _Gen:
             "_enc_float": _enc_float,
             "_float_from_int": _float_from_int,
             "_check_json_mapping": check_json_mapping,
+            "_check_offset": _check_offset,
         }
         self._counter = 0
 
@@ -282,6 +283,14 @@ def _emit_kind(
         gen.emit(ind, f"if {src} is None:")
         gen.emit(ind + 1, f"{dst} = None")
         gen.emit(ind, "else:")
+        if isinstance(kind.inner, ModelKind):
+            # The nested hook's own type check cannot know that null was an option.
+            if enc:
+                gen.namespace[f"_cls_{kind.inner.cls.__name__}"] = kind.inner.cls
+                gen.emit(ind + 1, f"if not isinstance({src}, _cls_{kind.inner.cls.__name__}):")
+            else:
+                gen.emit(ind + 1, f"if type({src}) is not dict:")
+            gen.emit(ind + 2, f"raise _err({exp}, {src}, {seg})")
         _emit_kind(gen, kind.inner, src, dst, seg, ind + 1, expected)
         return
     if isinstance(kind, StrKind | PassthroughKind):
@@ -355,6 +364,8 @@ def _emit_kind(
             gen.emit(ind, f"if not isinstance({src}, _datetime):")
             gen.emit(ind + 1, f"raise _err({exp}, {src}, {seg})")
             gen.emit(ind, f"{dst} = {src}.isoformat()")
+            gen.emit(ind, f"if {dst}[-16] in '+-':")
+            gen.emit(ind + 1, f"_check_offset({dst}, {seg})")
         else:
             gen.emit(ind, f"if type({src}) is not str:")
             gen.emit(ind + 1, f"raise _err({exp}, {src}, {seg})")
@@ -538,6 +549,22 @@ def _enc_float(value: object, expected: str, *segments: object) -> float:
     if not math.isfinite(number):
         raise PathError(expected, NO_VALUE, *segments)
     return float(number)
+
+
+def _check_offset(text: str, *segments: object) -> None:
+    """Reject a UTC offset under one second: ``fromisoformat`` would read it as UTC.
+
+    ``isoformat()`` ends in ``+HH:MM:SS.ffffff`` only when the offset has microseconds;
+    CPython 3.11 parses ``+00:00:00.ffffff`` as a zero offset, so such a value could
+    not come back equal.
+    """
+    if text[-15:-7] == "00:00:00":
+        raise PathError(
+            "expected a datetime whose UTC offset is zero or at least one second "
+            "(datetime.fromisoformat reads a sub-second offset as UTC)",
+            NO_VALUE,
+            *segments,
+        )
 
 
 _JSON_LEAVES: Final = frozenset({str, int, bool, type(None)})
