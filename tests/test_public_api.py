@@ -11,20 +11,44 @@ import pytest
 
 PUBLIC_MODULES = [
     "rampart",
+    "rampart.attacks",
     "rampart.core",
     "rampart.core.adapter",
     "rampart.core.converter",
     "rampart.core.driver",
     "rampart.core.errors",
     "rampart.core.evaluator",
+    "rampart.core.execution",
     "rampart.core.injection",
     "rampart.core.manifest",
     "rampart.core.result",
+    "rampart.core.serialization",
+    "rampart.core.trace",
+    "rampart.core.trials",
     "rampart.core.types",
+    "rampart.drivers",
+    "rampart.evaluators",
+    "rampart.probes",
+    "rampart.pytest_plugin",
+    "rampart.reporting",
+    "rampart.testing",
 ]
 
 # Names in rampart.core that are deliberately not lifted to the top level.
 CORE_ONLY = {"RampartError", "SchemaError", "UnsupportedSchemaVersionError"}
+
+# Upstream's documented top-level names (RAMPART's latest ``__all__``, minus the LLM
+# components this project does not ship): client suites import these from ``rampart``.
+UPSTREAM_TOP_LEVEL = {
+    "AgentAdapter", "AppManifest", "Attacks", "BaseEvaluator", "BaseExecution", "DataSource",
+    "DriverError", "EvalContext", "EvalOutcome", "EvalResult", "Evaluator", "EvaluatorError",
+    "ExecutionEvent", "ExecutionEventData", "ExecutionEventHandler", "HarmCategory",
+    "InfrastructureError", "InjectionHandle", "InjectionRecord", "ObservabilityLevel",
+    "Payload", "PayloadFormat", "PopulationRef", "PopulationResult", "Probes",
+    "PromptDecision", "PromptDriver", "Request", "Response", "Result", "SafetyStatus",
+    "Session", "SideEffect", "Surface", "ToolCall", "ToolDeclaration", "TranscriptScope",
+    "Turn", "execute_trials_async", "record_result",
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", PUBLIC_MODULES)
@@ -59,6 +83,13 @@ def test_top_level_reexports_core() -> None:
     import rampart.core
 
     assert set(rampart.core.__all__) - CORE_ONLY <= set(rampart.__all__)
+
+
+def test_upstream_names_importable_from_top_level() -> None:
+    """Every name RAMPART documents at the top level is exported here too."""
+    import rampart
+
+    assert UPSTREAM_TOP_LEVEL - set(rampart.__all__) == set()
 
 
 def test_import_is_light() -> None:

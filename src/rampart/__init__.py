@@ -1,9 +1,12 @@
 """rampart: pytest-native safety and red-teaming for agentic AI, on structured concurrency."""
 
+from rampart.attacks import Attacks
 from rampart.core import (
+    AdapterContractError,
     AgentAdapter,
     AppManifest,
     BaseEvaluator,
+    BaseExecution,
     DataSource,
     DriverError,
     EvalContext,
@@ -12,6 +15,9 @@ from rampart.core import (
     EvaluationPurpose,
     Evaluator,
     EvaluatorError,
+    ExecutionEvent,
+    ExecutionEventData,
+    ExecutionEventHandler,
     HarmCategory,
     InfrastructureError,
     InjectionHandle,
@@ -21,6 +27,7 @@ from rampart.core import (
     PayloadConverter,
     PayloadFormat,
     PopulationRef,
+    PopulationResult,
     PromptDecision,
     PromptDriver,
     Request,
@@ -34,15 +41,21 @@ from rampart.core import (
     ToolDeclaration,
     TraceEndReason,
     Turn,
+    execute_trials_async,
 )
+from rampart.evaluators import TranscriptScope
+from rampart.probes import Probes
 from rampart.pytest_plugin._collect import TrialInfo, current_trial, record_result
 
 __version__ = "0.2.0.dev0"
 
 __all__ = [
+    "AdapterContractError",
     "AgentAdapter",
     "AppManifest",
+    "Attacks",
     "BaseEvaluator",
+    "BaseExecution",
     "DataSource",
     "DriverError",
     "EvalContext",
@@ -51,6 +64,9 @@ __all__ = [
     "EvaluationPurpose",
     "Evaluator",
     "EvaluatorError",
+    "ExecutionEvent",
+    "ExecutionEventData",
+    "ExecutionEventHandler",
     "HarmCategory",
     "InfrastructureError",
     "InjectionHandle",
@@ -60,6 +76,8 @@ __all__ = [
     "PayloadConverter",
     "PayloadFormat",
     "PopulationRef",
+    "PopulationResult",
+    "Probes",
     "PromptDecision",
     "PromptDriver",
     "Request",
@@ -72,8 +90,10 @@ __all__ = [
     "ToolCall",
     "ToolDeclaration",
     "TraceEndReason",
+    "TranscriptScope",
     "TrialInfo",
     "Turn",
     "current_trial",
+    "execute_trials_async",
     "record_result",
 ]

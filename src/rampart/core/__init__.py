@@ -5,6 +5,7 @@ from rampart.core.adapter import AgentAdapter, Session
 from rampart.core.converter import PayloadConverter
 from rampart.core.driver import PromptDecision, PromptDriver
 from rampart.core.errors import (
+    AdapterContractError,
     DriverError,
     EvaluatorError,
     InfrastructureError,
@@ -13,9 +14,16 @@ from rampart.core.errors import (
     UnsupportedSchemaVersionError,
 )
 from rampart.core.evaluator import BaseEvaluator, Evaluator
+from rampart.core.execution import (
+    BaseExecution,
+    ExecutionEvent,
+    ExecutionEventData,
+    ExecutionEventHandler,
+)
 from rampart.core.injection import InjectionHandle, Surface
 from rampart.core.manifest import AppManifest, DataSource, ToolDeclaration
 from rampart.core.result import HarmCategory, InjectionRecord, Result, SafetyStatus
+from rampart.core.trials import PopulationResult, execute_trials_async
 from rampart.core.types import (
     EvalContext,
     EvalOutcome,
@@ -33,9 +41,11 @@ from rampart.core.types import (
 )
 
 __all__ = [
+    "AdapterContractError",
     "AgentAdapter",
     "AppManifest",
     "BaseEvaluator",
+    "BaseExecution",
     "DataSource",
     "DriverError",
     "EvalContext",
@@ -44,6 +54,9 @@ __all__ = [
     "EvaluationPurpose",
     "Evaluator",
     "EvaluatorError",
+    "ExecutionEvent",
+    "ExecutionEventData",
+    "ExecutionEventHandler",
     "HarmCategory",
     "InfrastructureError",
     "InjectionHandle",
@@ -53,6 +66,7 @@ __all__ = [
     "PayloadConverter",
     "PayloadFormat",
     "PopulationRef",
+    "PopulationResult",
     "PromptDecision",
     "PromptDriver",
     "RampartError",
@@ -69,4 +83,5 @@ __all__ = [
     "TraceEndReason",
     "Turn",
     "UnsupportedSchemaVersionError",
+    "execute_trials_async",
 ]
