@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import operator
+
 import pytest
 
-from rampart.core.evaluator import BaseEvaluator
+from rampart.core.evaluator import BaseEvaluator, detected_is_absorbing
 from rampart.core.types import EvalContext, EvalOutcome, EvalResult, ObservabilityLevel
 from rampart.evaluators import SideEffectOccurred, ToolCalled
 from rampart.evaluators._composite import AllEvaluator, AnyEvaluator, NotEvaluator
@@ -495,3 +498,37 @@ class TestEvaluatorClassAsOperand:
         """Passing the class instead of an instance gets a hint to call it."""
         with pytest.raises(TypeError, match=r"got the class ToolCalled \(did you forget to call"):
             ToolCalled("x") | ToolCalled
+
+
+class TestLongChains:
+    @pytest.mark.anyio
+    async def test_long_or_chain_does_not_recurse(self, anyio_backend: str) -> None:
+        """a | b | c | ... over thousands of operands evaluates, classifies and prints."""
+        operands = [Stub(ND) for _ in range(3000)]
+        chain = functools.reduce(operator.or_, operands)
+
+        result = await chain.evaluate_async(context=CTX)
+
+        assert result.outcome is ND
+        assert all(operand.calls == 1 for operand in operands)
+        assert detected_is_absorbing(chain) is False
+        assert repr(chain).startswith("(" * 2999 + "Stub(ND) | Stub(ND))")
+
+    @pytest.mark.anyio
+    async def test_long_and_chain_short_circuits_the_rest(self, anyio_backend: str) -> None:
+        """A NOT_DETECTED early in a long & chain skips every later operand."""
+        operands = [Stub(D), Stub(U, rationale="blind"), Stub(ND)] + [Stub(D) for _ in range(3000)]
+        chain = functools.reduce(operator.and_, operands)
+
+        result = await chain.evaluate_async(context=CTX)
+
+        assert result.outcome is ND
+        assert result.undetermined_operands == ["blind"]
+        assert [operand.calls for operand in operands[:4]] == [1, 1, 1, 0]
+        assert sum(operand.calls for operand in operands) == 3
+
+    def test_long_chain_of_built_ins_stays_absorbing(self) -> None:
+        """Classification walks long chains without recursion."""
+        chain = functools.reduce(operator.or_, [ToolCalled(f"tool_{i}") for i in range(3000)])
+
+        assert detected_is_absorbing(chain) is True

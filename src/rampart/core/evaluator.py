@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BaseEvaluator",
     "Evaluator",
+    "absorbing_outcomes",
     "detected_is_absorbing",
     "not_detected_is_absorbing",
     "require_evaluator",
@@ -102,7 +103,12 @@ def _is_framework_evaluator(evaluator: object) -> bool:
     return module == "rampart.evaluators" or module.startswith("rampart.evaluators.")
 
 
-def _stability(evaluator: object) -> tuple[bool, bool]:
+def absorbing_outcomes(evaluator: object) -> tuple[bool, bool]:
+    """``(detected_is_absorbing, not_detected_is_absorbing)`` in one walk of the tree.
+
+    Composites use it to classify each operand once (asking for the two flags
+    separately would revisit every subtree twice per level).
+    """
     # Trust is decided by where the class is defined, not by what it claims: a
     # third-party evaluator (even a subclass of a built-in) is never absorbing.
     if not _is_framework_evaluator(evaluator):
@@ -123,7 +129,7 @@ def detected_is_absorbing(evaluator: object) -> bool:
     ``a | b`` and ``a & b`` only when both operands hold it; ``~a`` when ``a``'s
     NOT_DETECTED is absorbing. Third-party evaluators never hold it.
     """
-    return _stability(evaluator)[0]
+    return absorbing_outcomes(evaluator)[0]
 
 
 def not_detected_is_absorbing(evaluator: object) -> bool:
@@ -133,4 +139,4 @@ def not_detected_is_absorbing(evaluator: object) -> bool:
     DETECTED is absorbing; composition follows the same rules as
     ``detected_is_absorbing``.
     """
-    return _stability(evaluator)[1]
+    return absorbing_outcomes(evaluator)[1]

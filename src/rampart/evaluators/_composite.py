@@ -11,19 +11,19 @@ Every operand that ran adds its gaps to ``undetermined_operands`` (see
 ``rampart.evaluators._gaps.merge_undetermined``); recording a gap never changes the
 outcome. Confidence is the deciding operand's when one operand settles the result,
 and the lower of the two when both do.
+
+A chain written ``a | b | c | ...`` nests to the left; the binary composites walk that
+spine in a loop rather than recursing, so long chains built with ``functools.reduce``
+do not hit Python's recursion limit.
 """
 
 from __future__ import annotations
 
+import abc
 import inspect
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
-from rampart.core.evaluator import (
-    BaseEvaluator,
-    detected_is_absorbing,
-    not_detected_is_absorbing,
-    require_evaluator,
-)
+from rampart.core.evaluator import BaseEvaluator, absorbing_outcomes, require_evaluator
 from rampart.core.types import EvalOutcome, EvalResult
 from rampart.evaluators._gaps import as_text, as_text_list, merge_undetermined
 
@@ -83,14 +83,10 @@ def _undetermined(left: EvalResult, right: EvalResult, *, gaps: list[str]) -> Ev
     )
 
 
-class AnyEvaluator(BaseEvaluator):
-    """``left | right``: DETECTED when either operand detects.
+class _BinaryEvaluator(BaseEvaluator):
+    """Shared shape of ``|`` and ``&``: two operands, left evaluated first."""
 
-    Left DETECTED settles it (the right operand is skipped) with the left's evidence
-    and rationale; otherwise a right DETECTED does, with the right's. If neither
-    detects and either is UNDETERMINED the result is UNDETERMINED, carrying both
-    operands' evidence; otherwise NOT_DETECTED ("Neither condition detected").
-    """
+    _symbol: ClassVar[str]
 
     def __init__(self, *, left: Evaluator, right: Evaluator) -> None:
         self._left = require_evaluator(left, name="left")
@@ -104,17 +100,62 @@ class AnyEvaluator(BaseEvaluator):
     def right(self) -> Evaluator:
         return self._right
 
+    def _spine(self) -> tuple[Evaluator, list[Evaluator]]:
+        """The leftmost operand of a left-nested chain of this operator, and the right
+        operands in evaluation order."""
+        rights: list[Evaluator] = []
+        node: Evaluator = self
+        while isinstance(node, _BinaryEvaluator) and type(node) is type(self):
+            rights.append(node._right)
+            node = node._left
+        rights.reverse()
+        return node, rights
+
     def __repr__(self) -> str:
-        return f"({self._left!r} | {self._right!r})"
+        leftmost, rights = self._spine()
+        text = repr(leftmost)
+        for right in rights:
+            text = f"({text} {self._symbol} {right!r})"
+        return text
 
     def _absorbing(self) -> tuple[bool, bool]:
-        return (
-            detected_is_absorbing(self._left) and detected_is_absorbing(self._right),
-            not_detected_is_absorbing(self._left) and not_detected_is_absorbing(self._right),
-        )
+        # An outcome is stable only if it is stable for every operand.
+        leftmost, rights = self._spine()
+        detected, not_detected = absorbing_outcomes(leftmost)
+        for right in rights:
+            right_detected, right_not_detected = absorbing_outcomes(right)
+            detected = detected and right_detected
+            not_detected = not_detected and right_not_detected
+        return (detected, not_detected)
 
     async def evaluate_async(self, *, context: EvalContext) -> EvalResult:
-        left = await _run(self._left, context=context, role="left")
+        leftmost, rights = self._spine()
+        result = await _run(leftmost, context=context, role="left")
+        for right in rights:
+            result = await self._combine(result, right, context=context)
+        return result
+
+    @abc.abstractmethod
+    async def _combine(
+        self, left: EvalResult, right: Evaluator, *, context: EvalContext
+    ) -> EvalResult:
+        """One level of the operator, given the left result; runs ``right`` if needed."""
+
+
+class AnyEvaluator(_BinaryEvaluator):
+    """``left | right``: DETECTED when either operand detects.
+
+    Left DETECTED settles it (the right operand is skipped) with the left's evidence
+    and rationale; otherwise a right DETECTED does, with the right's. If neither
+    detects and either is UNDETERMINED the result is UNDETERMINED, carrying both
+    operands' evidence; otherwise NOT_DETECTED ("Neither condition detected").
+    """
+
+    _symbol = "|"
+
+    async def _combine(
+        self, left: EvalResult, right_operand: Evaluator, *, context: EvalContext
+    ) -> EvalResult:
         if left.outcome is _DETECTED:
             return EvalResult(
                 outcome=_DETECTED,
@@ -124,7 +165,7 @@ class AnyEvaluator(BaseEvaluator):
                 undetermined_operands=merge_undetermined(left=left),
             )
 
-        right = await _run(self._right, context=context, role="right")
+        right = await _run(right_operand, context=context, role="right")
         gaps = merge_undetermined(left=left, right=right)
         if right.outcome is _DETECTED:
             return EvalResult(
@@ -144,7 +185,7 @@ class AnyEvaluator(BaseEvaluator):
         )
 
 
-class AllEvaluator(BaseEvaluator):
+class AllEvaluator(_BinaryEvaluator):
     """``left & right``: DETECTED only when both operands detect.
 
     Left NOT_DETECTED settles it (the right operand is skipped). An UNDETERMINED left
@@ -155,29 +196,11 @@ class AllEvaluator(BaseEvaluator):
     rationale ``"(left) AND (right)"``.
     """
 
-    def __init__(self, *, left: Evaluator, right: Evaluator) -> None:
-        self._left = require_evaluator(left, name="left")
-        self._right = require_evaluator(right, name="right")
+    _symbol = "&"
 
-    @property
-    def left(self) -> Evaluator:
-        return self._left
-
-    @property
-    def right(self) -> Evaluator:
-        return self._right
-
-    def __repr__(self) -> str:
-        return f"({self._left!r} & {self._right!r})"
-
-    def _absorbing(self) -> tuple[bool, bool]:
-        return (
-            detected_is_absorbing(self._left) and detected_is_absorbing(self._right),
-            not_detected_is_absorbing(self._left) and not_detected_is_absorbing(self._right),
-        )
-
-    async def evaluate_async(self, *, context: EvalContext) -> EvalResult:
-        left = await _run(self._left, context=context, role="left")
+    async def _combine(
+        self, left: EvalResult, right_operand: Evaluator, *, context: EvalContext
+    ) -> EvalResult:
         if left.outcome is _NOT_DETECTED:
             return EvalResult(
                 outcome=_NOT_DETECTED,
@@ -186,7 +209,7 @@ class AllEvaluator(BaseEvaluator):
                 undetermined_operands=merge_undetermined(left=left),
             )
 
-        right = await _run(self._right, context=context, role="right")
+        right = await _run(right_operand, context=context, role="right")
         gaps = merge_undetermined(left=left, right=right)
         if right.outcome is _NOT_DETECTED:
             return EvalResult(
@@ -225,7 +248,8 @@ class NotEvaluator(BaseEvaluator):
         return f"~{self._inner!r}"
 
     def _absorbing(self) -> tuple[bool, bool]:
-        return (not_detected_is_absorbing(self._inner), detected_is_absorbing(self._inner))
+        detected, not_detected = absorbing_outcomes(self._inner)
+        return (not_detected, detected)
 
     async def evaluate_async(self, *, context: EvalContext) -> EvalResult:
         result = await _run(self._inner, context=context, role="inner")
