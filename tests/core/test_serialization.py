@@ -715,7 +715,6 @@ class TestImportWeight:
             "import sys, rampart, rampart.core.serialization\n"
             "heavy = [m for m in ('cattrs', 'jsonschema') if m in sys.modules]\n"
             "assert not heavy, heavy\n"
-            "assert 'rampart.core.serialization' not in sys.modules['rampart'].__dict__\n"
         )
         subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -29,10 +29,14 @@ import json
 import linecache
 import math
 import re
+import typing
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
+import attrs
+
 from rampart.core._schema import (
+    TRACE_MODELS,
     AnyPresent,
     DateTimeKind,
     EnumKind,
@@ -51,19 +55,24 @@ from rampart.core._schema import (
     StrKind,
     model_spec,
 )
-from rampart.core.errors import SchemaError
+from rampart.core.errors import SchemaError, UnsupportedSchemaVersionError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
+
+    import cattrs
 
 __all__ = [
     "NO_VALUE",
     "PathError",
     "check_json_mapping",
+    "check_version",
     "compile_decoder",
     "compile_encoder",
+    "configure_converter",
     "dump_json",
     "find_surrogate",
+    "make_converter",
     "may_hold_surrogates",
     "nested_models",
     "parse_json",
@@ -346,8 +355,8 @@ def _emit_kind(
             gen.emit(ind, f"{dst} = {src}._value_")
             if restricted:
                 allowed = gen.const(frozenset(kind.values), "A")
-                members = _allowed_values(kind).removeprefix("one of ")
-                problem = gen.const(f"expected a {kind.enum.__name__} among {members}", "E")
+                listed = _allowed_values(kind).removeprefix("one of ")
+                problem = gen.const(f"expected a {kind.enum.__name__} among {listed}", "E")
                 gen.emit(ind, f"if {dst} not in {allowed}:")
                 gen.emit(ind + 1, f"raise _err({problem}, _MISSING, {seg})")
         else:
@@ -758,3 +767,162 @@ def _scan(value: object, kind: Kind | None) -> None:
             except PathError as exc:
                 exc.segments.append(index)
                 raise
+
+
+# --------------------------------------------------------------------------- converter
+
+_NODEID_PROBLEM = "expected a str of Unicode scalar values or None"
+_INDEX_PROBLEM = "expected an int >= 0 (not a bool) or None"
+
+
+def make_converter(*, record_cls: type, version: str) -> cattrs.Converter:
+    """A new cattrs converter that speaks ``version`` for ``record_cls`` records.
+
+    See :func:`configure_converter` for every encoding decision it makes.
+    """
+    import cattrs  # deferred: importing the codec module stays light
+
+    converter = cattrs.Converter()
+    configure_converter(converter, record_cls=record_cls, version=version)
+    return converter
+
+
+def configure_converter(converter: cattrs.Converter, *, record_cls: type, version: str) -> None:
+    """Register the ``rampart.trace`` hooks on ``converter`` (never the global converter).
+
+    Every encoding decision of the format:
+
+    * The record is ``{"version", "result", "pytest_nodeid"?, "result_index"?}``; the
+      last two are omitted when ``None``. ``version`` is the one supported version; any
+      other string (``rampart.trace.v1`` included) fails closed with
+      ``UnsupportedSchemaVersionError`` before anything else is read.
+    * Every field of every traced attrs class is written, under its attribute name and
+      in field order, defaults included; ``Result.safe`` is derived and never written.
+    * Enums are written as their ``value``. The closed enums (SafetyStatus, EvalOutcome,
+      EvaluationPurpose, TraceEndReason, ObservabilityLevel, PayloadFormat) fail closed
+      on an unknown value. ``harm_category`` is a passthrough string: known labels
+      decode to ``HarmCategory`` members, any other label round-trips as a ``str``.
+    * Datetimes are written with ``isoformat()`` and read with ``fromisoformat()``
+      (naive and sub-minute offsets included; a sub-second offset, which
+      ``fromisoformat`` would read as UTC, is rejected on encode).
+    * Floats must be finite; an int is accepted for a float field and becomes a float.
+      Integer fields take ints in integer notation, never booleans or ``0.0``.
+    * Free-form mappings (``metadata``, ``arguments``, ``details``) hold JSON values
+      only: ``None``, ``str``, ``bool``, ``int``, finite ``float``, ``list`` and
+      ``dict`` with ``str`` keys (subclasses included, written as their JSON value).
+      Tuples, sets, bytes, cycles, non-str keys and other objects are rejected, never
+      coerced; keys are never filtered.
+    * Strings and mapping keys must be Unicode scalar values (no lone surrogates).
+    * Payloads: ``format`` is ``text``, ``html`` or ``markdown``; binary formats and a
+      non-null ``artifact`` are rejected both ways; ``id`` is required on decode.
+    * Cross-field rules: a request has a prompt or at least one attachment; a turn's
+      ``eval_purpose`` requires its ``eval_result``; a population has a non-empty
+      ``id``, ``size >= 1``, ``0 <= index < size`` and ``threshold`` in ``[0, 1]``.
+    * Decoding: missing fields take their defaults, ``null`` only where the field is
+      nullable, unknown members are ignored at every level, no str/bool/int coercion.
+    * Failures raise ``SchemaError`` naming the JSON path and what was expected, never
+      the value. The writer checks the live result and never mutates it.
+
+    The structure hooks consume output of :func:`parse_json` (finite numbers) after the
+    surrogate scan; ``deserialize_record`` runs all three, so use it rather than
+    structuring by hand.
+    """
+
+    def is_trace_model(cls: Any) -> bool:
+        return cls in TRACE_MODELS
+
+    def structure_factory(cls: type, conv: cattrs.Converter) -> Callable[..., Any]:
+        spec = model_spec(cls)
+        nested = {model: conv.get_structure_hook(model) for model in nested_models(spec)}
+        return compile_decoder(spec, nested)
+
+    def unstructure_factory(cls: type, conv: cattrs.Converter) -> Callable[..., Any]:
+        spec = model_spec(cls)
+        nested = {model: conv.get_unstructure_hook(model) for model in nested_models(spec)}
+        return compile_encoder(spec, nested)
+
+    converter.register_structure_hook_factory(is_trace_model, structure_factory)
+    converter.register_unstructure_hook_factory(is_trace_model, unstructure_factory)
+    result_cls = next(field.type for field in attrs.fields(record_cls) if field.name == "result")
+    if isinstance(result_cls, str):
+        result_cls = typing.get_type_hints(record_cls)["result"]
+    converter.register_structure_hook(
+        record_cls,
+        _record_decoder(record_cls, version, converter.get_structure_hook(result_cls)),
+    )
+    converter.register_unstructure_hook(
+        record_cls,
+        _record_encoder(record_cls, version, converter.get_unstructure_hook(result_cls)),
+    )
+
+
+def check_version(document: dict[str, Any], version: str) -> None:
+    """Fail closed on anything but ``version``, before the body is read."""
+    found = document.get("version", NO_VALUE)
+    if found is NO_VALUE:
+        raise PathError("required field is missing", NO_VALUE, "version")
+    if type(found) is not str:
+        raise PathError("expected a string", found, "version")
+    if found != version:
+        raise UnsupportedSchemaVersionError(
+            f"$.version: unsupported trace schema version; this reader supports only "
+            f"{version!r} and never reads another major"
+        )
+
+
+def _record_decoder(
+    record_cls: type, version: str, decode_result: Callable[..., Any]
+) -> Callable[..., Any]:
+    def decode_record(document: Any, _type: Any = None) -> Any:
+        if type(document) is not dict:
+            raise PathError("expected an object", document)
+        check_version(document, version)
+        body = document.get("result", NO_VALUE)
+        if body is NO_VALUE:
+            raise PathError("required field is missing", NO_VALUE, "result")
+        try:
+            result = decode_result(body)
+        except PathError as exc:
+            exc.segments.append("result")
+            raise
+        nodeid = document.get("pytest_nodeid")
+        if nodeid is not None and type(nodeid) is not str:
+            raise PathError("expected a string or null", nodeid, "pytest_nodeid")
+        index = document.get("result_index")
+        if index is not None and (type(index) is not int or index < 0):
+            raise PathError(
+                "expected an integer >= 0 in integer notation or null",
+                index if type(index) is not int else NO_VALUE,
+                "result_index",
+            )
+        return record_cls(result=result, pytest_nodeid=nodeid, result_index=index)
+
+    return decode_record
+
+
+def _record_encoder(
+    record_cls: type, version: str, encode_result: Callable[..., Any]
+) -> Callable[[Any], dict[str, Any]]:
+    def encode_record(record: Any) -> dict[str, Any]:
+        if not isinstance(record, record_cls):
+            raise PathError(f"expected a {record_cls.__name__}", record)
+        record = typing.cast("Any", record)
+        try:
+            body = encode_result(record.result)
+        except PathError as exc:
+            exc.segments.append("result")
+            raise
+        document = {"version": version, "result": body}
+        nodeid = record.pytest_nodeid
+        if nodeid is not None:
+            if not isinstance(nodeid, str):
+                raise PathError(_NODEID_PROBLEM, nodeid, "pytest_nodeid")
+            document["pytest_nodeid"] = nodeid
+        index = record.result_index
+        if index is not None:
+            if type(index) is not int or index < 0:
+                raise PathError(_INDEX_PROBLEM, index, "result_index")
+            document["result_index"] = index
+        return document
+
+    return encode_record
