@@ -591,6 +591,15 @@ WRITER_CASES: list[tuple[str, Any, str, str]] = [
         "expected a datetime or null",
     ),
     (
+        "sub-second-utc-offset",
+        lambda r: _bypass(
+            _first_turn(r),
+            timestamp=datetime(2024, 1, 1, tzinfo=timezone(timedelta(microseconds=-5))),
+        ),
+        "$.result.turns[0].timestamp",
+        "sub-second offset as UTC",
+    ),
+    (
         "turns-as-tuple",
         lambda r: _bypass(r, turns=tuple(r.turns)),
         "$.result.turns",
