@@ -9,8 +9,12 @@ session actor emits it
 3. then either stops turn production (a detection, or the turn budget is spent) or
    acknowledges the turn so the producer may ask the driver for the next prompt.
 
-Stopping cancels the production scope *before* the acknowledgement would be sent, so
-the driver is never asked again after a stop.
+When there is an online stop check the pipeline runs as its own task and stops
+production by cancelling the production scope *before* the acknowledgement would be
+sent, so the driver is never asked again after a stop. Without a stop check there
+is nothing to evaluate online; the runner then applies the same ``step`` in the
+producing task (one task and one channel hop per turn fewer on the hot path), where
+a stop simply ends the production loop.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ if TYPE_CHECKING:
     from rampart.core._policies import TurnProduction
     from rampart.core.manifest import AppManifest
 
-__all__ = ["EvaluationRecord", "TraceRecord", "evaluate", "run_pipeline"]
+__all__ = ["EvaluationRecord", "Pipeline", "TraceRecord", "evaluate"]
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -96,33 +100,27 @@ async def evaluate(evaluator: Evaluator, context: EvalContext) -> EvalResult:
     return result
 
 
-async def run_pipeline(
-    events: MemoryObjectReceiveStream[Turn],
-    acks: MemoryObjectSendStream[Turn],
-    *,
-    record: TraceRecord,
-    stop_when: Evaluator | None,
-    max_turns: int,
-    production: TurnProduction,
-) -> None:
-    """Consume turn events until the session actor closes the stream.
+class Pipeline:
+    """The evaluator pipeline: one ``step`` per raw turn event.
 
-    Streams are closed by the runner, not here: on failure the task group cancels
-    every task, so no one mistakes a failure for a normal end of stream.
+    ``step`` records the raw turn, runs the stop check (if any) on a snapshot of the
+    raw turns, records the annotated turn, and applies the stop policies. It returns
+    the annotated turn, and the reason production must end (``None``: go on).
     """
-    while True:
-        try:
-            raw = events.receive_nowait()
-        except anyio.WouldBlock:
-            try:
-                raw = await events.receive()
-            except anyio.EndOfStream:
-                return
-        except anyio.EndOfStream:
-            return
+
+    __slots__ = ("_max_turns", "_stop_when", "record")
+
+    def __init__(self, *, record: TraceRecord, stop_when: Evaluator | None, max_turns: int) -> None:
+        self.record = record
+        self._stop_when = stop_when
+        self._max_turns = max_turns
+
+    async def step(self, raw: Turn) -> tuple[Turn, TraceEndReason | None]:
+        record = self.record
         record.raw_turns.append(raw)
         turn = raw
         detected = False
+        stop_when = self._stop_when
         if stop_when is not None:
             context = record.context()
             result = await evaluate(stop_when, context)
@@ -141,10 +139,38 @@ async def run_pipeline(
             detected = result.outcome is EvalOutcome.DETECTED
         record.turns.append(turn)
         if detected:
-            production.stop(TraceEndReason.STOP_CONDITION_MET)
-        elif len(record.turns) >= max_turns:
-            production.stop(TraceEndReason.MAX_TURNS_REACHED)
-        else:
+            return turn, TraceEndReason.STOP_CONDITION_MET
+        if len(record.turns) >= self._max_turns:
+            return turn, TraceEndReason.MAX_TURNS_REACHED
+        return turn, None
+
+    async def run(
+        self,
+        events: MemoryObjectReceiveStream[Turn],
+        acks: MemoryObjectSendStream[Turn],
+        production: TurnProduction,
+    ) -> None:
+        """As its own task: consume turn events until the session actor closes the stream.
+
+        A stop cancels the production scope *before* the acknowledgement would be
+        sent, so the producer never asks the driver again. Streams are closed by the
+        runner, not here: on failure the task group cancels every task, so no one
+        mistakes a failure for a normal end of stream.
+        """
+        while True:
+            try:
+                raw = events.receive_nowait()
+            except anyio.WouldBlock:
+                try:
+                    raw = await events.receive()
+                except anyio.EndOfStream:
+                    return
+            except anyio.EndOfStream:
+                return
+            turn, stop = await self.step(raw)
+            if stop is not None:
+                production.stop(stop)
+                continue
             try:
                 acks.send_nowait(turn)
             except anyio.WouldBlock:

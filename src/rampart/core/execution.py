@@ -228,8 +228,11 @@ class BaseExecution(abc.ABC):
             )
         # THE error boundary: the only place an exception becomes a result.
         try:
-            with deadline(self._timeout):
+            if self._timeout is None:
                 result = await self._execute_async(adapter=adapter)
+            else:
+                with deadline(self._timeout):
+                    result = await self._execute_async(adapter=adapter)
         except Exception as raised:
             error = _boundary_error(raised)
             if error is None:

@@ -12,7 +12,10 @@ while the calling task produces turns: it asks the driver for the next prompt (s
 it the annotated turns so far), hands it to the actor and waits for the pipeline's
 acknowledgement. Production runs inside a cancel scope (``TurnProduction``); the
 pipeline cancels it on a detection or when the turn budget is spent, and why
-production stopped is read from that state after the scope has exited.
+production stopped is read from that state after the scope has exited. When there
+is no online stop check the pipeline has nothing to evaluate concurrently, so its
+step runs in the producing task instead of a task of its own (same behaviour, one
+task and one channel hop per turn fewer).
 
 The observable behaviour is exactly the sequential algorithm: for each turn up to
 ``max_turns``, ask the driver (``None`` ends the trace: DRIVER_EXHAUSTED), send, record
@@ -29,15 +32,14 @@ exception, not wrapped in a group.
 from __future__ import annotations
 
 from contextlib import nullcontext
-from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import attrs
 
 from rampart.core._actor import AdapterSession, serve_session
 from rampart.core._exceptions import raise_unwrapped
-from rampart.core._pipeline import EvaluationRecord, TraceRecord, evaluate, run_pipeline
+from rampart.core._pipeline import EvaluationRecord, Pipeline, TraceRecord, evaluate
 from rampart.core._policies import TurnProduction, check_max_turns
 from rampart.core.driver import PromptDecision
 from rampart.core.errors import DriverError
@@ -94,13 +96,26 @@ async def _next_decision(driver: PromptDriver, history: list[Turn]) -> PromptDec
     return decision
 
 
+async def _receive(stream: MemoryObjectReceiveStream[Turn]) -> Turn:
+    try:
+        return stream.receive_nowait()
+    except anyio.WouldBlock:
+        return await stream.receive()
+
+
 async def _produce(
     driver: PromptDriver,
     requests: MemoryObjectSendStream[PromptDecision],
-    acks: MemoryObjectReceiveStream[Turn],
+    replies: MemoryObjectReceiveStream[Turn],
     production: TurnProduction,
+    inline: Pipeline | None,
 ) -> None:
-    """Ask the driver, hand the prompt to the actor, wait for the pipeline; repeat."""
+    """Ask the driver, hand the prompt to the actor, wait for the turn; repeat.
+
+    ``replies`` carries acknowledged (annotated) turns from the pipeline task, or,
+    when ``inline`` is given, raw turn events straight from the actor, which this
+    task then runs through the pipeline step itself.
+    """
     history: list[Turn] = []
     while True:
         decision = await _next_decision(driver, history)
@@ -111,7 +126,13 @@ async def _produce(
             requests.send_nowait(decision)
         except anyio.WouldBlock:
             await requests.send(decision)
-        history.append(await acks.receive())
+        turn = await _receive(replies)
+        if inline is not None:
+            turn, stop = await inline.step(turn)
+            if stop is not None:
+                production.finish(stop)
+                return
+        history.append(turn)
 
 
 def _detached(result: EvalResult) -> EvalResult:
@@ -123,14 +144,24 @@ def _detached(result: EvalResult) -> EvalResult:
     )
 
 
-def _covers_trace(record: EvaluationRecord, run: TraceRun) -> bool:
-    context = record.context
+def _covers(check: EvaluationRecord, record: TraceRecord) -> bool:
+    """Whether ``check`` was made on exactly the trace ``record`` holds."""
+    context = check.context
     return (
-        context.observability_level is run.observability_level
-        and context.manifest is run.manifest
-        and len(context.turns) == len(run.raw_turns)
-        and all(seen is turn for seen, turn in zip(context.turns, run.raw_turns, strict=True))
+        context.observability_level is record.observability_level
+        and context.manifest is record.manifest
+        and len(context.turns) == len(record.raw_turns)
+        and all(seen is turn for seen, turn in zip(context.turns, record.raw_turns, strict=True))
     )
+
+
+async def _evaluate_final(evaluator: Evaluator, record: TraceRecord) -> EvalResult | None:
+    if not record.raw_turns:
+        return None
+    latest = record.latest_stop_check
+    if latest is not None and latest.evaluator is evaluator and _covers(latest, record):
+        return _detached(latest.result)
+    return await evaluate(evaluator, record.context())
 
 
 async def evaluate_final_trace(*, evaluator: Evaluator, run: TraceRun) -> EvalResult | None:
@@ -140,14 +171,10 @@ async def evaluate_final_trace(*, evaluator: Evaluator, run: TraceRun) -> EvalRe
     (same observability level, same manifest object, same raw turn objects), its
     result is reused (as a detached copy) instead of calling the evaluator again.
     """
-    if not run.raw_turns:
-        return None
-    latest = run.latest_stop_check
-    if latest is not None and latest.evaluator is evaluator and _covers_trace(latest, run):
-        return _detached(latest.result)
     record = TraceRecord(observability_level=run.observability_level, manifest=run.manifest)
     record.raw_turns = run.raw_turns
-    return await evaluate(evaluator, record.context())
+    record.latest_stop_check = run.latest_stop_check
+    return await _evaluate_final(evaluator, record)
 
 
 async def _run(
@@ -162,59 +189,55 @@ async def _run(
 ) -> TraceRun:
     production = TurnProduction()
     record = TraceRecord(observability_level=observability_level, manifest=manifest)
+    pipeline = Pipeline(record=record, stop_when=stop_when, max_turns=max_turns)
     request_send, request_receive = anyio.create_memory_object_stream[PromptDecision](1)
     event_send, event_receive = anyio.create_memory_object_stream[Turn](1)
-    ack_send, ack_receive = anyio.create_memory_object_stream[Turn](1)
-    pipeline = partial(
-        run_pipeline,
+    streams: list[MemoryObjectSendStream[Any] | MemoryObjectReceiveStream[Any]] = [
+        request_send,
+        request_receive,
+        event_send,
         event_receive,
-        ack_send,
-        record=record,
-        stop_when=stop_when,
-        max_turns=max_turns,
-        production=production,
-    )
+    ]
     try:
         async with anyio.create_task_group() as tg:
             await tg.start(serve_session, open_session, request_receive, event_send)
-            tg.start_soon(pipeline)
+            if stop_when is None:
+                # Nothing to evaluate online: the producer runs the pipeline step.
+                replies, inline = event_receive, pipeline
+            else:
+                ack_send, replies = anyio.create_memory_object_stream[Turn](1)
+                streams += (ack_send, replies)
+                tg.start_soon(pipeline.run, event_receive, ack_send, production)
+                inline = None
             if max_turns == 0:
                 production.finish(TraceEndReason.MAX_TURNS_REACHED)
             else:
                 with production.scope:
-                    await _produce(driver, request_send, ack_receive, production)
-            reason = production.reason
-            if reason is None:  # pragma: no cover - production only ends through a policy
-                raise AssertionError("turn production ended without a recorded reason")
-            run = TraceRun(
-                trace_end_reason=reason,
-                observability_level=observability_level,
-                manifest=manifest,
-                turns=record.turns,
-                raw_turns=record.raw_turns,
-                latest_stop_check=record.latest_stop_check,
-            )
+                    await _produce(driver, request_send, replies, production, inline)
+            evaluation = None
             if evaluator is not None:
                 # While the session (and any injection) is still live.
-                evaluation = await evaluate_final_trace(evaluator=evaluator, run=run)
-                run = attrs.evolve(run, final_trace_evaluation=evaluation)
+                evaluation = await _evaluate_final(evaluator, record)
             # Closing the request channel lets the actor close the session, which ends
             # the turn-event stream and with it the pipeline.
             request_send.close()
     except BaseExceptionGroup as group:
         raise_unwrapped(group)
     finally:
-        # The runner owns every stream end; closing is idempotent.
-        for end in (
-            request_send,
-            request_receive,
-            event_send,
-            event_receive,
-            ack_send,
-            ack_receive,
-        ):
+        for end in streams:  # the runner owns every stream end; closing is idempotent
             end.close()
-    return run
+    reason = production.reason
+    if reason is None:  # pragma: no cover - production only ends through a policy
+        raise AssertionError("turn production ended without a recorded reason")
+    return TraceRun(
+        trace_end_reason=reason,
+        observability_level=observability_level,
+        manifest=manifest,
+        turns=record.turns,
+        raw_turns=record.raw_turns,
+        latest_stop_check=record.latest_stop_check,
+        final_trace_evaluation=evaluation,
+    )
 
 
 async def run_trace(
