@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import attrs
@@ -37,14 +37,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from rampart.core.adapter import AgentAdapter
+    from rampart.core.execution import BaseExecution
 
 __all__ = ["PopulationResult", "execute_trials_async"]
-
-
-class _Execution(Protocol):
-    """What a trial needs from an execution: ``BaseExecution`` satisfies it."""
-
-    async def execute_async(self, *, adapter: AgentAdapter) -> Result: ...
 
 
 def _check_results(_instance: object, _attribute: object, value: Any) -> None:
@@ -187,7 +182,7 @@ def _check_count(name: str, value: object) -> int:
 
 async def execute_trials_async(
     *,
-    execution_factory: Callable[[], _Execution],
+    execution_factory: Callable[[], BaseExecution],
     adapter: AgentAdapter,
     n: int,
     threshold: float = 1.0,
@@ -197,8 +192,9 @@ async def execute_trials_async(
     """Run ``n`` fresh executions concurrently and return their population verdict.
 
     ``execution_factory`` is called once per trial (inside the trial, after it gets a
-    concurrency slot) and must return a fresh execution, e.g.
-    ``lambda: Attacks.xpia(...)``. At most ``concurrency`` trials run at once
+    concurrency slot, so in index order) and must return a fresh execution, e.g.
+    ``lambda: Attacks.xpia(...)``; any object with ``async execute_async(*, adapter)``
+    returning a ``Result`` will do. At most ``concurrency`` trials run at once
     (``None``: no bound). Each result is stamped with
     ``PopulationRef(id, index, size=n, threshold)``.
 
