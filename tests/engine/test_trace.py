@@ -391,3 +391,40 @@ class TestExternalSession:
         assert final is not None
         assert final.outcome is D
         assert evaluator.calls == 2
+
+
+class TestInputValidation:
+    @pytest.mark.parametrize(
+        ("kwargs", "match"),
+        [
+            ({"driver": "prompts"}, "driver must be a PromptDriver"),
+            ({"observability_level": "tool_only"}, "observability_level must be"),
+            ({"stop_when": object()}, "stop_when must be an Evaluator"),
+            ({"evaluator": 42}, "evaluator must be an Evaluator"),
+        ],
+    )
+    async def test_run_trace_rejects(
+        self, anyio_backend: str, kwargs: dict[str, Any], match: str
+    ) -> None:
+        """run_trace names the bad argument before opening any session."""
+        adapter = FakeAdapter()
+        arguments: dict[str, Any] = {
+            "adapter": adapter,
+            "driver": RecordingDriver(["a"]),
+            "max_turns": 1,
+            "observability_level": LEVEL,
+            **kwargs,
+        }
+        with pytest.raises(TypeError, match=match):
+            await run_trace(**arguments)
+        assert adapter.sessions == []
+
+    async def test_run_trace_async_rejects_non_session(self, anyio_backend: str) -> None:
+        """run_trace_async wants a session object."""
+        with pytest.raises(TypeError, match="session must be a Session"):
+            await run_trace_async(
+                session=object(),  # type: ignore[arg-type]
+                driver=RecordingDriver(["a"]),
+                max_turns=1,
+                observability_level=LEVEL,
+            )

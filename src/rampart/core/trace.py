@@ -40,7 +40,13 @@ import attrs
 from rampart.core._actor import AdapterSession, serve_session
 from rampart.core._exceptions import raise_unwrapped
 from rampart.core._pipeline import EvaluationRecord, Pipeline, TraceRecord, evaluate
-from rampart.core._policies import TurnProduction, check_max_turns
+from rampart.core._policies import (
+    TurnProduction,
+    check_driver,
+    check_evaluator,
+    check_max_turns,
+    has_method,
+)
 from rampart.core.driver import PromptDecision
 from rampart.core.errors import DriverError
 from rampart.core.manifest import AppManifest
@@ -240,6 +246,14 @@ async def _run(
     )
 
 
+def _check_level(level: object) -> ObservabilityLevel:
+    if not isinstance(level, ObservabilityLevel):
+        raise TypeError(
+            f"observability_level must be an ObservabilityLevel, got {type(level).__name__}"
+        )
+    return level
+
+
 async def run_trace(
     *,
     adapter: AgentAdapter,
@@ -257,12 +271,12 @@ async def run_trace(
     """
     return await _run(
         open_session=lambda: AdapterSession(adapter),
-        driver=driver,
+        driver=check_driver(driver),
         max_turns=check_max_turns(max_turns),
-        observability_level=observability_level,
+        observability_level=_check_level(observability_level),
         manifest=manifest,
-        stop_when=stop_when,
-        evaluator=evaluator,
+        stop_when=None if stop_when is None else check_evaluator(stop_when, name="stop_when"),
+        evaluator=None if evaluator is None else check_evaluator(evaluator),
     )
 
 
@@ -280,13 +294,17 @@ async def run_trace_async(
     For custom strategies; the built-in ones use ``run_trace``. Follow it with
     ``evaluate_final_trace_async`` before leaving the session.
     """
+    if not has_method(session, "send_async"):
+        raise TypeError(
+            f"session must be a Session (with async send_async), got {type(session).__name__}"
+        )
     return await _run(
         open_session=lambda: nullcontext(session),
-        driver=driver,
+        driver=check_driver(driver),
         max_turns=check_max_turns(max_turns),
-        observability_level=observability_level,
+        observability_level=_check_level(observability_level),
         manifest=manifest,
-        stop_when=stop_when,
+        stop_when=None if stop_when is None else check_evaluator(stop_when, name="stop_when"),
         evaluator=None,
     )
 
