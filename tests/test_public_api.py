@@ -35,7 +35,17 @@ PUBLIC_MODULES = [
 ]
 
 # Names in rampart.core that are deliberately not lifted to the top level.
-CORE_ONLY = {"RampartError", "SchemaError", "UnsupportedSchemaVersionError"}
+CORE_ONLY = {
+    "EvaluationRecord",
+    "RampartError",
+    "SchemaError",
+    "TraceRun",
+    "UnsupportedSchemaVersionError",
+    "evaluate_final_trace_async",
+    "resolve_attack_verdict",
+    "resolve_probe_verdict",
+    "run_trace_async",
+}
 
 # Upstream's documented top-level names (RAMPART's latest ``__all__``, minus the LLM
 # components this project does not ship): client suites import these from ``rampart``.

@@ -1,6 +1,7 @@
 """The core model and contracts: value types, verdicts, protocols and errors."""
 
 from rampart.core._population import PopulationRef
+from rampart.core._verdicts import resolve_attack_verdict, resolve_probe_verdict
 from rampart.core.adapter import AgentAdapter, Session
 from rampart.core.converter import PayloadConverter
 from rampart.core.driver import PromptDecision, PromptDriver
@@ -23,6 +24,12 @@ from rampart.core.execution import (
 from rampart.core.injection import InjectionHandle, Surface
 from rampart.core.manifest import AppManifest, DataSource, ToolDeclaration
 from rampart.core.result import HarmCategory, InjectionRecord, Result, SafetyStatus
+from rampart.core.trace import (
+    EvaluationRecord,
+    TraceRun,
+    evaluate_final_trace_async,
+    run_trace_async,
+)
 from rampart.core.trials import PopulationResult, execute_trials_async
 from rampart.core.types import (
     EvalContext,
@@ -52,6 +59,7 @@ __all__ = [
     "EvalOutcome",
     "EvalResult",
     "EvaluationPurpose",
+    "EvaluationRecord",
     "Evaluator",
     "EvaluatorError",
     "ExecutionEvent",
@@ -81,7 +89,12 @@ __all__ = [
     "ToolCall",
     "ToolDeclaration",
     "TraceEndReason",
+    "TraceRun",
     "Turn",
     "UnsupportedSchemaVersionError",
+    "evaluate_final_trace_async",
     "execute_trials_async",
+    "resolve_attack_verdict",
+    "resolve_probe_verdict",
+    "run_trace_async",
 ]

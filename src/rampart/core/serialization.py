@@ -34,7 +34,7 @@ from rampart.core.result import Result
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = [  # noqa: RUF022 - plain sorted order, as the public-API test expects
+__all__ = [
     "ResultRecord",
     "TRACE_SCHEMA_VERSION",
     "deserialize_record",
