@@ -99,15 +99,16 @@ class GroupVerdict:
 
 
 def settled_fail(run: ItemRun, clone: CloneRun) -> bool:
-    """Early stop: True once the clones still outstanding cannot make the group pass."""
-    del clone
+    """Early stop: True once the clones still outstanding cannot make the group pass.
+
+    Called once per finished clone; the tally on the run is updated incrementally.
+    """
     assert run.spec is not None
-    tally = StatusTally(size=run.spec.n, threshold=run.spec.threshold)
-    for finished in run.clones:
-        if finished.collector.results or finished.failure is not None:
-            status = clone_status(finished)
-            tally.add(SafetyStatus.UNDETERMINED if status is None else status)
-    return tally.settled_fail()
+    if run.tally is None:
+        run.tally = StatusTally(size=run.spec.n, threshold=run.spec.threshold)
+    status = clone_status(clone)
+    run.tally.add(SafetyStatus.UNDETERMINED if status is None else status)
+    return run.tally.settled_fail()
 
 
 def judge(run: ItemRun, *, item_name: str) -> None:

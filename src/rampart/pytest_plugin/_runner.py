@@ -21,6 +21,7 @@ import attrs
 import pytest
 
 from rampart.core._fanout import fan_out
+from rampart.core._stats import StatusTally
 from rampart.pytest_plugin._collect import ResultCollector, TrialInfo, collecting
 from rampart.pytest_plugin._groups import judge, settled_fail
 from rampart.pytest_plugin._markers import TrialSpec
@@ -51,6 +52,7 @@ class ItemRun:
     clones: list[CloneRun] = attrs.field(factory=list)
     cancelled: int = 0
     finished: bool = False
+    tally: StatusTally | None = None  # early-stop bookkeeping, fed one clone at a time
 
 
 def _clone_failed(failure: BaseException | None) -> bool:
