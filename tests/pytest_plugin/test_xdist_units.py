@@ -29,6 +29,7 @@ class FakePlugin:
         self.incomplete_reasons: list[str] = []
         self.received: Counter[str] = Counter()
         self.workers_seen: set[str] = set()
+        self.worker_limit_statistics: list[dict[str, Any]] = []
 
     def absorb(self, results: list[Result], group: GroupLine | None) -> None:
         self.results.extend(results)

@@ -60,6 +60,12 @@ class RampartPlugin:
             _option_int(config, "rampart_concurrency", minimum=1) or _DEFAULT_CONCURRENCY
         )
         self.max_bytes: int = _max_bytes(config)
+        from rampart.pytest_plugin._limits import LimitTracker, export_shared_directory
+
+        self.limits = LimitTracker()
+        self.worker_limit_statistics: list[dict[str, Any]] = []
+        if self.is_worker:
+            export_shared_directory(config.workerinput)  # type: ignore[attr-defined]
 
     # -- async tests without configuration -------------------------------------------------
 
@@ -135,6 +141,7 @@ class RampartPlugin:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         if call.when == "call":
+            self.limits.snapshot()
             run = item.stash.get(_RUN, None)
             if run is not None:
                 results, group = self._finish(item, run)
@@ -212,6 +219,11 @@ class RampartPlugin:
             metadata["xdist_active"] = True
             metadata["worker_count"] = len(self.workers_seen)
             metadata["dist_mode"] = str(self.config.getoption("dist", "no"))
+        from rampart.pytest_plugin._limits import merge_limit_statistics
+
+        limits = merge_limit_statistics(self.limits.statistics() + self.worker_limit_statistics)
+        if limits:
+            metadata["limits"] = limits
         if self.incomplete_reasons:
             metadata["incomplete"] = True
             metadata["incomplete_reasons"] = list(self.incomplete_reasons)
@@ -274,9 +286,12 @@ class RampartPlugin:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:
+            from rampart.pytest_plugin._limits import WORKEROUTPUT_KEY
             from rampart.pytest_plugin._xdist import STREAMED_KEY
 
-            session.config.workeroutput[STREAMED_KEY] = self.streamed  # type: ignore[attr-defined]
+            output = session.config.workeroutput  # type: ignore[attr-defined]
+            output[STREAMED_KEY] = self.streamed
+            output[WORKEROUTPUT_KEY] = self.limits.statistics()
             return
         import anyio
 

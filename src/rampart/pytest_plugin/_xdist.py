@@ -110,6 +110,23 @@ class XdistController:
 
     def __init__(self, plugin: Any) -> None:
         self.plugin = plugin
+        self.limits_directory: str | None = None
+
+    def pytest_configure_node(self, node: Any) -> None:
+        """Hand every worker the run's shared rate-limit bucket directory."""
+        from rampart.pytest_plugin._limits import WORKERINPUT_KEY
+
+        if self.limits_directory is None:
+            import tempfile
+
+            self.limits_directory = tempfile.mkdtemp(prefix="rampart-limits-")
+        node.workerinput[WORKERINPUT_KEY] = self.limits_directory
+
+    def pytest_unconfigure(self) -> None:
+        if self.limits_directory is not None:
+            import shutil
+
+            shutil.rmtree(self.limits_directory, ignore_errors=True)
 
     def pytest_testnodeready(self, node: Any) -> None:
         self.plugin.workers_seen.add(_worker_id(node))
@@ -140,6 +157,13 @@ class XdistController:
             )
             return
         output = getattr(node, "workeroutput", None) or {}
+        from rampart.pytest_plugin._limits import WORKEROUTPUT_KEY
+
+        limit_statistics = output.get(WORKEROUTPUT_KEY)
+        if isinstance(limit_statistics, list):
+            self.plugin.worker_limit_statistics.extend(
+                snapshot for snapshot in limit_statistics if isinstance(snapshot, dict)
+            )
         expected = output.get(STREAMED_KEY)
         received = self.plugin.received[worker]
         if expected is None:
