@@ -1,0 +1,450 @@
+"""``ChatCompletionsAdapter``: an agent reached over an OpenAI-compatible HTTP API.
+
+The adapter owns one ``httpx.AsyncClient`` (created on the first request, shared by
+every session, closed by ``aclose()`` or ``async with adapter``). httpx is imported
+only then, so importing ``rampart.adapters`` stays light. A session keeps the
+conversation (the ``messages`` list) and appends a turn only after the server
+answered, so a failed request can be sent again unchanged.
+
+Failures map onto rampart's error classes so a rate limiter can tell them apart:
+
+* ``429`` and ``503`` -> ``rampart.limits.RateLimitedError`` with ``retry_after``
+  read from ``retry-after-ms`` / ``Retry-After`` (seconds or an HTTP date);
+* any other ``5xx``, a refused or dropped connection, a timeout ->
+  ``InfrastructureError(transient=True)``;
+* any other non-2xx status -> ``InfrastructureError`` naming the status;
+* a 2xx body that is not a chat completion -> ``MalformedResponseError`` naming the
+  JSON path that is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Self
+from urllib.parse import urlsplit
+
+import anyio
+from anyio.lowlevel import RunVar
+
+from rampart.adapters._documents import render_user_content
+from rampart.adapters._parse import MalformedResponseError, error_detail, parse_completion
+from rampart.adapters._retry_after import parse_retry_after
+from rampart.core.errors import InfrastructureError
+from rampart.core.manifest import AppManifest
+from rampart.core.types import ObservabilityLevel, Request, Response
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    import httpx
+
+__all__ = ["ChatCompletionsAdapter", "ChatCompletionsSession", "SeedSpec"]
+
+_OWNER = "ChatCompletionsAdapter"
+_RESERVED_BODY_KEYS = frozenset({"model", "messages", "seed", "stream"})
+
+SeedSpec = int | Callable[[], int | None] | None
+"""A fixed request ``seed``, a function called once per new session, or none."""
+
+
+def _check_text(name: str, value: object, *, allow_empty: bool = False) -> str:
+    if not isinstance(value, str) or (not allow_empty and not value.strip()):
+        raise (TypeError if not isinstance(value, str) else ValueError)(
+            f"{_OWNER}: {name} must be a non-empty string, got {value!r}"
+        )
+    return value
+
+
+def _check_positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{_OWNER}: {name} must be an int >= 1, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{_OWNER}: {name} must be an int >= 1, got {value!r}")
+    return value
+
+
+def _check_base_url(value: object) -> str:
+    url = _check_text("base_url", value)
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(
+            f"{_OWNER}: base_url must be an http:// or https:// URL such as "
+            f"'http://127.0.0.1:8000/v1', got {value!r}"
+        )
+    if parts.query or parts.fragment or url.endswith(("?", "#")):
+        raise ValueError(f"{_OWNER}: base_url must not carry a query or fragment, got {value!r}")
+    return url.rstrip("/")
+
+
+def _check_headers(value: object) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{_OWNER}: headers must be a mapping of str to str, got {value!r}")
+    headers: dict[str, str] = {}
+    for key, item in value.items():
+        if not isinstance(key, str) or not key.strip() or not isinstance(item, str):
+            raise TypeError(
+                f"{_OWNER}: headers must map non-empty str names to str values; "
+                f"entry {key!r} does not"
+            )
+        if any(char in key + item for char in "\r\n"):
+            raise ValueError(f"{_OWNER}: headers[{key!r}] must not contain line breaks")
+        headers[key] = item
+    return headers
+
+
+def _check_timeout(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{_OWNER}: timeout must be a number of seconds > 0, got {value!r}")
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{_OWNER}: timeout must be a finite number of seconds > 0, got {value!r}")
+    return float(value)
+
+
+def _check_extra_body(value: object) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        raise TypeError(f"{_OWNER}: extra_body must be a mapping with str keys, got {value!r}")
+    reserved = sorted(_RESERVED_BODY_KEYS & set(value))
+    if reserved:
+        raise ValueError(
+            f"{_OWNER}: extra_body must not set {', '.join(reserved)} "
+            "(the adapter owns model, messages and stream; use seed= for seed)"
+        )
+    try:
+        json.dumps(dict(value), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{_OWNER}: extra_body must be JSON-serialisable: {exc}") from None
+    return dict(value)
+
+
+def _check_seed(value: object) -> SeedSpec:
+    if value is None or callable(value):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"{_OWNER}: seed must be an int, a function returning an int or None, or None; "
+            f"got {value!r}"
+        )
+    return value
+
+
+class ChatCompletionsAdapter:
+    """An ``AgentAdapter`` for any server speaking OpenAI's ``POST /chat/completions``.
+
+    ``base_url`` is the API root (``http://127.0.0.1:8000/v1``); requests go to
+    ``{base_url}/chat/completions`` with ``model``. ``headers`` are sent with every
+    request; ``api_key`` is shorthand for ``Authorization: Bearer <api_key>``.
+    ``timeout`` bounds each request end to end (connect, send, wait, read).
+    ``observability`` defaults to ``TOOL_ONLY``: the API reports tool calls but not
+    side effects. ``manifest`` defaults to ``AppManifest(name=model)``.
+    ``system_prompt`` opens every conversation. ``extra_body`` is merged into every
+    request body (``temperature``, ``tools``, ...). ``seed`` is sent as the request's
+    ``seed`` field: an int, or a function called once per new session (e.g. one that
+    reads the current trial index), so seeded servers answer reproducibly.
+    ``max_connections`` sizes the connection pool; ``max_response_bytes`` caps a
+    response body; ``trust_env`` lets httpx read proxy settings from the environment.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        headers: Mapping[str, str] | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        observability: ObservabilityLevel = ObservabilityLevel.TOOL_ONLY,
+        manifest: AppManifest | None = None,
+        system_prompt: str | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        seed: SeedSpec = None,
+        max_connections: int = 100,
+        max_response_bytes: int = 8 * 1024 * 1024,
+        trust_env: bool = True,
+    ) -> None:
+        self._base_url = _check_base_url(base_url)
+        self._endpoint = f"{self._base_url}/chat/completions"
+        self._model = _check_text("model", model)
+        self._headers = _check_headers(headers)
+        if api_key is not None:
+            _check_text("api_key", api_key)
+            if any(name.lower() == "authorization" for name in self._headers):
+                raise ValueError(
+                    f"{_OWNER}: give either api_key or an Authorization header, not both"
+                )
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._timeout = _check_timeout(timeout)
+        if not isinstance(observability, ObservabilityLevel):
+            raise TypeError(
+                f"{_OWNER}: observability must be an ObservabilityLevel, got {observability!r}"
+            )
+        self._observability = observability
+        if manifest is None:
+            manifest = AppManifest(name=self._model)
+        elif not isinstance(manifest, AppManifest):
+            raise TypeError(f"{_OWNER}: manifest must be an AppManifest, got {manifest!r}")
+        self._manifest = manifest
+        if system_prompt is not None:
+            _check_text("system_prompt", system_prompt)
+        self._system_prompt = system_prompt
+        self._extra_body = _check_extra_body(extra_body)
+        self._seed = _check_seed(seed)
+        self._max_connections = _check_positive_int("max_connections", max_connections)
+        self._max_response_bytes = _check_positive_int("max_response_bytes", max_response_bytes)
+        if not isinstance(trust_env, bool):
+            raise TypeError(f"{_OWNER}: trust_env must be a bool, got {trust_env!r}")
+        self._trust_env = trust_env
+        self._client: httpx.AsyncClient | None = None
+        # Marks the event loop that owns ``_client`` (an httpx pool is loop-bound).
+        self._client_loop: RunVar[bool] = RunVar(f"rampart.adapters.client.{id(self)}")
+        self._sessions_created = 0
+
+    def __repr__(self) -> str:
+        return f"ChatCompletionsAdapter(base_url={self._base_url!r}, model={self._model!r})"
+
+    @property
+    def manifest(self) -> AppManifest:
+        return self._manifest
+
+    @property
+    def observability_profile(self) -> ObservabilityLevel:
+        return self._observability
+
+    @property
+    def base_url(self) -> str:
+        return self._base_url
+
+    @property
+    def endpoint(self) -> str:
+        """The URL requests are posted to."""
+        return self._endpoint
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def timeout(self) -> float:
+        return self._timeout
+
+    @property
+    def system_prompt(self) -> str | None:
+        return self._system_prompt
+
+    @property
+    def closed(self) -> bool:
+        """Whether no HTTP client is open (none created yet, or closed by ``aclose``)."""
+        return self._client is None
+
+    async def create_session_async(self) -> ChatCompletionsSession:
+        index = self._sessions_created
+        self._sessions_created += 1
+        seed = self._seed() if callable(self._seed) else self._seed
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise TypeError(f"{_OWNER}: the seed function must return an int or None, got {seed!r}")
+        return ChatCompletionsSession(adapter=self, index=index, seed=seed)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client; the next request opens a new one. Idempotent."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def _http_client(self) -> httpx.AsyncClient:
+        if self._client is not None:
+            if not self._client_loop.get(False):
+                raise RuntimeError(
+                    f"{_OWNER}: its HTTP client was opened in another event loop; use one "
+                    "adapter per event loop, or `await adapter.aclose()` before the loop ends"
+                )
+            return self._client
+        import httpx
+
+        self._client = httpx.AsyncClient(
+            headers=self._headers,
+            timeout=httpx.Timeout(self._timeout),
+            limits=httpx.Limits(
+                max_connections=self._max_connections,
+                max_keepalive_connections=self._max_connections,
+            ),
+            follow_redirects=False,
+            trust_env=self._trust_env,
+        )
+        self._client_loop.set(True)
+        return self._client
+
+    async def _post(self, body: dict[str, Any]) -> tuple[Response, dict[str, Any]]:
+        """Send one completion request; the parsed response and the assistant message."""
+        import httpx
+
+        client = self._http_client()
+        where = f"POST {self._endpoint}"
+        try:
+            with anyio.fail_after(self._timeout):
+                async with client.stream("POST", self._endpoint, json=body) as reply:
+                    status = reply.status_code
+                    headers = dict(reply.headers.items())
+                    data = await self._read(reply)
+        except (TimeoutError, httpx.TimeoutException) as exc:
+            raise InfrastructureError(
+                f"{where}: no complete response within the {self._timeout:g} s timeout",
+                transient=True,
+            ) from exc
+        except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
+            raise InfrastructureError(
+                f"{where}: connection failed ({type(exc).__name__}: {exc})", transient=True
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise InfrastructureError(
+                f"{where}: request failed ({type(exc).__name__}: {exc})"
+            ) from exc
+        if 200 <= status < 300:
+            return parse_completion(data)
+        raise _status_error(where, status, headers, data)
+
+    async def _read(self, reply: httpx.Response) -> bytes:
+        """The body, at most ``max_response_bytes`` of it.
+
+        An oversized body is still drained (the request timeout bounds that), because
+        abandoning httpx's nested body iterators half-way leaves them to the garbage
+        collector, which trio reports as a ``ResourceWarning``.
+        """
+        limit = self._max_response_bytes
+        declared = reply.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise _too_large(limit)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in reply.aiter_bytes():
+            size += len(chunk)
+            if size <= limit:
+                chunks.append(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        return b"".join(chunks)
+
+
+def _too_large(limit: int) -> MalformedResponseError:
+    return MalformedResponseError(f"response body: larger than max_response_bytes ({limit})")
+
+
+def _status_error(where: str, status: int, headers: dict[str, str], data: bytes) -> Exception:
+    from http import HTTPStatus
+
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "Unknown Status"
+    message = f"{where}: HTTP {status} {phrase}"
+    detail = error_detail(data)
+    if status in (429, 503):
+        from rampart.limits import RateLimitedError
+
+        retry_after = parse_retry_after(headers)
+        if retry_after is not None:
+            message += f" (retry after {retry_after:g} s)"
+        if detail:
+            message += f": {detail}"
+        return RateLimitedError(message, retry_after=retry_after)
+    if detail:
+        message += f": {detail}"
+    return InfrastructureError(message, transient=500 <= status < 600)
+
+
+class ChatCompletionsSession:
+    """One conversation: the messages so far, replayed with every request.
+
+    Use it inside ``async with``; one request at a time (a second concurrent
+    ``send_async`` raises ``RuntimeError``). ``messages`` is a copy of the history.
+    """
+
+    __slots__ = ("_adapter", "_busy", "_messages", "closed", "entered", "index", "seed")
+
+    def __init__(self, *, adapter: ChatCompletionsAdapter, index: int, seed: int | None) -> None:
+        self._adapter = adapter
+        self.index = index
+        """Position of this session in the adapter's creation order."""
+        self.seed = seed
+        """The ``seed`` sent with every request of this session, if any."""
+        self._messages: list[dict[str, Any]] = []
+        if adapter.system_prompt is not None:
+            self._messages.append({"role": "system", "content": adapter.system_prompt})
+        self._busy = False
+        self.entered = False
+        self.closed = False
+
+    def __repr__(self) -> str:
+        return f"ChatCompletionsSession(index={self.index}, messages={len(self._messages)})"
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The conversation so far, as sent on the wire (a deep copy)."""
+        copied: list[dict[str, Any]] = json.loads(json.dumps(self._messages))
+        return copied
+
+    async def __aenter__(self) -> Self:
+        if self.closed:
+            raise RuntimeError(
+                f"ChatCompletionsSession {self.index} is closed and cannot be re-entered"
+            )
+        self.entered = True
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.closed = True
+
+    async def send_async(self, request: Request) -> Response:
+        if not isinstance(request, Request):
+            raise TypeError(
+                "ChatCompletionsSession.send_async: request must be a Request, "
+                f"got {type(request).__name__}"
+            )
+        if not self.entered or self.closed:
+            state = "closed" if self.closed else "not entered"
+            raise RuntimeError(
+                f"ChatCompletionsSession {self.index} is {state}; "
+                "send only inside `async with session`"
+            )
+        if self._busy:
+            raise RuntimeError(
+                f"ChatCompletionsSession {self.index} is already sending; a conversation "
+                "takes one request at a time"
+            )
+        adapter = self._adapter
+        user = {"role": "user", "content": render_user_content(request)}
+        body: dict[str, Any] = {
+            **adapter._extra_body,
+            "model": adapter.model,
+            "messages": [*self._messages, user],
+        }
+        if self.seed is not None:
+            body["seed"] = self.seed
+        self._busy = True
+        try:
+            response, assistant = await adapter._post(body)
+        finally:
+            self._busy = False
+        self._messages.append(user)
+        self._messages.append(assistant)
+        return response
