@@ -1,0 +1,149 @@
+"""The adaptive concurrency window: AIMD with slow start, as a synchronous state machine.
+
+Rules (the clock is whatever the caller passes as ``now``):
+
+* The window starts at ``initial`` (clamped to ``[minimum, maximum]``).
+* **Slow start**: until the first rate-limit episode, every *clean window* (``window``
+  successful attempts, counted since the last change) doubles the window.
+* **Additive increase**: after the first episode, every clean window adds 1.
+* **Multiplicative decrease**: a rate-limit *episode* sets the window to
+  ``floor(window * decrease)`` (at least ``minimum``), resets the clean count and starts
+  a cooldown of ``max(cooldown, retry_after)`` seconds.
+* **One cut per episode**: a rate-limit response is a new episode only when the
+  cooldown has passed *and* the attempt started after the last cut (its ticket's
+  generation is current). Responses to requests sent under the old, larger window
+  describe the old window, so they do not cut again. Likewise only successes of
+  attempts started under the current generation count towards growth.
+* **Grow only a window in use**: a success counts towards growth only if the window
+  was full when its attempt started (``window_full``). A caller that never uses more
+  than three slots learns nothing about whether thirty would be safe, so its window
+  does not climb to the cap while demand is low.
+* Transient failures change nothing (neither clean nor a cut).
+"""
+
+from __future__ import annotations
+
+import math
+
+from rampart.limits._checks import check_count, check_seconds
+
+__all__ = ["DEFAULT_ADAPTIVE_CAP", "DEFAULT_COOLDOWN", "DEFAULT_INITIAL_WINDOW", "AimdWindow"]
+
+DEFAULT_ADAPTIVE_CAP = 256
+"""Upper bound of an adaptive window when ``max_concurrency`` is not given."""
+
+DEFAULT_INITIAL_WINDOW = 4
+"""Where an adaptive window starts (clamped to its bounds)."""
+
+DEFAULT_COOLDOWN = 1.0
+"""Seconds after a cut during which further rate-limit responses belong to the same episode."""
+
+DEFAULT_DECREASE = 0.8
+"""Factor applied to the window on a rate-limit episode."""
+
+_OWNER = "AimdWindow"
+
+
+class AimdWindow:
+    """An AIMD concurrency window; feed it outcomes, read ``window``."""
+
+    __slots__ = (
+        "_clean",
+        "_cooldown",
+        "_cooldown_until",
+        "_decrease",
+        "_generation",
+        "_last_now",
+        "_maximum",
+        "_minimum",
+        "_slow_start",
+        "_window",
+        "episodes",
+    )
+
+    def __init__(
+        self,
+        *,
+        maximum: int = DEFAULT_ADAPTIVE_CAP,
+        minimum: int = 1,
+        initial: int = DEFAULT_INITIAL_WINDOW,
+        decrease: float = DEFAULT_DECREASE,
+        cooldown: float = DEFAULT_COOLDOWN,
+    ) -> None:
+        self._minimum = check_count(_OWNER, "minimum", minimum, minimum=1)
+        self._maximum = check_count(_OWNER, "maximum", maximum, minimum=self._minimum)
+        initial = check_count(_OWNER, "initial", initial, minimum=1)
+        if isinstance(decrease, bool) or not isinstance(decrease, int | float):
+            raise TypeError(f"{_OWNER}: decrease must be a number in (0, 1), got {decrease!r}")
+        if not 0.0 < decrease < 1.0:
+            raise ValueError(f"{_OWNER}: decrease must be a number in (0, 1), got {decrease!r}")
+        self._decrease = float(decrease)
+        self._cooldown = check_seconds(_OWNER, "cooldown", cooldown)
+        self._window = min(self._maximum, max(self._minimum, initial))
+        self._slow_start = True
+        self._clean = 0
+        self._generation = 0
+        self._cooldown_until = -math.inf
+        self._last_now: float | None = None
+        self.episodes = 0
+        """How many rate-limit episodes cut the window."""
+
+    @property
+    def window(self) -> int:
+        """How many attempts may be in flight now."""
+        return self._window
+
+    @property
+    def generation(self) -> int:
+        """Number of cuts so far; an attempt records it when it starts."""
+        return self._generation
+
+    @property
+    def slow_start(self) -> bool:
+        """True until the first rate-limit episode."""
+        return self._slow_start
+
+    @property
+    def bounds(self) -> tuple[int, int]:
+        return (self._minimum, self._maximum)
+
+    def _observe(self, now: float) -> None:
+        # A clock that steps back (a new event loop with another clock) moves the
+        # cooldown deadline with it, so the remaining cooldown is kept, not stretched.
+        last = self._last_now
+        if last is not None and now < last and math.isfinite(self._cooldown_until):
+            self._cooldown_until -= last - now
+        self._last_now = now
+
+    def on_success(self, *, generation: int, now: float, window_full: bool = True) -> bool:
+        """Record a successful attempt started under ``generation``; True if the window grew.
+
+        ``window_full``: every slot of the window was taken when the attempt started.
+        """
+        self._observe(now)
+        if generation != self._generation or not window_full:
+            return False
+        self._clean += 1
+        if self._clean < self._window:
+            return False
+        self._clean = 0
+        if self._window >= self._maximum:
+            return False
+        grown = self._window * 2 if self._slow_start else self._window + 1
+        self._window = min(self._maximum, grown)
+        return True
+
+    def on_rate_limited(
+        self, *, generation: int, now: float, retry_after: float | None = None
+    ) -> bool:
+        """Record a rate-limit response; True if it started a new episode (the window was cut)."""
+        self._observe(now)
+        if generation != self._generation or now < self._cooldown_until:
+            return False
+        self._slow_start = False
+        self._generation += 1
+        self.episodes += 1
+        self._clean = 0
+        self._window = max(self._minimum, math.floor(self._window * self._decrease))
+        self._cooldown_until = now + max(self._cooldown, retry_after or 0.0)
+        return True

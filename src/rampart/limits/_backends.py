@@ -1,0 +1,236 @@
+"""Where a limiter's token bucket lives: the ``LimitBackend`` protocol and two backends.
+
+A backend makes one decision, atomically: *reserve a token from bucket ``key`` and
+say how long to wait for it* (see ``rampart.limits._bucket``). Because the whole
+read-modify-write happens inside the backend (under a lock, a file lock or a Redis
+script), limiters in different tasks, threads, processes or hosts that use the same
+key share one budget. The backend also owns the clock the bucket is measured with, so
+every participant agrees on it; the caller only sleeps the returned relative delay.
+
+* ``MemoryBackend``: this process only (the default).
+* ``FileBackend(directory)``: every process on this machine that uses the directory.
+* ``RedisBackend(url)`` (``rampart.limits._redis``): every host that reaches the server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import anyio
+import anyio.to_thread
+
+from rampart.limits._bucket import BucketState, reserve
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = [
+    "LIMITS_DIR_ENV",
+    "LIMITS_REDIS_URL_ENV",
+    "FileBackend",
+    "LimitBackend",
+    "MemoryBackend",
+    "default_backend",
+]
+
+LIMITS_REDIS_URL_ENV = "RAMPART_LIMITS_REDIS_URL"
+"""Environment variable: when set, ``limit(...)`` shares its bucket through this Redis URL."""
+
+LIMITS_DIR_ENV = "RAMPART_LIMITS_DIR"
+"""Environment variable: when set (and no Redis URL is), buckets live in files here."""
+
+
+@runtime_checkable
+class LimitBackend(Protocol):
+    """Holds token buckets by key and reserves tokens from them atomically."""
+
+    @property
+    def description(self) -> str:
+        """A short human-readable location (``"memory"``, ``"file:/tmp/x"``, ...)."""
+        ...
+
+    async def acquire(self, key: str, *, rate: float, burst: int) -> float:
+        """Reserve one token from bucket ``key``; return the seconds to wait before using it.
+
+        ``rate`` (tokens per second) and ``burst`` (capacity) describe the bucket; all
+        users of one key should pass the same values. The reservation is final: a
+        caller that stops waiting forfeits its token (the budget is never exceeded).
+        """
+        ...
+
+
+def _check_key(owner: str, key: object) -> str:
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"{owner}.acquire: key must be a non-empty string, got {key!r}")
+    return key
+
+
+def _check_clock(owner: str, clock: object) -> None:
+    if clock is not None and not callable(clock):
+        raise TypeError(f"{owner}: clock must be a callable returning seconds, or None")
+
+
+class MemoryBackend:
+    """Buckets in this process's memory; the default backend.
+
+    ``clock`` (seconds, monotonic) defaults to ``anyio.current_time``, the running
+    event loop's clock, so a trio ``MockClock`` drives it too. Share one instance
+    between several ``limit(...)`` calls to give them one budget per key; by default
+    each limiter gets its own instance.
+    """
+
+    def __init__(self, *, clock: Callable[[], float] | None = None) -> None:
+        _check_clock("MemoryBackend", clock)
+        self._clock = clock
+        self._buckets: dict[str, BucketState] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"MemoryBackend(buckets={len(self._buckets)})"
+
+    @property
+    def description(self) -> str:
+        return "memory"
+
+    def reserve_now(self, key: str, *, rate: float, burst: int, now: float) -> float:
+        """Synchronous reservation at an explicit ``now`` (for tests and sync callers)."""
+        with self._lock:
+            state, wait = reserve(self._buckets.get(key), now=now, rate=rate, burst=burst)
+            self._buckets[key] = state
+        return wait
+
+    async def acquire(self, key: str, *, rate: float, burst: int) -> float:
+        _check_key("MemoryBackend", key)
+        now = self._clock() if self._clock is not None else anyio.current_time()
+        return self.reserve_now(key, rate=rate, burst=burst, now=now)
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class FileBackend:
+    """Buckets in small JSON files under ``directory``, shared by every local process.
+
+    Each key has its own file (a readable prefix of the key plus a hash). A
+    reservation opens the file, takes an exclusive ``fcntl.flock``, reads the state,
+    applies the bucket arithmetic, writes it back and unlocks -- in a worker thread
+    (``anyio.to_thread``), so it works on asyncio and trio. ``clock`` defaults to
+    ``time.monotonic``, which all processes on one machine share. A bucket file that
+    cannot be parsed (it was never written completely) restarts *empty*, so a damaged
+    file can delay requests but never lets more through. POSIX only (needs ``fcntl``).
+    """
+
+    def __init__(
+        self, directory: str | os.PathLike[str], *, clock: Callable[[], float] | None = None
+    ) -> None:
+        if not isinstance(directory, str | os.PathLike):
+            raise TypeError(
+                f"FileBackend: directory must be a path (str or os.PathLike), got {directory!r}"
+            )
+        if isinstance(directory, str) and not directory:
+            raise ValueError("FileBackend: directory must be a non-empty path")
+        try:
+            import fcntl  # noqa: F401
+        except ImportError:  # pragma: no cover - Windows
+            raise RuntimeError(
+                "FileBackend needs fcntl.flock (POSIX); use MemoryBackend or RedisBackend"
+            ) from None
+        path = Path(directory)
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"FileBackend: directory {str(path)!r} exists and is not a directory")
+        _check_clock("FileBackend", clock)
+        self._directory = path
+        self._clock = clock or time.monotonic
+
+    def __repr__(self) -> str:
+        return f"FileBackend({str(self._directory)!r})"
+
+    @property
+    def directory(self) -> Path:
+        return self._directory
+
+    @property
+    def description(self) -> str:
+        return f"file:{self._directory}"
+
+    def bucket_path(self, key: str) -> Path:
+        """The file that holds bucket ``key``."""
+        readable = _UNSAFE.sub("_", key)[:64]
+        digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+        return self._directory / f"{readable}-{digest}.bucket"
+
+    def reserve_now(self, key: str, *, rate: float, burst: int) -> float:
+        """The blocking reservation (runs in a worker thread from ``acquire``)."""
+        return self._reserve(key, rate=rate, burst=burst)[1]
+
+    def _reserve(self, key: str, *, rate: float, burst: int) -> tuple[float, float]:
+        """``(now, wait)``: the reservation and the clock reading it was made at."""
+        import fcntl
+
+        self._directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.bucket_path(key), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            raw = b""
+            while chunk := os.read(fd, 4096):
+                raw += chunk
+            # Read the clock only while holding the lock: reservations are then
+            # ordered by time as well as by the lock.
+            now = self._clock()
+            state = _parse_state(raw, now=now)
+            new_state, wait = reserve(state, now=now, rate=rate, burst=burst)
+            data = json.dumps({"tokens": new_state.tokens, "stamp": new_state.stamp}).encode()
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, data)
+            os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock
+        return now, wait
+
+    async def acquire(self, key: str, *, rate: float, burst: int) -> float:
+        _check_key("FileBackend", key)
+        return await anyio.to_thread.run_sync(self._reserve_call, key, rate, burst)
+
+    def _reserve_call(self, key: str, rate: float, burst: int) -> float:
+        return self.reserve_now(key, rate=rate, burst=burst)
+
+
+def _parse_state(raw: bytes, *, now: float) -> BucketState | None:
+    """The stored state; ``None`` for a new (empty) file; an empty bucket if unreadable."""
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw)
+        tokens = float(data["tokens"])
+        stamp = float(data["stamp"])
+    except (ValueError, KeyError, TypeError):
+        return BucketState(tokens=0.0, stamp=now)
+    if not (math.isfinite(tokens) and math.isfinite(stamp)):
+        return BucketState(tokens=0.0, stamp=now)
+    return BucketState(tokens=tokens, stamp=stamp)
+
+
+def default_backend() -> LimitBackend:
+    """The backend ``limit(...)`` uses when none is given, chosen from the environment.
+
+    1. ``RAMPART_LIMITS_REDIS_URL`` set and non-empty -> ``RedisBackend(url)``;
+    2. else ``RAMPART_LIMITS_DIR`` set and non-empty -> ``FileBackend(directory)``;
+    3. else a fresh ``MemoryBackend()``.
+    """
+    url = os.environ.get(LIMITS_REDIS_URL_ENV, "")
+    if url:
+        from rampart.limits._redis import RedisBackend
+
+        return RedisBackend(url)
+    directory = os.environ.get(LIMITS_DIR_ENV, "")
+    if directory:
+        return FileBackend(directory)
+    return MemoryBackend()

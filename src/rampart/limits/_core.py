@@ -1,0 +1,256 @@
+"""The limiter's decisions as a synchronous state machine (sans-io).
+
+``LimiterCore`` owns everything a limiter *decides*: whether a concurrency slot is
+free, how long new attempts must pause after a ``Retry-After``, how an exception is
+classified, whether and when to retry, how the adaptive window moves, and the
+counters behind ``statistics()``. It never sleeps, never awaits and never reads a
+clock: the async shell (``rampart.limits._limiter``) passes ``now`` in and does the
+waiting. That keeps every rule testable with plain synchronous tests.
+
+Classification of an exception raised by the wrapped ``send_async``:
+
+* ``RateLimitedError`` -> ``RATE_LIMITED``: retried (backoff, never sooner than
+  ``retry_after``), cuts the adaptive window (once per episode), and pauses *new*
+  attempts until ``retry_after`` has passed;
+* ``InfrastructureError`` with ``transient=True``, or ``TimeoutError`` ->
+  ``TRANSIENT``: retried with backoff, the window is kept;
+* anything else -> ``FATAL``: propagates at once.
+
+A request is attempted at most ``1 + max_retries`` times; after that the last error
+propagates.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from typing import TYPE_CHECKING
+
+import attrs
+
+from rampart.core.errors import InfrastructureError
+from rampart.limits._aimd import AimdWindow
+from rampart.limits._backoff import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_CAP, backoff_delay
+from rampart.limits._errors import RateLimitedError
+
+if TYPE_CHECKING:
+    import random
+
+__all__ = ["Decision", "FailureKind", "LimiterCore", "Ticket", "classify"]
+
+
+class FailureKind(enum.Enum):
+    """How the limiter treats an exception from the wrapped ``send_async``."""
+
+    RATE_LIMITED = "rate_limited"
+    TRANSIENT = "transient"
+    FATAL = "fatal"
+
+
+def classify(error: BaseException) -> FailureKind:
+    """The ``FailureKind`` of ``error`` (see the module docstring)."""
+    if isinstance(error, RateLimitedError):
+        return FailureKind.RATE_LIMITED
+    if isinstance(error, InfrastructureError) and error.transient:
+        return FailureKind.TRANSIENT
+    if isinstance(error, TimeoutError):
+        return FailureKind.TRANSIENT
+    return FailureKind.FATAL
+
+
+@attrs.frozen(kw_only=True)
+class Ticket:
+    """One attempt in flight: the window generation it started under, and whether the
+    window was full then (only full windows teach the AIMD controller to grow)."""
+
+    generation: int
+    started_at: float
+    window_full: bool
+
+
+@attrs.frozen(kw_only=True)
+class Decision:
+    """What to do after a failed attempt: retry after ``delay`` seconds, or raise."""
+
+    kind: FailureKind
+    retry: bool
+    delay: float = 0.0
+
+
+class LimiterCore:
+    """Slots, pause gate, classification, retry schedule, AIMD and counters for one limiter.
+
+    ``max_concurrency`` ``None`` with ``adaptive=False`` means no concurrency bound.
+    With ``adaptive=True`` the window is an ``AimdWindow`` bounded by
+    ``[1, max_concurrency or adaptive_cap]``.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_concurrency: int | None,
+        adaptive: bool,
+        max_retries: int,
+        rng: random.Random,
+        backoff_base: float = DEFAULT_BACKOFF_BASE,
+        backoff_cap: float = DEFAULT_BACKOFF_CAP,
+        aimd: AimdWindow | None = None,
+    ) -> None:
+        self._max_concurrency = max_concurrency
+        self._max_retries = max_retries
+        self._rng = rng
+        self._backoff_base = backoff_base
+        self._backoff_cap = backoff_cap
+        if adaptive:
+            self._aimd: AimdWindow | None = aimd or AimdWindow(
+                **({} if max_concurrency is None else {"maximum": max_concurrency})
+            )
+        else:
+            self._aimd = None
+        self._slots = 0
+        self._resume_at = -math.inf
+        self._last_now: float | None = None
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.requests = 0
+        self.retries = 0
+        self.rate_limited = 0
+        self.transient_failures = 0
+        self.failed = 0
+        self.wait_seconds = 0.0
+
+    # -- configuration -------------------------------------------------------------
+
+    @property
+    def adaptive(self) -> bool:
+        return self._aimd is not None
+
+    @property
+    def aimd(self) -> AimdWindow | None:
+        return self._aimd
+
+    @property
+    def window(self) -> int | None:
+        """How many slots may be held at once (``None``: unbounded)."""
+        if self._aimd is not None:
+            return self._aimd.window
+        return self._max_concurrency
+
+    @property
+    def episodes(self) -> int:
+        return 0 if self._aimd is None else self._aimd.episodes
+
+    # -- clock ---------------------------------------------------------------------
+
+    def _observe(self, now: float) -> None:
+        # See AimdWindow._observe: keep the remaining pause when the clock steps back.
+        last = self._last_now
+        if last is not None and now < last and math.isfinite(self._resume_at):
+            self._resume_at -= last - now
+        self._last_now = now
+
+    # -- slots ---------------------------------------------------------------------
+
+    @property
+    def slots_held(self) -> int:
+        return self._slots
+
+    def slot_available(self) -> bool:
+        window = self.window
+        return window is None or self._slots < window
+
+    def try_acquire_slot(self) -> bool:
+        """Take a concurrency slot if the window has room."""
+        if not self.slot_available():
+            return False
+        self._slots += 1
+        return True
+
+    def release_slot(self) -> None:
+        if self._slots <= 0:
+            raise RuntimeError("LimiterCore.release_slot: no slot is held")
+        self._slots -= 1
+
+    # -- pause gate ----------------------------------------------------------------
+
+    def pause_remaining(self, now: float) -> float:
+        """Seconds new attempts must still wait because the agent asked for a pause."""
+        self._observe(now)
+        return max(0.0, self._resume_at - now)
+
+    # -- requests and attempts -----------------------------------------------------
+
+    def on_request(self) -> None:
+        """A ``send_async`` call entered the limiter."""
+        self.requests += 1
+
+    def add_wait(self, seconds: float) -> None:
+        """Account time spent waiting for a slot, the pause gate, a token or a backoff."""
+        if seconds > 0.0:
+            self.wait_seconds += seconds
+
+    def begin_attempt(self, now: float) -> Ticket:
+        """An attempt (holding a slot and a token) is handed to the wrapped session."""
+        self._observe(now)
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        window = self.window
+        generation = 0 if self._aimd is None else self._aimd.generation
+        return Ticket(
+            generation=generation,
+            started_at=now,
+            window_full=window is not None and self._slots >= window,
+        )
+
+    def _end_attempt(self, now: float) -> None:
+        self._observe(now)
+        if self.in_flight <= 0:
+            raise RuntimeError("LimiterCore: an attempt ended that never began")
+        self.in_flight -= 1
+
+    def on_success(self, ticket: Ticket, now: float) -> bool:
+        """The attempt returned a response; True if the window grew."""
+        self._end_attempt(now)
+        if self._aimd is None:
+            return False
+        return self._aimd.on_success(
+            generation=ticket.generation, now=now, window_full=ticket.window_full
+        )
+
+    def on_abandoned(self, now: float) -> None:
+        """The attempt was cancelled (not a failure of the agent): only bookkeeping."""
+        self._end_attempt(now)
+
+    def on_failure(self, ticket: Ticket, error: BaseException, now: float, retry: int) -> Decision:
+        """The attempt raised ``error``; ``retry`` retries of this request came before it.
+
+        Returns whether to retry and after how long. A non-retried failure counts the
+        request as failed.
+        """
+        self._end_attempt(now)
+        kind = classify(error)
+        retry_after: float | None = None
+        if kind is FailureKind.RATE_LIMITED:
+            assert isinstance(error, RateLimitedError)
+            retry_after = error.retry_after
+            self.rate_limited += 1
+            if retry_after is not None:
+                self._resume_at = max(self._resume_at, now + retry_after)
+            if self._aimd is not None:
+                self._aimd.on_rate_limited(
+                    generation=ticket.generation, now=now, retry_after=retry_after
+                )
+        elif kind is FailureKind.TRANSIENT:
+            self.transient_failures += 1
+        if kind is FailureKind.FATAL or retry >= self._max_retries:
+            self.failed += 1
+            return Decision(kind=kind, retry=False)
+        self.retries += 1
+        delay = backoff_delay(
+            retry,
+            rng=self._rng,
+            retry_after=retry_after,
+            base=self._backoff_base,
+            cap=self._backoff_cap,
+        )
+        return Decision(kind=kind, retry=True, delay=delay)

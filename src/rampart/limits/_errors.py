@@ -1,0 +1,27 @@
+"""``RateLimitedError``: the agent said "slow down"."""
+
+from __future__ import annotations
+
+from rampart.core.errors import InfrastructureError
+from rampart.limits._checks import check_retry_after
+
+__all__ = ["RateLimitedError"]
+
+
+class RateLimitedError(InfrastructureError):
+    """The agent refused a request because of a rate limit (HTTP 429, or a 503 saying so).
+
+    ``retry_after`` is how many seconds the agent asked the caller to wait (``None``:
+    it did not say). A limiter retries these errors no sooner than ``retry_after``,
+    shrinks its adaptive window, and pauses new requests for that long. The error is
+    always ``transient``: waiting is expected to help. It pickles with its
+    ``retry_after`` (the base class's ``__reduce__`` carries the instance state).
+    """
+
+    def __init__(self, message: str = "", *, retry_after: float | None = None) -> None:
+        checked = check_retry_after("RateLimitedError", retry_after)
+        super().__init__(message, transient=True)
+        self.retry_after = checked
+
+    def __repr__(self) -> str:
+        return f"RateLimitedError({str(self)!r}, retry_after={self.retry_after!r})"

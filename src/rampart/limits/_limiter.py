@@ -1,0 +1,423 @@
+"""``limit(adapter, ...)``: the async shell that paces a wrapped adapter's sends.
+
+Every ``send_async`` of a session made by the ``LimitedAdapter`` goes through one
+limiter, in this order, once per attempt:
+
+1. take a **concurrency slot** (FIFO; at most ``current_window`` held at once);
+2. wait out any ``Retry-After`` **pause** the agent asked for;
+3. reserve a **token** from the bucket (``rate``/``burst``) in the backend and sleep
+   until it is due;
+4. call the wrapped ``send_async``;
+5. release the slot. A failed attempt is classified by ``LimiterCore``; when it is
+   retried, the request backs off *without* its slot (others may proceed) and starts
+   again at step 1, so retries are paced by the same slots and tokens as first tries.
+
+The slot comes before the token so a request never holds a token while queueing for a
+slot (queued requests would otherwise burst when slots free up), and every retry pays
+for a new token. All decisions live in the synchronous ``LimiterCore``; this module
+only waits. Time comes from ``anyio.current_time`` (so trio's ``MockClock`` drives it).
+
+Process-wide state: ``live_limiters()`` reads a ``weakref.WeakSet`` of the limiters
+that are still alive, so the pytest plugin can report every limiter's statistics
+without the user registering them. It holds no strong references and no budget; it is
+the only module-level state in ``rampart.limits``.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import random
+import weakref
+from typing import TYPE_CHECKING, Self, final
+
+import anyio
+
+from rampart.core.adapter import AgentAdapter, Session
+from rampart.limits._backends import LimitBackend, default_backend
+from rampart.limits._checks import (
+    check_bool,
+    check_count,
+    check_optional_count,
+    check_positive_rate,
+)
+from rampart.limits._core import Decision, LimiterCore
+from rampart.limits._stats import LimiterStatistics
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import TracebackType
+
+    from rampart.core.manifest import AppManifest
+    from rampart.core.types import ObservabilityLevel, Request, Response
+
+__all__ = ["LimitedAdapter", "LimitedSession", "limit", "live_limiters"]
+
+_OWNER = "limit()"
+_LIVE: weakref.WeakSet[LimitedAdapter] = weakref.WeakSet()
+_SERIALS = itertools.count()
+
+
+def live_limiters() -> tuple[LimitedAdapter, ...]:
+    """Every ``LimitedAdapter`` still alive in this process, in creation order."""
+    return tuple(sorted(_LIVE, key=lambda limited: limited._serial))
+
+
+@final
+class LimitedAdapter:
+    """An ``AgentAdapter`` whose sessions send through a limiter; build it with ``limit()``.
+
+    ``manifest`` and ``observability_profile`` are the wrapped adapter's. One limiter
+    (slots, window, counters) serves every session this adapter creates.
+    """
+
+    _adapter: AgentAdapter
+    _name: str
+    _rate: float | None
+    _burst: int | None
+    _max_concurrency: int | None
+    _max_retries: int
+    _backend: LimitBackend | None
+    _clock: Callable[[], float]
+    _core: LimiterCore
+    _waiters: collections.deque[anyio.Event]
+    _serial: int
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("LimitedAdapter is built by rampart.limits.limit(adapter, ...)")
+
+    @classmethod
+    def _create(
+        cls,
+        *,
+        adapter: AgentAdapter,
+        name: str,
+        rate: float | None,
+        burst: int | None,
+        max_concurrency: int | None,
+        adaptive: bool,
+        max_retries: int,
+        backend: LimitBackend | None,
+        clock: Callable[[], float],
+        rng: random.Random,
+    ) -> LimitedAdapter:
+        self = object.__new__(cls)
+        self._adapter = adapter
+        self._name = name
+        self._rate = rate
+        self._burst = burst
+        self._max_concurrency = max_concurrency
+        self._max_retries = max_retries
+        self._backend = backend
+        self._clock = clock
+        self._core = LimiterCore(
+            max_concurrency=max_concurrency,
+            adaptive=adaptive,
+            max_retries=max_retries,
+            rng=rng,
+        )
+        self._waiters = collections.deque()
+        self._serial = next(_SERIALS)
+        _LIVE.add(self)
+        return self
+
+    def __repr__(self) -> str:
+        return (
+            f"LimitedAdapter({self._adapter!r}, name={self._name!r}, rate={self._rate!r}, "
+            f"burst={self._burst!r}, max_concurrency={self._max_concurrency!r}, "
+            f"adaptive={self.adaptive!r})"
+        )
+
+    # -- AgentAdapter ----------------------------------------------------------------
+
+    @property
+    def manifest(self) -> AppManifest:
+        return self._adapter.manifest
+
+    @property
+    def observability_profile(self) -> ObservabilityLevel:
+        return self._adapter.observability_profile
+
+    async def create_session_async(self) -> LimitedSession:
+        inner = await self._adapter.create_session_async()
+        return LimitedSession._create(limiter=self, inner=inner)
+
+    # -- configuration ---------------------------------------------------------------
+
+    @property
+    def adapter(self) -> AgentAdapter:
+        """The wrapped adapter."""
+        return self._adapter
+
+    @property
+    def name(self) -> str:
+        """The bucket key (shared across processes that use the same backend)."""
+        return self._name
+
+    @property
+    def rate(self) -> float | None:
+        return self._rate
+
+    @property
+    def burst(self) -> int | None:
+        return self._burst
+
+    @property
+    def max_concurrency(self) -> int | None:
+        return self._max_concurrency
+
+    @property
+    def adaptive(self) -> bool:
+        return self._core.adaptive
+
+    @property
+    def max_retries(self) -> int:
+        return self._max_retries
+
+    @property
+    def backend(self) -> LimitBackend | None:
+        """Where the token bucket lives (``None`` without ``rate``)."""
+        return self._backend
+
+    def statistics(self) -> LimiterStatistics:
+        """A snapshot of this limiter's counters (this process only)."""
+        core = self._core
+        return LimiterStatistics(
+            name=self._name,
+            backend="none" if self._backend is None else self._backend.description,
+            adaptive=core.adaptive,
+            max_concurrency=self._max_concurrency,
+            rate=self._rate,
+            burst=self._burst,
+            in_flight=core.in_flight,
+            peak_in_flight=core.peak_in_flight,
+            requests=core.requests,
+            retries=core.retries,
+            rate_limited=core.rate_limited,
+            transient_failures=core.transient_failures,
+            failed=core.failed,
+            current_window=core.window,
+            rate_limit_episodes=core.episodes,
+            wait_seconds=core.wait_seconds,
+        )
+
+    # -- the shell -------------------------------------------------------------------
+
+    async def _acquire_slot(self) -> None:
+        core = self._core
+        if not self._waiters and core.try_acquire_slot():
+            return
+        event = anyio.Event()
+        self._waiters.append(event)
+        try:
+            await event.wait()
+        except BaseException:
+            if event.is_set():
+                self._release_slot()  # handed over just as we were cancelled
+            else:
+                self._waiters.remove(event)
+            raise
+
+    def _release_slot(self) -> None:
+        self._core.release_slot()
+        self._wake()
+
+    def _wake(self) -> None:
+        # Hand free slots to waiters in arrival order (the window may also have grown).
+        core = self._core
+        while self._waiters and core.try_acquire_slot():
+            self._waiters.popleft().set()
+
+    async def _wait_until_ready(self) -> None:
+        """Steps 2 and 3: the ``Retry-After`` pause, then a token."""
+        core = self._core
+        clock = self._clock
+        pause = core.pause_remaining(clock())
+        while pause > 0.0:
+            await anyio.sleep(pause)
+            pause = core.pause_remaining(clock())
+        if self._backend is not None and self._rate is not None and self._burst is not None:
+            wait = await self._backend.acquire(self._name, rate=self._rate, burst=self._burst)
+            if wait > 0.0:
+                await anyio.sleep(wait)
+
+    async def send(self, session: Session, request: Request) -> Response:
+        """Send ``request`` on ``session`` through this limiter (with retries)."""
+        core = self._core
+        clock = self._clock
+        core.on_request()
+        retry = 0
+        while True:
+            queued_at = clock()
+            await self._acquire_slot()
+            decision: Decision
+            try:
+                await self._wait_until_ready()
+                now = clock()
+                core.add_wait(now - queued_at)
+                ticket = core.begin_attempt(now)
+                try:
+                    response = await session.send_async(request)
+                except Exception as error:
+                    decision = core.on_failure(ticket, error, clock(), retry)
+                    if not decision.retry:
+                        raise
+                except BaseException:
+                    core.on_abandoned(clock())
+                    raise
+                else:
+                    core.on_success(ticket, clock())
+                    return response
+            finally:
+                self._release_slot()
+            backoff_from = clock()
+            await anyio.sleep(decision.delay)
+            core.add_wait(clock() - backoff_from)
+            retry += 1
+
+
+@final
+class LimitedSession:
+    """A wrapped session whose ``send_async`` goes through its adapter's limiter."""
+
+    __slots__ = ("_active", "_inner", "_limiter")
+
+    _limiter: LimitedAdapter
+    _inner: Session
+    _active: Session | None
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("LimitedSession is created by LimitedAdapter.create_session_async()")
+
+    @classmethod
+    def _create(cls, *, limiter: LimitedAdapter, inner: Session) -> LimitedSession:
+        self = object.__new__(cls)
+        self._limiter = limiter
+        self._inner = inner
+        self._active = None
+        return self
+
+    def __repr__(self) -> str:
+        return f"LimitedSession({self._inner!r}, limiter={self._limiter.name!r})"
+
+    @property
+    def inner(self) -> Session:
+        """The wrapped adapter's session."""
+        return self._inner
+
+    async def __aenter__(self) -> Self:
+        self._active = await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._inner.__aexit__(exc_type, exc, tb)
+
+    async def send_async(self, request: Request) -> Response:
+        target = self._active if self._active is not None else self._inner
+        return await self._limiter.send(target, request)
+
+
+def limit(
+    adapter: AgentAdapter,
+    *,
+    max_concurrency: int | None = None,
+    rate: float | None = None,
+    burst: int | None = None,
+    adaptive: bool = False,
+    max_retries: int = 6,
+    name: str | None = None,
+    backend: LimitBackend | None = None,
+) -> LimitedAdapter:
+    """Wrap ``adapter`` so its sessions' sends are paced, bounded and retried.
+
+    * ``max_concurrency``: at most this many attempts in flight in this process
+      (``None``: unbounded, or ``256`` as the adaptive cap).
+    * ``rate`` / ``burst``: a token bucket of ``rate`` requests per second holding up
+      to ``burst`` tokens (default ``1``: evenly spaced, no bursts). ``burst`` and
+      ``backend`` need ``rate``.
+    * ``adaptive``: an AIMD window in ``[1, max_concurrency or 256]`` that shrinks on
+      rate-limit episodes and grows on clean windows.
+    * ``max_retries``: retries per request for rate-limited and transient failures.
+    * ``name``: the bucket key, shared by every process using the same backend
+      (default: the adapter's class name).
+    * ``backend``: where the bucket lives (default: ``default_backend()``, from the
+      environment).
+
+    See ``docs/limits.md``.
+    """
+    return _build(
+        adapter,
+        max_concurrency=max_concurrency,
+        rate=rate,
+        burst=burst,
+        adaptive=adaptive,
+        max_retries=max_retries,
+        name=name,
+        backend=backend,
+    )
+
+
+def _build(
+    adapter: AgentAdapter,
+    *,
+    max_concurrency: int | None = None,
+    rate: float | None = None,
+    burst: int | None = None,
+    adaptive: bool = False,
+    max_retries: int = 6,
+    name: str | None = None,
+    backend: LimitBackend | None = None,
+    clock: Callable[[], float] | None = None,
+    rng: random.Random | None = None,
+) -> LimitedAdapter:
+    """``limit()`` with an injectable clock and jitter source (for tests)."""
+    if isinstance(adapter, type) or not isinstance(adapter, AgentAdapter):
+        raise TypeError(
+            f"{_OWNER}: adapter must be an AgentAdapter (create_session_async, manifest, "
+            f"observability_profile), got {type(adapter).__name__}"
+        )
+    max_concurrency = check_optional_count(_OWNER, "max_concurrency", max_concurrency, minimum=1)
+    checked_rate = None if rate is None else check_positive_rate(_OWNER, "rate", rate)
+    checked_burst = check_optional_count(_OWNER, "burst", burst, minimum=1)
+    adaptive = check_bool(_OWNER, "adaptive", adaptive)
+    max_retries = check_count(_OWNER, "max_retries", max_retries, minimum=0)
+    if name is None:
+        name = type(adapter).__qualname__
+    elif not isinstance(name, str) or not name.strip():
+        raise ValueError(f"{_OWNER}: name must be a non-empty string or None, got {name!r}")
+    if backend is not None and not isinstance(backend, LimitBackend):
+        raise TypeError(
+            f"{_OWNER}: backend must be a LimitBackend (MemoryBackend, FileBackend, "
+            f"RedisBackend, ...) or None, got {type(backend).__name__}"
+        )
+    if checked_rate is None:
+        if checked_burst is not None:
+            raise ValueError(f"{_OWNER}: burst={burst!r} needs rate; pass rate= as well")
+        if backend is not None:
+            raise ValueError(
+                f"{_OWNER}: backend holds the token bucket and needs rate; pass rate= as well"
+            )
+    else:
+        if checked_burst is None:
+            checked_burst = 1
+        if backend is None:
+            backend = default_backend()
+    if clock is not None and not callable(clock):
+        raise TypeError(f"{_OWNER}: clock must be a callable returning seconds")
+    return LimitedAdapter._create(
+        adapter=adapter,
+        name=name,
+        rate=checked_rate,
+        burst=checked_burst,
+        max_concurrency=max_concurrency,
+        adaptive=adaptive,
+        max_retries=max_retries,
+        backend=backend,
+        clock=clock or anyio.current_time,
+        rng=rng or random.Random(),
+    )

@@ -1,0 +1,153 @@
+"""``RedisBackend``: one token bucket per key in Redis, shared by every host.
+
+The reservation is one Lua script, so Redis runs the read-modify-write atomically.
+It measures time with the server's ``TIME`` (one clock for every host) unless the
+backend was given a ``clock``. The synchronous redis-py client runs in a worker thread
+(``anyio.to_thread``), which works on asyncio and trio alike; redis-py is imported
+only when a ``RedisBackend`` is created (optional extra ``rampart[redis]``).
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+
+from rampart.core.errors import InfrastructureError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["RedisBackend"]
+
+DEFAULT_PREFIX = "rampart:limits:"
+
+# KEYS[1] bucket hash; ARGV: rate, burst, now ('' = use the server's TIME).
+# Returns {wait, now} in seconds as strings (Lua numbers would be truncated to integers).
+_SCRIPT = """
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local now
+if ARGV[3] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+else
+  now = tonumber(ARGV[3])
+end
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'stamp')
+local tokens = tonumber(state[1])
+local stamp = tonumber(state[2])
+if tokens == nil or stamp == nil then
+  tokens = burst
+else
+  local elapsed = now - stamp
+  if elapsed > 0 then
+    tokens = math.min(burst, tokens + elapsed * rate)
+  else
+    tokens = math.min(burst, tokens)
+  end
+end
+tokens = tokens - 1
+local wait = 0
+if tokens < 0 then
+  wait = -tokens / rate
+end
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens),
+           'stamp', string.format('%.17g', now))
+redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + 60000)
+return {string.format('%.17g', wait), string.format('%.17g', now)}
+"""
+
+
+def _redacted(url: str) -> str:
+    """``url`` without its password, for statistics and messages."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    user = parts.username or ""
+    netloc = f"{user}:***@{host}" if user else f"***@{host}"
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+class RedisBackend:
+    """Token buckets in Redis at ``url`` (``redis://host:port/db``), keyed ``prefix + key``.
+
+    ``clock`` ``None`` uses the Redis server's clock, which every host shares; tests may
+    pass their own. Connection and script errors raise ``InfrastructureError`` naming
+    the (password-redacted) URL, so affected trials become ERROR results.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        if not isinstance(url, str) or not url:
+            raise TypeError(f"RedisBackend: url must be a non-empty string, got {url!r}")
+        if urllib.parse.urlsplit(url).scheme not in {"redis", "rediss", "unix"}:
+            raise ValueError(
+                f"RedisBackend: url must start with redis://, rediss:// or unix://, "
+                f"got {_redacted(url)!r}"
+            )
+        if not isinstance(prefix, str):
+            raise TypeError(f"RedisBackend: prefix must be a string, got {prefix!r}")
+        if clock is not None and not callable(clock):
+            raise TypeError("RedisBackend: clock must be a callable returning seconds, or None")
+        try:
+            import redis
+        except ImportError:
+            raise ImportError(
+                "RedisBackend needs the optional dependency redis-py: pip install 'rampart[redis]'"
+            ) from None
+        self._url = url
+        self._prefix = prefix
+        self._clock = clock
+        self._client: Any = redis.Redis.from_url(url)
+        self._script: Any = self._client.register_script(_SCRIPT)
+        self._errors: tuple[type[BaseException], ...] = (redis.exceptions.RedisError,)
+
+    def __repr__(self) -> str:
+        return f"RedisBackend({_redacted(self._url)!r}, prefix={self._prefix!r})"
+
+    @property
+    def description(self) -> str:
+        return _redacted(self._url)
+
+    @property
+    def prefix(self) -> str:
+        return self._prefix
+
+    def reserve_now(self, key: str, *, rate: float, burst: int) -> float:
+        """The blocking reservation (runs in a worker thread from ``acquire``)."""
+        return self._reserve(key, rate=rate, burst=burst)[1]
+
+    def _reserve(self, key: str, *, rate: float, burst: int) -> tuple[float, float]:
+        """``(now, wait)``: the reservation and the clock reading it was made at."""
+        now = "" if self._clock is None else repr(float(self._clock()))
+        try:
+            reply = self._script(keys=[self._prefix + key], args=[repr(rate), burst, now])
+        except self._errors as error:
+            raise InfrastructureError(
+                f"RedisBackend {_redacted(self._url)}: could not reserve a token for "
+                f"{key!r}: {error}"
+            ) from error
+        wait, stamp = (float(item) for item in reply)
+        return stamp, wait
+
+    async def acquire(self, key: str, *, rate: float, burst: int) -> float:
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"RedisBackend.acquire: key must be a non-empty string, got {key!r}")
+        return await anyio.to_thread.run_sync(self._reserve_call, key, rate, burst)
+
+    def _reserve_call(self, key: str, rate: float, burst: int) -> float:
+        return self.reserve_now(key, rate=rate, burst=burst)
+
+    def close(self) -> None:
+        """Close the client's pooled connections (optional; they close at exit anyway)."""
+        self._client.close()
