@@ -1,0 +1,186 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from rampart.core.errors import DriverError, InfrastructureError
+from rampart.limits import FailureKind, RateLimitedError, classify
+from rampart.limits._core import LimiterCore
+
+
+def _core(**kwargs: object) -> LimiterCore:
+    options: dict[str, object] = {
+        "max_concurrency": None,
+        "adaptive": False,
+        "max_retries": 3,
+        "rng": random.Random(0),
+    }
+    options.update(kwargs)
+    return LimiterCore(**options)  # type: ignore[arg-type]
+
+
+class TestClassify:
+    @pytest.mark.parametrize(
+        ("error", "kind"),
+        [
+            (RateLimitedError("429"), FailureKind.RATE_LIMITED),
+            (RateLimitedError("429", retry_after=3), FailureKind.RATE_LIMITED),
+            (InfrastructureError("reset", transient=True), FailureKind.TRANSIENT),
+            (TimeoutError("slow"), FailureKind.TRANSIENT),
+            (InfrastructureError("bad credentials"), FailureKind.FATAL),
+            (DriverError("no prompt"), FailureKind.FATAL),
+            (ValueError("bug"), FailureKind.FATAL),
+            (OSError("disk"), FailureKind.FATAL),
+        ],
+    )
+    def test_table(self, error: BaseException, kind: FailureKind) -> None:
+        """Rate limits, transient failures and everything else are told apart."""
+        assert classify(error) is kind
+
+
+class TestRetryDecisions:
+    def test_rate_limited_is_retried_no_sooner_than_retry_after(self) -> None:
+        """A 429 with Retry-After is retried after at least that long."""
+        core = _core()
+        ticket = core.begin_attempt(0.0)
+        decision = core.on_failure(ticket, RateLimitedError("x", retry_after=4.0), 0.0, 0)
+        assert decision.retry
+        assert decision.kind is FailureKind.RATE_LIMITED
+        assert decision.delay >= 4.0
+
+    @pytest.mark.parametrize(
+        "error", [InfrastructureError("reset", transient=True), TimeoutError()]
+    )
+    def test_transient_failures_are_retried(self, error: Exception) -> None:
+        """Transient failures get a backoff retry and are counted."""
+        core = _core()
+        decision = core.on_failure(core.begin_attempt(0.0), error, 0.0, 0)
+        assert decision.retry
+        assert 0.0 <= decision.delay <= 0.5
+        assert core.transient_failures == 1
+        assert core.retries == 1
+
+    @pytest.mark.parametrize("error", [ValueError("bug"), InfrastructureError("401")])
+    def test_other_failures_are_not_retried(self, error: Exception) -> None:
+        """A fatal failure propagates at once and counts the request as failed."""
+        core = _core()
+        decision = core.on_failure(core.begin_attempt(0.0), error, 0.0, 0)
+        assert not decision.retry
+        assert core.retries == 0
+        assert core.failed == 1
+
+    def test_max_retries_bounds_the_attempts(self) -> None:
+        """After max_retries retries the error stands."""
+        core = _core(max_retries=2)
+        decisions = [
+            core.on_failure(core.begin_attempt(0.0), RateLimitedError("x"), 0.0, retry)
+            for retry in range(3)
+        ]
+        assert [d.retry for d in decisions] == [True, True, False]
+        assert core.retries == 2
+        assert core.rate_limited == 3
+        assert core.failed == 1
+
+    def test_zero_retries_means_one_attempt(self) -> None:
+        """max_retries=0 turns every failure into the request's error."""
+        core = _core(max_retries=0)
+        decision = core.on_failure(core.begin_attempt(0.0), TimeoutError(), 0.0, 0)
+        assert not decision.retry
+
+
+class TestPauseGate:
+    def test_retry_after_pauses_new_attempts(self) -> None:
+        """After a 429 with Retry-After, new attempts wait out the rest of the pause."""
+        core = _core()
+        core.on_failure(core.begin_attempt(10.0), RateLimitedError("x", retry_after=2.0), 10.0, 0)
+        assert core.pause_remaining(10.5) == pytest.approx(1.5)
+        assert core.pause_remaining(12.0) == 0.0
+
+    def test_without_retry_after_there_is_no_pause(self) -> None:
+        """A bare 429 only backs off the request that got it."""
+        core = _core()
+        core.on_failure(core.begin_attempt(0.0), RateLimitedError("x"), 0.0, 0)
+        assert core.pause_remaining(0.0) == 0.0
+
+    def test_the_longest_pause_wins(self) -> None:
+        """A shorter Retry-After does not shorten a pause already in force."""
+        core = _core()
+        core.on_failure(core.begin_attempt(0.0), RateLimitedError("x", retry_after=5.0), 0.0, 0)
+        core.on_failure(core.begin_attempt(1.0), RateLimitedError("x", retry_after=1.0), 1.0, 0)
+        assert core.pause_remaining(3.0) == pytest.approx(2.0)
+
+    def test_clock_stepping_back_keeps_the_remaining_pause(self) -> None:
+        """A clock with another origin (a new trio run) does not turn 2 s into hours."""
+        core = _core()
+        core.on_failure(
+            core.begin_attempt(50_000.0), RateLimitedError("x", retry_after=2.0), 50_000.0, 0
+        )
+        assert core.pause_remaining(7.0) == pytest.approx(2.0)
+
+
+class TestSlots:
+    def test_fixed_window(self) -> None:
+        """max_concurrency slots can be held at once."""
+        core = _core(max_concurrency=2)
+        assert [core.try_acquire_slot() for _ in range(3)] == [True, True, False]
+        core.release_slot()
+        assert core.try_acquire_slot()
+
+    def test_unbounded_without_max_concurrency(self) -> None:
+        """No max_concurrency and no adaptation: no slot limit."""
+        core = _core()
+        assert all(core.try_acquire_slot() for _ in range(1000))
+        assert core.window is None
+
+    def test_releasing_an_unheld_slot_is_a_bug(self) -> None:
+        """The shell's bookkeeping errors surface instead of corrupting the count."""
+        with pytest.raises(RuntimeError, match="no slot"):
+            _core().release_slot()
+
+    def test_adaptive_window_defaults_to_the_cap_as_maximum(self) -> None:
+        """Without max_concurrency an adaptive window is bounded by 256."""
+        core = _core(adaptive=True)
+        assert core.aimd is not None
+        assert core.aimd.bounds == (1, 256)
+        bounded = _core(adaptive=True, max_concurrency=8)
+        assert bounded.aimd is not None
+        assert bounded.aimd.bounds == (1, 8)
+
+
+class TestAdaptiveFeedback:
+    def test_rate_limit_cuts_transient_does_not(self) -> None:
+        """Only rate limits shrink the window; transient failures keep it."""
+        core = _core(adaptive=True, max_concurrency=100)
+        start = core.window
+        core.on_failure(core.begin_attempt(0.0), TimeoutError(), 0.0, 0)
+        assert core.window == start
+        core.on_failure(core.begin_attempt(0.0), RateLimitedError("x"), 0.0, 0)
+        assert core.window == 3
+        assert core.episodes == 1
+
+    def test_success_in_a_full_window_grows_it(self) -> None:
+        """The core tells the AIMD window whether the window was full at the start."""
+        core = _core(adaptive=True, max_concurrency=100)
+        assert core.window == 4
+        tickets = []
+        for _ in range(4):
+            assert core.try_acquire_slot()
+            tickets.append(core.begin_attempt(0.0))
+        assert all(ticket.window_full for ticket in tickets[3:])
+        assert not tickets[0].window_full
+        for ticket in tickets:
+            core.on_success(ticket, 1.0)
+        assert core.window == 4  # only one of the four started with the window full
+
+    def test_counters(self) -> None:
+        """In-flight and peak counts follow begin/end of attempts."""
+        core = _core()
+        first = core.begin_attempt(0.0)
+        core.begin_attempt(0.0)
+        assert (core.in_flight, core.peak_in_flight) == (2, 2)
+        core.on_success(first, 1.0)
+        core.on_abandoned(1.0)
+        assert (core.in_flight, core.peak_in_flight) == (0, 2)
+        with pytest.raises(RuntimeError, match="never began"):
+            core.on_abandoned(1.0)
