@@ -1,0 +1,538 @@
+"""``ChatCompletionsApp``: a small ASGI application speaking the chat-completions dialect.
+
+It is served by hypercorn (see ``_serve``) but is plain ASGI 3, so any ASGI server can
+run it. Per ``POST /v1/chat/completions`` it:
+
+1. reads the body (``413`` beyond ``max_body_bytes``), then takes a token from the
+   bucket or answers ``429`` with ``Retry-After`` (and ``retry-after-ms``);
+2. validates the request (``400`` naming the field);
+3. draws its faults: an error status, or a hang that lasts until the client
+   disconnects or the server stops;
+4. finds the conversation the messages continue (or starts one), turns the last user
+   message back into a ``Request`` (prompt plus delimited documents) and answers it
+   with that conversation's ``SimulatedAgent`` session;
+5. returns the text, the tool calls in OpenAI format and word-count usage numbers.
+
+Conversations are recognised by content: the server remembers a digest of every
+conversation it answered (the messages plus its own reply), so a client that resends
+the history gets the same session back, with its memory of what it read and decided.
+Requests carrying a ``seed`` are answered by an agent seeded from ``(server seed,
+request seed)``, which makes a trial's answers independent of arrival order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import anyio
+
+from rampart.adapters._documents import split_documents
+from rampart.core.types import ObservabilityLevel, Payload, PayloadFormat, Request, Response
+from rampart.testing._simulated import DEFAULT_SECRET, SimulatedAgent, SimulatedSession
+from rampart.testing._surface import InMemorySurface
+from rampart.testing.server._bucket import TokenBucket
+from rampart.testing.server._options import ServerOptions
+from rampart.testing.server._stats import ServerStatistics
+
+__all__ = ["ASGIApp", "ChatCompletionsApp", "Receive", "Scope", "Send"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_COMPLETIONS = "/v1/chat/completions"
+_TEXT_FORMATS = {fmt.value: fmt for fmt in PayloadFormat if fmt.is_text}
+_MAX_AGENTS = 4096
+
+
+_Reply = tuple[int, dict[str, Any], list[tuple[bytes, bytes]]]
+"""Status, JSON body and extra headers of a response."""
+
+
+class _Disconnected(Exception):
+    """The client went away before its request body was complete."""
+
+
+class BadRequest(Exception):
+    """A request the server refuses with a 4xx status and an OpenAI-style error body."""
+
+    def __init__(self, status: int, message: str, *, param: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.param = param
+
+
+def _error_body(
+    message: str, kind: str, *, param: str | None = None, code: str | None = None
+) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+async def send_json(
+    send: Send, status: int, payload: object, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    """Send a complete JSON response."""
+    body = json.dumps(payload, separators=(",", ":")).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Disconnected
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BadRequest(413, f"request body is larger than {limit} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _message_text(content: object, path: str) -> str:
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list):
+        texts = []
+        for index, part in enumerate(content):
+            if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                raise BadRequest(400, f"{path}[{index}] must be a content part object with a type")
+            if part["type"] == "text":
+                text = part.get("text")
+                if not isinstance(text, str):
+                    raise BadRequest(400, f"{path}[{index}].text must be a string")
+                texts.append(text)
+        return "\n".join(texts)
+    raise BadRequest(400, f"{path} must be a string, null or an array of content parts")
+
+
+def _normalise(messages: object) -> list[tuple[str, str, tuple[tuple[str, str, str], ...]]]:
+    """``(role, text, tool calls)`` per message; ``BadRequest`` naming the bad field."""
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest(400, "messages must be a non-empty array", param="messages")
+    normalised = []
+    for index, message in enumerate(messages):
+        path = f"messages[{index}]"
+        if not isinstance(message, dict):
+            raise BadRequest(400, f"{path} must be an object", param=path)
+        role = message.get("role")
+        if not isinstance(role, str):
+            raise BadRequest(400, f"{path}.role must be a string", param=f"{path}.role")
+        text = _message_text(message.get("content"), f"{path}.content")
+        calls = []
+        raw_calls = message.get("tool_calls") or []
+        if not isinstance(raw_calls, list):
+            raise BadRequest(400, f"{path}.tool_calls must be an array", param=f"{path}.tool_calls")
+        for number, call in enumerate(raw_calls):
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict):
+                raise BadRequest(400, f"{path}.tool_calls[{number}].function must be an object")
+            calls.append(
+                (
+                    str(call.get("id", "")),
+                    str(function.get("name", "")),
+                    str(function.get("arguments", "")),
+                )
+            )
+        normalised.append((role, text, tuple(calls)))
+    if normalised[-1][0] != "user":
+        raise BadRequest(400, "the last message must have role 'user'", param="messages")
+    return normalised
+
+
+def _digest(
+    seed: int | None, messages: list[tuple[str, str, tuple[tuple[str, str, str], ...]]]
+) -> str:
+    encoded = json.dumps([seed, messages], separators=(",", ":"))
+    return hashlib.sha256(encoded.encode()).hexdigest()
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+class _Conversation:
+    __slots__ = ("session", "turns")
+
+    def __init__(self, session: SimulatedSession) -> None:
+        self.session = session
+        self.turns = 0
+
+
+class ChatCompletionsApp:
+    """The ASGI app behind ``rampart.testing.server`` (see the module docstring).
+
+    ``surface`` (default: a fresh ``InMemorySurface``) is the inbox every simulated
+    agent reads, so in-process tests can plant documents in it. ``clock`` (default:
+    ``anyio.current_time``) drives the token bucket and the statistics window.
+    Routes: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /stats``,
+    ``POST /stats/reset``.
+    """
+
+    def __init__(
+        self,
+        options: ServerOptions | None = None,
+        *,
+        surface: InMemorySurface | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        if options is None:
+            options = ServerOptions()
+        elif not isinstance(options, ServerOptions):
+            raise TypeError(f"ChatCompletionsApp: options must be ServerOptions, got {options!r}")
+        if surface is None:
+            surface = InMemorySurface(name="inbox")
+        elif not isinstance(surface, InMemorySurface):
+            raise TypeError(
+                f"ChatCompletionsApp: surface must be an InMemorySurface, got {surface!r}"
+            )
+        self._options = options
+        self._surface = surface
+        self._clock = clock if clock is not None else anyio.current_time
+        self._bucket: TokenBucket | None = None
+        self._faults = random.Random(f"rampart.testing.server/{options.seed}/faults")
+        self._agents: OrderedDict[int | None, SimulatedAgent] = OrderedDict()
+        # Conversations by the digest of their history. Identical histories (trials of
+        # one scenario) share a key, so each key holds a list; any of them may continue.
+        self._conversations: OrderedDict[str, list[_Conversation]] = OrderedDict()
+        self._remembered = 0
+        self._closing: anyio.Event | None = None
+        self._completions = 0
+        self._reset_counters()
+        self.in_flight = 0
+
+    def _reset_counters(self) -> None:
+        self._requests = 0
+        self._served = 0
+        self._rate_limited = 0
+        self._errors = 0
+        self._hangs = 0
+        self._bad_requests = 0
+        self._max_in_flight = 0
+        self._first_request_at: float | None = None
+        self._last_served_at: float | None = None
+
+    @property
+    def options(self) -> ServerOptions:
+        return self._options
+
+    @property
+    def surface(self) -> InMemorySurface:
+        return self._surface
+
+    def statistics(self) -> ServerStatistics:
+        window = 0.0
+        if self._first_request_at is not None and self._last_served_at is not None:
+            window = max(0.0, self._last_served_at - self._first_request_at)
+        return ServerStatistics(
+            requests=self._requests,
+            served=self._served,
+            rate_limited=self._rate_limited,
+            errors=self._errors,
+            hangs=self._hangs,
+            bad_requests=self._bad_requests,
+            in_flight=self.in_flight,
+            max_in_flight=self._max_in_flight,
+            conversations=self._remembered,
+            window_seconds=window,
+            served_per_second=self._served / window if window > 0 else 0.0,
+            rate=self._options.rate,
+            burst=self._options.burst,
+        )
+
+    def reset_statistics(self) -> None:
+        """Zero the counters (``max_in_flight`` restarts from the current load)."""
+        self._reset_counters()
+        self._max_in_flight = self.in_flight
+
+    def close(self) -> None:
+        """Release hanging requests (they answer ``503``); later hangs end at once."""
+        self._closing_event().set()
+
+    def _closing_event(self) -> anyio.Event:
+        if self._closing is None:
+            self._closing = anyio.Event()
+        return self._closing
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if kind != "http":
+            return  # websockets are not part of the dialect; the server closes them
+        path = scope["path"]
+        method = scope["method"]
+        if path == _COMPLETIONS:
+            if method != "POST":
+                await self._refuse(send, 405, "use POST for /v1/chat/completions")
+            else:
+                await self._completion(receive, send)
+        elif path == "/stats" and method == "GET":
+            await send_json(send, 200, self.statistics().to_dict())
+        elif path == "/stats/reset" and method == "POST":
+            self.reset_statistics()
+            await send_json(send, 200, self.statistics().to_dict())
+        elif path == "/v1/models" and method == "GET":
+            model = {"id": self._options.model, "object": "model", "owned_by": "rampart"}
+            await send_json(send, 200, {"object": "list", "data": [model]})
+        else:
+            await self._refuse(send, 404, f"no route for {method} {path}")
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self._close_conversations()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _refuse(
+        self, send: Send, status: int, message: str, param: str | None = None
+    ) -> None:
+        await send_json(send, status, _error_body(message, "invalid_request_error", param=param))
+
+    async def _completion(self, receive: Receive, send: Send) -> None:
+        now = self._clock()
+        self._requests += 1
+        if self._first_request_at is None:
+            self._first_request_at = now
+        self.in_flight += 1
+        self._max_in_flight = max(self._max_in_flight, self.in_flight)
+        try:
+            reply = await self._handle(receive)
+        finally:
+            # Leave the in-flight count before answering, so a client that has its
+            # answer never sees the request still counted.
+            self.in_flight -= 1
+        if reply is not None:
+            await send_json(send, *reply)
+
+    async def _handle(self, receive: Receive) -> _Reply | None:
+        """The reply to one completion request (``None``: the client went away)."""
+        try:
+            body = await _read_body(receive, self._options.max_body_bytes)
+            wait = self._take_token()
+            if wait > 0:
+                self._rate_limited += 1
+                return self._too_many(wait)
+            seed, messages = self._parse(body)
+        except BadRequest as exc:
+            self._bad_requests += 1
+            return exc.status, _error_body(str(exc), "invalid_request_error", param=exc.param), []
+        except _Disconnected:
+            return None
+        if self._chance(self._options.error_rate):
+            self._errors += 1
+            status = self._faults.choice(self._options.error_statuses)
+            return status, _error_body(f"injected fault: HTTP {status}", "server_error"), []
+        if self._chance(self._options.hang_rate):
+            self._hangs += 1
+            if await self._hang(receive):
+                return 503, _error_body("server shutting down", "server_error"), []
+            return None
+        payload = await self._answer(seed, messages)
+        self._served += 1
+        self._last_served_at = self._clock()
+        return 200, payload, []
+
+    def _take_token(self) -> float:
+        rate = self._options.rate
+        if rate is None:
+            return 0.0
+        now = self._clock()
+        if self._bucket is None:
+            self._bucket = TokenBucket(rate=rate, burst=self._options.burst, now=now)
+        return self._bucket.take(now)
+
+    def _too_many(self, wait: float) -> _Reply:
+        headers = [(b"retry-after", str(max(1, math.ceil(wait))).encode())]
+        if self._options.retry_after_ms:
+            headers.append((b"retry-after-ms", str(max(1, math.ceil(wait * 1000))).encode()))
+        message = f"rate limit of {self._options.rate:g} requests/s reached; retry in {wait:.3f} s"
+        return 429, _error_body(message, "requests", code="rate_limit_exceeded"), headers
+
+    def _chance(self, probability: float) -> bool:
+        return probability > 0.0 and (probability >= 1.0 or self._faults.random() < probability)
+
+    async def _hang(self, receive: Receive) -> bool:
+        """Wait for the client to disconnect (``False``) or the server to close (``True``)."""
+        closing = self._closing_event()
+        async with anyio.create_task_group() as group:
+
+            async def stop_on_close() -> None:
+                await closing.wait()
+                group.cancel_scope.cancel()
+
+            group.start_soon(stop_on_close)
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            group.cancel_scope.cancel()
+        return closing.is_set()
+
+    def _parse(
+        self, body: bytes
+    ) -> tuple[int | None, list[tuple[str, str, tuple[tuple[str, str, str], ...]]]]:
+        try:
+            request = json.loads(body)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise BadRequest(400, "request body must be a JSON object") from None
+        if not isinstance(request, dict):
+            raise BadRequest(400, "request body must be a JSON object")
+        model = request.get("model")
+        if not isinstance(model, str) or not model:
+            raise BadRequest(400, "model must be a non-empty string", param="model")
+        if request.get("stream"):
+            raise BadRequest(400, "stream is not supported by this server", param="stream")
+        seed = request.get("seed")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise BadRequest(400, "seed must be an integer", param="seed")
+        return seed, _normalise(request.get("messages"))
+
+    def _agent(self, seed: int | None) -> SimulatedAgent:
+        agent = self._agents.get(seed)
+        if agent is not None:
+            self._agents.move_to_end(seed)
+            return agent
+        if seed is None:
+            agent_seed = self._options.seed
+        else:
+            digest = hashlib.sha256(f"{self._options.seed}/{seed}".encode()).digest()
+            agent_seed = int.from_bytes(digest[:8], "big")
+        agent = SimulatedAgent(
+            compliance=self._options.compliance,
+            seed=agent_seed,
+            secret=self._options.secret or DEFAULT_SECRET,
+            latency=self._options.latency,
+            observability=ObservabilityLevel.TOOL_ONLY,
+            surface=self._surface,
+            name=self._options.model,
+        )
+        self._agents[seed] = agent
+        if len(self._agents) > _MAX_AGENTS:
+            self._agents.popitem(last=False)
+        return agent
+
+    async def _answer(
+        self, seed: int | None, messages: list[tuple[str, str, tuple[tuple[str, str, str], ...]]]
+    ) -> dict[str, Any]:
+        conversation = self._recall(_digest(seed, messages[:-1]))
+        if conversation is None:
+            session = await self._agent(seed).create_session_async()
+            await session.__aenter__()
+            conversation = _Conversation(session)
+        prompt, documents = split_documents(messages[-1][1])
+        attachments = [
+            Payload(
+                id=document.id,
+                content=document.content,
+                format=_TEXT_FORMATS.get(document.format, PayloadFormat.TEXT),
+            )
+            for document in documents
+        ]
+        request = Request(
+            prompt=prompt if prompt or not attachments else None, attachments=attachments
+        )
+        response = await conversation.session.send_async(request)
+        conversation.turns += 1
+        self._completions += 1
+        reply, wire_calls = self._reply(conversation.turns, response)
+        key = _digest(seed, [*messages, reply])
+        await self._remember(key, conversation)
+        prompt_tokens = sum(_words(text) for _, text, _ in messages)
+        completion_tokens = _words(response.text) + sum(_words(args) for _, _, args in reply[2])
+        message: dict[str, Any] = {"role": "assistant", "content": response.text}
+        if wire_calls:
+            message["tool_calls"] = wire_calls
+        return {
+            "id": f"chatcmpl-{self._completions:08d}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self._options.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if wire_calls else "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+    def _reply(
+        self, turn: int, response: Response
+    ) -> tuple[tuple[str, str, tuple[tuple[str, str, str], ...]], list[dict[str, Any]]]:
+        """The reply as the conversation key sees it, and its tool calls on the wire."""
+        wire_calls = []
+        key_calls = []
+        for number, call in enumerate(response.tool_calls):
+            call_id = f"call_{turn}_{number}"
+            arguments = json.dumps(call.arguments, separators=(",", ":"))
+            wire_calls.append(
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": arguments},
+                }
+            )
+            key_calls.append((call_id, call.name, arguments))
+        return ("assistant", response.text, tuple(key_calls)), wire_calls
+
+    def _recall(self, key: str) -> _Conversation | None:
+        waiting = self._conversations.get(key)
+        if not waiting:
+            return None
+        conversation = waiting.pop()
+        if not waiting:
+            del self._conversations[key]
+        self._remembered -= 1
+        return conversation
+
+    async def _remember(self, key: str, conversation: _Conversation) -> None:
+        self._conversations.setdefault(key, []).append(conversation)
+        self._conversations.move_to_end(key)
+        self._remembered += 1
+        while self._remembered > self._options.max_conversations:
+            oldest_key, oldest = next(iter(self._conversations.items()))
+            evicted = oldest.pop(0)
+            if not oldest:
+                del self._conversations[oldest_key]
+            self._remembered -= 1
+            await evicted.session.__aexit__(None, None, None)
+
+    async def _close_conversations(self) -> None:
+        self.close()
+        while self._conversations:
+            _, conversations = self._conversations.popitem()
+            self._remembered -= len(conversations)
+            for conversation in conversations:
+                await conversation.session.__aexit__(None, None, None)

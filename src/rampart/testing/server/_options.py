@@ -1,0 +1,108 @@
+"""``ServerOptions``: everything the test server can be told, checked on construction."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import attrs
+
+__all__ = ["ServerOptions"]
+
+_OWNER = "ServerOptions"
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{_OWNER}: {name} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{_OWNER}: {name} must be finite, got {value!r}")
+    return float(value)
+
+
+def _check_rate(_instance: object, _attribute: object, value: Any) -> None:
+    if value is not None and _number("rate", value) <= 0:
+        raise ValueError(f"{_OWNER}: rate must be > 0 requests per second (or None), got {value!r}")
+
+
+def _check_burst(_instance: object, _attribute: object, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{_OWNER}: burst must be an int >= 1, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{_OWNER}: burst must be an int >= 1, got {value!r}")
+
+
+def _check_seconds(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if _number(attribute.name, value) < 0:
+        raise ValueError(f"{_OWNER}: {attribute.name} must be >= 0 seconds, got {value!r}")
+
+
+def _check_probability(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not 0.0 <= _number(attribute.name, value) <= 1.0:
+        raise ValueError(f"{_OWNER}: {attribute.name} must be in [0, 1], got {value!r}")
+
+
+def _check_statuses(_instance: object, _attribute: object, value: Any) -> None:
+    if not isinstance(value, tuple) or not value:
+        raise TypeError(f"{_OWNER}: error_statuses must be a non-empty tuple, got {value!r}")
+    for status in value:
+        if isinstance(status, bool) or not isinstance(status, int) or not 500 <= status <= 599:
+            raise ValueError(f"{_OWNER}: error_statuses must hold 5xx status codes, got {status!r}")
+
+
+def _check_seed(_instance: object, _attribute: object, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{_OWNER}: seed must be an int, got {value!r}")
+
+
+def _check_text(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{_OWNER}: {attribute.name} must be a non-empty string, got {value!r}")
+
+
+def _check_positive(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{_OWNER}: {attribute.name} must be an int >= 1, got {value!r}")
+
+
+def _check_flag(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{_OWNER}: {attribute.name} must be a bool, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class ServerOptions:
+    """How the test server behaves.
+
+    * ``rate`` / ``burst``: a token bucket (requests per second, bucket size); ``None``
+      means no limit. An empty bucket answers ``429`` with ``Retry-After`` (whole
+      seconds, rounded up) and, unless ``retry_after_ms`` is false, ``retry-after-ms``.
+    * ``latency``: seconds the simulated agent takes per answered request.
+    * ``error_rate``: probability that an admitted request fails with a status drawn
+      from ``error_statuses`` (default 500 or 503); ``hang_rate``: probability that it
+      never gets an answer (until the client gives up or the server stops).
+    * ``seed``: makes answers reproducible (see ``docs/test-server.md``); ``compliance``
+      and ``secret`` configure the ``SimulatedAgent`` behind the API; ``model`` is the
+      model name it reports.
+    * ``max_conversations``: how many open conversations are remembered (oldest
+      forgotten first); ``max_body_bytes``: the largest request body accepted.
+    """
+
+    rate: float | None = attrs.field(default=None, validator=_check_rate)
+    burst: int = attrs.field(default=1, validator=_check_burst)
+    latency: float = attrs.field(default=0.0, validator=_check_seconds)
+    error_rate: float = attrs.field(default=0.0, validator=_check_probability)
+    hang_rate: float = attrs.field(default=0.0, validator=_check_probability)
+    error_statuses: tuple[int, ...] = attrs.field(default=(500, 503), validator=_check_statuses)
+    seed: int = attrs.field(default=0, validator=_check_seed)
+    compliance: float = attrs.field(default=0.5, validator=_check_probability)
+    secret: str | None = attrs.field(default=None)
+    model: str = attrs.field(default="simulated-agent", validator=_check_text)
+    retry_after_ms: bool = attrs.field(default=True, validator=_check_flag)
+    max_conversations: int = attrs.field(default=10_000, validator=_check_positive)
+    max_body_bytes: int = attrs.field(default=4 * 1024 * 1024, validator=_check_positive)
+
+    @secret.validator
+    def _check_secret(self, _attribute: object, value: Any) -> None:
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ValueError(f"{_OWNER}: secret must be a non-empty string or None, got {value!r}")

@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+
+from rampart.testing.server import ServerOptions, cli_arguments, server_process
+from rampart.testing.server._cli import _options, parser
+
+COMPLETION = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hello"}]}).encode()
+
+
+def _post(url: str) -> dict[str, object]:
+    request = urllib.request.Request(
+        url + "/chat/completions", data=COMPLETION, headers={"content-type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        decoded: dict[str, object] = json.loads(reply.read())
+    return decoded
+
+
+class TestCommandLine:
+    def test_prints_url_serves_and_stops_on_sigterm(self) -> None:
+        """The CLI prints its URL first, answers a request, and exits 0 on SIGTERM."""
+        command = [sys.executable, "-m", "rampart.testing.server", "--port", "0"]
+        command += ["--rate", "50", "--burst", "10", "--latency", "0.05"]
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            assert process.stdout is not None
+            url = process.stdout.readline().strip()
+            assert url.startswith("http://127.0.0.1:")
+            assert url.endswith("/v1")
+            reply = _post(url)
+            assert reply["object"] == "chat.completion"
+        finally:
+            process.terminate()
+            _, stderr = process.communicate(timeout=20)
+        assert process.returncode == 0
+        assert "rate=50.0, burst=10" in stderr
+
+    def test_bad_option_is_a_usage_error(self) -> None:
+        """An invalid value exits with status 2 and names the option."""
+        result = subprocess.run(
+            [sys.executable, "-m", "rampart.testing.server", "--burst", "0"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert result.returncode == 2
+        assert "burst must be an int >= 1" in result.stderr
+        assert result.stdout == ""
+
+    def test_arguments_round_trip(self) -> None:
+        """cli_arguments(options) parses back to the same options."""
+        options = ServerOptions(
+            rate=12.5,
+            burst=4,
+            latency=0.01,
+            error_rate=0.1,
+            hang_rate=0.05,
+            error_statuses=(502, 504),
+            seed=7,
+            compliance=0.25,
+            secret="s3cret",
+            model="toy",
+            retry_after_ms=False,
+            max_conversations=50,
+            max_body_bytes=1000,
+        )
+        assert _options(parser().parse_args(cli_arguments(options))) == options
+        assert _options(parser().parse_args(cli_arguments(ServerOptions()))) == ServerOptions()
+
+
+class TestServerProcess:
+    @pytest.mark.parametrize("backend", ["asyncio", "trio"])
+    def test_statistics_over_http(self, backend: str) -> None:
+        """server_process starts the CLI, and its statistics come from GET /stats."""
+        with server_process(rate=0.01, burst=1, backend=backend) as server:
+            _post(server.url)
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                _post(server.url)
+            refused.value.close()
+            statistics = server.statistics()
+            reset = server.reset_statistics()
+            process = server.process
+        assert refused.value.code == 429
+        assert (statistics["served"], statistics["rate_limited"]) == (1, 1)
+        assert reset["requests"] == 0
+        assert process.returncode == 0
+
+    def test_bad_arguments(self) -> None:
+        """Options and fields cannot be mixed, and the backend is checked."""
+        with pytest.raises(TypeError, match="not both"), server_process(ServerOptions(), rate=1.0):
+            pass
+        with pytest.raises(ValueError, match="backend"), server_process(backend="curio"):
+            pass
