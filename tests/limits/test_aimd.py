@@ -146,6 +146,20 @@ class TestAdditiveIncrease:
         assert aimd.window == 7
 
 
+class TestRefusalsWithoutCuts:
+    def test_any_refusal_restarts_the_clean_count(self) -> None:
+        """A 429 inside the cooldown does not cut, but the window is no longer clean."""
+        aimd = AimdWindow(initial=10, maximum=100, cooldown=5.0)
+        aimd.on_rate_limited(generation=0, now=0.0)  # window 8
+        for _ in range(7):
+            aimd.on_success(generation=aimd.generation, now=1.0)
+        assert not aimd.on_rate_limited(generation=aimd.generation, now=1.0)
+        for _ in range(7):
+            assert not aimd.on_success(generation=aimd.generation, now=2.0)
+        assert aimd.on_success(generation=aimd.generation, now=2.0)
+        assert aimd.window == 9
+
+
 class TestArguments:
     @pytest.mark.parametrize(
         ("kwargs", "error", "name"),

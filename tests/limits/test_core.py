@@ -159,19 +159,27 @@ class TestAdaptiveFeedback:
         assert core.window == 3
         assert core.episodes == 1
 
-    def test_success_in_a_full_window_grows_it(self) -> None:
-        """The core tells the AIMD window whether the window was full at the start."""
+    def test_a_batch_that_fills_the_window_counts_as_clean(self) -> None:
+        """Attempts that were in flight when the window filled all count towards growth."""
         core = _core(adaptive=True, max_concurrency=100)
         assert core.window == 4
         tickets = []
         for _ in range(4):
             assert core.try_acquire_slot()
             tickets.append(core.begin_attempt(0.0))
-        assert all(ticket.window_full for ticket in tickets[3:])
-        assert not tickets[0].window_full
         for ticket in tickets:
             core.on_success(ticket, 1.0)
-        assert core.window == 4  # only one of the four started with the window full
+            core.release_slot()
+        assert core.window == 8
+
+    def test_slot_holders_waiting_for_tokens_do_not_fill_the_window(self) -> None:
+        """A window held by token waiters, with one attempt in flight at a time, stays."""
+        core = _core(adaptive=True, max_concurrency=100)
+        for _ in range(4):
+            assert core.try_acquire_slot()
+        for _ in range(20):
+            core.on_success(core.begin_attempt(0.0), 1.0)  # one in flight at a time
+        assert core.window == 4
 
     def test_counters(self) -> None:
         """In-flight and peak counts follow begin/end of attempts."""

@@ -331,6 +331,33 @@ class TestVirtualTime:
 
         run_virtual(main)
 
+    def test_adaptive_window_does_not_grow_while_the_rate_binds(self) -> None:
+        """Requests queued on the bucket hold slots but do not fill the window, so it
+        stays where it is instead of drifting up to the cap."""
+        agent = RecordingAgent(latency=0.05)
+        limited = _build(agent, rate=10, adaptive=True)
+
+        async def main() -> None:
+            await send_all(limited, [str(i) for i in range(60)])
+
+        run_virtual(main)
+        stats = limited.statistics()
+        assert stats.peak_in_flight == 1
+        assert stats.current_window == 4
+
+    def test_adaptive_window_grows_when_it_binds(self) -> None:
+        """Slow start doubles a window that the attempts in flight keep full."""
+        agent = RecordingAgent(latency=1.0)
+        limited = _build(agent, adaptive=True, max_concurrency=64)
+
+        async def main() -> None:
+            await send_all(limited, [str(i) for i in range(200)])
+
+        run_virtual(main)
+        stats = limited.statistics()
+        assert stats.current_window == 64
+        assert stats.peak_in_flight == 64
+
     def test_adaptive_window_finds_a_concurrency_ceiling(self) -> None:
         """Against an agent that refuses more than 5 concurrent requests, AIMD overshoots
         in slow start, cuts, and settles near the ceiling with every request answered."""

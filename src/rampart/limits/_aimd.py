@@ -15,9 +15,12 @@ Rules (the clock is whatever the caller passes as ``now``):
   describe the old window, so they do not cut again. Likewise only successes of
   attempts started under the current generation count towards growth.
 * **Grow only a window in use**: a success counts towards growth only if the window
-  was full when its attempt started (``window_full``). A caller that never uses more
-  than three slots learns nothing about whether thirty would be safe, so its window
-  does not climb to the cap while demand is low.
+  was full while its attempt was in flight (``window_full``). A caller that never has more
+  than three requests in flight (few callers, or a token bucket that binds first)
+  learns nothing about whether thirty would be safe, so its window does not climb to
+  the cap meanwhile.
+* Every rate-limit response restarts the clean count, even one that does not cut:
+  growth needs a whole window of successes without a refusal.
 * Transient failures change nothing (neither clean nor a cut).
 """
 
@@ -35,8 +38,13 @@ DEFAULT_ADAPTIVE_CAP = 256
 DEFAULT_INITIAL_WINDOW = 4
 """Where an adaptive window starts (clamped to its bounds)."""
 
-DEFAULT_COOLDOWN = 1.0
-"""Seconds after a cut during which further rate-limit responses belong to the same episode."""
+DEFAULT_COOLDOWN = 0.1
+"""Seconds after a cut during which further rate-limit responses belong to the same episode.
+
+Short on purpose: the generation rule already merges the 429s of requests sent before a
+cut, however slow the agent is; the cooldown only debounces fast agents, and a long one
+would let additive growth outpace the cuts when requests take milliseconds.
+"""
 
 DEFAULT_DECREASE = 0.8
 """Factor applied to the window on a rate-limit episode."""
@@ -138,6 +146,9 @@ class AimdWindow:
     ) -> bool:
         """Record a rate-limit response; True if it started a new episode (the window was cut)."""
         self._observe(now)
+        # Any rate-limit answer spoils the current clean window, even one that does not
+        # start a new episode: growth needs a whole window without a refusal.
+        self._clean = 0
         if generation != self._generation or now < self._cooldown_until:
             return False
         self._slow_start = False

@@ -60,12 +60,12 @@ def classify(error: BaseException) -> FailureKind:
 
 @attrs.frozen(kw_only=True)
 class Ticket:
-    """One attempt in flight: the window generation it started under, and whether the
-    window was full then (only full windows teach the AIMD controller to grow)."""
+    """One attempt in flight: the window generation it started under, and how many
+    times the window had been filled before it started (see ``LimiterCore.on_success``)."""
 
     generation: int
     started_at: float
-    window_full: bool
+    saturations: int
 
 
 @attrs.frozen(kw_only=True)
@@ -108,6 +108,7 @@ class LimiterCore:
         else:
             self._aimd = None
         self._slots = 0
+        self._saturations = 0
         self._resume_at = -math.inf
         self._last_now: float | None = None
         self.in_flight = 0
@@ -194,13 +195,12 @@ class LimiterCore:
         self._observe(now)
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
-        window = self.window
         generation = 0 if self._aimd is None else self._aimd.generation
-        return Ticket(
-            generation=generation,
-            started_at=now,
-            window_full=window is not None and self._slots >= window,
-        )
+        ticket = Ticket(generation=generation, started_at=now, saturations=self._saturations)
+        window = self.window
+        if window is not None and self.in_flight >= window:
+            self._saturations += 1
+        return ticket
 
     def _end_attempt(self, now: float) -> None:
         self._observe(now)
@@ -209,12 +209,20 @@ class LimiterCore:
         self.in_flight -= 1
 
     def on_success(self, ticket: Ticket, now: float) -> bool:
-        """The attempt returned a response; True if the window grew."""
+        """The attempt returned a response; True if the window grew.
+
+        The success counts towards growth only if the attempts *in flight* filled the
+        window at some moment while this one was in flight (including its own start).
+        Slot holders that are only waiting for a token do not count: when the bucket is
+        what binds, the window has not been tested and must not grow.
+        """
         self._end_attempt(now)
         if self._aimd is None:
             return False
         return self._aimd.on_success(
-            generation=ticket.generation, now=now, window_full=ticket.window_full
+            generation=ticket.generation,
+            now=now,
+            window_full=self._saturations > ticket.saturations,
         )
 
     def on_abandoned(self, now: float) -> None:
