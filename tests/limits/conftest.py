@@ -10,8 +10,18 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from rampart.limits import LIMITS_DIR_ENV, LIMITS_REDIS_URL_ENV
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+
+@pytest.fixture(autouse=True)
+def _no_shared_backend_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests choose their backends; a run-wide RAMPART_LIMITS_DIR (set by the
+    plugin under xdist) must not swap a virtual-clock MemoryBackend for files."""
+    monkeypatch.delenv(LIMITS_DIR_ENV, raising=False)
+    monkeypatch.delenv(LIMITS_REDIS_URL_ENV, raising=False)
 
 
 def _free_port() -> int:

@@ -243,6 +243,29 @@ class TestOrdering:
         assert await send_all(limited, ["next"]) == ["echo: next"]
 
 
+class _BrokenBackend(MemoryBackend):
+    async def acquire(self, key: str, *, rate: float, burst: int) -> float:
+        raise InfrastructureError("bucket store is down")
+
+
+class TestBackendFailure:
+    @pytest.mark.anyio
+    async def test_backend_errors_fail_the_request_without_calling_the_agent(
+        self, anyio_backend: str
+    ) -> None:
+        """A request that cannot get a token is not sent unpaced; its slot is returned."""
+        agent = RecordingAgent()
+        limited = limit(agent, rate=1, max_concurrency=1, backend=_BrokenBackend())
+        session = await limited.create_session_async()
+        async with session:
+            with pytest.raises(InfrastructureError, match="bucket store is down"):
+                await session.send_async(Request(prompt="a"))
+        assert agent.starts == []
+        stats = limited.statistics()
+        assert (stats.requests, stats.failed, stats.retries) == (1, 1, 0)
+        assert limited._core.slots_held == 0
+
+
 class TestVirtualTime:
     """Timing under trio's MockClock: exact, and independent of machine speed."""
 

@@ -185,6 +185,10 @@ class LimiterCore:
         """A ``send_async`` call entered the limiter."""
         self.requests += 1
 
+    def on_request_failed(self) -> None:
+        """The request failed before reaching the agent (its backend raised)."""
+        self.failed += 1
+
     def add_wait(self, seconds: float) -> None:
         """Account time spent waiting for a slot, the pause gate, a token or a backoff."""
         if seconds > 0.0:

@@ -252,7 +252,11 @@ class LimitedAdapter:
             await self._acquire_slot()
             decision: Decision
             try:
-                await self._wait_until_ready()
+                try:
+                    await self._wait_until_ready()
+                except Exception:
+                    core.on_request_failed()  # the backend failed; the agent was not asked
+                    raise
                 now = clock()
                 core.add_wait(now - queued_at)
                 ticket = core.begin_attempt(now)
