@@ -241,7 +241,7 @@ class LimitedAdapter:
             if wait > 0.0:
                 await anyio.sleep(wait)
 
-    async def send(self, session: Session, request: Request) -> Response:
+    async def _send(self, session: Session, request: Request) -> Response:
         """Send ``request`` on ``session`` through this limiter (with retries)."""
         core = self._core
         clock = self._clock
@@ -323,7 +323,7 @@ class LimitedSession:
 
     async def send_async(self, request: Request) -> Response:
         target = self._active if self._active is not None else self._inner
-        return await self._limiter.send(target, request)
+        return await self._limiter._send(target, request)
 
 
 def limit(
