@@ -27,6 +27,7 @@ schema-check: $(STAMP)
 	$(BIN)/python scripts/check_trace_compatibility.py
 
 pytest: $(STAMP)
+	bash scripts/ensure_redis_server.sh
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck schema-check pytest

@@ -28,6 +28,7 @@ PUBLIC_MODULES = [
     "rampart.core.types",
     "rampart.drivers",
     "rampart.evaluators",
+    "rampart.limits",
     "rampart.probes",
     "rampart.pytest_plugin",
     "rampart.reporting",

@@ -44,6 +44,7 @@ from rampart.core import (
     execute_trials_async,
 )
 from rampart.evaluators import TranscriptScope
+from rampart.limits import RateLimitedError, limit
 from rampart.probes import Probes
 from rampart.pytest_plugin._collect import TrialInfo, current_trial, record_result
 
@@ -80,6 +81,7 @@ __all__ = [
     "Probes",
     "PromptDecision",
     "PromptDriver",
+    "RateLimitedError",
     "Request",
     "Response",
     "Result",
@@ -95,5 +97,6 @@ __all__ = [
     "Turn",
     "current_trial",
     "execute_trials_async",
+    "limit",
     "record_result",
 ]

@@ -23,12 +23,12 @@ from rampart.limits._redis import RedisBackend
 from rampart.limits._stats import LimiterStatistics
 
 __all__ = [
-    "DEFAULT_ADAPTIVE_CAP",
-    "LIMITS_DIR_ENV",
-    "LIMITS_REDIS_URL_ENV",
     "AimdWindow",
+    "DEFAULT_ADAPTIVE_CAP",
     "FailureKind",
     "FileBackend",
+    "LIMITS_DIR_ENV",
+    "LIMITS_REDIS_URL_ENV",
     "LimitBackend",
     "LimitedAdapter",
     "LimitedSession",
