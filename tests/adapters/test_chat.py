@@ -80,7 +80,12 @@ def echo() -> tuple[Any, list[dict[str, Any]]]:
                 break
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         seen.append(
-            {"path": scope["path"], "headers": headers, "body": json.loads(b"".join(chunks))}
+            {
+                "path": scope["path"],
+                "http_version": scope["http_version"],
+                "headers": headers,
+                "body": json.loads(b"".join(chunks)),
+            }
         )
         reply = _completion(f"reply {len(seen)}")
         await send({"type": "http.response.start", "status": 200, "headers": []})
@@ -153,6 +158,7 @@ class TestConstruction:
             ({"max_connections": 0}, ValueError, "max_connections"),
             ({"max_response_bytes": 2.0}, TypeError, "max_response_bytes"),
             ({"trust_env": 1}, TypeError, "trust_env"),
+            ({"http2": "yes"}, TypeError, "http2"),
         ],
     )
     def test_bad_arguments(
@@ -256,6 +262,18 @@ class TestConversation:
                 {"role": "user", "content": "two"},
             ],
         }
+
+    @pytest.mark.parametrize("http2", [False, True])
+    async def test_http_version(self, anyio_backend: str, http2: bool) -> None:
+        """http2=True speaks HTTP/2 to a plain-text server (prior knowledge); default is 1.1."""
+        app, seen = echo()
+        async with (
+            serve_asgi(app) as root,
+            ChatCompletionsAdapter(base_url=root, model="m", http2=http2) as adapter,
+        ):
+            responses = [await _send_one(adapter) for _ in range(2)]
+        assert [r.text for r in responses] == ["reply 1", "reply 2"]
+        assert {item["http_version"] for item in seen} == {"2" if http2 else "1.1"}
 
     async def test_xpia_attack_end_to_end(self, anyio_backend: str) -> None:
         """An XPIA attack through the adapter is UNSAFE on a compliant server, SAFE on a hardened one."""

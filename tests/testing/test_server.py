@@ -373,3 +373,19 @@ class TestArguments:
             ChatCompletionsApp({"rate": 1})  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="surface"):
             ChatCompletionsApp(surface="inbox")  # type: ignore[arg-type]
+
+
+class TestErrorsInTheBlock:
+    async def test_block_errors_propagate_unwrapped(self, anyio_backend: str) -> None:
+        """An error raised inside serve() reaches the caller as itself, after shutdown."""
+        servers: list[RunningServer] = []
+
+        async def use() -> None:
+            async with serve() as server:
+                servers.append(server)
+                await _post_many(server.url, 1)
+                raise LookupError("from the block")
+
+        with pytest.raises(LookupError, match="from the block"):
+            await use()
+        assert servers[0].statistics().conversations == 0

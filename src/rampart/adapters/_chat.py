@@ -19,6 +19,7 @@ Failures map onto rampart's error classes so a rate limiter can tell them apart:
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -147,7 +148,9 @@ class ChatCompletionsAdapter:
     ``seed`` field: an int, or a function called once per new session (e.g. one that
     reads the current trial index), so seeded servers answer reproducibly.
     ``max_connections`` sizes the connection pool; ``max_response_bytes`` caps a
-    response body; ``trust_env`` lets httpx read proxy settings from the environment.
+    response body; ``trust_env`` lets httpx read proxy settings from the environment;
+    ``http2`` speaks HTTP/2 (negotiated over https, prior knowledge over http; needs
+    ``h2``), which multiplexes many concurrent requests over one connection.
     """
 
     def __init__(
@@ -166,6 +169,7 @@ class ChatCompletionsAdapter:
         max_connections: int = 100,
         max_response_bytes: int = 8 * 1024 * 1024,
         trust_env: bool = True,
+        http2: bool = False,
     ) -> None:
         self._base_url = _check_base_url(base_url)
         self._endpoint = f"{self._base_url}/chat/completions"
@@ -199,6 +203,13 @@ class ChatCompletionsAdapter:
         if not isinstance(trust_env, bool):
             raise TypeError(f"{_OWNER}: trust_env must be a bool, got {trust_env!r}")
         self._trust_env = trust_env
+        if not isinstance(http2, bool):
+            raise TypeError(f"{_OWNER}: http2 must be a bool, got {http2!r}")
+        if http2 and importlib.util.find_spec("h2") is None:
+            raise ValueError(
+                f"{_OWNER}: http2=True needs the 'h2' package (pip install 'httpx[http2]')"
+            )
+        self._http2 = http2
         self._client: httpx.AsyncClient | None = None
         # Marks the event loop that owns ``_client`` (an httpx pool is loop-bound).
         self._client_loop: RunVar[bool] = RunVar(f"rampart.adapters.client.{id(self)}")
@@ -285,6 +296,10 @@ class ChatCompletionsAdapter:
             ),
             follow_redirects=False,
             trust_env=self._trust_env,
+            # Plain-text HTTP/2 has no negotiation: http2 on an http:// URL means
+            # "prior knowledge" (h2c), so HTTP/1.1 is switched off there.
+            http1=not (self._http2 and self._endpoint.startswith("http://")),
+            http2=self._http2,
         )
         self._client_loop.set(True)
         return self._client

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from rampart.testing.server._options import ServerOptions
-from rampart.testing.server._serve import serve
+from rampart.testing.server._serve import check_address, serve
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -98,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = cli.parse_args(argv)
     try:
         options = _options(arguments)
+        check_address(arguments.host, arguments.port)
     except (TypeError, ValueError) as exc:
         cli.error(str(exc))
     try:

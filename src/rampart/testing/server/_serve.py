@@ -51,12 +51,17 @@ class ServerSettings(TypedDict, total=False):
     max_body_bytes: int
 
 
-def _listen(host: str, port: int) -> tuple[int, int]:
-    """A listening TCP socket on ``host:port``: ``(file descriptor, bound port)``."""
+def check_address(host: object, port: object) -> None:
+    """``ValueError`` naming ``host`` or ``port`` unless they can be bound."""
     if not isinstance(host, str) or not host:
         raise ValueError(f"serve: host must be a non-empty string, got {host!r}")
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         raise ValueError(f"serve: port must be an int in [0, 65535], got {port!r}")
+
+
+def _listen(host: str, port: int) -> tuple[int, int]:
+    """A listening TCP socket on ``host:port``: ``(file descriptor, bound port)``."""
+    check_address(host, port)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -106,17 +111,25 @@ async def serve_asgi(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0) ->
         raise TypeError(f"serve_asgi: app must be an ASGI callable, got {app!r}")
     fd, bound = _listen(host, port)
     stop = anyio.Event()
+    # An error raised by the caller's block is re-raised after the server has stopped,
+    # outside the task group, so it reaches the caller as itself rather than wrapped in
+    # an exception group (and the server still shuts down gracefully).
+    body_error: Exception | None = None
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(_run_hypercorn, app, fd, stop)
             fd = -1  # hypercorn owns the socket now
             try:
                 yield _root_url(host, bound)
+            except Exception as exc:
+                body_error = exc
             finally:
                 stop.set()
     finally:
         if fd >= 0:
             os.close(fd)
+    if body_error is not None:
+        raise body_error
 
 
 @attrs.frozen(kw_only=True)
