@@ -43,9 +43,14 @@ class ResultCollector:
 
     def __init__(self) -> None:
         self.results: list[Result] = []
+        # The adapters executions ran against, kept until the test is reported so
+        # that a rate limiter created inside the test can still report statistics.
+        self.adapters: dict[int, object] = {}
 
-    def add(self, result: Result) -> None:
+    def add(self, result: Result, *, adapter: object = None) -> None:
         self.results.append(result)
+        if adapter is not None:
+            self.adapters.setdefault(id(adapter), adapter)
 
 
 _collector: contextvars.ContextVar[ResultCollector | None] = contextvars.ContextVar(
@@ -81,7 +86,7 @@ class ResultCollectionHandler:
         if event_data.event is ExecutionEvent.ON_POST_EXECUTE and event_data.result is not None:
             collector = _collector.get()
             if collector is not None:
-                collector.add(event_data.result)
+                collector.add(event_data.result, adapter=event_data.adapter)
 
 
 _HANDLER = ResultCollectionHandler()

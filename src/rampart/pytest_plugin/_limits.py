@@ -60,10 +60,23 @@ class LimitTracker:
         from rampart.limits import live_limiters
 
         for limiter in live_limiters():
-            key = self._keys.get(limiter)
-            if key is None:
-                key = self._keys[limiter] = next(self._next_key)
-            self._latest[key] = limiter.statistics().as_dict()
+            self._record(limiter)
+
+    def observe(self, adapters: list[object]) -> None:
+        """Snapshot the limiters among adapters that executions used."""
+        if "rampart.limits" not in sys.modules:
+            return
+        from rampart.limits import LimitedAdapter
+
+        for adapter in adapters:
+            if isinstance(adapter, LimitedAdapter):
+                self._record(adapter)
+
+    def _record(self, limiter: Any) -> None:
+        key = self._keys.get(limiter)
+        if key is None:
+            key = self._keys[limiter] = next(self._next_key)
+        self._latest[key] = limiter.statistics().as_dict()
 
     def statistics(self) -> list[dict[str, Any]]:
         self.snapshot()

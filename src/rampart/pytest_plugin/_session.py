@@ -169,6 +169,7 @@ class RampartPlugin:
         population_id = uuid.uuid4().hex
         tagged: list[Result] = []
         for clone in run.clones:
+            self.limits.observe(list(clone.collector.adapters.values()))
             suffix = f"[trial-{clone.index}]" if spec is not None else ""
             for index, result in enumerate(clone.collector.results):
                 changes: dict[str, Any] = {

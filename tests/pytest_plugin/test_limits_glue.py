@@ -1,0 +1,97 @@
+"""Rate limiters inside pytest: one budget for the whole ``-n 2`` run, statistics reported."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from tests.pytest_plugin.conftest import NO_ASYNCIO, REPORT_HOOK, only_report, write_ini
+
+if TYPE_CHECKING:
+    import pytest
+
+RATE = 20.0
+PER_WORKER = 10
+
+SHARED_SUITE = f"""
+import json, os, time
+from pathlib import Path
+
+import pytest
+from rampart import Response
+from rampart.attacks import Attacks
+from rampart.evaluators import ToolCalled
+from rampart.limits import limit
+from rampart.testing import ScriptedAgent
+
+SENT = []
+
+def answer(request, index):
+    SENT.append(time.monotonic())
+    return Response(text="ok")
+
+AGENT = limit(ScriptedAgent(answer), rate={RATE}, burst=1, name="shared-agent")
+
+@pytest.mark.parametrize("worker_slot", [0, 1])
+async def test_paced(worker_slot):
+    for _ in range({PER_WORKER}):
+        await Attacks.xpia(trigger="hi", evaluator=ToolCalled("x")).execute_async(adapter=AGENT)
+    out = Path(os.environ["SEND_LOG_DIR"]) / f"{{os.environ.get('PYTEST_XDIST_WORKER', 'main')}}-{{worker_slot}}.json"
+    out.write_text(json.dumps({{"dir": os.environ.get("RAMPART_LIMITS_DIR"), "sent": SENT[-{PER_WORKER}:]}}))
+"""
+
+
+def test_xdist_workers_share_one_budget(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workers together stay within one rate: the run takes as long as one bucket allows."""
+    write_ini(pytester)
+    pytester.makeconftest(REPORT_HOOK)
+    pytester.makepyfile(SHARED_SUITE)
+    logs = pytester.mkdir("sends")
+    monkeypatch.setenv("SEND_LOG_DIR", str(logs))
+    monkeypatch.delenv("RAMPART_LIMITS_DIR", raising=False)
+    monkeypatch.delenv("RAMPART_LIMITS_REDIS_URL", raising=False)
+    result = pytester.runpytest_subprocess(*NO_ASYNCIO, "-n", "2", "--dist", "load")
+    result.assert_outcomes(passed=2)
+    entries = [json.loads(path.read_text()) for path in sorted(logs.iterdir())]
+    assert len(entries) == 2
+    directories = {entry["dir"] for entry in entries}
+    assert len(directories) == 1, "workers did not share a bucket"
+    assert None not in directories
+    sent = sorted(t for entry in entries for t in entry["sent"])
+    assert len(sent) == 2 * PER_WORKER
+    # One shared bucket of `RATE` (burst 1) needs at least (n - 1) / RATE seconds for n
+    # sends; two private buckets would need only half that. Delays only lengthen the span.
+    span = sent[-1] - sent[0]
+    assert span >= (len(sent) - 1) / RATE - 0.1
+    limits = only_report(pytester)["metadata"]["limits"]["shared-agent"]
+    assert limits["processes"] == 2
+    assert limits["requests"] == 2 * PER_WORKER
+    assert limits["backend"].startswith("file")
+
+
+def test_single_process_statistics_in_report(pytester: pytest.Pytester) -> None:
+    """Every limiter's statistics end up in the report, even one built inside a test."""
+    write_ini(pytester)
+    pytester.makeconftest(REPORT_HOOK)
+    pytester.makepyfile(
+        """
+        from rampart.attacks import Attacks
+        from rampart.evaluators import ToolCalled
+        from rampart.limits import limit
+        from rampart.testing import ScriptedAgent
+
+        async def test_local_limiter():
+            agent = limit(ScriptedAgent(["a", "b", "c"]), max_concurrency=2, name="local")
+            for _ in range(3):
+                await Attacks.xpia(trigger="hi", evaluator=ToolCalled("x")).execute_async(
+                    adapter=agent
+                )
+        """
+    )
+    pytester.runpytest(*NO_ASYNCIO).assert_outcomes(passed=1)
+    limits = only_report(pytester)["metadata"]["limits"]
+    assert limits["local"]["requests"] == 3
+    assert limits["local"]["processes"] == 1
+    assert limits["local"]["max_concurrency"] == 2
