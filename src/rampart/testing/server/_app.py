@@ -222,7 +222,7 @@ class ChatCompletionsApp:
         self._closing: anyio.Event | None = None
         self._completions = 0
         self._reset_counters()
-        self.in_flight = 0
+        self._in_flight = 0
 
     def _reset_counters(self) -> None:
         self._requests = 0
@@ -254,7 +254,7 @@ class ChatCompletionsApp:
             errors=self._errors,
             hangs=self._hangs,
             bad_requests=self._bad_requests,
-            in_flight=self.in_flight,
+            in_flight=self._in_flight,
             max_in_flight=self._max_in_flight,
             conversations=self._remembered,
             window_seconds=window,
@@ -266,7 +266,7 @@ class ChatCompletionsApp:
     def reset_statistics(self) -> None:
         """Zero the counters (``max_in_flight`` restarts from the current load)."""
         self._reset_counters()
-        self._max_in_flight = self.in_flight
+        self._max_in_flight = self._in_flight
 
     def close(self) -> None:
         """Release hanging requests (they answer ``503``); later hangs end at once."""
@@ -322,14 +322,14 @@ class ChatCompletionsApp:
         self._requests += 1
         if self._first_request_at is None:
             self._first_request_at = now
-        self.in_flight += 1
-        self._max_in_flight = max(self._max_in_flight, self.in_flight)
+        self._in_flight += 1
+        self._max_in_flight = max(self._max_in_flight, self._in_flight)
         try:
             reply = await self._handle(receive)
         finally:
             # Leave the in-flight count before answering, so a client that has its
             # answer never sees the request still counted.
-            self.in_flight -= 1
+            self._in_flight -= 1
         if reply is not None:
             await send_json(send, *reply)
 
