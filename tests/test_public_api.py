@@ -11,6 +11,7 @@ import pytest
 
 PUBLIC_MODULES = [
     "rampart",
+    "rampart.adapters",
     "rampart.attacks",
     "rampart.core",
     "rampart.core.adapter",
@@ -33,6 +34,7 @@ PUBLIC_MODULES = [
     "rampart.pytest_plugin",
     "rampart.reporting",
     "rampart.testing",
+    "rampart.testing.server",
 ]
 
 # Names in rampart.core that are deliberately not lifted to the top level.
