@@ -35,6 +35,8 @@ test: lint typecheck schema-check pytest
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_codec.py
 	$(BIN)/python benchmarks/bench_engine.py
+	$(BIN)/python benchmarks/bench_trials.py
+	$(BIN)/python benchmarks/bench_concurrency.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
