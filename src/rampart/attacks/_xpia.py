@@ -21,37 +21,30 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rampart.core._actor import manifest_of, observability_of
 from rampart.core._inject import active_injections, check_handles
-from rampart.core._policies import (
-    check_driver,
-    check_evaluator,
-    check_max_turns,
-    resolve_stop_when,
-)
+from rampart.core._strategy import TraceExecution
 from rampart.core._summaries import xpia_summary
 from rampart.core._verdicts import (
     adjust_for_observability,
     collect_response_metadata,
     resolve_attack_verdict,
 )
-from rampart.core.execution import BaseExecution
 from rampart.core.result import InjectionRecord, Result, SafetyStatus
-from rampart.core.trace import TraceRun, run_trace
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from contextlib import AbstractAsyncContextManager
 
-    from rampart.core.adapter import AgentAdapter
     from rampart.core.driver import PromptDriver
     from rampart.core.evaluator import Evaluator
     from rampart.core.execution import ExecutionEventHandler
     from rampart.core.injection import InjectionHandle
+    from rampart.core.trace import TraceRun
 
 __all__ = ["XPIAExecution"]
 
 
-class XPIAExecution(BaseExecution):
+class XPIAExecution(TraceExecution):
     """An XPIA run: plant payloads, trigger the agent, judge whether it took the bait.
 
     ``handles`` are prepared injections (omit them for inline XPIA, where payloads
@@ -72,40 +65,23 @@ class XPIAExecution(BaseExecution):
         event_handlers: Sequence[ExecutionEventHandler] | None = None,
         timeout: float | None = None,
     ) -> None:
-        super().__init__(event_handlers=event_handlers, timeout=timeout)
+        super().__init__(
+            driver=driver,
+            evaluator=evaluator,
+            stop_when=stop_when,
+            max_turns=max_turns,
+            event_handlers=event_handlers,
+            timeout=timeout,
+        )
         self._handles = check_handles(handles, name="handles")
-        self._driver = check_driver(driver)
-        self._evaluator = check_evaluator(evaluator)
-        self._stop_when = resolve_stop_when(stop_when, evaluator=self._evaluator)
-        self._max_turns = check_max_turns(max_turns)
 
     @property
     def strategy_name(self) -> str:
         return "xpia"
 
-    @property
-    def stop_when(self) -> Evaluator | None:
-        """The resolved online stop condition (``None``: no online stop)."""
-        return self._stop_when
-
-    @property
-    def max_turns(self) -> int:
-        return self._max_turns
-
-    async def _execute_async(self, *, adapter: AgentAdapter) -> Result:
-        observability_level = observability_of(adapter)
-        manifest = manifest_of(adapter)
-        async with active_injections(self._handles):
-            run = await run_trace(
-                adapter=adapter,
-                driver=self._driver,
-                max_turns=self._max_turns,
-                observability_level=observability_level,
-                manifest=manifest,
-                stop_when=self._stop_when,
-                evaluator=self._evaluator,
-            )
-        return self._result(run)
+    def _trace_scope(self) -> AbstractAsyncContextManager[object]:
+        """The injections stay active while the trace runs and is evaluated."""
+        return active_injections(self._handles)
 
     def _result(self, run: TraceRun) -> Result:
         evaluation = run.final_trace_evaluation

@@ -1,0 +1,96 @@
+"""``TraceExecution``: the shared shape of strategies that drive and judge one trace.
+
+An attack and a probe take the same parameters (a driver, a verdict evaluator, the
+online stop condition, a turn budget) and run the same way: read the adapter's
+observability level and manifest, run one trace (inside whatever scope the strategy
+needs around it, e.g. live injections), then map the trace to a ``Result``. Only that
+scope, the mapping and ``strategy_name`` differ, so those are what subclasses supply.
+"""
+
+from __future__ import annotations
+
+import abc
+from contextlib import nullcontext
+from typing import TYPE_CHECKING
+
+from rampart.core._actor import manifest_of, observability_of
+from rampart.core._policies import (
+    check_driver,
+    check_evaluator,
+    check_max_turns,
+    resolve_stop_when,
+)
+from rampart.core.execution import BaseExecution
+from rampart.core.trace import run_trace
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from contextlib import AbstractAsyncContextManager
+
+    from rampart.core.adapter import AgentAdapter
+    from rampart.core.driver import PromptDriver
+    from rampart.core.evaluator import Evaluator
+    from rampart.core.execution import ExecutionEventHandler
+    from rampart.core.result import Result
+    from rampart.core.trace import TraceRun
+
+__all__ = ["TraceExecution"]
+
+
+class TraceExecution(BaseExecution):
+    """An execution that drives one trace with ``driver`` and judges it with ``evaluator``.
+
+    The constructor validates the parameters (same messages for every strategy);
+    subclasses implement ``strategy_name`` and ``_result`` and may override
+    ``_trace_scope``.
+    """
+
+    def __init__(
+        self,
+        *,
+        driver: PromptDriver,
+        evaluator: Evaluator,
+        stop_when: Evaluator | str | None,
+        max_turns: int,
+        event_handlers: Sequence[ExecutionEventHandler] | None,
+        timeout: float | None,
+    ) -> None:
+        super().__init__(event_handlers=event_handlers, timeout=timeout)
+        self._driver = check_driver(driver)
+        self._evaluator = check_evaluator(evaluator)
+        self._stop_when = resolve_stop_when(stop_when, evaluator=self._evaluator)
+        self._max_turns = check_max_turns(max_turns)
+
+    @property
+    def stop_when(self) -> Evaluator | None:
+        """The resolved online stop condition (``None``: no online stop)."""
+        return self._stop_when
+
+    @property
+    def max_turns(self) -> int:
+        return self._max_turns
+
+    def _trace_scope(self) -> AbstractAsyncContextManager[object]:
+        """What must stay open while the trace runs and is evaluated (default: nothing)."""
+        return nullcontext()
+
+    @abc.abstractmethod
+    def _result(self, run: TraceRun) -> Result:
+        """Map the completed trace to the strategy's verdict."""
+
+    async def _execute_async(self, *, adapter: AgentAdapter) -> Result:
+        # The adapter's declarations are checked before the scope opens, so a broken
+        # adapter fails before anything (an injection) has been set up.
+        observability_level = observability_of(adapter)
+        manifest = manifest_of(adapter)
+        async with self._trace_scope():
+            run = await run_trace(
+                adapter=adapter,
+                driver=self._driver,
+                max_turns=self._max_turns,
+                observability_level=observability_level,
+                manifest=manifest,
+                stop_when=self._stop_when,
+                evaluator=self._evaluator,
+            )
+        return self._result(run)
