@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -27,7 +28,7 @@ from rampart.pytest_plugin._groups import judge, settled_fail
 from rampart.pytest_plugin._markers import TrialSpec
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Iterator
 
 __all__ = ["CloneRun", "ItemRun", "wrap_test_function"]
 
@@ -76,6 +77,28 @@ def wrap_test_function(
     return _wrap_sync(func, spec=spec, name=name, publish=publish)
 
 
+@contextmanager
+def _clone(run: ItemRun, index: int) -> Iterator[CloneRun]:
+    """One run of the body, collecting its results.
+
+    In a trial group a failing body is recorded on the clone (judged later with the
+    group) instead of propagating; outcomes that end the whole item still propagate.
+    """
+    clone = CloneRun(index=index)
+    run.clones.append(clone)
+    trial = None if run.spec is None else TrialInfo(index=index, n=run.spec.n)
+    with collecting(clone.collector, trial):
+        if run.spec is None:
+            yield clone
+            return
+        try:
+            yield clone
+        except _ITEM_OUTCOMES:
+            raise
+        except Exception as exc:  # recorded per clone, judged later
+            clone.failure = exc
+
+
 def _wrap_async(
     func: Callable[..., Awaitable[Any]],
     *,
@@ -88,25 +111,16 @@ def _wrap_async(
         run = ItemRun(spec=spec)
         publish(run)
         if spec is None:
-            clone = CloneRun(index=0)
-            run.clones.append(clone)
             try:
-                with collecting(clone.collector):
+                with _clone(run, 0):
                     await func(**kwargs)
             finally:
                 run.finished = True
             return
 
         async def run_clone(index: int) -> CloneRun:
-            clone = CloneRun(index=index)
-            run.clones.append(clone)
-            with collecting(clone.collector, TrialInfo(index=index, n=spec.n)):
-                try:
-                    await func(**kwargs)
-                except _ITEM_OUTCOMES:
-                    raise
-                except Exception as exc:  # recorded per clone, judged later
-                    clone.failure = exc
+            with _clone(run, index) as clone:
+                await func(**kwargs)
             return clone
 
         def clone_settled(_index: int, clone: CloneRun) -> bool:
@@ -139,10 +153,8 @@ def _wrap_sync(
         run = ItemRun(spec=spec)
         publish(run)
         if spec is None:
-            clone = CloneRun(index=0)
-            run.clones.append(clone)
             try:
-                with collecting(clone.collector):
+                with _clone(run, 0):
                     func(**kwargs)
             finally:
                 run.finished = True
@@ -150,9 +162,9 @@ def _wrap_sync(
         # A synchronous body cannot run concurrently; its clones run one after another,
         # each in a fresh copy of the context.
         for index in range(spec.n):
-            clone = CloneRun(index=index)
-            run.clones.append(clone)
-            contextvars.copy_context().run(_run_sync_clone, func, kwargs, clone, spec.n)
+            clone: CloneRun = contextvars.copy_context().run(
+                _run_sync_clone, func, kwargs, run, index
+            )
             if spec.early_stop and settled_fail(run, clone):
                 run.cancelled = spec.n - index - 1
                 break
@@ -163,15 +175,11 @@ def _wrap_sync(
 
 
 def _run_sync_clone(
-    func: Callable[..., Any], kwargs: dict[str, Any], clone: CloneRun, n: int
-) -> None:
-    with collecting(clone.collector, TrialInfo(index=clone.index, n=n)):
-        try:
-            func(**kwargs)
-        except _ITEM_OUTCOMES:
-            raise
-        except Exception as exc:  # recorded per clone, judged later
-            clone.failure = exc
+    func: Callable[..., Any], kwargs: dict[str, Any], run: ItemRun, index: int
+) -> CloneRun:
+    with _clone(run, index) as clone:
+        func(**kwargs)
+    return clone
 
 
 def _index(clone: CloneRun) -> int:
