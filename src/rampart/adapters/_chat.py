@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
@@ -29,6 +28,7 @@ from urllib.parse import urlsplit
 import anyio
 from anyio.lowlevel import RunVar
 
+from rampart._checks import check_bool, check_finite, check_int, check_text
 from rampart.adapters._documents import render_user_content
 from rampart.adapters._parse import MalformedResponseError, error_detail, parse_completion
 from rampart.adapters._retry_after import parse_retry_after
@@ -50,24 +50,8 @@ SeedSpec = int | Callable[[], int | None] | None
 """A fixed request ``seed``, a function called once per new session, or none."""
 
 
-def _check_text(name: str, value: object, *, allow_empty: bool = False) -> str:
-    if not isinstance(value, str) or (not allow_empty and not value.strip()):
-        raise (TypeError if not isinstance(value, str) else ValueError)(
-            f"{_OWNER}: {name} must be a non-empty string, got {value!r}"
-        )
-    return value
-
-
-def _check_positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{_OWNER}: {name} must be an int >= 1, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{_OWNER}: {name} must be an int >= 1, got {value!r}")
-    return value
-
-
 def _check_base_url(value: object) -> str:
-    url = _check_text("base_url", value)
+    url = check_text(_OWNER, "base_url", value)
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(
@@ -95,14 +79,6 @@ def _check_headers(value: object) -> dict[str, str]:
             raise ValueError(f"{_OWNER}: headers[{key!r}] must not contain line breaks")
         headers[key] = item
     return headers
-
-
-def _check_timeout(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{_OWNER}: timeout must be a number of seconds > 0, got {value!r}")
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{_OWNER}: timeout must be a finite number of seconds > 0, got {value!r}")
-    return float(value)
 
 
 def _check_extra_body(value: object) -> dict[str, Any]:
@@ -173,16 +149,23 @@ class ChatCompletionsAdapter:
     ) -> None:
         self._base_url = _check_base_url(base_url)
         self._endpoint = f"{self._base_url}/chat/completions"
-        self._model = _check_text("model", model)
+        self._model = check_text(_OWNER, "model", model)
         self._headers = _check_headers(headers)
         if api_key is not None:
-            _check_text("api_key", api_key)
+            check_text(_OWNER, "api_key", api_key)
             if any(name.lower() == "authorization" for name in self._headers):
                 raise ValueError(
                     f"{_OWNER}: give either api_key or an Authorization header, not both"
                 )
             self._headers["Authorization"] = f"Bearer {api_key}"
-        self._timeout = _check_timeout(timeout)
+        self._timeout = check_finite(
+            _OWNER,
+            "timeout",
+            timeout,
+            positive=True,
+            expected="a finite number of seconds > 0",
+            type_expected="a number of seconds > 0",
+        )
         if not isinstance(observability, ObservabilityLevel):
             raise TypeError(
                 f"{_OWNER}: observability must be an ObservabilityLevel, got {observability!r}"
@@ -194,22 +177,20 @@ class ChatCompletionsAdapter:
             raise TypeError(f"{_OWNER}: manifest must be an AppManifest, got {manifest!r}")
         self._manifest = manifest
         if system_prompt is not None:
-            _check_text("system_prompt", system_prompt)
+            check_text(_OWNER, "system_prompt", system_prompt)
         self._system_prompt = system_prompt
         self._extra_body = _check_extra_body(extra_body)
         self._seed = _check_seed(seed)
-        self._max_connections = _check_positive_int("max_connections", max_connections)
-        self._max_response_bytes = _check_positive_int("max_response_bytes", max_response_bytes)
-        if not isinstance(trust_env, bool):
-            raise TypeError(f"{_OWNER}: trust_env must be a bool, got {trust_env!r}")
-        self._trust_env = trust_env
-        if not isinstance(http2, bool):
-            raise TypeError(f"{_OWNER}: http2 must be a bool, got {http2!r}")
+        self._max_connections = check_int(_OWNER, "max_connections", max_connections, minimum=1)
+        self._max_response_bytes = check_int(
+            _OWNER, "max_response_bytes", max_response_bytes, minimum=1
+        )
+        self._trust_env = check_bool(_OWNER, "trust_env", trust_env)
+        self._http2 = check_bool(_OWNER, "http2", http2)
         if http2 and importlib.util.find_spec("h2") is None:
             raise ValueError(
                 f"{_OWNER}: http2=True needs the 'h2' package (pip install 'httpx[http2]')"
             )
-        self._http2 = http2
         self._client: httpx.AsyncClient | None = None
         # Marks the event loop that owns ``_client`` (an httpx pool is loop-bound).
         self._client_loop: RunVar[bool] = RunVar(f"rampart.adapters.client.{id(self)}")

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TurnProduction",
+    "check_count",
     "check_driver",
     "check_evaluator",
     "check_max_turns",
@@ -91,13 +92,18 @@ def deadline(timeout: float | None) -> Iterator[None]:
         raise TimeoutError(f"timed out after {format_seconds(timeout)} s")
 
 
+def check_count(value: object, *, name: str, minimum: int) -> int:
+    """``value`` if it is an int (not a bool) >= ``minimum``, else a clear error."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int >= {minimum}, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
 def check_max_turns(value: object, *, name: str = "max_turns") -> int:
     """``value`` if it is a non-negative int (not a bool), else a clear error."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int >= 0, got {type(value).__name__}")
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-    return value
+    return check_count(value, name=name, minimum=0)
 
 
 def check_timeout(value: object, *, name: str = "timeout") -> float | None:

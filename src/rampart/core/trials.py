@@ -29,6 +29,7 @@ import anyio
 import attrs
 
 from rampart.core._fanout import fan_out
+from rampart.core._policies import check_count
 from rampart.core._population import PopulationRef
 from rampart.core._stats import StatusTally, check_threshold, population_status, wilson_interval
 from rampart.core.result import Result, SafetyStatus
@@ -172,14 +173,6 @@ class PopulationResult:
         )
 
 
-def _check_count(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int >= 1, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return value
-
-
 async def execute_trials_async(
     *,
     execution_factory: Callable[[], BaseExecution],
@@ -209,10 +202,10 @@ async def execute_trials_async(
             "execution_factory must be a zero-argument callable returning a fresh execution, "
             f"got {type(execution_factory).__name__}"
         )
-    size = _check_count("n", n)
+    size = check_count(n, name="n", minimum=1)
     threshold = check_threshold(threshold)
     if concurrency is not None:
-        _check_count("concurrency", concurrency)
+        check_count(concurrency, name="concurrency", minimum=1)
     if not isinstance(early_stop, bool):
         raise TypeError(f"early_stop must be a bool, got {type(early_stop).__name__}")
 

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import math
 
-from rampart.limits._checks import check_count, check_seconds
+from rampart._checks import check_int
+from rampart.limits._checks import check_seconds
 
 __all__ = ["DEFAULT_ADAPTIVE_CAP", "DEFAULT_COOLDOWN", "DEFAULT_INITIAL_WINDOW", "AimdWindow"]
 
@@ -78,9 +79,9 @@ class AimdWindow:
         decrease: float = DEFAULT_DECREASE,
         cooldown: float = DEFAULT_COOLDOWN,
     ) -> None:
-        self._minimum = check_count(_OWNER, "minimum", minimum, minimum=1)
-        self._maximum = check_count(_OWNER, "maximum", maximum, minimum=self._minimum)
-        initial = check_count(_OWNER, "initial", initial, minimum=1)
+        self._minimum = check_int(_OWNER, "minimum", minimum, minimum=1)
+        self._maximum = check_int(_OWNER, "maximum", maximum, minimum=self._minimum)
+        initial = check_int(_OWNER, "initial", initial, minimum=1)
         if isinstance(decrease, bool) or not isinstance(decrease, int | float):
             raise TypeError(f"{_OWNER}: decrease must be a number in (0, 1), got {decrease!r}")
         if not 0.0 < decrease < 1.0:

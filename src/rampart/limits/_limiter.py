@@ -33,14 +33,10 @@ from typing import TYPE_CHECKING, Self, final
 
 import anyio
 
+from rampart._checks import check_bool, check_int
 from rampart.core.adapter import AgentAdapter, Session
 from rampart.limits._backends import LimitBackend, default_backend
-from rampart.limits._checks import (
-    check_bool,
-    check_count,
-    check_optional_count,
-    check_positive_rate,
-)
+from rampart.limits._checks import check_optional_count, check_positive_rate
 from rampart.limits._core import Decision, LimiterCore
 from rampart.limits._stats import LimiterStatistics
 
@@ -389,7 +385,7 @@ def _build(
     checked_rate = None if rate is None else check_positive_rate(_OWNER, "rate", rate)
     checked_burst = check_optional_count(_OWNER, "burst", burst, minimum=1)
     adaptive = check_bool(_OWNER, "adaptive", adaptive)
-    max_retries = check_count(_OWNER, "max_retries", max_retries, minimum=0)
+    max_retries = check_int(_OWNER, "max_retries", max_retries, minimum=0)
     if name is None:
         name = type(adapter).__qualname__
     elif not isinstance(name, str) or not name.strip():

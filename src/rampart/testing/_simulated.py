@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Self, TypedDict, Unpack
 import anyio
 import attrs
 
+from rampart._checks import check_int, check_text
 from rampart.core.errors import InfrastructureError
 from rampart.core.manifest import AppManifest, DataSource, ToolDeclaration
 from rampart.core.types import (
@@ -38,7 +39,7 @@ from rampart.core.types import (
     SideEffect,
     ToolCall,
 )
-from rampart.testing._checks import check_name, check_probability
+from rampart.testing._checks import check_probability
 from rampart.testing._instructions import (
     BODY_QUOTED,
     BODY_SECRET,
@@ -149,15 +150,15 @@ class SimulatedAgent:
         elif isinstance(seed, bool) or not isinstance(seed, int):
             raise TypeError(f"{_OWNER}: seed must be an int or None, got {seed!r}")
         self._seed = seed
-        self._secret = check_name(_OWNER, "secret", secret)
+        self._secret = check_text(_OWNER, "secret", secret, wrong_type=ValueError)
         if not isinstance(observability, ObservabilityLevel):
             raise TypeError(
                 f"{_OWNER}: observability must be an ObservabilityLevel, got {observability!r}"
             )
         self._observability = observability
-        if isinstance(search_limit, bool) or not isinstance(search_limit, int) or search_limit < 1:
-            raise ValueError(f"{_OWNER}: search_limit must be an int >= 1, got {search_limit!r}")
-        self._search_limit = search_limit
+        self._search_limit = check_int(
+            _OWNER, "search_limit", search_limit, minimum=1, wrong_type=ValueError
+        )
         if surface is None:
             surface = InMemorySurface(name="inbox")
         elif not isinstance(surface, InMemorySurface):
@@ -165,7 +166,7 @@ class SimulatedAgent:
                 f"{_OWNER}: surface must be an InMemorySurface, got {type(surface).__name__}"
             )
         self._surface = surface
-        self._name = check_name(_OWNER, "name", name)
+        self._name = check_text(_OWNER, "name", name, wrong_type=ValueError)
         self._manifest = AppManifest(
             name=self._name,
             description="A simulated email assistant that reads an inbox and can send email.",

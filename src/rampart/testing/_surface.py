@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Self
 
 import anyio
 
+from rampart._checks import check_bool, check_text
 from rampart.core.errors import InfrastructureError
 from rampart.core.injection import InjectionHandle
 from rampart.core.types import Payload
-from rampart.testing._checks import check_flag, check_name, check_seconds
+from rampart.testing._checks import check_seconds
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -44,12 +45,12 @@ class InMemorySurface:
         fail_on_remove: bool = False,
     ) -> None:
         owner = "InMemorySurface"
-        self._name = check_name(owner, "name", name)
+        self._name = check_text(owner, "name", name, wrong_type=ValueError)
         self._ready_delay = check_seconds(owner, "ready_delay", ready_delay)
         self._activation_delay = check_seconds(owner, "activation_delay", activation_delay)
         self._removal_delay = check_seconds(owner, "removal_delay", removal_delay)
-        self._fail_on_activate = check_flag(owner, "fail_on_activate", fail_on_activate)
-        self._fail_on_remove = check_flag(owner, "fail_on_remove", fail_on_remove)
+        self._fail_on_activate = check_bool(owner, "fail_on_activate", fail_on_activate)
+        self._fail_on_remove = check_bool(owner, "fail_on_remove", fail_on_remove)
         self._documents: dict[int, Payload] = {}
         self._next_key = 0
         self._version = 0

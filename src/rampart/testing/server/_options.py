@@ -7,6 +7,8 @@ from typing import Any
 
 import attrs
 
+from rampart._checks import check_bool, check_int, check_text
+
 __all__ = ["ServerOptions"]
 
 _OWNER = "ServerOptions"
@@ -26,10 +28,7 @@ def _check_rate(_instance: object, _attribute: object, value: Any) -> None:
 
 
 def _check_burst(_instance: object, _attribute: object, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{_OWNER}: burst must be an int >= 1, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{_OWNER}: burst must be an int >= 1, got {value!r}")
+    check_int(_OWNER, "burst", value, minimum=1)
 
 
 def _check_seconds(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -56,18 +55,15 @@ def _check_seed(_instance: object, _attribute: object, value: Any) -> None:
 
 
 def _check_text(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{_OWNER}: {attribute.name} must be a non-empty string, got {value!r}")
+    check_text(_OWNER, attribute.name, value, wrong_type=ValueError)
 
 
 def _check_positive(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{_OWNER}: {attribute.name} must be an int >= 1, got {value!r}")
+    check_int(_OWNER, attribute.name, value, minimum=1, wrong_type=ValueError)
 
 
 def _check_flag(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not isinstance(value, bool):
-        raise TypeError(f"{_OWNER}: {attribute.name} must be a bool, got {value!r}")
+    check_bool(_OWNER, attribute.name, value)
 
 
 @attrs.frozen(kw_only=True)
