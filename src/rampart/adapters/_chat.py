@@ -29,6 +29,7 @@ import anyio
 from anyio.lowlevel import RunVar
 
 from rampart._checks import check_bool, check_finite, check_int, check_text
+from rampart._session import GuardedSession
 from rampart.adapters._documents import render_user_content
 from rampart.adapters._parse import MalformedResponseError, error_detail, parse_completion
 from rampart.adapters._retry_after import parse_retry_after
@@ -363,27 +364,24 @@ def _status_error(where: str, status: int, headers: dict[str, str], data: bytes)
     return InfrastructureError(message, transient=500 <= status < 600)
 
 
-class ChatCompletionsSession:
+class ChatCompletionsSession(GuardedSession):
     """One conversation: the messages so far, replayed with every request.
 
     Use it inside ``async with``; one request at a time (a second concurrent
     ``send_async`` raises ``RuntimeError``). ``messages`` is a copy of the history.
     """
 
-    __slots__ = ("_adapter", "_busy", "_messages", "closed", "entered", "index", "seed")
+    __slots__ = ("_adapter", "_busy", "_messages", "seed")
 
     def __init__(self, *, adapter: ChatCompletionsAdapter, index: int, seed: int | None) -> None:
+        super().__init__(index=index)
         self._adapter = adapter
-        self.index = index
-        """Position of this session in the adapter's creation order."""
         self.seed = seed
         """The ``seed`` sent with every request of this session, if any."""
         self._messages: list[dict[str, Any]] = []
         if adapter.system_prompt is not None:
             self._messages.append({"role": "system", "content": adapter.system_prompt})
         self._busy = False
-        self.entered = False
-        self.closed = False
 
     def __repr__(self) -> str:
         return f"ChatCompletionsSession(index={self.index}, messages={len(self._messages)})"
@@ -394,34 +392,8 @@ class ChatCompletionsSession:
         copied: list[dict[str, Any]] = json.loads(json.dumps(self._messages))
         return copied
 
-    async def __aenter__(self) -> Self:
-        if self.closed:
-            raise RuntimeError(
-                f"ChatCompletionsSession {self.index} is closed and cannot be re-entered"
-            )
-        self.entered = True
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.closed = True
-
     async def send_async(self, request: Request) -> Response:
-        if not isinstance(request, Request):
-            raise TypeError(
-                "ChatCompletionsSession.send_async: request must be a Request, "
-                f"got {type(request).__name__}"
-            )
-        if not self.entered or self.closed:
-            state = "closed" if self.closed else "not entered"
-            raise RuntimeError(
-                f"ChatCompletionsSession {self.index} is {state}; "
-                "send only inside `async with session`"
-            )
+        self._check_send(request)
         if self._busy:
             raise RuntimeError(
                 f"ChatCompletionsSession {self.index} is already sending; a conversation "

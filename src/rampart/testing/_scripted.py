@@ -9,14 +9,12 @@ from __future__ import annotations
 import copy as _copy
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Self, TypeAlias
+from typing import TypeAlias
 
+from rampart._session import GuardedSession
 from rampart.core.errors import RampartError
 from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Request, Response
-
-if TYPE_CHECKING:
-    from types import TracebackType
 
 __all__ = [
     "ScriptEntry",
@@ -145,47 +143,22 @@ class ScriptedAgent:
         return _as_response(entry, where=f"script[{turn}]")
 
 
-class ScriptedSession:
+class ScriptedSession(GuardedSession):
     """One replay of the script; usable only inside its ``async with`` block."""
 
     def __init__(self, *, agent: ScriptedAgent, index: int) -> None:
+        super().__init__(index=index)
         self._agent = agent
-        self.index = index
-        """Position of this session in the agent's creation order."""
         self.requests: list[Request] = []
-        self.entered = False
-        self.closed = False
 
     def __repr__(self) -> str:
         return f"ScriptedSession(index={self.index}, requests={len(self.requests)})"
 
-    async def __aenter__(self) -> Self:
-        if self.closed:
-            raise RuntimeError(f"ScriptedSession {self.index} is closed and cannot be re-entered")
-        self.entered = True
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if not self.closed:
-            self.closed = True
-            self._agent.sessions_closed += 1
+    def _on_close(self) -> None:
+        self._agent.sessions_closed += 1
 
     async def send_async(self, request: Request) -> Response:
-        if not isinstance(request, Request):
-            raise TypeError(
-                f"ScriptedSession.send_async: request must be a Request, "
-                f"got {type(request).__name__}"
-            )
-        if not self.entered or self.closed:
-            state = "closed" if self.closed else "not entered"
-            raise RuntimeError(
-                f"ScriptedSession {self.index} is {state}; send only inside `async with session`"
-            )
+        self._check_send(request)
         turn = len(self.requests)
         self.requests.append(request)
         self._agent.requests.append(request)

@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import random
 import secrets
-from typing import TYPE_CHECKING, Self, TypedDict, Unpack
+from typing import Self, TypedDict, Unpack
 
 import anyio
 import attrs
 
 from rampart._checks import check_int, check_text
+from rampart._session import GuardedSession
 from rampart.core.errors import InfrastructureError
 from rampart.core.manifest import AppManifest, DataSource, ToolDeclaration
 from rampart.core.types import (
@@ -49,9 +50,6 @@ from rampart.testing._instructions import (
 )
 from rampart.testing._latency import Latency, LatencySpec, as_latency
 from rampart.testing._surface import InMemorySurface
-
-if TYPE_CHECKING:
-    from types import TracebackType
 
 __all__ = [
     "DEFAULT_SECRET",
@@ -306,25 +304,22 @@ class SimulatedAgent:
         )
 
 
-class SimulatedSession:
+class SimulatedSession(GuardedSession):
     """One conversation with a ``SimulatedAgent``; usable only inside ``async with``.
 
     It remembers which documents it has read and which instructions it has decided on,
     so each instruction is acted on (or declined) at most once per session.
     """
 
-    __slots__ = ("_agent", "_decided", "_read", "_rng", "closed", "entered", "index", "requests")
+    __slots__ = ("_agent", "_decided", "_read", "_rng", "requests")
 
     def __init__(self, *, agent: SimulatedAgent, index: int) -> None:
+        super().__init__(index=index)  # the index is also part of the session's rng seed
         self._agent = agent
-        self.index = index
-        """Position of this session in the agent's creation order (part of its rng seed)."""
         self._rng: random.Random | None = None
         self._read: set[str] = set()
         self._decided: dict[Instruction, bool] = {}
         self.requests = 0
-        self.entered = False
-        self.closed = False
 
     def __repr__(self) -> str:
         return f"SimulatedSession(index={self.index}, requests={self.requests})"
@@ -343,33 +338,11 @@ class SimulatedSession:
             return True
         return self.rng.random() < probability
 
-    async def __aenter__(self) -> Self:
-        if self.closed:
-            raise RuntimeError(f"SimulatedSession {self.index} is closed and cannot be re-entered")
-        self.entered = True
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if not self.closed:
-            self.closed = True
-            self._agent._sessions_closed += 1
+    def _on_close(self) -> None:
+        self._agent._sessions_closed += 1
 
     async def send_async(self, request: Request) -> Response:
-        if not isinstance(request, Request):
-            raise TypeError(
-                f"SimulatedSession.send_async: request must be a Request, "
-                f"got {type(request).__name__}"
-            )
-        if not self.entered or self.closed:
-            state = "closed" if self.closed else "not entered"
-            raise RuntimeError(
-                f"SimulatedSession {self.index} is {state}; send only inside `async with session`"
-            )
+        self._check_send(request)
         agent = self._agent
         number = self.requests
         self.requests += 1
