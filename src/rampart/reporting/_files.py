@@ -67,20 +67,16 @@ def _fsync_directory(directory: Path) -> None:
 
 def _write_temp(directory: Path, stem: str, data: bytes) -> Path:
     temp = directory / f".{stem}.{uuid.uuid4().hex}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    try:
-        _write_all(fd, data)
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        temp.unlink(missing_ok=True)
-        raise
-    os.close(fd)
+    _write_exclusive(temp, data)
     return temp
 
 
 def _write_exclusive(path: Path, data: bytes) -> None:
-    """Fallback without hard links: create ``path`` exclusively and write into it."""
+    """Create ``path`` exclusively and write ``data`` into it, durably (fsynced).
+
+    On failure the partial file is removed. Used for temp files, and as the fallback
+    publish step where hard links are unavailable.
+    """
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         _write_all(fd, data)
