@@ -193,6 +193,14 @@ async def _run(
     stop_when: Evaluator | None,
     evaluator: Evaluator | None,
 ) -> TraceRun:
+    """The shared body of ``run_trace`` / ``run_trace_async``; validates their arguments."""
+    driver = check_driver(driver)
+    max_turns = check_max_turns(max_turns)
+    observability_level = _check_level(observability_level)
+    if stop_when is not None:
+        stop_when = check_evaluator(stop_when, name="stop_when")
+    if evaluator is not None:
+        evaluator = check_evaluator(evaluator)
     production = TurnProduction()
     record = TraceRecord(observability_level=observability_level, manifest=manifest)
     pipeline = Pipeline(record=record, stop_when=stop_when, max_turns=max_turns)
@@ -271,12 +279,12 @@ async def run_trace(
     """
     return await _run(
         open_session=lambda: AdapterSession(adapter),
-        driver=check_driver(driver),
-        max_turns=check_max_turns(max_turns),
-        observability_level=_check_level(observability_level),
+        driver=driver,
+        max_turns=max_turns,
+        observability_level=observability_level,
         manifest=manifest,
-        stop_when=None if stop_when is None else check_evaluator(stop_when, name="stop_when"),
-        evaluator=None if evaluator is None else check_evaluator(evaluator),
+        stop_when=stop_when,
+        evaluator=evaluator,
     )
 
 
@@ -300,11 +308,11 @@ async def run_trace_async(
         )
     return await _run(
         open_session=lambda: nullcontext(session),
-        driver=check_driver(driver),
-        max_turns=check_max_turns(max_turns),
-        observability_level=_check_level(observability_level),
+        driver=driver,
+        max_turns=max_turns,
+        observability_level=observability_level,
         manifest=manifest,
-        stop_when=None if stop_when is None else check_evaluator(stop_when, name="stop_when"),
+        stop_when=stop_when,
         evaluator=None,
     )
 
