@@ -548,6 +548,15 @@ class TestClientLifecycle:
             assert states == [True, False, True, False, True]
             assert server.statistics().served == 3
 
+    async def test_session_creation_opens_the_client(self, anyio_backend: str) -> None:
+        """Creating a session opens the client, so a paced first send does no setup work."""
+        adapter = ChatCompletionsAdapter(base_url="http://127.0.0.1:9/v1", model="m")
+        before = adapter.closed
+        await adapter.create_session_async()
+        after = adapter.closed
+        await adapter.aclose()
+        assert (before, after, adapter.closed) == (True, False, True)
+
     def test_client_is_bound_to_its_event_loop(self) -> None:
         """Using an open adapter from a second event loop fails with advice."""
         adapter_box: list[ChatCompletionsAdapter] = []

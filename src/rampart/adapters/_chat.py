@@ -1,6 +1,6 @@
 """``ChatCompletionsAdapter``: an agent reached over an OpenAI-compatible HTTP API.
 
-The adapter owns one ``httpx.AsyncClient`` (created on the first request, shared by
+The adapter owns one ``httpx.AsyncClient`` (created with the first session, shared by
 every session, closed by ``aclose()`` or ``async with adapter``). httpx is imported
 only then, so importing ``rampart.adapters`` stays light. A session keeps the
 conversation (the ``messages`` list) and appends a turn only after the server
@@ -240,6 +240,11 @@ class ChatCompletionsAdapter:
         seed = self._seed() if callable(self._seed) else self._seed
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise TypeError(f"{_OWNER}: the seed function must return an int or None, got {seed!r}")
+        # Open the client now, not in the first send: importing httpx and building its
+        # SSL context blocks the event loop for a few hundred milliseconds, and inside a
+        # rate limiter's send that happens after tokens were taken, so the requests they
+        # paid for go out late and bunched (429s from a server with the same burst).
+        self._http_client()
         return ChatCompletionsSession(adapter=self, index=index, seed=seed)
 
     async def aclose(self) -> None:
