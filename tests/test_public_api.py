@@ -106,13 +106,32 @@ def test_upstream_names_importable_from_top_level() -> None:
 
 
 def test_import_is_light() -> None:
-    """Importing rampart pulls in no codec, validator or network client."""
+    """Importing rampart pulls in no codec, validator, network client or engine."""
     code = (
         "import sys, rampart; "
-        "heavy = [m for m in ('jsonschema', 'cattrs', 'httpx', 'hypothesis') if m in sys.modules]; "
+        "heavy = [m for m in ('jsonschema', 'cattrs', 'httpx', 'hypothesis', 'anyio', "
+        "'rampart.core.execution', 'rampart.limits', 'rampart.attacks') if m in sys.modules]; "
         "print(','.join(heavy))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == ""
+
+
+def test_lazy_exports_are_the_real_objects() -> None:
+    """Lazily re-exported names resolve to the objects their home modules define."""
+    import rampart
+    import rampart.core
+    from rampart.attacks import Attacks
+    from rampart.core.execution import BaseExecution
+    from rampart.core.trials import execute_trials_async
+    from rampart.limits import limit
+
+    assert rampart.Attacks is Attacks
+    assert rampart.BaseExecution is rampart.core.BaseExecution is BaseExecution
+    assert rampart.execute_trials_async is execute_trials_async
+    assert rampart.limit is limit
+    assert "Attacks" in dir(rampart)
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = rampart.Nope  # type: ignore[attr-defined]

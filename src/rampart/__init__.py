@@ -1,12 +1,17 @@
-"""rampart: pytest-native safety and red-teaming for agentic AI, on structured concurrency."""
+"""rampart: pytest-native safety and red-teaming for agentic AI, on structured concurrency.
 
-from rampart.attacks import Attacks
+Strategies, executions, trials and rate limiting are re-exported lazily: ``import
+rampart`` loads the value types only, and the engine on first use.
+"""
+
+from typing import TYPE_CHECKING
+
+from rampart._lazy import lazy_attributes
 from rampart.core import (
     AdapterContractError,
     AgentAdapter,
     AppManifest,
     BaseEvaluator,
-    BaseExecution,
     DataSource,
     DriverError,
     EvalContext,
@@ -15,9 +20,6 @@ from rampart.core import (
     EvaluationPurpose,
     Evaluator,
     EvaluatorError,
-    ExecutionEvent,
-    ExecutionEventData,
-    ExecutionEventHandler,
     HarmCategory,
     InfrastructureError,
     InjectionHandle,
@@ -27,7 +29,6 @@ from rampart.core import (
     PayloadConverter,
     PayloadFormat,
     PopulationRef,
-    PopulationResult,
     PromptDecision,
     PromptDriver,
     Request,
@@ -41,12 +42,36 @@ from rampart.core import (
     ToolDeclaration,
     TraceEndReason,
     Turn,
-    execute_trials_async,
 )
-from rampart.evaluators import TranscriptScope
-from rampart.limits import RateLimitedError, limit
-from rampart.probes import Probes
 from rampart.pytest_plugin._collect import TrialInfo, current_trial, record_result
+
+if TYPE_CHECKING:
+    from rampart.attacks import Attacks
+    from rampart.core.execution import (
+        BaseExecution,
+        ExecutionEvent,
+        ExecutionEventData,
+        ExecutionEventHandler,
+    )
+    from rampart.core.trials import PopulationResult, execute_trials_async
+    from rampart.evaluators import TranscriptScope
+    from rampart.limits import RateLimitedError, limit
+    from rampart.probes import Probes
+
+_LAZY = {
+    "Attacks": "rampart.attacks",
+    "BaseExecution": "rampart.core.execution",
+    "ExecutionEvent": "rampart.core.execution",
+    "ExecutionEventData": "rampart.core.execution",
+    "ExecutionEventHandler": "rampart.core.execution",
+    "PopulationResult": "rampart.core.trials",
+    "Probes": "rampart.probes",
+    "RateLimitedError": "rampart.limits",
+    "TranscriptScope": "rampart.evaluators",
+    "execute_trials_async": "rampart.core.trials",
+    "limit": "rampart.limits",
+}
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
 
 __version__ = "0.2.0.dev0"
 

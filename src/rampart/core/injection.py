@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
-import anyio
-
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
     from types import TracebackType
@@ -69,9 +67,11 @@ def readiness_wait(handle: object) -> Callable[[], Awaitable[object]] | None:
 
 async def sleep_until_ready_async(delay: float) -> None:
     """Readiness by waiting: for surfaces that cannot be polled (indexing delays)."""
+    import anyio  # here, not at module level: importing the model stays free of anyio
+
     await anyio.sleep(delay)
 
 
 async def sleep_until_ready(delay: float) -> None:
     """The original name of ``sleep_until_ready_async``; same behaviour."""
-    await anyio.sleep(delay)
+    await sleep_until_ready_async(delay)
