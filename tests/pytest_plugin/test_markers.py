@@ -139,3 +139,22 @@ class TestTrialOptions:
         result.assert_outcomes(passed=1)
         result.stdout.fnmatch_lines(["*PASS  test_t[[]trial-2[]] -- 3 (response_only)"])
         result.stdout.no_fnmatch_line("*trial-3*")
+
+
+def test_trial_on_a_hypothesis_test_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    """A trial marker that cannot be honoured is refused, not silently ignored."""
+    write_ini(pytester)
+    pytester.makepyfile(
+        """
+        import pytest
+        from hypothesis import given, strategies as st
+
+        @pytest.mark.trial(n=3)
+        @given(st.integers())
+        def test_h(x):
+            pass
+        """
+    )
+    result = pytester.runpytest(*NO_ASYNCIO)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*@pytest.mark.trial is not supported on*hypothesis*"])

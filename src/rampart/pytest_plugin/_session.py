@@ -20,7 +20,12 @@ import attrs
 import pytest
 
 from rampart._text import one_line
-from rampart.pytest_plugin._markers import TrialSpec, harm_category_of, trial_spec_of
+from rampart.pytest_plugin._markers import (
+    DEFAULT_CONCURRENCY,
+    TrialSpec,
+    harm_category_of,
+    trial_spec_of,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Generator
@@ -57,7 +62,7 @@ class RampartPlugin:
         self.report: TestRunReport | None = None
         self.trials_override: int | None = _option_int(config, "rampart_trials", minimum=1)
         self.default_concurrency: int = (
-            _option_int(config, "rampart_concurrency", minimum=1) or _DEFAULT_CONCURRENCY
+            _option_int(config, "rampart_concurrency", minimum=1) or DEFAULT_CONCURRENCY
         )
         self.max_bytes: int = _max_bytes(config)
         from rampart.pytest_plugin._limits import LimitTracker, export_shared_directory
@@ -99,11 +104,19 @@ class RampartPlugin:
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
-            item.stash[_SPEC] = trial_spec_of(
+            spec = trial_spec_of(
                 item,
                 trials_override=self.trials_override,
                 default_concurrency=self.default_concurrency,
             )
+            if spec is not None and (
+                not isinstance(item, pytest.Function) or hasattr(item.obj, "hypothesis")
+            ):
+                raise pytest.UsageError(
+                    f"@pytest.mark.trial is not supported on {item.nodeid}: only plain test "
+                    "functions (not hypothesis tests) can run as trial groups"
+                )
+            item.stash[_SPEC] = spec
             item.stash[_HARM] = harm_category_of(item)
 
     # -- running ---------------------------------------------------------------------------
@@ -329,9 +342,6 @@ class RampartPlugin:
             tr.write_line(line)
         for path in self.written:
             tr.write_line(f"RAMPART report written to {path}")
-
-
-_DEFAULT_CONCURRENCY = 10
 
 
 def _defines_legacy_fixture(config: pytest.Config) -> bool:
