@@ -344,7 +344,7 @@ class TestErrors:
         assert pickle.loads(pickle.dumps(caught.value)).retry_after == 7.0
 
     async def test_503_with_http_date(self, anyio_backend: str) -> None:
-        """503 is a rate limit too; an HTTP-date Retry-After becomes seconds from now."""
+        """A 503 with Retry-After is a rate limit; an HTTP date becomes seconds from now."""
         when = format_datetime(datetime.now(UTC) + timedelta(hours=1), usegmt=True)
         async with (
             serve_asgi(canned(503, b"", [(b"retry-after", when.encode())])) as root,
@@ -355,10 +355,22 @@ class TestErrors:
         assert caught.value.retry_after is not None
         assert 3000 < caught.value.retry_after <= 3600
 
-    async def test_503_without_retry_after(self, anyio_backend: str) -> None:
-        """Without a usable Retry-After, retry_after is None."""
+    async def test_503_without_retry_after_is_an_outage(self, anyio_backend: str) -> None:
+        """A 503 that does not say when to come back is transient, not a rate limit."""
         async with (
             serve_asgi(canned(503, b"busy", [(b"retry-after", b"later")])) as root,
+            ChatCompletionsAdapter(base_url=root, model="m") as adapter,
+        ):
+            with pytest.raises(InfrastructureError) as caught:
+                await _send_one(adapter)
+        assert type(caught.value) is InfrastructureError
+        assert caught.value.transient is True
+        assert "HTTP 503 Service Unavailable" in str(caught.value)
+
+    async def test_429_without_retry_after(self, anyio_backend: str) -> None:
+        """429 is always a rate limit; without a usable Retry-After, retry_after is None."""
+        async with (
+            serve_asgi(canned(429, b"busy", [(b"retry-after", b"later")])) as root,
             ChatCompletionsAdapter(base_url=root, model="m") as adapter,
         ):
             with pytest.raises(RateLimitedError) as caught:
@@ -379,7 +391,7 @@ class TestErrors:
 
     @pytest.mark.parametrize("status", [500, 502, 504])
     async def test_other_5xx_are_transient(self, anyio_backend: str, status: int) -> None:
-        """Server errors other than 503 are transient InfrastructureErrors naming the status."""
+        """Other server errors are transient InfrastructureErrors naming the status."""
         async with (
             serve_asgi(canned(status, b"{}")) as root,
             ChatCompletionsAdapter(base_url=root, model="m") as adapter,

@@ -355,10 +355,12 @@ def _status_error(where: str, status: int, headers: dict[str, str], data: bytes)
         phrase = "Unknown Status"
     message = f"{where}: HTTP {status} {phrase}"
     detail = error_detail(data)
-    if status in (429, 503):
+    retry_after = parse_retry_after(headers) if status in (429, 503) else None
+    # 429 always means "slow down". A 503 only does when it says when to come back;
+    # a bare 503 is an outage (transient), and must not shrink an adaptive window.
+    if status == 429 or retry_after is not None:
         from rampart.limits import RateLimitedError
 
-        retry_after = parse_retry_after(headers)
         if retry_after is not None:
             message += f" (retry after {retry_after:g} s)"
         if detail:
