@@ -158,6 +158,36 @@ class TestBudgetAndErrors:
         assert result.strategy == "xpia"
         assert result.trace_end_reason is None
 
+    async def test_propagating_bug_keeps_its_cause(self, anyio_backend: str) -> None:
+        """A bug leaves execute_async as itself, with the cause it was raised from."""
+        root = KeyError("missing")
+        bug = ValueError("adapter bug")
+        bug.__cause__ = root
+        with pytest.raises(ValueError, match="adapter bug") as caught:
+            await _run(FakeEvaluator(), adapter=FakeAdapter([bug]))
+        assert caught.value.__cause__ is root
+
+    async def test_converted_error_keeps_its_cause(self, anyio_backend: str) -> None:
+        """The error ON_ERROR reports keeps its cause; the ERROR result reads as before."""
+        from rampart.core.errors import InfrastructureError
+
+        root = ConnectionRefusedError("connect failed")
+        error = InfrastructureError("agent unreachable")
+        error.__cause__ = root
+        seen: list[BaseException | None] = []
+
+        class Handler:
+            async def on_event_async(self, *, event_data: ExecutionEventData) -> None:
+                if event_data.event is ExecutionEvent.ON_ERROR:
+                    seen.append(event_data.error)
+
+        result = await _run(
+            FakeEvaluator(), adapter=FakeAdapter([error]), event_handlers=[Handler()]
+        )
+        assert result.summary == "InfrastructureError: agent unreachable"
+        assert seen == [error]
+        assert error.__cause__ is root
+
 
 class TestObservabilityAdjustment:
     async def test_blind_safe_without_tool_calls_is_undetermined(self, anyio_backend: str) -> None:

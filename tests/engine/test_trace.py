@@ -291,6 +291,27 @@ class TestFailures:
         assert session.entered == 1
         assert session.exited == 1
 
+    async def test_propagating_bug_keeps_its_cause(self, anyio_backend: str) -> None:
+        """A bug raised 'from' another exception leaves the task groups with its chain intact."""
+        root = KeyError("missing")
+        bug = ValueError("adapter bug")
+        bug.__cause__ = root
+        with pytest.raises(ValueError, match="adapter bug") as caught:
+            await _run(FakeAdapter([bug]), RecordingDriver(["a"]))
+        assert caught.value is bug
+        assert caught.value.__cause__ is root
+        assert caught.value.__suppress_context__
+        assert not isinstance(caught.value.__context__, BaseExceptionGroup)
+
+    async def test_infrastructure_error_keeps_its_cause(self, anyio_backend: str) -> None:
+        """An InfrastructureError wrapping a connection error still names it as its cause."""
+        root = ConnectionRefusedError("connect failed")
+        error = InfrastructureError("agent unreachable")
+        error.__cause__ = root
+        with pytest.raises(InfrastructureError) as caught:
+            await _run(FakeAdapter([error]), RecordingDriver(["a"]))
+        assert caught.value.__cause__ is root
+
     async def test_driver_failure_propagates(self, anyio_backend: str) -> None:
         """A driver failure propagates and the session is still closed."""
 

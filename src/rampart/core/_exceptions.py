@@ -14,12 +14,24 @@ __all__ = ["combine", "raise_unwrapped"]
 
 
 def raise_unwrapped(group: BaseExceptionGroup[BaseException]) -> NoReturn:
-    """Re-raise ``group``, or its only member when it holds exactly one."""
+    """Re-raise ``group``, or its only member when it holds exactly one.
+
+    The member keeps its own chain: re-raising it inside the handler would set its
+    ``__context__`` to the group (and ``from None`` would erase its ``__cause__``), so
+    ``__cause__``, ``__context__`` and ``__suppress_context__`` are restored as they
+    were when it was first raised.
+    """
     if len(group.exceptions) == 1:
         sole = group.exceptions[0]
         if isinstance(sole, BaseExceptionGroup):
             raise_unwrapped(sole)
-        raise sole from None
+        cause, context, suppress = sole.__cause__, sole.__context__, sole.__suppress_context__
+        try:
+            raise sole
+        finally:
+            sole.__cause__ = cause
+            sole.__context__ = context
+            sole.__suppress_context__ = suppress  # after __cause__, which sets it
     raise group
 
 
