@@ -315,6 +315,25 @@ class TestVirtualTime:
 
         run_virtual(main)
 
+    def test_no_send_inside_a_pause_that_began_during_the_token_wait(self) -> None:
+        """rate=1, burst=1: requests already sleeping on tokens due at 1 and 2 do not send
+        inside the pause until 5.5 that the first request's 429 (at 0.5, Retry-After: 5)
+        started; they wait it out and reserve fresh tokens, spaced 1/rate apart."""
+        backend = SpyBackend()
+        agent = RecordingAgent(failures=[RateLimitedError("429", retry_after=5.0)], latency=0.5)
+        limited = _build(agent, rate=1, burst=1, backend=backend, rng=NoJitter())
+
+        async def main() -> None:
+            start = trio.current_time()
+            await send_all(limited, ["a", "b", "c"])
+            offsets = sorted(t - start for t in agent.starts)
+            assert not [t for t in offsets if 0.0 < t < 5.5]
+            assert offsets == pytest.approx([0.0, 5.5, 6.5, 7.5])
+            assert agent.outcomes == ["RateLimitedError", "ok", "ok", "ok"]
+            assert len(backend.grants) == 6  # two reservations forfeited to the pause
+
+        run_virtual(main)
+
     def test_backoff_grows_exponentially(self) -> None:
         """Retries without Retry-After follow the jittered exponential schedule."""
         agent = RecordingAgent(failures=[TimeoutError() for _ in range(3)])

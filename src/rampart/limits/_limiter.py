@@ -6,7 +6,8 @@ limiter, in this order, once per attempt:
 1. take a **concurrency slot** (FIFO; at most ``current_window`` held at once);
 2. wait out any ``Retry-After`` **pause** the agent asked for;
 3. reserve a **token** from the bucket (``rate``/``burst``) in the backend and sleep
-   until it is due;
+   until it is due; if a pause began meanwhile, go back to step 2 (the reserved token
+   is forfeited and a fresh one reserved after the pause);
 4. call the wrapped ``send_async``;
 5. release the slot. A failed attempt is classified by ``LimiterCore``; when it is
    retried, the request backs off *without* its slot (others may proceed) and starts
@@ -225,17 +226,28 @@ class LimitedAdapter:
             self._waiters.popleft().set()
 
     async def _wait_until_ready(self) -> None:
-        """Steps 2 and 3: the ``Retry-After`` pause, then a token."""
+        """Steps 2 and 3: the ``Retry-After`` pause, then a token.
+
+        A pause may begin while the attempt sleeps on its token (another request's 429).
+        Then the attempt waits the pause out and reserves a *fresh* token: the forfeited
+        one only delays (the budget still holds), and the fresh reservations space the
+        waiters at ``1/rate`` after the pause instead of letting them all go at once.
+        """
         core = self._core
         clock = self._clock
-        pause = core.pause_remaining(clock())
-        while pause > 0.0:
-            await anyio.sleep(pause)
+        backend = self._backend
+        while True:
             pause = core.pause_remaining(clock())
-        if self._backend is not None and self._rate is not None and self._burst is not None:
-            wait = await self._backend.acquire(self._name, rate=self._rate, burst=self._burst)
+            while pause > 0.0:
+                await anyio.sleep(pause)
+                pause = core.pause_remaining(clock())
+            if backend is None or self._rate is None or self._burst is None:
+                return
+            wait = await backend.acquire(self._name, rate=self._rate, burst=self._burst)
             if wait > 0.0:
                 await anyio.sleep(wait)
+            if core.pause_remaining(clock()) <= 0.0:
+                return
 
     async def _send(self, session: Session, request: Request) -> Response:
         """Send ``request`` on ``session`` through this limiter (with retries)."""
