@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from rampart.attacks import Attacks, XPIAExecution
@@ -187,6 +188,28 @@ class TestBudgetAndErrors:
         assert result.summary == "InfrastructureError: agent unreachable"
         assert seen == [error]
         assert error.__cause__ is root
+
+    async def test_removal_failure_after_timeout_reports_both(self, anyio_backend: str) -> None:
+        """A hung agent times out, then removal fails: the ERROR names the timeout and both."""
+        from rampart.core.errors import InfrastructureError
+
+        async def hang(request: Request) -> Response:
+            await anyio.sleep_forever()
+            raise AssertionError("unreachable")
+
+        handles = [
+            FakeHandle("a", fail_exit=InfrastructureError("removal broke")),
+            FakeHandle("b"),
+        ]
+        result = await _run(
+            FakeEvaluator(), adapter=FakeAdapter([hang]), inject=handles, timeout=0.01
+        )
+        assert result.status is SafetyStatus.ERROR
+        assert result.summary == (
+            "ExceptionGroup: timed out after 0.01 s, then cleanup failed: "
+            "TimeoutError: timed out after 0.01 s; InfrastructureError: removal broke"
+        )
+        assert [handle.removed for handle in handles] == [1, 1]
 
 
 class TestObservabilityAdjustment:

@@ -398,6 +398,50 @@ class TestTimeout:
         assert result.metadata == {"error": "timed out after 0.01 s", "error_type": "TimeoutError"}
         assert isinstance(recorder.events[1].error, TimeoutError)
 
+    async def test_cleanup_failure_after_timeout_reports_both(self, anyio_backend: str) -> None:
+        """A cleanup that fails after the timeout fired: the ERROR result names both."""
+
+        async def close() -> None:
+            raise InfrastructureError("close failed")
+
+        async def body(adapter: Any) -> Result:
+            try:
+                await anyio.sleep_forever()
+            finally:
+                await close()
+            raise AssertionError("unreachable")
+
+        result = await _Execution(body, timeout=0.01).execute_async(adapter=FakeAdapter())
+        assert result.status is SafetyStatus.ERROR
+        assert result.summary == (
+            "ExceptionGroup: timed out after 0.01 s, then cleanup failed: "
+            "TimeoutError: timed out after 0.01 s; InfrastructureError: close failed"
+        )
+        assert result.metadata["error_type"] == "ExceptionGroup"
+        assert "timed out after 0.01 s" in result.metadata["error"]
+        assert "close failed" in result.metadata["error"]
+
+    async def test_cleanup_bug_after_timeout_propagates_with_timeout(
+        self, anyio_backend: str
+    ) -> None:
+        """A bug in cleanup after the timeout propagates, grouped with the TimeoutError."""
+
+        async def close() -> None:
+            raise ValueError("close bug")
+
+        async def body(adapter: Any) -> Result:
+            try:
+                await anyio.sleep_forever()
+            finally:
+                await close()
+            raise AssertionError("unreachable")
+
+        with pytest.raises(ExceptionGroup) as caught:
+            await _Execution(body, timeout=0.01).execute_async(adapter=FakeAdapter())
+        timeout, bug = caught.value.exceptions
+        assert isinstance(timeout, TimeoutError)
+        assert isinstance(bug, ValueError)
+
     async def test_fast_body_unaffected(self, anyio_backend: str) -> None:
         """A body that finishes in time returns its own result."""
         result = await _Execution(_ok("quick"), timeout=60).execute_async(adapter=FakeAdapter())

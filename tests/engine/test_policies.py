@@ -13,6 +13,7 @@ from rampart.core._policies import (
     format_seconds,
     resolve_stop_when,
 )
+from rampart.core.errors import InfrastructureError
 from rampart.core.types import TraceEndReason
 from rampart.evaluators import ResponseContains, ResponseScope, SideEffectOccurred, ToolCalled
 from tests.engine._fakes import AbsorbingEvaluator, FakeEvaluator, RecordingDriver
@@ -61,6 +62,41 @@ class TestDeadline:
             with deadline(60):
                 await anyio.sleep_forever()
         assert outer.cancelled_caught
+
+    @pytest.mark.anyio
+    async def test_cleanup_failure_after_timeout_names_both(self, anyio_backend: str) -> None:
+        """A cleanup error escaping a fired deadline is raised together with the timeout."""
+        error = InfrastructureError("close failed")
+
+        async def hang_then_fail_cleanup() -> None:
+            with deadline(0.01):
+                try:
+                    await anyio.sleep_forever()
+                finally:
+                    raise error  # a cleanup that fails under the cancellation
+
+        with pytest.raises(ExceptionGroup) as caught:
+            await hang_then_fail_cleanup()
+        group = caught.value
+        assert group.message == "timed out after 0.01 s, then cleanup failed"
+        timeout, cleanup = group.exceptions
+        assert isinstance(timeout, TimeoutError)
+        assert str(timeout) == "timed out after 0.01 s"
+        assert cleanup is error
+
+    @pytest.mark.anyio
+    async def test_error_before_deadline_is_unchanged(self, anyio_backend: str) -> None:
+        """An error raised before the deadline fires propagates as itself."""
+        error = InfrastructureError("down")
+
+        async def fail() -> None:
+            with deadline(60):
+                await anyio.lowlevel.checkpoint()
+                raise error
+
+        with pytest.raises(InfrastructureError) as caught:
+            await fail()
+        assert caught.value is error
 
     def test_deadline_with_mock_clock(self) -> None:
         """On trio's MockClock the deadline fires at exactly the virtual time given."""

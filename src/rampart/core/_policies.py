@@ -82,12 +82,27 @@ def deadline(timeout: float | None) -> Iterator[None]:
     The deadline is computed when the block is entered. When the scope's own deadline
     cancelled the work, ``TimeoutError("timed out after N s")`` is raised after the
     scope has exited; a cancellation from an outer scope propagates unchanged.
+
+    Cleanup that runs under the cancellation (a session close, an injection removal)
+    can fail, and its exception then escapes instead of the cancellation. So that the
+    timeout is not lost, an exception escaping once the deadline has fired is raised
+    together with the ``TimeoutError``, as ``ExceptionGroup("timed out after N s, then
+    cleanup failed", [TimeoutError, error])``.
     """
     if timeout is None:
         yield
         return
-    with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
-        yield
+    scope = anyio.CancelScope(deadline=anyio.current_time() + timeout)
+    try:
+        with scope:
+            yield
+    except Exception as error:
+        if not scope.cancel_called:  # the deadline never fired: not a timeout
+            raise
+        message = f"timed out after {format_seconds(timeout)} s"
+        raise ExceptionGroup(
+            f"{message}, then cleanup failed", [TimeoutError(message), error]
+        ) from None
     if scope.cancelled_caught:
         raise TimeoutError(f"timed out after {format_seconds(timeout)} s")
 

@@ -11,6 +11,9 @@ and is **the one place** in rampart where an exception becomes a result:
 * Everything else is a bug (in rampart, a strategy, an evaluator or a handler) and
   propagates unchanged, as do cancellation and ``KeyboardInterrupt``.
 
+A cleanup failure after the ``timeout`` fired is raised together with the
+``TimeoutError`` (see ``deadline``), so the ERROR result names both.
+
 Lifecycle: ON_PRE_EXECUTE, then the strategy (bounded by ``timeout``, if given), then
 ON_ERROR for a converted failure, then ``duration_seconds`` is set and
 ON_POST_EXECUTE fires with the result. Handlers run in order, one at a time; an
