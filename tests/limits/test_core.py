@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from rampart.core.errors import DriverError, InfrastructureError
+from rampart.core.errors import AdapterContractError, DriverError, InfrastructureError
 from rampart.limits import FailureKind, RateLimitedError, classify
 from rampart.limits._core import LimiterCore
 
@@ -29,6 +29,8 @@ class TestClassify:
             (InfrastructureError("reset", transient=True), FailureKind.TRANSIENT),
             (TimeoutError("slow"), FailureKind.TRANSIENT),
             (InfrastructureError("bad credentials"), FailureKind.FATAL),
+            (AdapterContractError("send_async is not async"), FailureKind.FATAL),
+            (AdapterContractError("odd", transient=True), FailureKind.FATAL),
             (DriverError("no prompt"), FailureKind.FATAL),
             (ValueError("bug"), FailureKind.FATAL),
             (OSError("disk"), FailureKind.FATAL),

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import gc
 import random
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
@@ -11,10 +11,10 @@ import trio
 import trio.testing
 
 from rampart.attacks import Attacks
-from rampart.core.errors import InfrastructureError
+from rampart.core.errors import AdapterContractError, InfrastructureError
 from rampart.core.result import SafetyStatus
 from rampart.core.trials import execute_trials_async
-from rampart.core.types import Payload, Request
+from rampart.core.types import ObservabilityLevel, Payload, Request, Response
 from rampart.evaluators import ResponseContains, ResponseScope, ToolCalled
 from rampart.limits import (
     LimitedAdapter,
@@ -195,6 +195,140 @@ class TestRetries:
         limited = _build(agent, rate=10_000, burst=10, backend=backend, rng=NoJitter())
         await send_all(limited, ["a", "b", "c"])
         assert len(backend.grants) == len(agent.starts) == 5
+
+
+class _Session:
+    """A session whose ``send_async`` and ``__aenter__`` can be broken by subclasses."""
+
+    def __init__(self) -> None:
+        self.exits = 0
+
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.exits += 1
+
+    async def send_async(self, request: Request) -> Any:
+        return Response(text="fine")
+
+
+class _SyncSend(_Session):
+    def send_async(self, request: Request) -> Any:  # type: ignore[override]
+        return Response(text="not awaited")
+
+
+class _DictReply(_Session):
+    async def send_async(self, request: Request) -> Any:
+        return {"text": "hello"}
+
+
+class _NoneEnter(_Session):
+    async def __aenter__(self) -> Any:
+        return None
+
+
+class _NotASession:
+    async def send_async(self, request: Request) -> Response:
+        return Response(text="x")
+
+
+class _Adapter:
+    """An ``AgentAdapter`` (to ``limit()``'s isinstance check) handing out ``session``."""
+
+    manifest = None
+    observability_profile = ObservabilityLevel.TOOL_ONLY
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    async def create_session_async(self) -> Any:
+        return self.session
+
+
+class _SyncFactory(_Adapter):
+    def create_session_async(self) -> Any:  # type: ignore[override]
+        return self.session
+
+
+_BROKEN: list[Any] = [
+    pytest.param(lambda: _Adapter(_SyncSend()), "which is not awaitable", id="sync-send"),
+    pytest.param(lambda: _Adapter(_DictReply()), "returned dict, expected", id="dict-reply"),
+    pytest.param(lambda: _Adapter(_NoneEnter()), "__aenter__ returned None", id="none-enter"),
+    pytest.param(lambda: _Adapter(_NotASession()), "missing __aenter__", id="not-a-session"),
+    pytest.param(lambda: _Adapter({"send_async": 1}), "returned dict", id="dict-session"),
+    pytest.param(lambda: _SyncFactory(_Session()), "not awaitable", id="sync-factory"),
+]
+
+
+class TestAdapterContract:
+    """limit() applies the engine's adapter contract checks to the adapter it wraps."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(("make", "message"), _BROKEN)
+    async def test_broken_adapter_gives_the_engines_error_result(
+        self, anyio_backend: str, make: Callable[[], Any], message: str
+    ) -> None:
+        """A wrapped mis-implemented adapter is an ERROR result with the same
+        AdapterContractError summary as the bare adapter, not a raw TypeError."""
+
+        async def summary(adapter: Any) -> str:
+            execution = Attacks.xpia(trigger="go", evaluator=ToolCalled("x"))
+            result = await execution.execute_async(adapter=adapter)
+            assert result.status is SafetyStatus.ERROR
+            assert result.metadata["error_type"] == "AdapterContractError"
+            return result.summary
+
+        limited = limit(make(), max_concurrency=2)
+        wrapped = await summary(limited)
+        assert wrapped.startswith("AdapterContractError: ")
+        assert message in wrapped
+        assert wrapped == await summary(make())
+        stats = limited.statistics()
+        assert stats.retries == 0
+        assert stats.failed == stats.requests  # 1 if a send was attempted, else 0
+
+    @pytest.mark.anyio
+    async def test_bad_enter_still_closes_the_wrapped_session(self, anyio_backend: str) -> None:
+        """A wrapped session whose __aenter__ breaks the contract is exited anyway."""
+        session = _NoneEnter()
+        result = await Attacks.xpia(trigger="go", evaluator=ToolCalled("x")).execute_async(
+            adapter=limit(_Adapter(session))
+        )
+        assert result.status is SafetyStatus.ERROR
+        assert session.exits == 1
+
+    @pytest.mark.anyio
+    async def test_wrong_return_type_is_not_an_aimd_success(self, anyio_backend: str) -> None:
+        """Four sends that fill the adaptive window and return a dict do not count as a
+        clean window (which would double it to 8): each one is a fatal failure."""
+        in_flight = 0
+        full = anyio.Event()
+
+        class Barrier(_DictReply):
+            async def send_async(self, request: Request) -> Any:
+                nonlocal in_flight
+                in_flight += 1
+                if in_flight == 4:
+                    full.set()
+                await full.wait()
+                return await super().send_async(request)
+
+        limited = limit(_Adapter(Barrier()), adaptive=True)
+        assert limited.statistics().current_window == 4
+
+        async def one() -> None:
+            session = await limited.create_session_async()
+            async with session:
+                with pytest.raises(AdapterContractError, match="returned dict"):
+                    await session.send_async(Request(prompt="a"))
+
+        async with anyio.create_task_group() as group:
+            for _ in range(4):
+                group.start_soon(one)
+        stats = limited.statistics()
+        assert (stats.peak_in_flight, stats.failed, stats.retries) == (4, 4, 0)
+        assert stats.current_window == 4
 
 
 class TestOrdering:

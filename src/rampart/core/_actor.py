@@ -9,20 +9,21 @@ shielded from cancellation.
 Adapters are user code. Every place the engine relies on the adapter contract checks
 it and raises ``AdapterContractError`` naming what is wrong, so a mis-implemented
 adapter gives an ERROR result with a useful summary instead of an ``AttributeError``
-from deep inside the engine.
+from deep inside the engine. The session checks live in ``rampart.core._contract``,
+shared with ``rampart.limits``.
 """
 
 from __future__ import annotations
 
-import inspect
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
+from rampart.core._contract import check_entered, create_session, send_checked, type_name
 from rampart.core.errors import AdapterContractError
 from rampart.core.manifest import AppManifest
-from rampart.core.types import ObservabilityLevel, Response, Turn
+from rampart.core.types import ObservabilityLevel, Turn
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 
     from rampart.core.adapter import Session
     from rampart.core.driver import PromptDecision
-    from rampart.core.types import Request
 
 __all__ = [
     "AdapterSession",
@@ -44,11 +44,6 @@ __all__ = [
 ]
 
 _MISSING = object()
-_SESSION_METHODS = ("send_async", "__aenter__", "__aexit__")
-
-
-def _type_name(value: object) -> str:
-    return type(value).__name__
 
 
 def observability_of(adapter: object) -> ObservabilityLevel:
@@ -56,12 +51,12 @@ def observability_of(adapter: object) -> ObservabilityLevel:
     level = getattr(adapter, "observability_profile", _MISSING)
     if level is _MISSING:
         raise AdapterContractError(
-            f"adapter {_type_name(adapter)} has no observability_profile; an AgentAdapter "
+            f"adapter {type_name(adapter)} has no observability_profile; an AgentAdapter "
             "must declare one (a rampart.ObservabilityLevel)"
         )
     if not isinstance(level, ObservabilityLevel):
         raise AdapterContractError(
-            f"adapter.observability_profile returned {_type_name(level)}, "
+            f"adapter.observability_profile returned {type_name(level)}, "
             "expected rampart.ObservabilityLevel"
         )
     return level
@@ -72,41 +67,14 @@ def manifest_of(adapter: object) -> AppManifest | None:
     manifest = getattr(adapter, "manifest", _MISSING)
     if manifest is _MISSING:
         raise AdapterContractError(
-            f"adapter {_type_name(adapter)} has no manifest; an AgentAdapter must declare "
+            f"adapter {type_name(adapter)} has no manifest; an AgentAdapter must declare "
             "one (a rampart.AppManifest)"
         )
     if manifest is not None and not isinstance(manifest, AppManifest):
         raise AdapterContractError(
-            f"adapter.manifest returned {_type_name(manifest)}, expected rampart.AppManifest"
+            f"adapter.manifest returned {type_name(manifest)}, expected rampart.AppManifest"
         )
     return manifest
-
-
-def _check_session(session: object, *, source: str) -> None:
-    missing = [name for name in _SESSION_METHODS if not callable(getattr(session, name, None))]
-    if missing:
-        raise AdapterContractError(
-            f"{source} returned {_type_name(session)}, expected rampart.Session "
-            f"(an async context manager with send_async); missing {', '.join(missing)}"
-        )
-
-
-async def _create_session(adapter: object) -> Session:
-    factory = getattr(adapter, "create_session_async", None)
-    if not callable(factory):
-        raise AdapterContractError(
-            f"adapter {_type_name(adapter)} has no create_session_async(); an AgentAdapter "
-            "must define async def create_session_async(self) -> Session"
-        )
-    pending = factory()
-    if not inspect.isawaitable(pending):
-        raise AdapterContractError(
-            f"adapter.create_session_async returned {_type_name(pending)}, which is not "
-            "awaitable; define it with async def"
-        )
-    session = await pending
-    _check_session(session, source="adapter.create_session_async")
-    return session  # type: ignore[no-any-return]
 
 
 class AdapterSession:
@@ -123,21 +91,14 @@ class AdapterSession:
         self._session: Session | None = None
 
     async def __aenter__(self) -> Session:
-        session = await _create_session(self._adapter)
+        session = await create_session(self._adapter)
         entered = await session.__aenter__()
         self._session = session
-        if entered is not session:
-            try:
-                if entered is None:
-                    raise AdapterContractError(
-                        f"{_type_name(session)}.__aenter__ returned None; a Session's "
-                        "__aenter__ must return the session (return self)"
-                    )
-                _check_session(entered, source=f"{_type_name(session)}.__aenter__")
-            except AdapterContractError:
-                await self._close(None, None, None)
-                raise
-        return entered
+        try:
+            return check_entered(session, entered)
+        except AdapterContractError:
+            await self._close(None, None, None)
+            raise
 
     async def __aexit__(
         self,
@@ -157,21 +118,6 @@ class AdapterSession:
         if session is not None:
             with anyio.CancelScope(shield=True):
                 await session.__aexit__(exc_type, exc, tb)
-
-
-async def _send(session: Session, request: Request) -> Response:
-    pending: Any = session.send_async(request)
-    if not inspect.isawaitable(pending):
-        raise AdapterContractError(
-            f"adapter.send_async returned {_type_name(pending)}, which is not awaitable; "
-            "define it with async def"
-        )
-    response = await pending
-    if not isinstance(response, Response):
-        raise AdapterContractError(
-            f"adapter.send_async returned {_type_name(response)}, expected rampart.Response"
-        )
-    return response
 
 
 async def serve_session(
@@ -203,7 +149,7 @@ async def serve_session(
             except anyio.EndOfStream:
                 break
             request = decision.request
-            response = await _send(session, request)
+            response = await send_checked(session, request)
             turn = Turn(
                 request=request,
                 response=response,

@@ -12,6 +12,7 @@ Classification of an exception raised by the wrapped ``send_async``:
 * ``RateLimitedError`` -> ``RATE_LIMITED``: retried (backoff, never sooner than
   ``retry_after``), cuts the adaptive window (once per episode), and pauses *new*
   attempts until ``retry_after`` has passed;
+* ``AdapterContractError`` (the adapter broke its contract) -> ``FATAL``;
 * ``InfrastructureError`` with ``transient=True``, or ``TimeoutError`` ->
   ``TRANSIENT``: retried with backoff, the window is kept;
 * anything else -> ``FATAL``: propagates at once.
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from rampart.core.errors import InfrastructureError
+from rampart.core.errors import AdapterContractError, InfrastructureError
 from rampart.limits._aimd import AimdWindow
 from rampart.limits._backoff import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_CAP, backoff_delay
 from rampart.limits._errors import RateLimitedError
@@ -51,6 +52,8 @@ def classify(error: BaseException) -> FailureKind:
     """The ``FailureKind`` of ``error`` (see the module docstring)."""
     if isinstance(error, RateLimitedError):
         return FailureKind.RATE_LIMITED
+    if isinstance(error, AdapterContractError):
+        return FailureKind.FATAL  # retrying a broken adapter cannot help
     if isinstance(error, InfrastructureError) and error.transient:
         return FailureKind.TRANSIENT
     if isinstance(error, TimeoutError):

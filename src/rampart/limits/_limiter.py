@@ -8,7 +8,9 @@ limiter, in this order, once per attempt:
 3. reserve a **token** from the bucket (``rate``/``burst``) in the backend and sleep
    until it is due; if a pause began meanwhile, go back to step 2 (the reserved token
    is forfeited and a fresh one reserved after the pause);
-4. call the wrapped ``send_async``;
+4. call the wrapped ``send_async`` through the engine's adapter contract checks (an
+   ``AdapterContractError``, e.g. a ``send_async`` that is not async or does not return
+   a ``Response``, is a fatal failure, never a success);
 5. release the slot. A failed attempt is classified by ``LimiterCore``; when it is
    retried, the request backs off *without* its slot (others may proceed) and starts
    again at step 1, so retries are paced by the same slots and tokens as first tries.
@@ -35,7 +37,9 @@ from typing import TYPE_CHECKING, Self, final
 import anyio
 
 from rampart._checks import check_bool, check_int
+from rampart.core._contract import check_entered, create_session, send_checked
 from rampart.core.adapter import AgentAdapter, Session
+from rampart.core.errors import AdapterContractError
 from rampart.limits._backends import LimitBackend, default_backend
 from rampart.limits._checks import check_optional_count, check_positive_rate
 from rampart.limits._core import Decision, LimiterCore
@@ -136,7 +140,8 @@ class LimitedAdapter:
         return self._adapter.observability_profile
 
     async def create_session_async(self) -> LimitedSession:
-        inner = await self._adapter.create_session_async()
+        # The engine checks only this wrapper; the wrapped adapter gets the same checks here.
+        inner = await create_session(self._adapter)
         return LimitedSession._create(limiter=self, inner=inner)
 
     # -- configuration ---------------------------------------------------------------
@@ -269,7 +274,7 @@ class LimitedAdapter:
                 core.add_wait(now - queued_at)
                 ticket = core.begin_attempt(now)
                 try:
-                    response = await session.send_async(request)
+                    response = await send_checked(session, request)
                 except Exception as error:
                     decision = core.on_failure(ticket, error, clock(), retry)
                     if not decision.retry:
@@ -318,7 +323,14 @@ class LimitedSession:
         return self._inner
 
     async def __aenter__(self) -> Self:
-        self._active = await self._inner.__aenter__()
+        inner = self._inner
+        entered = await inner.__aenter__()
+        try:
+            self._active = check_entered(inner, entered)
+        except AdapterContractError:
+            with anyio.CancelScope(shield=True):
+                await inner.__aexit__(None, None, None)
+            raise
         return self
 
     async def __aexit__(
