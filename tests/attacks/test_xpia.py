@@ -211,6 +211,39 @@ class TestBudgetAndErrors:
         )
         assert [handle.removed for handle in handles] == [1, 1]
 
+    async def test_removal_failure_error_records_every_injection(self, anyio_backend: str) -> None:
+        """A removal failure's ERROR result carries one injection record per handle."""
+        from rampart.core.errors import InfrastructureError
+
+        handles = [
+            FakeHandle("a"),
+            FakeHandle("b", fail_exit=InfrastructureError("surface gone")),
+        ]
+        result = await _run(FakeEvaluator(), inject=handles)
+        assert result.status is SafetyStatus.ERROR
+        assert result.summary == "InfrastructureError: surface gone"
+        assert [(r.payload_id, r.surface_name) for r in result.injections] == [
+            ("payload-a", "surface-a"),
+            ("payload-b", "surface-b"),
+        ]
+
+    async def test_agent_failure_error_records_injections(self, anyio_backend: str) -> None:
+        """Any boundary ERROR of an XPIA run with handles lists them."""
+        from rampart.core.errors import InfrastructureError
+
+        adapter = FakeAdapter([InfrastructureError("503 from agent")])
+        result = await _run(FakeEvaluator(), adapter=adapter, inject=FakeHandle("only"))
+        assert result.status is SafetyStatus.ERROR
+        assert [r.surface_name for r in result.injections] == ["surface-only"]
+
+    async def test_inline_error_has_no_injections(self, anyio_backend: str) -> None:
+        """Without handles an ERROR result records no injections."""
+        from rampart.core.errors import InfrastructureError
+
+        adapter = FakeAdapter([InfrastructureError("503 from agent")])
+        result = await _run(FakeEvaluator(), adapter=adapter)
+        assert result.injections == []
+
 
 class TestObservabilityAdjustment:
     async def test_blind_safe_without_tool_calls_is_undetermined(self, anyio_backend: str) -> None:

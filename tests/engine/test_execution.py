@@ -381,6 +381,26 @@ class TestErrorBoundary:
         assert result.observability_level is ObservabilityLevel.RESPONSE_ONLY
 
 
+class TestErrorResultExtras:
+    async def test_default_adds_nothing(self, anyio_backend: str) -> None:
+        """Without an override the ERROR result has only the boundary's fields."""
+        result = await _Execution(_raising(OSError("x"))).execute_async(adapter=FakeAdapter())
+        assert result.injections == []
+        assert result.harm_category is None
+
+    async def test_override_adds_fields(self, anyio_backend: str) -> None:
+        """A strategy's extras appear on the ERROR result; boundary fields still win."""
+
+        class WithExtras(_Execution):
+            def _error_result_extras(self) -> dict[str, Any]:
+                return {"harm_category": "exfiltration", "summary": "ignored"}
+
+        result = await WithExtras(_raising(OSError("x"))).execute_async(adapter=FakeAdapter())
+        assert result.harm_category == "exfiltration"
+        assert result.summary == "OSError: x"
+        assert result.status is SafetyStatus.ERROR
+
+
 class TestTimeout:
     async def test_timeout_ends_hung_body(self, anyio_backend: str) -> None:
         """A body that never finishes ends with 'TimeoutError: timed out after N s'."""

@@ -9,7 +9,8 @@ Phases, all inside one structure:
    never be undone);
 3. evaluate the completed trace once, while the session and injections are live;
 4. close the session and remove every activated injection, shielded from
-   cancellation, however the run ended (a removal failure makes the result ERROR).
+   cancellation, however the run ended (a removal failure makes the result ERROR;
+   an ERROR result still lists the injections, so a payload left behind can be found).
 
 Verdict: DETECTED means the attack worked (UNSAFE), NOT_DETECTED that the agent held
 (SAFE), UNDETERMINED stays UNDETERMINED; no turns means no evaluation, hence ERROR. A
@@ -19,7 +20,7 @@ to UNDETERMINED (``metadata["observability_adjusted"] = True``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rampart.core._inject import active_injections, check_handles
 from rampart.core._strategy import TraceExecution
@@ -106,9 +107,16 @@ class XPIAExecution(TraceExecution):
             turns=run.turns,
             trace_end_reason=run.trace_end_reason,
             strategy=self.strategy_name,
-            injections=[
-                InjectionRecord(payload_id=handle.payload_id, surface_name=handle.surface_name)
-                for handle in self._handles
-            ],
+            injections=self._injection_records(),
             metadata=metadata,
         )
+
+    def _injection_records(self) -> list[InjectionRecord]:
+        return [
+            InjectionRecord(payload_id=handle.payload_id, surface_name=handle.surface_name)
+            for handle in self._handles
+        ]
+
+    def _error_result_extras(self) -> dict[str, Any]:
+        """An ERROR result still records the injections (a removal may have failed)."""
+        return {"injections": self._injection_records()}

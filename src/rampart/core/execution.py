@@ -6,8 +6,9 @@ and is **the one place** in rampart where an exception becomes a result:
 * ``InfrastructureError`` (including ``AdapterContractError`` and ``EvaluatorError``),
   ``DriverError``, ``OSError`` and ``TimeoutError`` -- and exception groups made only
   of these -- become an ERROR ``Result``: summary ``"{ExcType}: {message}"``,
-  ``metadata["error"]`` / ``metadata["error_type"]``, the strategy name and the
-  adapter's observability level. ON_ERROR is fired with the error.
+  ``metadata["error"]`` / ``metadata["error_type"]``, the strategy name, the
+  adapter's observability level, and whatever the strategy's
+  ``_error_result_extras()`` adds. ON_ERROR is fired with the error.
 * Everything else is a bug (in rampart, a strategy, an evaluator or a handler) and
   propagates unchanged, as do cancellation and ``KeyboardInterrupt``.
 
@@ -265,15 +266,26 @@ class BaseExecution(abc.ABC):
             )
         return result
 
+    def _error_result_extras(self) -> dict[str, Any]:
+        """Further ``Result`` fields for an ERROR result made by the boundary.
+
+        Default: none. A strategy overrides it to record what an ERROR result must
+        still say (XPIA: which injections were planted, since a failed removal may have
+        left one behind). The boundary's own fields (status, summary, strategy,
+        observability level, metadata) are not overridable.
+        """
+        return {}
+
     def _error_result(self, error: Exception, adapter: object) -> Result:
-        error_type = type(error).__name__
-        return Result(
+        fields = self._error_result_extras()
+        fields.update(
             status=SafetyStatus.ERROR,
             summary=_describe(error),
             strategy=self.strategy_name,
             observability_level=_level_or_default(adapter),
-            metadata={"error": _message(error), "error_type": error_type},
+            metadata={"error": _message(error), "error_type": type(error).__name__},
         )
+        return Result(**fields)
 
 
 async def _fire(handlers: tuple[ExecutionEventHandler, ...], data: ExecutionEventData) -> None:
