@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 import anyio
 import pytest
 
@@ -50,8 +52,22 @@ class TestDeadline:
 
     @pytest.mark.anyio
     async def test_none_is_unbounded(self, anyio_backend: str) -> None:
-        """deadline(None) adds no scope at all."""
+        """deadline(None) adds no deadline: the effective one is unchanged, inside or not."""
+        assert anyio.current_effective_deadline() == math.inf
         with deadline(None):
+            assert anyio.current_effective_deadline() == math.inf
+            await anyio.lowlevel.checkpoint()
+        with anyio.move_on_after(60):
+            outer = anyio.current_effective_deadline()
+            with deadline(None):
+                assert anyio.current_effective_deadline() == outer
+                await anyio.lowlevel.checkpoint()
+
+    @pytest.mark.anyio
+    async def test_timeout_sets_effective_deadline(self, anyio_backend: str) -> None:
+        """deadline(N) makes the effective deadline finite (the contrast to None)."""
+        with deadline(60):
+            assert anyio.current_effective_deadline() < math.inf
             await anyio.lowlevel.checkpoint()
 
     @pytest.mark.anyio
