@@ -299,3 +299,55 @@ class TestPerCloneReporting:
         assert [r["metadata"]["_pytest_test_name"] for r in results] == [
             f"test_t[trial-{i}]" for i in range(4)
         ]
+
+
+class TestPytestOutcomesInClones:
+    def test_pytest_fail_fails_only_that_clone(self, pytester: pytest.Pytester) -> None:
+        """``pytest.fail`` in one clone counts against the group; the others still run."""
+        write_ini(pytester)
+        pytester.makepyfile(
+            """
+            import anyio
+            import pytest
+            from rampart import Result, SafetyStatus, current_trial, record_result
+
+            DONE = []
+
+            @pytest.mark.trial(n=4, threshold=0.5)
+            async def test_t():
+                index = current_trial().index
+                if index == 0:
+                    pytest.fail("clone gave up")
+                await anyio.sleep(0.01 * index)
+                record_result(Result(status=SafetyStatus.SAFE, summary="ok"))
+                DONE.append(index)
+
+            def test_others_finished():
+                assert sorted(DONE) == [1, 2, 3]
+            """
+        )
+        result = pytester.runpytest(*NO_ASYNCIO)
+        result.assert_outcomes(passed=2)
+        result.stdout.fnmatch_lines(
+            ["  PASS  test_t [[]3/4 safe, 1 no-result, 75% pass rate*-- PASSED"]
+        )
+
+    @pytest.mark.parametrize(("call", "outcome"), [("skip", "skipped"), ("xfail", "xfailed")])
+    def test_skip_and_xfail_end_the_item(
+        self, pytester: pytest.Pytester, call: str, outcome: str
+    ) -> None:
+        """A clone skipping or xfailing skips or xfails the item, as pytest reports it."""
+        write_ini(pytester)
+        pytester.makepyfile(
+            f"""
+            import pytest
+            from rampart import current_trial
+
+            @pytest.mark.trial(n=3)
+            async def test_t():
+                if current_trial().index == 1:
+                    pytest.{call}("not today")
+            """
+        )
+        result = pytester.runpytest(*NO_ASYNCIO)
+        result.assert_outcomes(**{outcome: 1})

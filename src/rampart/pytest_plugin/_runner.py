@@ -95,7 +95,8 @@ def _clone(run: ItemRun, index: int) -> Iterator[CloneRun]:
             yield clone
         except _ITEM_OUTCOMES:
             raise
-        except Exception as exc:  # recorded per clone, judged later
+        # pytest.fail() raises a BaseException; in a clone it fails that clone only.
+        except (Exception, pytest.fail.Exception) as exc:  # recorded, judged later
             clone.failure = exc
 
 
@@ -126,12 +127,20 @@ def _wrap_async(
         def clone_settled(_index: int, clone: CloneRun) -> bool:
             return settled_fail(run, clone)
 
-        outcome = await fan_out(
-            run_clone,
-            count=spec.n,
-            limiter=anyio.CapacityLimiter(spec.concurrency),
-            settled=clone_settled if spec.early_stop else None,
-        )
+        try:
+            outcome = await fan_out(
+                run_clone,
+                count=spec.n,
+                limiter=anyio.CapacityLimiter(spec.concurrency),
+                settled=clone_settled if spec.early_stop else None,
+            )
+        except BaseExceptionGroup as group:
+            # A clone skipped or xfailed the item: pytest understands the outcome
+            # itself, not a task group's exception group around it.
+            _, rest = group.split(_ITEM_OUTCOMES)
+            if rest is None:
+                raise _first_leaf(group) from None
+            raise
         finished = {index for index, _ in outcome.completed}
         run.clones = sorted((c for c in run.clones if c.index in finished), key=_index)
         run.cancelled = outcome.cancelled_count
@@ -180,6 +189,11 @@ def _run_sync_clone(
     with _clone(run, index) as clone:
         func(**kwargs)
     return clone
+
+
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    first = group.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 def _index(clone: CloneRun) -> int:
