@@ -244,6 +244,36 @@ class TestBudgetAndErrors:
         result = await _run(FakeEvaluator(), adapter=adapter)
         assert result.injections == []
 
+    def test_slow_removal_outlives_timeout(self) -> None:
+        """Removal is shielded without a limit: it runs to its end past the timeout."""
+        import trio
+        import trio.testing
+
+        class SlowRemoval(FakeHandle):
+            async def __aexit__(self, *exc_info: object) -> None:
+                await trio.sleep(3600)
+                await super().__aexit__(*exc_info)
+
+        async def hang(request: Request) -> Response:
+            await anyio.sleep_forever()
+            raise AssertionError("unreachable")
+
+        handle = SlowRemoval("slow")
+        seen: list[tuple[Result, float]] = []
+
+        async def main() -> None:
+            start = trio.current_time()
+            result = await _run(
+                FakeEvaluator(), adapter=FakeAdapter([hang]), inject=handle, timeout=30
+            )
+            seen.append((result, trio.current_time() - start))
+
+        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+        ((result, elapsed),) = seen
+        assert result.summary == "TimeoutError: timed out after 30 s"
+        assert handle.removed == 1
+        assert elapsed == 30 + 3600
+
 
 class TestObservabilityAdjustment:
     async def test_blind_safe_without_tool_calls_is_undetermined(self, anyio_backend: str) -> None:
