@@ -121,6 +121,50 @@ class TestPauseGate:
         assert core.pause_remaining(7.0) == pytest.approx(2.0)
 
 
+class TestMaxRetryAfter:
+    def test_a_longer_retry_after_fails_at_once_without_a_pause(self) -> None:
+        """Retry-After above max_retry_after: no retry, no pause, a RateLimitedError
+        naming both values; counted as rate-limited and failed."""
+        core = _core(max_retry_after=60.0)
+        original = RateLimitedError("429 slow down", retry_after=86_400.0)
+        decision = core.on_failure(core.begin_attempt(0.0), original, 0.0, 0)
+        assert not decision.retry
+        assert decision.kind is FailureKind.RATE_LIMITED
+        assert isinstance(decision.error, RateLimitedError)
+        assert decision.error.retry_after == 86_400.0
+        message = str(decision.error)
+        assert "asked to wait 86400 s" in message
+        assert "max_retry_after=60 s" in message
+        assert "429 slow down" in message
+        assert core.pause_remaining(0.0) == 0.0
+        assert (core.rate_limited, core.failed, core.retries) == (1, 1, 0)
+
+    def test_retry_after_up_to_the_maximum_is_honoured(self) -> None:
+        """A Retry-After equal to max_retry_after is waited for as usual."""
+        core = _core(max_retry_after=5.0)
+        decision = core.on_failure(
+            core.begin_attempt(0.0), RateLimitedError("x", retry_after=5.0), 0.0, 0
+        )
+        assert decision.retry
+        assert decision.error is None
+        assert decision.delay >= 5.0
+        assert core.pause_remaining(0.0) == pytest.approx(5.0)
+
+    def test_a_refused_wait_still_cuts_the_adaptive_window_briefly(self) -> None:
+        """AIMD sees a rate-limit answer, but its cooldown is not stretched to a day."""
+        core = _core(adaptive=True, max_concurrency=64)
+        window = core.window
+        assert window is not None
+        core.on_failure(core.begin_attempt(0.0), RateLimitedError("x", retry_after=3_600.0), 0.0, 0)
+        assert core.window is not None
+        assert core.window < window
+        assert core.episodes == 1
+        cut = core.window
+        core.on_failure(core.begin_attempt(1.0), RateLimitedError("x"), 1.0, 0)
+        assert core.window is not None
+        assert core.window < cut  # the next episode was not blocked by a long cooldown
+
+
 class TestSlots:
     def test_fixed_window(self) -> None:
         """max_concurrency slots can be held at once."""

@@ -186,6 +186,22 @@ class TestRetries:
         assert limited.statistics().failed == 1
 
     @pytest.mark.anyio
+    async def test_too_long_retry_after_is_an_error_result_naming_it(
+        self, anyio_backend: str
+    ) -> None:
+        """Through the engine, a Retry-After above max_retry_after is an ERROR verdict
+        saying how long the agent asked to wait."""
+        agent = RecordingAgent(failures=[RateLimitedError("429", retry_after=120.0)])
+        limited = limit(agent, max_retry_after=30)
+        result = await Attacks.xpia(trigger="go", evaluator=ToolCalled("x")).execute_async(
+            adapter=limited
+        )
+        assert result.status is SafetyStatus.ERROR
+        assert result.summary.startswith("RateLimitedError: ")
+        assert "asked to wait 120 s, more than max_retry_after=30 s" in result.summary
+        assert agent.outcomes == ["RateLimitedError"]
+
+    @pytest.mark.anyio
     async def test_every_retry_takes_a_token(self, anyio_backend: str) -> None:
         """Retries are paced by the bucket like first attempts."""
         backend = SpyBackend()
@@ -468,6 +484,33 @@ class TestVirtualTime:
 
         run_virtual(main)
 
+    def test_retry_after_above_the_maximum_fails_at_once(self) -> None:
+        """Retry-After: 86400 with max_retry_after=60: the request fails at once with an
+        error naming both values, and a later request is not paused."""
+        agent = RecordingAgent(failures=[RateLimitedError("429", retry_after=86_400.0)])
+        limited = _build(agent, rng=NoJitter())
+        assert limited.max_retry_after == 60.0
+
+        async def main() -> None:
+            start = trio.current_time()
+            session = await limited.create_session_async()
+            async with session:
+                with pytest.raises(RateLimitedError) as caught:
+                    await session.send_async(Request(prompt="a"))
+            assert trio.current_time() == start
+            message = str(caught.value)
+            assert "asked to wait 86400 s" in message
+            assert "max_retry_after=60 s" in message
+            assert caught.value.retry_after == 86_400.0
+            assert isinstance(caught.value.__cause__, RateLimitedError)
+            await trio.sleep(1.0)
+            await send_all(limited, ["b"])
+            assert [t - start for t in agent.starts] == pytest.approx([0.0, 1.0])
+
+        run_virtual(main)
+        stats = limited.statistics()
+        assert (stats.requests, stats.rate_limited, stats.failed, stats.retries) == (2, 1, 1, 0)
+
     def test_backoff_grows_exponentially(self) -> None:
         """Retries without Retry-After follow the jittered exponential schedule."""
         agent = RecordingAgent(failures=[TimeoutError() for _ in range(3)])
@@ -649,6 +692,13 @@ class TestArguments:
             ({"max_retries": -1}, ValueError, "max_retries"),
             ({"max_retries": None}, TypeError, "max_retries"),
             ({"max_retries": True}, TypeError, "max_retries"),
+            ({"max_retry_after": 0}, ValueError, "max_retry_after"),
+            ({"max_retry_after": -1.0}, ValueError, "max_retry_after"),
+            ({"max_retry_after": float("inf")}, ValueError, "max_retry_after"),
+            ({"max_retry_after": float("nan")}, ValueError, "max_retry_after"),
+            ({"max_retry_after": True}, TypeError, "max_retry_after"),
+            ({"max_retry_after": "60"}, TypeError, "max_retry_after"),
+            ({"max_retry_after": None}, TypeError, "max_retry_after"),
             ({"adaptive": 1}, TypeError, "adaptive"),
             ({"name": ""}, ValueError, "name"),
             ({"name": 3}, ValueError, "name"),
@@ -675,6 +725,7 @@ class TestArguments:
         assert limited.name == "SimulatedAgent"
         assert limited.burst == 1
         assert limited.max_retries == 6
+        assert limited.max_retry_after == 60.0
         assert limited.max_concurrency is None
         assert not limited.adaptive
         assert "SimulatedAgent" in repr(limited)

@@ -7,6 +7,7 @@ from rampart._checks import check_finite, check_int
 __all__ = [
     "check_optional_count",
     "check_positive_rate",
+    "check_positive_seconds",
     "check_retry_after",
     "check_seconds",
 ]
@@ -22,6 +23,13 @@ def check_optional_count(owner: str, name: str, value: object, *, minimum: int) 
 def check_positive_rate(owner: str, name: str, value: object) -> float:
     """``value`` as a finite float > 0."""
     return check_finite(owner, name, value, positive=True, expected="a finite number > 0")
+
+
+def check_positive_seconds(owner: str, name: str, value: object) -> float:
+    """``value`` as a finite float > 0 (a duration in seconds)."""
+    return check_finite(
+        owner, name, value, positive=True, expected="a finite number of seconds > 0"
+    )
 
 
 def check_seconds(owner: str, name: str, value: object) -> float:

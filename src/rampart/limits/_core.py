@@ -11,7 +11,10 @@ Classification of an exception raised by the wrapped ``send_async``:
 
 * ``RateLimitedError`` -> ``RATE_LIMITED``: retried (backoff, never sooner than
   ``retry_after``), cuts the adaptive window (once per episode), and pauses *new*
-  attempts until ``retry_after`` has passed;
+  attempts until ``retry_after`` has passed. A ``retry_after`` above
+  ``max_retry_after`` is not honoured: the request fails at once (with a
+  ``RateLimitedError`` naming both values), no pause begins, and the window is cut as
+  for a 429 without ``Retry-After``;
 * ``AdapterContractError`` (the adapter broke its contract) -> ``FATAL``;
 * ``InfrastructureError`` with ``transient=True``, or ``TimeoutError`` ->
   ``TRANSIENT``: retried with backoff, the window is kept;
@@ -37,7 +40,17 @@ from rampart.limits._errors import RateLimitedError
 if TYPE_CHECKING:
     import random
 
-__all__ = ["Decision", "FailureKind", "LimiterCore", "Ticket", "classify"]
+__all__ = [
+    "DEFAULT_MAX_RETRY_AFTER",
+    "Decision",
+    "FailureKind",
+    "LimiterCore",
+    "Ticket",
+    "classify",
+]
+
+DEFAULT_MAX_RETRY_AFTER = 60.0
+"""Seconds: the longest ``Retry-After`` a limiter waits for by default."""
 
 
 class FailureKind(enum.Enum):
@@ -73,11 +86,15 @@ class Ticket:
 
 @attrs.frozen(kw_only=True)
 class Decision:
-    """What to do after a failed attempt: retry after ``delay`` seconds, or raise."""
+    """What to do after a failed attempt: retry after ``delay`` seconds, or raise.
+
+    ``error``, when set, is raised (chained to the original) instead of the original.
+    """
 
     kind: FailureKind
     retry: bool
     delay: float = 0.0
+    error: Exception | None = None
 
 
 class LimiterCore:
@@ -95,12 +112,14 @@ class LimiterCore:
         adaptive: bool,
         max_retries: int,
         rng: random.Random,
+        max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
         backoff_base: float = DEFAULT_BACKOFF_BASE,
         backoff_cap: float = DEFAULT_BACKOFF_CAP,
         aimd: AimdWindow | None = None,
     ) -> None:
         self._max_concurrency = max_concurrency
         self._max_retries = max_retries
+        self._max_retry_after = max_retry_after
         self._rng = rng
         self._backoff_base = backoff_base
         self._backoff_cap = backoff_cap
@@ -249,6 +268,8 @@ class LimiterCore:
             assert isinstance(error, RateLimitedError)
             retry_after = error.retry_after
             self.rate_limited += 1
+            if retry_after is not None and retry_after > self._max_retry_after:
+                return self._refuse_wait(ticket, error, retry_after, now)
             if retry_after is not None:
                 self._resume_at = max(self._resume_at, now + retry_after)
             if self._aimd is not None:
@@ -269,3 +290,20 @@ class LimiterCore:
             cap=self._backoff_cap,
         )
         return Decision(kind=kind, retry=True, delay=delay)
+
+    def _refuse_wait(
+        self, ticket: Ticket, error: RateLimitedError, retry_after: float, now: float
+    ) -> Decision:
+        # Waiting longer than max_retry_after would park the request (and, through the
+        # pause, every request of this process) for as long as the agent likes: fail it
+        # instead. Still a rate-limit signal for AIMD, without the long cooldown.
+        if self._aimd is not None:
+            self._aimd.on_rate_limited(generation=ticket.generation, now=now, retry_after=None)
+        self.failed += 1
+        refusal = RateLimitedError(
+            f"the agent asked to wait {retry_after:.12g} s, more than "
+            f"max_retry_after={self._max_retry_after:.12g} s, so the request was not retried "
+            f"({error})",
+            retry_after=retry_after,
+        )
+        return Decision(kind=FailureKind.RATE_LIMITED, retry=False, error=refusal)

@@ -41,8 +41,12 @@ from rampart.core._contract import check_entered, create_session, send_checked
 from rampart.core.adapter import AgentAdapter, Session
 from rampart.core.errors import AdapterContractError
 from rampart.limits._backends import LimitBackend, default_backend
-from rampart.limits._checks import check_optional_count, check_positive_rate
-from rampart.limits._core import Decision, LimiterCore
+from rampart.limits._checks import (
+    check_optional_count,
+    check_positive_rate,
+    check_positive_seconds,
+)
+from rampart.limits._core import DEFAULT_MAX_RETRY_AFTER, Decision, LimiterCore
 from rampart.limits._stats import LimiterStatistics
 
 if TYPE_CHECKING:
@@ -78,6 +82,7 @@ class LimitedAdapter:
     _burst: int | None
     _max_concurrency: int | None
     _max_retries: int
+    _max_retry_after: float
     _backend: LimitBackend | None
     _clock: Callable[[], float]
     _core: LimiterCore
@@ -98,6 +103,7 @@ class LimitedAdapter:
         max_concurrency: int | None,
         adaptive: bool,
         max_retries: int,
+        max_retry_after: float,
         backend: LimitBackend | None,
         clock: Callable[[], float],
         rng: random.Random,
@@ -109,12 +115,14 @@ class LimitedAdapter:
         self._burst = burst
         self._max_concurrency = max_concurrency
         self._max_retries = max_retries
+        self._max_retry_after = max_retry_after
         self._backend = backend
         self._clock = clock
         self._core = LimiterCore(
             max_concurrency=max_concurrency,
             adaptive=adaptive,
             max_retries=max_retries,
+            max_retry_after=max_retry_after,
             rng=rng,
         )
         self._waiters = collections.deque()
@@ -175,6 +183,11 @@ class LimitedAdapter:
     @property
     def max_retries(self) -> int:
         return self._max_retries
+
+    @property
+    def max_retry_after(self) -> float:
+        """The longest ``Retry-After`` honoured; a longer one fails the request at once."""
+        return self._max_retry_after
 
     @property
     def backend(self) -> LimitBackend | None:
@@ -278,6 +291,8 @@ class LimitedAdapter:
                 except Exception as error:
                     decision = core.on_failure(ticket, error, clock(), retry)
                     if not decision.retry:
+                        if decision.error is not None:
+                            raise decision.error from error
                         raise
                 except BaseException:
                     core.on_abandoned(clock())
@@ -354,6 +369,7 @@ def limit(
     burst: int | None = None,
     adaptive: bool = False,
     max_retries: int = 6,
+    max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
     name: str | None = None,
     backend: LimitBackend | None = None,
 ) -> LimitedAdapter:
@@ -367,6 +383,8 @@ def limit(
     * ``adaptive``: an AIMD window in ``[1, max_concurrency or 256]`` that shrinks on
       rate-limit episodes and grows on clean windows.
     * ``max_retries``: retries per request for rate-limited and transient failures.
+    * ``max_retry_after``: the longest ``Retry-After`` (seconds) the limiter waits for;
+      a rate-limit answer asking for longer fails the request at once, unretried.
     * ``name``: the bucket key, shared by every process using the same backend
       (default: the adapter's class name).
     * ``backend``: where the bucket lives (default: ``default_backend()``, from the
@@ -381,6 +399,7 @@ def limit(
         burst=burst,
         adaptive=adaptive,
         max_retries=max_retries,
+        max_retry_after=max_retry_after,
         name=name,
         backend=backend,
     )
@@ -394,6 +413,7 @@ def _build(
     burst: int | None = None,
     adaptive: bool = False,
     max_retries: int = 6,
+    max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
     name: str | None = None,
     backend: LimitBackend | None = None,
     clock: Callable[[], float] | None = None,
@@ -410,6 +430,7 @@ def _build(
     checked_burst = check_optional_count(_OWNER, "burst", burst, minimum=1)
     adaptive = check_bool(_OWNER, "adaptive", adaptive)
     max_retries = check_int(_OWNER, "max_retries", max_retries, minimum=0)
+    max_retry_after = check_positive_seconds(_OWNER, "max_retry_after", max_retry_after)
     if name is None:
         name = type(adapter).__qualname__
     elif not isinstance(name, str) or not name.strip():
@@ -441,6 +462,7 @@ def _build(
         max_concurrency=max_concurrency,
         adaptive=adaptive,
         max_retries=max_retries,
+        max_retry_after=max_retry_after,
         backend=backend,
         clock=clock or anyio.current_time,
         rng=rng or random.Random(),
