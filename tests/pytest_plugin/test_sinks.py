@@ -158,3 +158,44 @@ class TestLegacyFixture:
         result.assert_outcomes(passed=1)
         assert result.ret == pytest.ExitCode.OK
         assert reports(pytester) == []
+
+
+class TestHookImplementations:
+    def test_hook_without_config_argument(self, pytester: pytest.Pytester) -> None:
+        """Like any pluggy hook, an implementation may omit the ``config`` argument."""
+        write_ini(pytester)
+        pytester.makeconftest(
+            REPORT_HOOK.replace("def pytest_rampart_sinks(config):", "def pytest_rampart_sinks():")
+        )
+        pytester.makepyfile(ONE_RESULT)
+        result = pytester.runpytest(*NO_ASYNCIO)
+        assert result.ret == pytest.ExitCode.OK
+        assert only_report(pytester)["total_runs"] == 1
+
+    def test_raising_hook_is_reported_and_others_still_emit(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        """A hook that raises fails the run loudly without stopping the other sinks."""
+        write_ini(pytester)
+        pytester.makeconftest(
+            REPORT_HOOK
+            + """
+
+class Broken:
+    def pytest_rampart_sinks(self, config):
+        raise RuntimeError("db down")
+
+def pytest_configure(config):
+    config.pluginmanager.register(Broken(), "broken-sinks")
+"""
+        )
+        pytester.makepyfile(ONE_RESULT)
+        result = pytester.runpytest(*NO_ASYNCIO)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        result.stdout.fnmatch_lines(
+            [
+                "*REPORT SINK FAILED*",
+                "  - pytest_rampart_sinks in broken-sinks raised RuntimeError: db down",
+            ]
+        )
+        assert only_report(pytester)["total_runs"] == 1

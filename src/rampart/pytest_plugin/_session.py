@@ -251,7 +251,18 @@ class RampartPlugin:
         if _hook_implementations(self.config):
             sinks: list[ReportSink] = []
             for impl in _hook_implementations(self.config):
-                returned = impl.function(config=self.config)
+                # Call each implementation on its own (not through the hook relay) so a
+                # bad one is named and the others still emit. Like pluggy, pass only the
+                # arguments it declares.
+                kwargs = {"config": self.config} if "config" in impl.argnames else {}
+                try:
+                    returned = impl.function(**kwargs)
+                except Exception as exc:  # reported loudly, exit status forced
+                    self.sink_failures.append(
+                        f"pytest_rampart_sinks in {impl.plugin_name} raised "
+                        f"{type(exc).__name__}: {exc}"
+                    )
+                    continue
                 if not isinstance(returned, list | tuple):
                     self.warnings.append(
                         f"pytest_rampart_sinks in {impl.plugin_name} returned "
