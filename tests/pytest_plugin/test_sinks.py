@@ -199,3 +199,18 @@ def pytest_configure(config):
             ]
         )
         assert only_report(pytester)["total_runs"] == 1
+
+
+def test_function_scoped_legacy_fixture_is_reported(pytester: pytest.Pytester) -> None:
+    """A rampart_sinks fixture with the wrong scope is named, and the run fails, not the test."""
+    write_ini(pytester)
+    pytester.makeconftest(
+        LEGACY_FIXTURE.replace('@pytest.fixture(scope="session")', "@pytest.fixture")
+    )
+    pytester.makepyfile(ONE_RESULT)
+    result = pytester.runpytest(*NO_ASYNCIO)
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["RAMPART WARNING: the rampart_sinks fixture could not be resolved*"]
+    )

@@ -150,3 +150,18 @@ def rampart_sinks():
     result.stdout.fnmatch_lines(
         ["*REPORT SINK FAILED*", "*implement the pytest_rampart_sinks hook*"]
     )
+
+
+def test_bad_marker_under_xdist_names_the_problem(pytester: pytest.Pytester) -> None:
+    """Under -n 2 a bad trial marker fails its test with the message, not an INTERNALERROR."""
+    write_ini(pytester)
+    pytester.makepyfile(
+        "import pytest\n\n@pytest.mark.trial(n=0)\ndef test_t():\n    pass\n\n"
+        "def test_fine():\n    pass\n"
+    )
+    result = pytester.runpytest_subprocess(*NO_ASYNCIO, "-n", "2")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*usage error: @pytest.mark.trial(n=) must be an integer >= 1, got 0*"]
+    )
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")

@@ -71,5 +71,14 @@ def _rampart_sink_bootstrap(request: pytest.FixtureRequest) -> None:
         sinks = request.getfixturevalue("rampart_sinks")
     except pytest.FixtureLookupError:
         return
+    except pytest.fail.Exception:
+        # pytest reports a scope mismatch this way: a function-scoped rampart_sinks
+        # cannot be resolved from this session-scoped bootstrap.
+        plugin.warnings.append(
+            "the rampart_sinks fixture could not be resolved (it must be session-scoped); "
+            "its sinks were not used - implement the pytest_rampart_sinks hook instead"
+        )
+        plugin.sink_failures.append("rampart_sinks fixture could not be resolved")
+        return
     warnings.warn(LEGACY_FIXTURE_WARNING, DeprecationWarning, stacklevel=2)
     plugin.legacy_sinks = list(sinks) if isinstance(sinks, list | tuple) else [sinks]

@@ -40,6 +40,7 @@ __all__ = ["RampartPlugin"]
 _SPEC = pytest.StashKey[TrialSpec | None]()
 _HARM = pytest.StashKey[str | None]()
 _RUN = pytest.StashKey["ItemRun"]()
+_MISUSE = pytest.StashKey[str]()
 
 
 class RampartPlugin:
@@ -100,24 +101,49 @@ class RampartPlugin:
             collector.get_closest_marker("asyncio")
         )
 
+    def pytest_sessionstart(self) -> None:
+        # Import what session end needs now, while nothing unusual has happened: a late
+        # first import (assertion-rewritten, as a plugin) can fail after some test
+        # left the interpreter in a bad state, which would cost the whole report.
+        import rampart.core.serialization
+        import rampart.pytest_plugin._groups
+        import rampart.pytest_plugin._summary
+        import rampart.pytest_plugin._xdist
+        import rampart.reporting  # noqa: F401
+
     # -- collection ------------------------------------------------------------------------
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
-            spec = trial_spec_of(
-                item,
-                trials_override=self.trials_override,
-                default_concurrency=self.default_concurrency,
-            )
-            if spec is not None and (
-                not isinstance(item, pytest.Function) or hasattr(item.obj, "hypothesis")
-            ):
-                raise pytest.UsageError(
-                    f"@pytest.mark.trial is not supported on {item.nodeid}: only plain test "
-                    "functions (not hypothesis tests) can run as trial groups"
+            try:
+                spec = trial_spec_of(
+                    item,
+                    trials_override=self.trials_override,
+                    default_concurrency=self.default_concurrency,
                 )
+                if spec is not None and (
+                    not isinstance(item, pytest.Function) or hasattr(item.obj, "hypothesis")
+                ):
+                    raise pytest.UsageError(
+                        f"@pytest.mark.trial is not supported on {item.nodeid}: only plain "
+                        "test functions (not hypothesis tests) can run as trial groups"
+                    )
+                harm = harm_category_of(item)
+            except pytest.UsageError as error:
+                if not self.is_worker:
+                    raise
+                # On an xdist worker a usage error would surface as an INTERNALERROR
+                # without its message; fail the item with the message instead.
+                item.stash[_MISUSE] = str(error)
+                continue
             item.stash[_SPEC] = spec
-            item.stash[_HARM] = harm_category_of(item)
+            item.stash[_HARM] = harm
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        misuse = item.stash.get(_MISUSE, None)
+        if misuse is not None:
+            pytest.fail(f"usage error: {misuse}", pytrace=False)
 
     # -- running ---------------------------------------------------------------------------
 
