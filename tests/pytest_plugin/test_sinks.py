@@ -214,3 +214,34 @@ def test_function_scoped_legacy_fixture_is_reported(pytester: pytest.Pytester) -
     result.stdout.fnmatch_lines(
         ["RAMPART WARNING: the rampart_sinks fixture could not be resolved*"]
     )
+
+
+def test_unrecordable_result_is_marked_not_lost(pytester: pytest.Pytester) -> None:
+    """A result the trace codec cannot record becomes an attributed ERROR; the run is incomplete."""
+    write_ini(pytester)
+    pytester.makeconftest(REPORT_HOOK)
+    pytester.makepyfile(
+        """
+        from rampart import Result, SafetyStatus, record_result
+
+        def test_bad_metadata():
+            record_result(Result(status=SafetyStatus.UNSAFE, summary="found", metadata={"k": (1, 2)}))
+
+        def test_fine():
+            record_result(Result(status=SafetyStatus.SAFE, summary="ok"))
+        """
+    )
+    result = pytester.runpytest(*NO_ASYNCIO)
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*RAMPART: INCOMPLETE RUN*",
+            "  - a result of *test_bad_metadata was lost: not recordable*",
+        ]
+    )
+    report = only_report(pytester)
+    assert report["metadata"]["incomplete"] is True
+    marker = next(r for r in all_results(report) if r["status"] == "error")
+    assert marker["metadata"]["_rampart_original_status"] == "unsafe"
+    assert marker["metadata"]["_pytest_nodeid"].endswith("::test_bad_metadata")

@@ -120,9 +120,15 @@ class TestDistributedRun:
         result.stdout.fnmatch_lines(
             ["  ERR   test_big -- Result lost in xdist transport: * exceeds the 4096-byte limit*"]
         )
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        result.stdout.fnmatch_lines(
+            ["*RAMPART: INCOMPLETE RUN*", "  - a result of *test_big was lost*"]
+        )
         report = only_report(pytester)
+        assert report["metadata"]["incomplete"] is True
         (marker,) = [r for r in all_results(report) if r["status"] == "error"]
         assert marker["metadata"]["_rampart_transport_truncated"] is True
+        assert marker["metadata"]["_rampart_original_status"] == "safe"
         assert marker["metadata"]["_rampart_limit_bytes"] == 4096
         assert marker["metadata"]["_pytest_nodeid"].endswith("::test_big")
 

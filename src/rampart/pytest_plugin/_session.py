@@ -194,7 +194,7 @@ class RampartPlugin:
                     setattr(report, REPORT_ATTRIBUTE, payload)
                     self.streamed += len(results)
                 else:
-                    self.absorb(results, group)
+                    self.absorb(self._recordable(results), group)
         return report
 
     def _finish(self, item: pytest.Item, run: ItemRun) -> tuple[list[Result], GroupLine | None]:
@@ -239,6 +239,18 @@ class RampartPlugin:
                 passed=verdict.passed,
             )
         return tagged, group
+
+    def _recordable(self, results: list[Result]) -> list[Result]:
+        from rampart.pytest_plugin._xdist import recordable
+
+        kept = []
+        for result in results:
+            prepared, lost = recordable(result)
+            if lost is not None:
+                nodeid = result.metadata.get("_pytest_nodeid", "?")
+                self.incomplete_reasons.append(f"a result of {nodeid} was lost: {lost}")
+            kept.append(prepared)
+        return kept
 
     def absorb(self, results: list[Result], group: GroupLine | None) -> None:
         self.results.extend(results)

@@ -29,7 +29,12 @@ DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 MIN_MAX_BYTES = 4096
 
 
-def _loss_marker(result: Result, reason: str, extra: dict[str, Any]) -> Result:
+LOSS_KEY = "_rampart_transport_truncated"
+
+
+def _loss_marker(
+    result: Result, reason: str, extra: dict[str, Any], *, where: str = "xdist transport"
+) -> Result:
     keep = {
         key: value
         for key, value in result.metadata.items()
@@ -37,12 +42,42 @@ def _loss_marker(result: Result, reason: str, extra: dict[str, Any]) -> Result:
     }
     return Result(
         status=SafetyStatus.ERROR,
-        summary=f"Result lost in xdist transport: {reason}",
+        summary=f"Result lost in {where}: {reason}",
         observability_level=result.observability_level,
         harm_category=result.harm_category,
         strategy=result.strategy,
-        metadata={**keep, "_rampart_transport_truncated": True, **extra},
+        metadata={
+            **keep,
+            LOSS_KEY: True,
+            "_rampart_original_status": result.status.value,
+            **extra,
+        },
     )
+
+
+def recordable(result: Result) -> tuple[Result, str | None]:
+    """``result`` if the canonical codec can record it, else an ERROR marker and why.
+
+    Applied to every result in a single-process run too, so a run reports the same
+    thing with and without xdist, and the loss marks the run incomplete.
+    """
+    from rampart.core.errors import SchemaError
+    from rampart.core.serialization import ResultRecord, serialize_record
+
+    try:
+        serialize_record(record=ResultRecord(result=result))
+    except SchemaError as exc:
+        reason = f"not recordable by the trace codec ({exc})"
+        return _loss_marker(result, reason, {}, where="reporting"), reason
+    return result, None
+
+
+def loss_reason(result: Result) -> str | None:
+    """Why a marker stands in for a lost result (None for a real result)."""
+    if result.metadata.get(LOSS_KEY) is not True:
+        return None
+    nodeid = result.metadata.get("_pytest_nodeid", "?")
+    return f"a result of {nodeid} was lost: {result.summary}"
 
 
 def encode_envelope(
@@ -146,6 +181,10 @@ class XdistController:
             )
             return
         self.plugin.received[worker] += len(results)
+        for result in results:
+            reason = loss_reason(result)
+            if reason is not None:
+                self.plugin.incomplete_reasons.append(reason)
         self.plugin.absorb(results, group)
 
     def pytest_testnodedown(self, node: Any, error: object) -> None:
