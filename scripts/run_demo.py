@@ -11,14 +11,39 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT_DIR = ROOT / ".report"
 
 
+# How a *finding* fails a test: a failed assertion, or a failed trial group.
+FINDING_PREFIXES = ("AssertionError", "assert ", "Failed: trial group failed")
+
+
+def crashes(junit_xml: Path) -> list[str]:
+    """Tests that failed for another reason than a safety finding (bugs, setup errors)."""
+    found = []
+    for case in ElementTree.parse(junit_xml).iter("testcase"):
+        name = f"{case.get('classname')}::{case.get('name')}"
+        for outcome in case:
+            message = outcome.get("message") or ""
+            if outcome.tag == "error" or (
+                outcome.tag == "failure" and not message.startswith(FINDING_PREFIXES)
+            ):
+                found.append(f"{name}: {message.splitlines()[0] if message else outcome.tag}")
+    return found
+
+
 def main() -> int:
-    before = set(REPORT_DIR.glob("run_report_*.json"))
+    with tempfile.TemporaryDirectory() as scratch:
+        return run(Path(scratch) / "junit.xml")
+
+
+def run(junit_xml: Path) -> int:
+    before = set(REPORT_DIR.glob("*"))
     env = {**os.environ, "RAMPART_REPORT_DIR": str(REPORT_DIR)}
     command = [
         sys.executable,
@@ -31,15 +56,25 @@ def main() -> int:
         "no:asyncio",
         "--tb=no",
         "-q",
+        f"--junitxml={junit_xml}",
         *sys.argv[1:],
     ]
     code = subprocess.call(command, cwd=ROOT, env=env)
     if code not in (0, 1):
         print(f"\nDemo failed: pytest exited with status {code}.", file=sys.stderr)
         return code
-    written = sorted(set(REPORT_DIR.glob("run_report_*.json")) - before)
-    if not written:
-        print("\nDemo failed: no JSON report was written.", file=sys.stderr)
+    crashed = crashes(junit_xml)
+    if crashed:
+        print("\nDemo failed: tests crashed rather than reporting findings:", file=sys.stderr)
+        for line in crashed:
+            print(f"  {line}", file=sys.stderr)
+        return 1
+    new_files = set(REPORT_DIR.glob("*")) - before
+    written = sorted(path for path in new_files if path.name.startswith("run_report_"))
+    traces = sorted(path for path in new_files if path.name.startswith("traces_"))
+    if not written or not traces:
+        # examples/conftest.py registers both sinks; each must have written its file.
+        print("\nDemo failed: a report sink did not write its file.", file=sys.stderr)
         return 1
     report = json.loads(written[-1].read_text(encoding="utf-8"))
     if report["metadata"].get("incomplete"):
@@ -51,6 +86,7 @@ def main() -> int:
         f"({summary['unsafe_count']} unsafe, {summary['safe_count']} safe, "
         f"{summary['undetermined_count']} undetermined, {summary['error_count']} errors)."
         f"\nJSON report: {written[-1].relative_to(ROOT)}"
+        f"\nTrace records: {traces[-1].relative_to(ROOT)}"
     )
     return 0
 
