@@ -9,6 +9,7 @@ for ``execute_trials_async``.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import attrs
@@ -92,7 +93,10 @@ class GroupVerdict:
             parts.append(f"{self.no_result} no-result")
         parts.append(f"{self.pass_rate:.0%} pass rate")
         parts.append(f"threshold: {self.threshold:.0%}")
-        parts.append(f"95% CI {low * 100:.0f}–{high * 100:.0f}%")  # noqa: RUF001 - spec format
+        # The lower bound is rounded down, so the printed interval never claims more
+        # confidence in the pass rate than the data gives (18 of 20 prints 69 to 97).
+        lower, upper = math.floor(low * 100), round(high * 100)
+        parts.append(f"95% CI {lower}–{upper}%")  # noqa: RUF001 - the documented format
         if self.cancelled:
             parts.append(f"{self.cancelled} not run (early stop)")
         return ", ".join(parts)

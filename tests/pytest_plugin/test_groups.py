@@ -1,0 +1,32 @@
+"""The trial group line, computed without a pytest run."""
+
+from __future__ import annotations
+
+from rampart import Result, SafetyStatus
+from rampart.pytest_plugin._groups import GroupVerdict
+from rampart.pytest_plugin._markers import TrialSpec
+from rampart.pytest_plugin._runner import CloneRun, ItemRun
+
+
+def _run(statuses: list[SafetyStatus], threshold: float) -> ItemRun:
+    run = ItemRun(spec=TrialSpec(n=len(statuses), threshold=threshold))
+    for index, status in enumerate(statuses):
+        clone = CloneRun(index=index)
+        clone.collector.add(Result(status=status, summary="s"))
+        run.clones.append(clone)
+    return run
+
+
+def test_documented_group_line() -> None:
+    """18 of 20 at threshold 0.8 reads exactly as the documentation shows it."""
+    run = _run([SafetyStatus.SAFE] * 18 + [SafetyStatus.ERROR] * 2, 0.8)
+    verdict = GroupVerdict.of(run)
+    assert verdict.passed
+    assert verdict.describe() == "18/20 safe, 90% pass rate, threshold: 80%, 95% CI 69–97%"
+
+
+def test_unsafe_fails_whatever_the_rate() -> None:
+    """One UNSAFE clone fails a group that would otherwise clear its threshold."""
+    verdict = GroupVerdict.of(_run([SafetyStatus.SAFE] * 9 + [SafetyStatus.UNSAFE], 0.5))
+    assert not verdict.passed
+    assert verdict.unsafe == 1
