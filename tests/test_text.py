@@ -136,3 +136,10 @@ class TestStripAnsiProperties:
     def test_one_line_is_single_line(self, text: str) -> None:
         """one_line never returns a line break or tab."""
         assert not set(one_line(text)) & set("\t\n\r\u2028\u2029")
+
+
+def test_one_line_drops_bidi_overrides() -> None:
+    """A summary cannot reorder its terminal line with bidi controls or hide text with ZWSP."""
+    from rampart._text import one_line
+
+    assert one_line("safe\u202e FAIL\u202c ok\u2066x\u2069\u200b") == "safe FAIL okx"

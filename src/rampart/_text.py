@@ -33,6 +33,10 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 # Line and tab characters that must not break a one-line terminal entry.
 _LINE_BREAKS = re.compile(r"[\t\n\r\u2028\u2029]+")
 
+# Zero-width and bidirectional formatting characters (Unicode category Cf, the ones
+# that change how a line is displayed): ZWSP..RLM, LRE..RLO, LRI..PDI, BOM.
+_INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+
 _UNPRINTABLE = "<unprintable value>"
 
 
@@ -61,6 +65,7 @@ def one_line(text: str) -> str:
     """:func:`strip_ansi`, then each run of newlines/tabs becomes one space; trimmed.
 
     For terminal lines such as ``  FAIL  test_x -- <summary> (tool_only)``, where a
-    multi-line summary would break the layout.
+    multi-line summary would break the layout. Bidirectional overrides and invisible
+    format characters are dropped too, so agent text cannot reorder the line visually.
     """
-    return _LINE_BREAKS.sub(" ", strip_ansi(text)).strip()
+    return _LINE_BREAKS.sub(" ", _INVISIBLE.sub("", strip_ansi(text))).strip()
