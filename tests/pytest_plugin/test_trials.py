@@ -269,6 +269,34 @@ class TestEarlyStop:
         result.assert_outcomes(passed=1, failed=1)
         result.stdout.fnmatch_lines(["  FAIL  test_stop [[]*not run (early stop)[]] -- FAILED"])
 
+    def test_results_of_cancelled_clones_are_still_reported(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        """What a clone recorded before early stop cancelled it is not lost."""
+        write_ini(pytester)
+        pytester.makepyfile(
+            """
+            import anyio
+            import pytest
+            from rampart import Result, SafetyStatus, current_trial, record_result
+
+            @pytest.mark.trial(n=2, concurrency=2, early_stop=True)
+            async def test_stop():
+                index = current_trial().index
+                if index == 0:
+                    await anyio.sleep(0.05)
+                    record_result(Result(status=SafetyStatus.UNSAFE, summary="found"))
+                    return
+                record_result(Result(status=SafetyStatus.UNSAFE, summary="partial finding"))
+                await anyio.sleep(10)
+            """
+        )
+        result = pytester.runpytest(*NO_ASYNCIO)
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(
+            ["  FAIL  test_stop[[]trial-1[]] -- partial finding (response_only)"]
+        )
+
 
 class TestPerCloneReporting:
     def test_report_entries_and_population(self, pytester: pytest.Pytester) -> None:

@@ -54,6 +54,7 @@ class ItemRun:
     cancelled: int = 0
     finished: bool = False
     tally: StatusTally | None = None  # early-stop bookkeeping, fed one clone at a time
+    partial: list[CloneRun] = attrs.field(factory=list)  # cancelled, but recorded results
 
 
 def _clone_failed(failure: BaseException | None) -> bool:
@@ -142,6 +143,12 @@ def _wrap_async(
                 raise _first_leaf(group) from None
             raise
         finished = {index for index, _ in outcome.completed}
+        # Clones cancelled by early stop do not count in the verdict, but what they
+        # recorded before the cancellation is still reported.
+        run.partial = sorted(
+            (c for c in run.clones if c.index not in finished and c.collector.results),
+            key=_index,
+        )
         run.clones = sorted((c for c in run.clones if c.index in finished), key=_index)
         run.cancelled = outcome.cancelled_count
         run.finished = True

@@ -207,7 +207,7 @@ class RampartPlugin:
         spec = run.spec
         population_id = uuid.uuid4().hex
         tagged: list[Result] = []
-        for clone in run.clones:
+        for clone in [*run.clones, *run.partial]:
             self.limits.observe(list(clone.collector.adapters.values()))
             suffix = f"[trial-{clone.index}]" if spec is not None else ""
             for index, result in enumerate(clone.collector.results):
