@@ -143,3 +143,39 @@ class TestAutomaticCollection:
         )
         with pytest.raises(TypeError, match=r"expects a rampart\.Result"):
             record_result("not a result")  # type: ignore[arg-type]
+
+
+class TestFixturePhases:
+    def test_results_recorded_by_fixtures_are_collected(self, pytester: pytest.Pytester) -> None:
+        """Executions in fixture setup and teardown are reported under the test they served."""
+        write_ini(pytester)
+        pytester.makepyfile(
+            """
+            import pytest
+            from rampart import Result, SafetyStatus, record_result
+
+            @pytest.fixture
+            def baseline():
+                record_result(Result(status=SafetyStatus.UNSAFE, summary="setup finding"))
+                yield
+                record_result(Result(status=SafetyStatus.SAFE, summary="teardown check"))
+
+            @pytest.fixture
+            async def async_baseline():
+                record_result(Result(status=SafetyStatus.ERROR, summary="async setup"))
+
+            async def test_body(baseline, async_baseline):
+                record_result(Result(status=SafetyStatus.SAFE, summary="body"))
+            """
+        )
+        result = pytester.runpytest(*NO_ASYNCIO)
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(
+            [
+                "UNCATEGORIZED (4 tests)",
+                "  FAIL  test_body -- setup finding (response_only)",
+                "  ERR   test_body -- async setup (response_only)",
+                "  PASS  test_body -- body (response_only)",
+                "  PASS  test_body -- teardown check (response_only)",
+            ]
+        )

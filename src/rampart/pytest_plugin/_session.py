@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Generator
 
     from rampart.core.result import Result
+    from rampart.pytest_plugin._collect import ResultCollector
     from rampart.pytest_plugin._runner import ItemRun
     from rampart.pytest_plugin._summary import GroupLine
     from rampart.reporting import ReportSink, TestRunReport
@@ -41,6 +42,7 @@ _SPEC = pytest.StashKey[TrialSpec | None]()
 _HARM = pytest.StashKey[str | None]()
 _RUN = pytest.StashKey["ItemRun"]()
 _MISUSE = pytest.StashKey[str]()
+_FIXTURES = pytest.StashKey["ResultCollector"]()
 
 
 class RampartPlugin:
@@ -139,11 +141,25 @@ class RampartPlugin:
             item.stash[_SPEC] = spec
             item.stash[_HARM] = harm
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+    # Executions run by fixtures (a baseline probe in setup, a check in teardown) are
+    # collected too, under the test they served.
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, object, object]:
         misuse = item.stash.get(_MISUSE, None)
         if misuse is not None:
             pytest.fail(f"usage error: {misuse}", pytrace=False)
+        return (yield from self._fixture_phase(item))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, object, object]:
+        return (yield from self._fixture_phase(item))
+
+    def _fixture_phase(self, item: pytest.Item) -> Generator[None, object, object]:
+        from rampart.pytest_plugin._collect import ResultCollector, collecting
+
+        collector = item.stash.setdefault(_FIXTURES, ResultCollector())
+        with collecting(collector):
+            return (yield)
 
     # -- running ---------------------------------------------------------------------------
 
@@ -179,11 +195,13 @@ class RampartPlugin:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        if call.when == "call":
+        # Finish after teardown, the last phase that can record results.
+        if call.when == "teardown":
             self.limits.snapshot()
             run = item.stash.get(_RUN, None)
-            if run is not None:
-                results, group = self._finish(item, run)
+            fixtures = item.stash.get(_FIXTURES, None)
+            if run is not None or (fixtures is not None and fixtures.results):
+                results, group = self._finish(item, run, fixtures)
                 if self.is_worker:
                     from rampart.pytest_plugin._xdist import REPORT_ATTRIBUTE, encode_envelope
 
@@ -197,31 +215,44 @@ class RampartPlugin:
                     self.absorb(self._recordable(results), group)
         return report
 
-    def _finish(self, item: pytest.Item, run: ItemRun) -> tuple[list[Result], GroupLine | None]:
+    def _finish(
+        self, item: pytest.Item, run: ItemRun | None, fixtures: ResultCollector | None
+    ) -> tuple[list[Result], GroupLine | None]:
         """Tag the item's results with where they came from; build its group line."""
         from rampart.core._population import PopulationRef
         from rampart.pytest_plugin._groups import GroupVerdict
+        from rampart.pytest_plugin._runner import CloneRun
         from rampart.pytest_plugin._summary import GroupLine
 
         harm = item.stash.get(_HARM, None)
-        spec = run.spec
+        spec = None if run is None else run.spec
         population_id = uuid.uuid4().hex
         tagged: list[Result] = []
-        for clone in [*run.clones, *run.partial]:
+        clones = [] if run is None else [*run.clones, *run.partial]
+        if fixtures is not None and fixtures.results:
+            # Fixture results belong to the test itself (no clone suffix, no population);
+            # in a plain test they follow the body's results.
+            clones.append(CloneRun(index=-1, collector=fixtures))
+        next_index: dict[str, int] = {}
+        for clone in clones:
             self.limits.observe(list(clone.collector.adapters.values()))
-            suffix = f"[trial-{clone.index}]" if spec is not None else ""
-            for index, result in enumerate(clone.collector.results):
+            is_clone = spec is not None and clone.index >= 0
+            suffix = f"[trial-{clone.index}]" if is_clone else ""
+            nodeid = item.nodeid + suffix
+            for result in clone.collector.results:
+                index = next_index.get(nodeid, 0)
+                next_index[nodeid] = index + 1
                 changes: dict[str, Any] = {
                     "metadata": {
                         **result.metadata,
                         "_pytest_test_name": item.name + suffix,
-                        "_pytest_nodeid": item.nodeid + suffix,
+                        "_pytest_nodeid": nodeid,
                         "_rampart_result_index": index,
                     }
                 }
                 if result.harm_category is None and harm is not None:
                     changes["harm_category"] = harm
-                if spec is not None and result.population is None:
+                if is_clone and spec is not None and result.population is None:
                     changes["population"] = PopulationRef(
                         id=population_id,
                         index=clone.index,
@@ -230,7 +261,7 @@ class RampartPlugin:
                     )
                 tagged.append(attrs.evolve(result, **changes))
         group = None
-        if spec is not None and run.finished:
+        if spec is not None and run is not None and run.finished:
             verdict = GroupVerdict.of(run)
             group = GroupLine(
                 nodeid=item.nodeid,
