@@ -117,9 +117,13 @@ def settled_fail(run: ItemRun, clone: CloneRun) -> bool:
 
 def judge(run: ItemRun, *, item_name: str) -> None:
     """Fail the item when its group failed; re-raise a clone's crash (not an assertion)."""
-    from rampart.pytest_plugin._runner import clone_failed_assertion
-
-    crashed = [c for c in run.clones if c.failure is not None and not clone_failed_assertion(c)]
+    crashed = [
+        c
+        for c in run.clones
+        if c.failure is not None
+        # A failed assertion (or pytest.fail) is a verdict on the clone, not a crash.
+        and not isinstance(c.failure, AssertionError | pytest.fail.Exception)
+    ]
     if crashed:
         first = crashed[0]
         assert first.failure is not None

@@ -57,10 +57,6 @@ class ItemRun:
     partial: list[CloneRun] = attrs.field(factory=list)  # cancelled, but recorded results
 
 
-def _clone_failed(failure: BaseException | None) -> bool:
-    return isinstance(failure, AssertionError | pytest.fail.Exception)
-
-
 def wrap_test_function(
     func: Callable[..., Any],
     *,
@@ -205,8 +201,3 @@ def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
 def _index(clone: CloneRun) -> int:
     return clone.index
-
-
-def clone_failed_assertion(clone: CloneRun) -> bool:
-    """The clone's body failed an assertion (as opposed to crashing)."""
-    return _clone_failed(clone.failure)
