@@ -24,9 +24,9 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from rampart.codec._record import ResultRecord, deserialize_record, serialize_record
 from rampart.core._population import PopulationRef
 from rampart.core.result import HarmCategory, InjectionRecord, Result, SafetyStatus
-from rampart.core.serialization import ResultRecord, deserialize_record, serialize_record
 from rampart.core.types import (
     EvalOutcome,
     EvalResult,

@@ -32,16 +32,16 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DECLARATION = "schemas/trace-compatibility.json"
-SERIALIZATION = "src/rampart/core/serialization.py"
+SERIALIZATION = "src/rampart/codec/_record.py"
+# The model modules whose classes are the record's body.
 CONTRACT_MODULES = (
     "src/rampart/core/result.py",
     "src/rampart/core/types.py",
-    SERIALIZATION,
-    "src/rampart/core/_schema.py",
     "src/rampart/core/_population.py",
 )
-# Contract policy that lives in further private codec modules is watched too.
-CODEC_MODULES = re.compile(r"^src/rampart/core/_codec[^/]*\.py$")
+# Every module of the codec package holds contract policy.
+CODEC_MODULES = re.compile(r"^src/rampart/codec/[^/]*\.py$")
+WATCHED_FOLDERS = ("src/rampart/core", "src/rampart/codec", "schemas")
 SCHEMA_FILE = re.compile(r"^schemas/trace\.v([1-9][0-9]*)\.schema\.json$")
 VERSION = re.compile(r"^rampart\.trace\.v([1-9][0-9]*)$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -82,7 +82,7 @@ class Tree:
         if self.ref is None:
             candidates = [
                 path.relative_to(self.root).as_posix()
-                for folder in ("src/rampart/core", "schemas")
+                for folder in WATCHED_FOLDERS
                 if (self.root / folder).is_dir()
                 for path in (self.root / folder).iterdir()
                 if path.is_file()
@@ -92,9 +92,7 @@ class Tree:
                 self._git("rev-parse", "--verify", "--quiet", f"{self.ref}^{{commit}}")
             except GateError:
                 raise GateError(f"cannot resolve base ref {self.ref!r} to a commit") from None
-            listing = self._git(
-                "ls-tree", "-r", "--name-only", self.ref, "--", "src/rampart/core", "schemas"
-            )
+            listing = self._git("ls-tree", "-r", "--name-only", self.ref, "--", *WATCHED_FOLDERS)
             candidates = listing.decode("utf-8").splitlines()
         return sorted(candidates)
 

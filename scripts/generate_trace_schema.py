@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from rampart.core.serialization import TRACE_SCHEMA_VERSION, ResultRecord
+from rampart.codec._record import TRACE_SCHEMA_VERSION, ResultRecord
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OUTDATED = "Trace schema is outdated; run scripts/generate_trace_schema.py"

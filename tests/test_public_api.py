@@ -13,6 +13,7 @@ PUBLIC_MODULES = [
     "rampart",
     "rampart.adapters",
     "rampart.attacks",
+    "rampart.codec",
     "rampart.core",
     "rampart.core.adapter",
     "rampart.core.converter",
@@ -28,6 +29,7 @@ PUBLIC_MODULES = [
     "rampart.core.trials",
     "rampart.core.types",
     "rampart.drivers",
+    "rampart.engine",
     "rampart.evaluators",
     "rampart.limits",
     "rampart.probes",
@@ -110,7 +112,8 @@ def test_import_is_light() -> None:
     code = (
         "import sys, rampart; "
         "heavy = [m for m in ('jsonschema', 'cattrs', 'httpx', 'hypothesis', 'anyio', "
-        "'rampart.core.execution', 'rampart.limits', 'rampart.attacks') if m in sys.modules]; "
+        "'rampart.engine', 'rampart.codec', 'rampart.limits', 'rampart.attacks') "
+        "if m in sys.modules]; "
         "print(','.join(heavy))"
     )
     out = subprocess.run(

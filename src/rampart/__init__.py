@@ -1,7 +1,26 @@
 """rampart: pytest-native safety and red-teaming for agentic AI, on structured concurrency.
 
-Strategies, executions, trials and rate limiting are re-exported lazily: ``import
-rampart`` loads the value types only, and the engine on first use.
+The layers, each importing only from those above it in this list:
+
+1. ``rampart.core`` -- the model: value types, verdicts, the protocols user code
+   implements (adapter, session, surface, injection handle, driver, evaluator,
+   converter), the checks applied where rampart calls that code, and the errors.
+   No anyio.
+2. ``rampart.codec`` -- the canonical ``rampart.trace.v2`` record codec and its JSON
+   Schema (cattrs, loaded on first use).
+3. ``rampart.engine`` -- executions on anyio: the session actor that owns the
+   adapter's session, the evaluator pipeline that consumes turn events, stop
+   policies as cancel scopes, the one error boundary, concurrent trials.
+4. The extension points, built on the engine: ``attacks`` and ``probes``
+   (strategies), ``evaluators``, ``drivers``, ``adapters`` (HTTP agents),
+   ``limits`` (rate limits, retries, adaptive concurrency).
+5. The outputs and the harness: ``reporting`` (sinks, JSON report, JSONL trace),
+   ``pytest_plugin``, and ``testing`` (simulated and scripted agents, the test
+   server).
+
+Strategies, executions, trials and rate limiting are re-exported here lazily, so
+``import rampart`` loads the value types only and the engine on first use.
+``docs/architecture.md`` draws the same picture with the reasons behind it.
 """
 
 from typing import TYPE_CHECKING
@@ -29,6 +48,7 @@ from rampart.core import (
     PayloadConverter,
     PayloadFormat,
     PopulationRef,
+    PopulationResult,
     PromptDecision,
     PromptDriver,
     Request,
@@ -47,28 +67,27 @@ from rampart.pytest_plugin._collect import TrialInfo, current_trial, record_resu
 
 if TYPE_CHECKING:
     from rampart.attacks import Attacks
-    from rampart.core.execution import (
+    from rampart.engine import (
         BaseExecution,
         ExecutionEvent,
         ExecutionEventData,
         ExecutionEventHandler,
+        execute_trials_async,
     )
-    from rampart.core.trials import PopulationResult, execute_trials_async
     from rampart.evaluators import TranscriptScope
     from rampart.limits import RateLimitedError, limit
     from rampart.probes import Probes
 
 _LAZY = {
     "Attacks": "rampart.attacks",
-    "BaseExecution": "rampart.core.execution",
-    "ExecutionEvent": "rampart.core.execution",
-    "ExecutionEventData": "rampart.core.execution",
-    "ExecutionEventHandler": "rampart.core.execution",
-    "PopulationResult": "rampart.core.trials",
+    "BaseExecution": "rampart.engine",
+    "ExecutionEvent": "rampart.engine",
+    "ExecutionEventData": "rampart.engine",
+    "ExecutionEventHandler": "rampart.engine",
     "Probes": "rampart.probes",
     "RateLimitedError": "rampart.limits",
     "TranscriptScope": "rampart.evaluators",
-    "execute_trials_async": "rampart.core.trials",
+    "execute_trials_async": "rampart.engine",
     "limit": "rampart.limits",
 }
 __getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)

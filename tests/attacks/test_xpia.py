@@ -7,7 +7,6 @@ import pytest
 
 from rampart.attacks import Attacks, XPIAExecution
 from rampart.core.driver import PromptDecision
-from rampart.core.execution import ExecutionEvent, ExecutionEventData
 from rampart.core.result import Result, SafetyStatus
 from rampart.core.types import (
     EvalOutcome,
@@ -20,6 +19,7 @@ from rampart.core.types import (
     TraceEndReason,
     Turn,
 )
+from rampart.engine._execution import ExecutionEvent, ExecutionEventData
 from rampart.evaluators import ResponseContains, ResponseScope, ToolCalled
 from tests.engine._fakes import (
     AbsorbingEvaluator,

@@ -15,15 +15,15 @@ from typing import Any
 import attrs
 import pytest
 
-from rampart.core._population import PopulationRef
-from rampart.core.errors import SchemaError, UnsupportedSchemaVersionError
-from rampart.core.result import HarmCategory, InjectionRecord, Result, SafetyStatus
-from rampart.core.serialization import (
+from rampart.codec._record import (
     TRACE_SCHEMA_VERSION,
     ResultRecord,
     deserialize_record,
     serialize_record,
 )
+from rampart.core._population import PopulationRef
+from rampart.core.errors import SchemaError, UnsupportedSchemaVersionError
+from rampart.core.result import HarmCategory, InjectionRecord, Result, SafetyStatus
 from rampart.core.types import (
     EvalOutcome,
     EvalResult,
@@ -721,7 +721,7 @@ class TestImportWeight:
     def test_codec_dependencies_load_lazily(self) -> None:
         """``import rampart`` and importing the codec module load neither cattrs nor jsonschema."""
         code = (
-            "import sys, rampart, rampart.core.serialization\n"
+            "import sys, rampart, rampart.codec._record\n"
             "heavy = [m for m in ('cattrs', 'jsonschema') if m in sys.modules]\n"
             "assert not heavy, heavy\n"
         )
@@ -729,5 +729,5 @@ class TestImportWeight:
 
     def test_import_rampart_does_not_import_the_codec(self) -> None:
         """The codec is opt-in: ``import rampart`` alone does not import it."""
-        code = "import sys, rampart\nassert 'rampart.core.serialization' not in sys.modules\n"
+        code = "import sys, rampart\nassert 'rampart.codec._record' not in sys.modules\n"
         subprocess.run([sys.executable, "-c", code], check=True)

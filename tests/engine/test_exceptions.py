@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from rampart.core._exceptions import combine, raise_unwrapped
+from rampart.engine._exceptions import combine, raise_unwrapped
 
 
 def _raised_from(error: Exception, cause: BaseException) -> Exception:

@@ -12,7 +12,9 @@ from rampart.core.errors import (
     EvaluatorError,
     InfrastructureError,
 )
-from rampart.core.execution import (
+from rampart.core.result import Result, SafetyStatus
+from rampart.core.types import ObservabilityLevel
+from rampart.engine._execution import (
     BaseExecution,
     ExecutionEvent,
     ExecutionEventData,
@@ -20,8 +22,6 @@ from rampart.core.execution import (
     current_framework_handlers,
     framework_handlers,
 )
-from rampart.core.result import Result, SafetyStatus
-from rampart.core.types import ObservabilityLevel
 from tests.engine._fakes import FakeAdapter
 
 pytestmark = pytest.mark.anyio

@@ -5,7 +5,9 @@ import math
 import anyio
 import pytest
 
-from rampart.core._policies import (
+from rampart.core.errors import InfrastructureError
+from rampart.core.types import TraceEndReason
+from rampart.engine._policies import (
     TurnProduction,
     check_driver,
     check_evaluator,
@@ -15,8 +17,6 @@ from rampart.core._policies import (
     format_seconds,
     resolve_stop_when,
 )
-from rampart.core.errors import InfrastructureError
-from rampart.core.types import TraceEndReason
 from rampart.evaluators import ResponseContains, ResponseScope, SideEffectOccurred, ToolCalled
 from tests.engine._fakes import AbsorbingEvaluator, FakeEvaluator, RecordingDriver
 

@@ -9,13 +9,6 @@ import pytest
 from rampart.core.driver import PromptDecision
 from rampart.core.errors import DriverError, EvaluatorError, InfrastructureError
 from rampart.core.manifest import AppManifest
-from rampart.core.trace import (
-    TraceRun,
-    evaluate_final_trace,
-    evaluate_final_trace_async,
-    run_trace,
-    run_trace_async,
-)
 from rampart.core.types import (
     EvalOutcome,
     EvalResult,
@@ -25,6 +18,13 @@ from rampart.core.types import (
     Response,
     TraceEndReason,
     Turn,
+)
+from rampart.engine._trace import (
+    TraceRun,
+    evaluate_final_trace,
+    evaluate_final_trace_async,
+    run_trace,
+    run_trace_async,
 )
 from tests.engine._fakes import FakeAdapter, FakeEvaluator, RecordingDriver
 

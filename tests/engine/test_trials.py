@@ -9,11 +9,11 @@ import anyio
 import pytest
 
 from rampart import Attacks, Payload
-from rampart.core._fanout import fan_out
 from rampart.core._population import PopulationRef
 from rampart.core._stats import StatusTally, population_status, wilson_interval
-from rampart.core.result import Result, SafetyStatus
-from rampart.core.trials import PopulationResult, execute_trials_async
+from rampart.core.result import PopulationResult, Result, SafetyStatus
+from rampart.engine import execute_trials_async
+from rampart.engine._fanout import fan_out
 from rampart.evaluators import ToolCalled
 from rampart.testing import SimulatedAgent
 

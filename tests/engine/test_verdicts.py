@@ -4,13 +4,7 @@ from typing import Any
 
 import pytest
 
-from rampart.core._summaries import BUDGET_SUFFIX, gap_suffix, probe_summary, xpia_summary
-from rampart.core._verdicts import (
-    adjust_for_observability,
-    collect_response_metadata,
-    resolve_attack_verdict,
-    resolve_probe_verdict,
-)
+from rampart.core._verdicts import resolve_attack_verdict, resolve_probe_verdict
 from rampart.core.result import SafetyStatus
 from rampart.core.types import (
     EvalOutcome,
@@ -21,6 +15,8 @@ from rampart.core.types import (
     TraceEndReason,
     Turn,
 )
+from rampart.engine._shaping import adjust_for_observability, collect_response_metadata
+from rampart.engine._summaries import BUDGET_SUFFIX, gap_suffix, probe_summary, xpia_summary
 from tests.engine._fakes import tool_response
 
 SAFE, UNSAFE, UND, ERROR = (

@@ -1,4 +1,4 @@
-"""Tests for ``|``, ``&`` and ``~`` (``rampart.evaluators._composite``)."""
+"""Tests for ``|``, ``&`` and ``~`` (``rampart.core.evaluator``)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,16 @@ import operator
 
 import pytest
 
-from rampart.core.evaluator import BaseEvaluator, detected_is_absorbing
+from rampart.core._gaps import NO_REASON_GIVEN
+from rampart.core.evaluator import (
+    AllEvaluator,
+    AnyEvaluator,
+    BaseEvaluator,
+    NotEvaluator,
+    detected_is_absorbing,
+)
 from rampart.core.types import EvalContext, EvalOutcome, EvalResult, ObservabilityLevel
 from rampart.evaluators import SideEffectOccurred, ToolCalled
-from rampart.evaluators._composite import AllEvaluator, AnyEvaluator, NotEvaluator
-from rampart.evaluators._gaps import NO_REASON_GIVEN
 from tests.evaluators._support import (
     ND,
     OUTCOMES,

@@ -1,16 +1,16 @@
-"""Tests for the gap helpers strategies use in summaries (``rampart.evaluators._gaps``)."""
+"""Tests for the gap helpers strategies use in summaries (``rampart.core._gaps``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from rampart.core.types import EvalResult
-from rampart.evaluators._gaps import (
+from rampart.core._gaps import (
     NO_REASON_GIVEN,
     gaps_of,
     merge_undetermined,
     summarize_undetermined,
 )
+from rampart.core.types import EvalResult
 from tests.evaluators._support import ND, D, U
 
 

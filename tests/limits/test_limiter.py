@@ -13,8 +13,8 @@ import trio.testing
 from rampart.attacks import Attacks
 from rampart.core.errors import AdapterContractError, InfrastructureError
 from rampart.core.result import SafetyStatus
-from rampart.core.trials import execute_trials_async
 from rampart.core.types import ObservabilityLevel, Payload, Request, Response
+from rampart.engine import execute_trials_async
 from rampart.evaluators import ResponseContains, ResponseScope, ToolCalled
 from rampart.limits import (
     LimitedAdapter,

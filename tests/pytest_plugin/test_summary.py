@@ -99,7 +99,7 @@ class TestAutomaticCollection:
         pytester.makepyfile(
             """
             from rampart import Result, SafetyStatus
-            from rampart.core.execution import BaseExecution
+            from rampart.engine._execution import BaseExecution
             from rampart.testing import ScriptedAgent
 
             class Fixed(BaseExecution):

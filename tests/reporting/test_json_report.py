@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import pytest
 
+from rampart.codec._record import ResultRecord, serialize_record
 from rampart.core import SafetyStatus
-from rampart.core.serialization import ResultRecord, serialize_record
 from rampart.reporting import JsonFileReportSink, ReportError, ReportSink, TestRunReport, _files
 
 from ._builders import make_result, make_rich_result

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from rampart.core import SafetyStatus
-from rampart.core.serialization import (
+from rampart.codec._record import (
     TRACE_SCHEMA_VERSION,
     ResultRecord,
     deserialize_record,
     serialize_record,
 )
+from rampart.core import SafetyStatus
 from rampart.reporting import JsonlTraceSink, ReportError, ReportSink, TestRunReport, _files
 
 from ._builders import make_result, make_rich_result

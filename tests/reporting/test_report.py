@@ -187,7 +187,7 @@ def test_import_stays_light() -> None:
     """Importing rampart.reporting loads no codec or validator; they load on first write."""
     code = (
         "import sys, rampart.reporting; "
-        "heavy = [m for m in ('cattrs', 'jsonschema', 'rampart.core.serialization') "
+        "heavy = [m for m in ('cattrs', 'jsonschema', 'rampart.codec._record') "
         "if m in sys.modules]; print(','.join(heavy))"
     )
     out = subprocess.run(

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from rampart.core.serialization import ResultRecord
+from rampart.codec._record import ResultRecord
 
 if TYPE_CHECKING:
     from types import ModuleType

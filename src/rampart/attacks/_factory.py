@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rampart.attacks._inject import check_handles
 from rampart.attacks._xpia import XPIAExecution
-from rampart.core._inject import check_handles
 from rampart.drivers import coerce_trigger
 
 if TYPE_CHECKING:
@@ -13,9 +13,9 @@ if TYPE_CHECKING:
 
     from rampart.core.driver import PromptDriver
     from rampart.core.evaluator import Evaluator
-    from rampart.core.execution import ExecutionEventHandler
     from rampart.core.injection import InjectionHandle
     from rampart.core.types import Request
+    from rampart.engine._execution import ExecutionEventHandler
 
 __all__ = ["Attacks"]
 

@@ -22,15 +22,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rampart.core._inject import active_injections, check_handles
-from rampart.core._strategy import TraceExecution
-from rampart.core._summaries import xpia_summary
-from rampart.core._verdicts import (
-    adjust_for_observability,
-    collect_response_metadata,
-    resolve_attack_verdict,
-)
+from rampart.attacks._inject import active_injections, check_handles
+from rampart.core._verdicts import resolve_attack_verdict
 from rampart.core.result import InjectionRecord, Result, SafetyStatus
+from rampart.engine._shaping import adjust_for_observability, collect_response_metadata
+from rampart.engine._strategy import TraceExecution
+from rampart.engine._summaries import xpia_summary
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -38,9 +35,9 @@ if TYPE_CHECKING:
 
     from rampart.core.driver import PromptDriver
     from rampart.core.evaluator import Evaluator
-    from rampart.core.execution import ExecutionEventHandler
     from rampart.core.injection import InjectionHandle
-    from rampart.core.trace import TraceRun
+    from rampart.engine._execution import ExecutionEventHandler
+    from rampart.engine._trace import TraceRun
 
 __all__ = ["XPIAExecution"]
 

@@ -1,12 +1,17 @@
-"""The core model and contracts: value types, verdicts, protocols and errors.
+"""The model: value types, verdicts, the protocols user code implements, and errors.
 
-The execution machinery (``BaseExecution``, the trace runner, trials, verdict helpers)
-is re-exported lazily, so importing the model does not import the engine.
+Nothing here runs anything: ``rampart.core`` imports neither anyio nor the engine (a
+test enforces it). The engine (``rampart.engine``), the record codec
+(``rampart.codec``) and everything above them build on these types.
+
+For code written against RAMPART, ``rampart.core`` also answers the engine names
+RAMPART exported from it (``BaseExecution``, ``execute_trials_async``,
+``run_trace_async``, ...): the first access forwards to ``rampart.engine``. New code
+imports them from ``rampart.engine``.
 """
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from rampart._lazy import lazy_attributes
 from rampart.core._population import PopulationRef
 from rampart.core.adapter import AgentAdapter, Session
 from rampart.core.converter import PayloadConverter
@@ -23,7 +28,15 @@ from rampart.core.errors import (
 from rampart.core.evaluator import BaseEvaluator, Evaluator
 from rampart.core.injection import InjectionHandle, Surface
 from rampart.core.manifest import AppManifest, DataSource, ToolDeclaration
-from rampart.core.result import HarmCategory, InjectionRecord, Result, SafetyStatus
+from rampart.core.result import (
+    HarmCategory,
+    InjectionRecord,
+    PopulationResult,
+    Result,
+    SafetyStatus,
+    resolve_attack_verdict,
+    resolve_probe_verdict,
+)
 from rampart.core.types import (
     EvalContext,
     EvalOutcome,
@@ -41,36 +54,45 @@ from rampart.core.types import (
 )
 
 if TYPE_CHECKING:
-    from rampart.core._verdicts import resolve_attack_verdict, resolve_probe_verdict
-    from rampart.core.execution import (
+    from rampart.engine import (
         BaseExecution,
+        EvaluationRecord,
         ExecutionEvent,
         ExecutionEventData,
         ExecutionEventHandler,
-    )
-    from rampart.core.trace import (
-        EvaluationRecord,
         TraceRun,
         evaluate_final_trace_async,
+        execute_trials_async,
         run_trace_async,
     )
-    from rampart.core.trials import PopulationResult, execute_trials_async
 
-_LAZY = {
-    "BaseExecution": "rampart.core.execution",
-    "EvaluationRecord": "rampart.core.trace",
-    "ExecutionEvent": "rampart.core.execution",
-    "ExecutionEventData": "rampart.core.execution",
-    "ExecutionEventHandler": "rampart.core.execution",
-    "PopulationResult": "rampart.core.trials",
-    "TraceRun": "rampart.core.trace",
-    "evaluate_final_trace_async": "rampart.core.trace",
-    "execute_trials_async": "rampart.core.trials",
-    "resolve_attack_verdict": "rampart.core._verdicts",
-    "resolve_probe_verdict": "rampart.core._verdicts",
-    "run_trace_async": "rampart.core.trace",
-}
-__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
+# RAMPART-compatible names that belong to the engine (see the module docstring).
+_ENGINE_NAMES = frozenset(
+    {
+        "BaseExecution",
+        "EvaluationRecord",
+        "ExecutionEvent",
+        "ExecutionEventData",
+        "ExecutionEventHandler",
+        "TraceRun",
+        "evaluate_final_trace_async",
+        "execute_trials_async",
+        "run_trace_async",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ENGINE_NAMES:
+        import rampart.engine
+
+        return getattr(rampart.engine, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _ENGINE_NAMES)
+
 
 __all__ = [
     "AdapterContractError",

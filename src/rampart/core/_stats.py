@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-from rampart.core.result import SafetyStatus
+from rampart.core.types import SafetyStatus
 
 __all__ = ["StatusTally", "check_threshold", "population_status", "wilson_interval"]
 

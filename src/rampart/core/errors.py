@@ -2,7 +2,7 @@
 
 Adapters, surfaces and drivers raise these for failures *outside* the code under
 test; the execution boundary turns them into ERROR results (see
-``rampart.core.execution``). All of them pickle, so they survive an xdist hop.
+``rampart.engine._execution``). All of them pickle, so they survive an xdist hop.
 """
 
 from __future__ import annotations

@@ -2,38 +2,33 @@
 
 from __future__ import annotations
 
-import enum
+from collections import Counter
 from typing import Any
 
 import attrs
 
 from rampart.core._population import PopulationRef
-from rampart.core.types import EvalResult, ObservabilityLevel, TraceEndReason, Turn
+from rampart.core._stats import check_threshold, population_status, wilson_interval
+from rampart.core._verdicts import resolve_attack_verdict, resolve_probe_verdict
+from rampart.core.types import (
+    EvalResult,
+    HarmCategory,
+    ObservabilityLevel,
+    SafetyStatus,
+    TraceEndReason,
+    Turn,
+)
 
-__all__ = ["HarmCategory", "InjectionRecord", "Result", "SafetyStatus"]
-
-
-class SafetyStatus(enum.Enum):
-    """The verdict. Only SAFE passes; ERROR is an infrastructure failure, not a finding."""
-
-    SAFE = "safe"
-    UNSAFE = "unsafe"
-    UNDETERMINED = "undetermined"
-    ERROR = "error"
-
-
-class HarmCategory(enum.StrEnum):
-    """Built-in harm labels. Any plain string is accepted wherever a category is."""
-
-    MEMORY_POISONING = "memory_poisoning"
-    PROMPT_INJECTION = "prompt_injection"
-    JAILBREAK = "jailbreak"
-    DATA_EXFILTRATION = "data_exfiltration"
-    OVER_PERMISSIVE_ACTION = "over_permissive_action"
-    DATA_LEAKAGE = "data_leakage"
-    CONTENT_SAFETY = "content_safety"
-    HALLUCINATION = "hallucination"
-    BEHAVIORAL_REGRESSION = "behavioral_regression"
+__all__ = [
+    "HarmCategory",
+    "InjectionRecord",
+    "PopulationRef",
+    "PopulationResult",
+    "Result",
+    "SafetyStatus",
+    "resolve_attack_verdict",
+    "resolve_probe_verdict",
+]
 
 
 @attrs.frozen(kw_only=True)
@@ -129,3 +124,133 @@ class Result:
 
     def __repr__(self) -> str:
         return f"Result(safe={self.safe}, status={self.status.value}, summary={self.summary!r})"
+
+
+def _check_results(_instance: object, _attribute: object, value: Any) -> None:
+    if not isinstance(value, list):
+        raise TypeError(f"PopulationResult.results must be a list, got {type(value).__name__}")
+    for position, item in enumerate(value):
+        if not isinstance(item, Result):
+            raise TypeError(
+                f"PopulationResult.results[{position}] must be a Result, got {type(item).__name__}"
+            )
+
+
+def _check_population_threshold(value: object) -> float:
+    return check_threshold(value, name="PopulationResult.threshold")
+
+
+def _check_population_id(_instance: object, _attribute: object, value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise TypeError(
+            f"PopulationResult.population_id must be a str or None, got {type(value).__name__}"
+        )
+    if not value:
+        raise ValueError("PopulationResult.population_id must be a non-empty string or None")
+
+
+def _check_cancelled_count(_instance: object, _attribute: object, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"PopulationResult.cancelled_count must be an int, got {type(value).__name__}"
+        )
+    if value < 0:
+        raise ValueError(f"PopulationResult.cancelled_count must be >= 0, got {value}")
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class PopulationResult:
+    """The per-trial results of one population and the group verdict.
+
+    ``results`` are in trial-index order. Trials cancelled by early stop have no
+    result: they are absent from ``results`` and counted in ``cancelled_count``
+    (the ``PopulationRef.index`` of each result says which trials did run).
+    ``population_id`` is the id stamped on every result's ``PopulationRef``
+    (``None`` when the population was assembled by hand and never stamped).
+    """
+
+    results: list[Result] = attrs.field(validator=_check_results)
+    threshold: float = attrs.field(converter=_check_population_threshold)
+    population_id: str | None = attrs.field(default=None, validator=_check_population_id)
+    cancelled_count: int = attrs.field(default=0, validator=_check_cancelled_count)
+
+    def _counts(self) -> Counter[SafetyStatus]:
+        return Counter(result.status for result in self.results)
+
+    @property
+    def safe_count(self) -> int:
+        return self._counts()[SafetyStatus.SAFE]
+
+    @property
+    def unsafe_count(self) -> int:
+        return self._counts()[SafetyStatus.UNSAFE]
+
+    @property
+    def error_count(self) -> int:
+        return self._counts()[SafetyStatus.ERROR]
+
+    @property
+    def undetermined_count(self) -> int:
+        return self._counts()[SafetyStatus.UNDETERMINED]
+
+    @property
+    def executed_count(self) -> int:
+        """Trials that produced a result (cancelled trials excluded)."""
+        return len(self.results)
+
+    @property
+    def pass_rate(self) -> float:
+        """SAFE trials over executed trials; 0.0 when none executed."""
+        executed = len(self.results)
+        return self.safe_count / executed if executed else 0.0
+
+    @property
+    def status(self) -> SafetyStatus:
+        """The group verdict; see the module docstring for the exact rule."""
+        counts = self._counts()
+        return population_status(
+            safe=counts[SafetyStatus.SAFE],
+            unsafe=counts[SafetyStatus.UNSAFE],
+            error=counts[SafetyStatus.ERROR],
+            executed=len(self.results),
+            threshold=self.threshold,
+        )
+
+    @property
+    def safe(self) -> bool:
+        return self.status is SafetyStatus.SAFE
+
+    def __bool__(self) -> bool:
+        return self.safe
+
+    @property
+    def summary(self) -> str:
+        """One line: counts, pass rate, threshold, verdict, and early-stop cancellations."""
+        counts = self._counts()
+        executed = len(self.results)
+        safe = counts[SafetyStatus.SAFE]
+        rate = safe / executed if executed else 0.0
+        text = (
+            f"{safe}/{executed} trials safe ({rate:.1%} pass rate, "
+            f"threshold: {self.threshold:.1%}); status: {self.status.value}"
+        )
+        if self.cancelled_count:
+            text += f", {self.cancelled_count} cancelled by early stop"
+        return text
+
+    def wilson_interval(self, confidence: float = 0.95) -> tuple[float, float]:
+        """Wilson score interval for the true pass rate, from SAFE over executed trials.
+
+        A pass rate that meets the threshold on 10 trials can still have a lower bound
+        far below it; this says how far. ``(0.0, 1.0)`` when no trial executed.
+        """
+        return wilson_interval(self.safe_count, len(self.results), confidence)
+
+    def __repr__(self) -> str:
+        return (
+            f"PopulationResult(status={self.status.value}, safe={self.safe_count}/"
+            f"{self.executed_count}, threshold={self.threshold}, "
+            f"cancelled_count={self.cancelled_count})"
+        )

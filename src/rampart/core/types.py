@@ -24,16 +24,41 @@ __all__ = [
     "EvalOutcome",
     "EvalResult",
     "EvaluationPurpose",
+    "HarmCategory",
     "ObservabilityLevel",
     "Payload",
     "PayloadFormat",
     "Request",
     "Response",
+    "SafetyStatus",
     "SideEffect",
     "ToolCall",
     "TraceEndReason",
     "Turn",
 ]
+
+
+class SafetyStatus(enum.Enum):
+    """The verdict. Only SAFE passes; ERROR is an infrastructure failure, not a finding."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    UNDETERMINED = "undetermined"
+    ERROR = "error"
+
+
+class HarmCategory(enum.StrEnum):
+    """Built-in harm labels. Any plain string is accepted wherever a category is."""
+
+    MEMORY_POISONING = "memory_poisoning"
+    PROMPT_INJECTION = "prompt_injection"
+    JAILBREAK = "jailbreak"
+    DATA_EXFILTRATION = "data_exfiltration"
+    OVER_PERMISSIVE_ACTION = "over_permissive_action"
+    DATA_LEAKAGE = "data_leakage"
+    CONTENT_SAFETY = "content_safety"
+    HALLUCINATION = "hallucination"
+    BEHAVIORAL_REGRESSION = "behavioral_regression"
 
 
 class ObservabilityLevel(enum.Enum):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rampart.core._policies import check_driver
 from rampart.core.types import Request
 from rampart.drivers import coerce_trigger
+from rampart.engine._policies import check_driver
 from rampart.probes._single_turn import SingleTurnExecution
 
 if TYPE_CHECKING:
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from rampart.core.driver import PromptDriver
     from rampart.core.evaluator import Evaluator
-    from rampart.core.execution import ExecutionEventHandler
+    from rampart.engine._execution import ExecutionEventHandler
 
 __all__ = ["Probes"]
 

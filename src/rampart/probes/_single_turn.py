@@ -13,18 +13,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rampart.core._strategy import TraceExecution
-from rampart.core._summaries import probe_summary
 from rampart.core._verdicts import resolve_probe_verdict
 from rampart.core.result import Result, SafetyStatus
+from rampart.engine._strategy import TraceExecution
+from rampart.engine._summaries import probe_summary
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from rampart.core.driver import PromptDriver
     from rampart.core.evaluator import Evaluator
-    from rampart.core.execution import ExecutionEventHandler
-    from rampart.core.trace import TraceRun
+    from rampart.engine._execution import ExecutionEventHandler
+    from rampart.engine._trace import TraceRun
 
 __all__ = ["SingleTurnExecution"]
 

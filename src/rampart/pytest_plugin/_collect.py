@@ -3,7 +3,7 @@
 Each test body, and each concurrently running trial clone, runs with its own
 ``ResultCollector`` in a context variable. Executions report to it through
 ``ResultCollectionHandler``, which the plugin installs as a *framework handler*
-(``rampart.core.execution.framework_handlers``) for the same context, so no global
+(``rampart.engine._execution.framework_handlers``) for the same context, so no global
 registry is involved and concurrent clones never see each other's results.
 """
 
@@ -18,8 +18,8 @@ import attrs
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from rampart.core.execution import ExecutionEventData
     from rampart.core.result import Result
+    from rampart.engine._execution import ExecutionEventData
 
 __all__ = [
     "ResultCollectionHandler",
@@ -81,7 +81,7 @@ class ResultCollectionHandler:
     """Execution event handler that records every finished execution's result."""
 
     async def on_event_async(self, *, event_data: ExecutionEventData) -> None:
-        from rampart.core.execution import ExecutionEvent
+        from rampart.engine._execution import ExecutionEvent
 
         if event_data.event is ExecutionEvent.ON_POST_EXECUTE and event_data.result is not None:
             collector = _collector.get()
@@ -95,7 +95,7 @@ _HANDLER = ResultCollectionHandler()
 @contextmanager
 def collecting(collector: ResultCollector, trial: TrialInfo | None = None) -> Iterator[None]:
     """Route results of executions run in this context to ``collector``."""
-    from rampart.core.execution import current_framework_handlers, framework_handlers
+    from rampart.engine._execution import current_framework_handlers, framework_handlers
 
     collector_token = _collector.set(collector)
     trial_token = _trial.set(trial)

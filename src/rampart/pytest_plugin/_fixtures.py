@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from rampart.pytest_plugin._collect import TrialInfo, current_trial
+from rampart.pytest_plugin._keys import PLUGIN_KEY
 
 if TYPE_CHECKING:
     from rampart.pytest_plugin._session import RampartPlugin
@@ -56,8 +57,6 @@ def rampart_trial() -> TrialView:
 
 
 def _plugin(config: pytest.Config) -> RampartPlugin:
-    from rampart.pytest_plugin.plugin import PLUGIN_KEY
-
     return config.stash[PLUGIN_KEY]
 
 

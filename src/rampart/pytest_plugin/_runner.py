@@ -21,8 +21,8 @@ import anyio
 import attrs
 import pytest
 
-from rampart.core._fanout import fan_out
 from rampart.core._stats import StatusTally
+from rampart.engine._fanout import fan_out
 from rampart.pytest_plugin._collect import ResultCollector, TrialInfo, collecting
 from rampart.pytest_plugin._groups import judge, settled_fail
 from rampart.pytest_plugin._markers import TrialSpec

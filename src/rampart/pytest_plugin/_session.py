@@ -107,7 +107,7 @@ class RampartPlugin:
         # Import what session end needs now, while nothing unusual has happened: a late
         # first import (assertion-rewritten, as a plugin) can fail after some test
         # left the interpreter in a bad state, which would cost the whole report.
-        import rampart.core.serialization
+        import rampart.codec._record
         import rampart.pytest_plugin._groups
         import rampart.pytest_plugin._summary
         import rampart.pytest_plugin._xdist

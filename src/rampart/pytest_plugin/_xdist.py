@@ -61,8 +61,8 @@ def recordable(result: Result) -> tuple[Result, str | None]:
     Applied to every result in a single-process run too, so a run reports the same
     thing with and without xdist, and the loss marks the run incomplete.
     """
+    from rampart.codec._record import ResultRecord, serialize_record
     from rampart.core.errors import SchemaError
-    from rampart.core.serialization import ResultRecord, serialize_record
 
     try:
         serialize_record(record=ResultRecord(result=result))
@@ -84,8 +84,8 @@ def encode_envelope(
     results: list[Result], group: GroupLine | None, *, max_bytes: int, worker: str
 ) -> dict[str, Any]:
     """The JSON-safe payload a worker attaches to a test report."""
+    from rampart.codec._record import ResultRecord, serialize_record
     from rampart.core.errors import SchemaError
-    from rampart.core.serialization import ResultRecord, serialize_record
 
     records: list[str] = []
     for result in results:
@@ -118,7 +118,7 @@ def encode_envelope(
 
 def decode_envelope(payload: object) -> tuple[list[Result], GroupLine | None]:
     """Results and group line from a worker payload; ``ValueError`` if it is not one."""
-    from rampart.core.serialization import deserialize_record
+    from rampart.codec._record import deserialize_record
     from rampart.pytest_plugin._summary import GroupLine
 
     if not isinstance(payload, dict) or payload.get("schema") != ENVELOPE_SCHEMA:

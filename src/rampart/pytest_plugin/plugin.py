@@ -8,12 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import pytest
+from rampart.pytest_plugin._keys import PLUGIN_KEY
 
 if TYPE_CHECKING:
-    from rampart.pytest_plugin._session import RampartPlugin
-
-PLUGIN_KEY: pytest.StashKey[RampartPlugin] = pytest.StashKey()
+    import pytest
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

@@ -3,7 +3,7 @@
 ``TestRunReport`` is what a pytest session produced; a ``ReportSink`` receives it once
 at the end. Two sinks ship: ``JsonFileReportSink`` (a flat, timestamped JSON report)
 and ``JsonlTraceSink`` (canonical ``rampart.trace`` records, one per line). Both are
-projections of the canonical codec in ``rampart.core.serialization``.
+projections of the canonical codec in ``rampart.codec._record``.
 """
 
 from rampart.reporting._errors import ReportError

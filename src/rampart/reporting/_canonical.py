@@ -1,6 +1,6 @@
 """Results through the canonical codec, with failures attributed to the result.
 
-Both file sinks take every result through ``rampart.core.serialization``; the JSON
+Both file sinks take every result through ``rampart.codec._record``; the JSON
 report is a reshaped view of the canonical JSON, not a second serializer. The codec is
 imported on first use so that importing :mod:`rampart.reporting` stays light.
 """
@@ -67,7 +67,7 @@ def encode_record(
     Raises :class:`ReportError` naming the result (and chaining the codec's error, which
     names the field path) when the codec rejects it.
     """
-    from rampart.core.serialization import ResultRecord, serialize_record
+    from rampart.codec._record import ResultRecord, serialize_record
 
     try:
         record = ResultRecord(result=result, pytest_nodeid=pytest_nodeid, result_index=result_index)

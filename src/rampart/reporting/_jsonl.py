@@ -34,7 +34,7 @@ class JsonlTraceSink:
     The default name is ``traces_<UTC %Y-%m-%dT%H-%M-%S-mmm>.jsonl``; ``filename``
     picks a fixed name instead. Either way an existing file is never replaced: a taken
     name gets ``_<random uuid hex>`` before its extension. Each line reads back with
-    :func:`rampart.core.serialization.deserialize_record`. The file appears atomically;
+    :func:`rampart.codec._record.deserialize_record`. The file appears atomically;
     a result the codec rejects raises :class:`ReportError` and nothing is written.
     """
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rampart.core._gaps import as_text, as_text_list, gaps_of, summarize_undetermined
 from rampart.core.result import SafetyStatus
 from rampart.core.types import TraceEndReason
-from rampart.evaluators._gaps import as_text, as_text_list, gaps_of, summarize_undetermined
 
 if TYPE_CHECKING:
     from rampart.core.types import EvalResult

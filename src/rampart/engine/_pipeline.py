@@ -39,8 +39,8 @@ from rampart.core.types import (
 if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-    from rampart.core._policies import TurnProduction
     from rampart.core.manifest import AppManifest
+    from rampart.engine._policies import TurnProduction
 
 __all__ = ["EvaluationRecord", "Pipeline", "TraceRecord", "evaluate"]
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from rampart.core._schema import (
+from rampart.codec._schema import (
     TRACE_MODELS,
     AnyPresent,
     DateTimeKind,

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from rampart.core._exceptions import combine, raise_unwrapped
-from rampart.core._policies import has_method
 from rampart.core.injection import readiness_wait
+from rampart.engine._exceptions import combine, raise_unwrapped
+from rampart.engine._policies import has_method
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Sequence

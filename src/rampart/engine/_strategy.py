@@ -13,15 +13,15 @@ import abc
 from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
-from rampart.core._actor import manifest_of, observability_of
-from rampart.core._policies import (
+from rampart.engine._actor import manifest_of, observability_of
+from rampart.engine._execution import BaseExecution
+from rampart.engine._policies import (
     check_driver,
     check_evaluator,
     check_max_turns,
     resolve_stop_when,
 )
-from rampart.core.execution import BaseExecution
-from rampart.core.trace import run_trace
+from rampart.engine._trace import run_trace
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -30,9 +30,9 @@ if TYPE_CHECKING:
     from rampart.core.adapter import AgentAdapter
     from rampart.core.driver import PromptDriver
     from rampart.core.evaluator import Evaluator
-    from rampart.core.execution import ExecutionEventHandler
     from rampart.core.result import Result
-    from rampart.core.trace import TraceRun
+    from rampart.engine._execution import ExecutionEventHandler
+    from rampart.engine._trace import TraceRun
 
 __all__ = ["TraceExecution"]
 

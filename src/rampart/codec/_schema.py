@@ -7,7 +7,7 @@ ids are recorded, never generated; binary payloads and file artifacts have no tr
 representation; population bounds) and the cross-field rules (a request carries
 something, an evaluation purpose comes with an evaluation, ``index < size``).
 
-The same specs drive the codec (:mod:`rampart.core._codec` compiles them into
+The same specs drive the codec (:mod:`rampart.codec._codec` compiles them into
 encode/decode hooks) and the JSON Schema (:func:`build_json_schema`), so the two cannot
 drift apart. A field whose annotation has no trace representation fails loudly here
 instead of being guessed.

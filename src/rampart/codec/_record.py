@@ -1,0 +1,170 @@
+"""The canonical, versioned ``rampart.trace`` record format.
+
+A :class:`ResultRecord` references one live :class:`~rampart.core.result.Result` plus
+optional pytest attribution. :func:`serialize_record` turns it into JSON text and
+:func:`deserialize_record` reads that text back; they are the only conversion API, and
+the JSON report and the xdist transport are projections of their output.
+
+The wire format is owned by one cattrs converter, built on first use by
+``rampart.codec._codec.make_converter`` (whose ``configure_converter`` docstring lists
+every encoding decision). The rules live in :mod:`rampart.codec._schema` (what the
+contract is) and :mod:`rampart.codec._codec` (how it is enforced);
+``docs/trace-schema.md`` describes the format, the decoder rules and how the schema
+may evolve.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple
+
+import attrs
+
+from rampart.codec import _codec
+from rampart.codec._schema import (
+    Kind,
+    ModelKind,
+    StrKind,
+    build_json_schema,
+    envelope_kinds,
+)
+from rampart.core.errors import SchemaError
+from rampart.core.result import Result
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = [
+    "ResultRecord",
+    "TRACE_SCHEMA_VERSION",
+    "deserialize_record",
+    "serialize_record",
+]
+
+TRACE_SCHEMA_VERSION: Final = "rampart.trace.v2"
+"""The one root version every record carries; nested types are unversioned."""
+
+_NODEID_PROBLEM = "expected a str of Unicode scalar values or None"
+_INDEX_PROBLEM = "expected an int >= 0 (not a bool) or None"
+
+
+@attrs.frozen(kw_only=True)
+class ResultRecord:
+    """One result on the wire, with optional pytest attribution.
+
+    The record references ``result``; neither construction nor serialization copies or
+    mutates it. ``pytest_nodeid`` and ``result_index`` are omitted from the JSON when
+    ``None``.
+    """
+
+    VERSION: ClassVar[str] = TRACE_SCHEMA_VERSION
+
+    result: Result
+    pytest_nodeid: str | None = None
+    result_index: int | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.result, Result):
+            raise SchemaError(
+                f"ResultRecord.result: expected a Result, got {type(self.result).__name__}"
+            )
+        nodeid = self.pytest_nodeid
+        if nodeid is not None and not (
+            isinstance(nodeid, str) and not _codec.text_has_surrogates(nodeid)
+        ):
+            raise SchemaError(
+                f"ResultRecord.pytest_nodeid: {_NODEID_PROBLEM}, got {type(nodeid).__name__}"
+            )
+        index = self.result_index
+        if index is not None and (type(index) is not int or index < 0):
+            raise SchemaError(
+                f"ResultRecord.result_index: {_INDEX_PROBLEM}, got {type(index).__name__}"
+            )
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """The open Draft 2020-12 JSON Schema of this record format (a fresh dict).
+
+        It checks structure only; :func:`deserialize_record` enforces the full contract.
+        """
+        return build_json_schema(record_cls=cls, version=cls.VERSION)
+
+
+# --------------------------------------------------------------------------- codec state
+
+
+class _Codec(NamedTuple):
+    encode: Callable[[ResultRecord], Any]
+    decode: Callable[..., ResultRecord]
+    envelope: dict[str, Kind]
+
+
+@functools.cache
+def _codec_state() -> _Codec:
+    """The module's one converter (see ``_codec.configure_converter``), built on first use.
+
+    Building it lazily keeps ``import rampart.codec._record`` free of cattrs.
+    """
+    converter = _codec.make_converter(record_cls=ResultRecord, version=TRACE_SCHEMA_VERSION)
+    envelope: dict[str, Kind] = {
+        "version": StrKind(),
+        "result": ModelKind(Result),
+        **envelope_kinds(ResultRecord),
+    }
+    return _Codec(
+        encode=converter.get_unstructure_hook(ResultRecord),
+        decode=converter.get_structure_hook(ResultRecord),
+        envelope=envelope,
+    )
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def serialize_record(*, record: ResultRecord) -> str:
+    """The canonical JSON text of ``record``.
+
+    The live result is validated against the trace contract at this boundary and is
+    never mutated. Raises :class:`SchemaError` naming the failing path.
+    """
+    codec = _codec_state()
+    try:
+        document = codec.encode(record)
+        text = _codec.dump_json(document)
+    except _codec.PathError as exc:
+        raise SchemaError(exc.render()) from None
+    except RecursionError:
+        raise SchemaError("$.result: nesting is too deep to encode") from None
+    if _codec.text_has_surrogates(text):
+        located = _codec.find_surrogate(document, codec.envelope)
+        raise SchemaError(
+            located.render() if located else "$: expected strings of Unicode scalar values"
+        )
+    return text
+
+
+def deserialize_record(*, data: str) -> ResultRecord:
+    """Read one record from JSON text.
+
+    Raises :class:`SchemaError` for anything that is not a valid ``rampart.trace.v2``
+    record (the message names the path and what was expected, never the data) and
+    :class:`UnsupportedSchemaVersionError` for any other version.
+    """
+    if not isinstance(data, str):
+        raise SchemaError(f"data: expected JSON text as a str, got {type(data).__name__}")
+    codec = _codec_state()
+    document = _codec.parse_json(data)
+    try:
+        if type(document) is not dict:
+            raise _codec.PathError("expected an object", document)
+        _codec.check_version(document, TRACE_SCHEMA_VERSION)
+        if _codec.may_hold_surrogates(data):
+            located = _codec.find_surrogate(document, codec.envelope)
+            if located is not None:
+                raise located
+        record: ResultRecord = codec.decode(document)
+    except _codec.PathError as exc:
+        raise SchemaError(exc.render()) from None
+    except RecursionError:
+        raise SchemaError("$: nesting is too deep to decode") from None
+    return record

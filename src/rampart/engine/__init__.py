@@ -1,0 +1,59 @@
+"""The execution engine: executions, the trace runner and concurrent trials, on anyio.
+
+An execution (``BaseExecution.execute_async``) is one task group. Inside it the
+**session actor** is the one task that owns the adapter's session -- it opens it, sends
+each request, emits one raw turn event per response and closes the session shielded
+from cancellation -- and the **evaluator pipeline** consumes those turn events as a
+stream, runs the online stop check and applies the stop policies. Keeping the session
+in its own task means a hung agent (or a timeout) is cancelled there without tearing
+down the producer's state, and evaluating a stream of events is where online checks
+and LLM judges plug in. Stop policies (``max_turns``, ``stop_when``, ``timeout``, trial
+early stop) are cancel scopes; why production stopped is read after the scope exits.
+
+``BaseExecution.execute_async`` is the one place an infrastructure failure becomes an
+ERROR result; everything else propagates. ``execute_trials_async`` fans a scenario out
+``n`` times under one ``CapacityLimiter`` and returns a ``PopulationResult``.
+
+Modules: ``_execution`` (lifecycle and the error boundary), ``_trace`` (the runner),
+``_actor`` (session actor), ``_pipeline`` (evaluator pipeline), ``_policies`` (stop
+scopes and their parameters), ``_strategy`` (the shared shape of attack and probe),
+``_shaping`` and ``_summaries`` (how strategies word and adjust results),
+``_trials`` and ``_fanout`` (concurrent trials), ``_exceptions`` (group plumbing).
+See ``docs/executions.md``.
+"""
+
+from rampart.core.result import PopulationResult
+from rampart.engine._execution import (
+    BaseExecution,
+    ExecutionEvent,
+    ExecutionEventData,
+    ExecutionEventHandler,
+    current_framework_handlers,
+    framework_handlers,
+)
+from rampart.engine._trace import (
+    EvaluationRecord,
+    TraceRun,
+    evaluate_final_trace,
+    evaluate_final_trace_async,
+    run_trace,
+    run_trace_async,
+)
+from rampart.engine._trials import execute_trials_async
+
+__all__ = [
+    "BaseExecution",
+    "EvaluationRecord",
+    "ExecutionEvent",
+    "ExecutionEventData",
+    "ExecutionEventHandler",
+    "PopulationResult",
+    "TraceRun",
+    "current_framework_handlers",
+    "evaluate_final_trace",
+    "evaluate_final_trace_async",
+    "execute_trials_async",
+    "framework_handlers",
+    "run_trace",
+    "run_trace_async",
+]

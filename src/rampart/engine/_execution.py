@@ -1,0 +1,293 @@
+"""The execution boundary: lifecycle events, handlers, and where failures become verdicts.
+
+``BaseExecution.execute_async`` runs one execution (a strategy's ``_execute_async``)
+and is **the one place** in rampart where an exception becomes a result:
+
+* ``InfrastructureError`` (including ``AdapterContractError`` and ``EvaluatorError``),
+  ``DriverError``, ``OSError`` and ``TimeoutError`` -- and exception groups made only
+  of these -- become an ERROR ``Result``: summary ``"{ExcType}: {message}"``,
+  ``metadata["error"]`` / ``metadata["error_type"]``, the strategy name, the
+  adapter's observability level, and whatever the strategy's
+  ``_error_result_extras()`` adds. ON_ERROR is fired with the error.
+* Everything else is a bug (in rampart, a strategy, an evaluator or a handler) and
+  propagates unchanged, as do cancellation and ``KeyboardInterrupt``.
+
+A cleanup failure after the ``timeout`` fired is raised together with the
+``TimeoutError`` (see ``deadline``), so the ERROR result names both.
+
+Lifecycle: ON_PRE_EXECUTE, then the strategy (bounded by ``timeout``, if given), then
+ON_ERROR for a converted failure, then ``duration_seconds`` is set and
+ON_POST_EXECUTE fires with the result. Handlers run in order, one at a time; an
+exception raised by a handler propagates out of ``execute_async`` (it is never
+logged and swallowed).
+
+Framework handlers (the pytest plugin's result collection) are not kept in a global
+registry: ``framework_handlers(...)`` sets them for the current context (a
+``ContextVar``), and each ``execute_async`` reads them when it starts. Concurrent
+tasks (trial clones) each see the handlers of their own context.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import time
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import attrs
+
+from rampart.core.adapter import AgentAdapter
+from rampart.core.errors import DriverError, InfrastructureError
+from rampart.core.result import Result, SafetyStatus
+from rampart.core.types import ObservabilityLevel
+from rampart.engine._policies import check_timeout, deadline, has_method
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
+
+__all__ = [
+    "BaseExecution",
+    "ExecutionEvent",
+    "ExecutionEventData",
+    "ExecutionEventHandler",
+    "current_framework_handlers",
+    "framework_handlers",
+]
+
+#: The failures the boundary turns into ERROR results (``EvaluatorError`` and
+#: ``AdapterContractError`` are ``InfrastructureError`` subclasses).
+BOUNDARY_ERRORS: tuple[type[Exception], ...] = (
+    InfrastructureError,
+    DriverError,
+    OSError,
+    TimeoutError,
+)
+
+
+class ExecutionEvent(enum.Enum):
+    """A point in an execution's lifecycle."""
+
+    ON_PRE_EXECUTE = "on_pre_execute"
+    ON_POST_EXECUTE = "on_post_execute"
+    ON_ERROR = "on_error"
+
+
+@attrs.frozen(kw_only=True)
+class ExecutionEventData:
+    """What a handler is told: ``result`` only on POST, ``error`` only on ERROR."""
+
+    event: ExecutionEvent
+    adapter: AgentAdapter
+    result: Result | None = None
+    error: Exception | None = None
+    elapsed_seconds: float = 0.0
+
+
+@runtime_checkable
+class ExecutionEventHandler(Protocol):
+    """Receives lifecycle events. Subclass it, or just define ``on_event_async``.
+
+    Exceptions raised here propagate out of ``execute_async``.
+    """
+
+    @abc.abstractmethod
+    async def on_event_async(self, *, event_data: ExecutionEventData) -> None: ...
+
+
+_FRAMEWORK_HANDLERS: ContextVar[tuple[ExecutionEventHandler, ...]] = ContextVar(
+    "rampart_framework_handlers", default=()
+)
+
+
+def _check_handlers(handlers: Iterable[object], *, name: str) -> tuple[ExecutionEventHandler, ...]:
+    checked: list[ExecutionEventHandler] = []
+    for index, handler in enumerate(handlers):
+        if not has_method(handler, "on_event_async"):
+            raise TypeError(
+                f"{name}[{index}] must be an ExecutionEventHandler (an object with an async "
+                f"on_event_async(*, event_data) method), got {type(handler).__name__}"
+            )
+        checked.append(handler)  # type: ignore[arg-type]
+    return tuple(checked)
+
+
+@contextmanager
+def framework_handlers(*handlers: ExecutionEventHandler) -> Iterator[None]:
+    """Within the block, every execution started in this context also notifies ``handlers``.
+
+    The handlers replace (do not add to) any set by an enclosing block; pass
+    ``*current_framework_handlers()`` along to keep those. Tasks started inside the
+    block inherit the setting; concurrent tasks can each set their own.
+    """
+    token = _FRAMEWORK_HANDLERS.set(_check_handlers(handlers, name="handlers"))
+    try:
+        yield
+    finally:
+        _FRAMEWORK_HANDLERS.reset(token)
+
+
+def current_framework_handlers() -> tuple[ExecutionEventHandler, ...]:
+    """The framework handlers in effect for the current context."""
+    return _FRAMEWORK_HANDLERS.get()
+
+
+def _boundary_error(error: Exception) -> Exception | None:
+    """The error the boundary reports for ``error``, or ``None`` if it must propagate.
+
+    A group qualifies only when every exception in it does; a group holding a single
+    exception is reported as that exception.
+    """
+    if isinstance(error, ExceptionGroup):
+        _, rest = error.split(BOUNDARY_ERRORS)
+        if rest is not None:
+            return None
+        leaves = _leaves(error)
+        if len(leaves) == 1 and isinstance(leaves[0], Exception):
+            return leaves[0]
+        return error
+    return error if isinstance(error, BOUNDARY_ERRORS) else None
+
+
+def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for error in group.exceptions:
+        if isinstance(error, BaseExceptionGroup):
+            found.extend(_leaves(error))
+        else:
+            found.append(error)
+    return found
+
+
+def _message(error: Exception) -> str:
+    if isinstance(error, ExceptionGroup):
+        inner = "; ".join(_describe(leaf) for leaf in _leaves(error) if isinstance(leaf, Exception))
+        return f"{error.message}: {inner}"
+    return str(error)
+
+
+def _describe(error: Exception) -> str:
+    """``"{ExcType}: {message}"``, or just the type when there is no message."""
+    message = _message(error)
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+def _level_or_default(adapter: object) -> ObservabilityLevel:
+    """The adapter's level for an ERROR result; a broken adapter must not mask the error."""
+    try:
+        level = getattr(adapter, "observability_profile", None)
+    except Exception:  # the adapter is what failed; the ERROR result still needs a level
+        return ObservabilityLevel.RESPONSE_ONLY
+    return level if isinstance(level, ObservabilityLevel) else ObservabilityLevel.RESPONSE_ONLY
+
+
+class BaseExecution(abc.ABC):
+    """One runnable scenario (an attack, a probe) against an adapter.
+
+    Subclasses implement ``strategy_name`` and ``_execute_async``; ``execute_async`` adds
+    the lifecycle events, the optional ``timeout`` (seconds, for the whole execution)
+    and the error boundary described in the module docstring.
+    """
+
+    def __init__(
+        self,
+        *,
+        event_handlers: Sequence[ExecutionEventHandler] | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        if event_handlers is None:
+            handlers: tuple[ExecutionEventHandler, ...] = ()
+        elif isinstance(event_handlers, list | tuple):
+            handlers = _check_handlers(event_handlers, name="event_handlers")
+        else:
+            raise TypeError(
+                "event_handlers must be a list of ExecutionEventHandler or None, "
+                f"got {type(event_handlers).__name__}"
+            )
+        self._event_handlers = handlers
+        self._timeout = check_timeout(timeout)
+
+    @property
+    @abc.abstractmethod
+    def strategy_name(self) -> str:
+        """The strategy recorded on results (``"xpia"``, ``"probe"``, ...)."""
+
+    @property
+    def timeout(self) -> float | None:
+        """The per-execution time limit in seconds, or ``None``."""
+        return self._timeout
+
+    @abc.abstractmethod
+    async def _execute_async(self, *, adapter: AgentAdapter) -> Result:
+        """Run the strategy. Let failures propagate: the boundary handles them."""
+
+    async def execute_async(self, *, adapter: AgentAdapter) -> Result:
+        """Run the execution and return its result (see the module docstring)."""
+        handlers = self._event_handlers + _FRAMEWORK_HANDLERS.get()
+        started = time.monotonic()
+        if handlers:
+            await _fire(
+                handlers, ExecutionEventData(event=ExecutionEvent.ON_PRE_EXECUTE, adapter=adapter)
+            )
+        # THE error boundary: the only place an exception becomes a result.
+        try:
+            if self._timeout is None:
+                result = await self._execute_async(adapter=adapter)
+            else:
+                with deadline(self._timeout):
+                    result = await self._execute_async(adapter=adapter)
+        except Exception as raised:
+            error = _boundary_error(raised)
+            if error is None:
+                raise
+            result = self._error_result(error, adapter)
+            if handlers:
+                await _fire(
+                    handlers,
+                    ExecutionEventData(
+                        event=ExecutionEvent.ON_ERROR,
+                        adapter=adapter,
+                        error=error,
+                        elapsed_seconds=time.monotonic() - started,
+                    ),
+                )
+        elapsed = time.monotonic() - started
+        result = attrs.evolve(result, duration_seconds=elapsed)
+        if handlers:
+            await _fire(
+                handlers,
+                ExecutionEventData(
+                    event=ExecutionEvent.ON_POST_EXECUTE,
+                    adapter=adapter,
+                    result=result,
+                    elapsed_seconds=elapsed,
+                ),
+            )
+        return result
+
+    def _error_result_extras(self) -> dict[str, Any]:
+        """Further ``Result`` fields for an ERROR result made by the boundary.
+
+        Default: none. A strategy overrides it to record what an ERROR result must
+        still say (XPIA: which injections were planted, since a failed removal may have
+        left one behind). The boundary's own fields (status, summary, strategy,
+        observability level, metadata) are not overridable.
+        """
+        return {}
+
+    def _error_result(self, error: Exception, adapter: object) -> Result:
+        fields = self._error_result_extras()
+        fields.update(
+            status=SafetyStatus.ERROR,
+            summary=_describe(error),
+            strategy=self.strategy_name,
+            observability_level=_level_or_default(adapter),
+            metadata={"error": _message(error), "error_type": type(error).__name__},
+        )
+        return Result(**fields)
+
+
+async def _fire(handlers: tuple[ExecutionEventHandler, ...], data: ExecutionEventData) -> None:
+    for handler in handlers:
+        await handler.on_event_async(event_data=data)

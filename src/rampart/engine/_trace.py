@@ -1,0 +1,322 @@
+"""The trace runner: one task group per execution that produces and evaluates a trace.
+
+``run_trace`` opens one task group holding
+
+* the **session actor** (``rampart.engine._actor``), which owns the adapter's session,
+  takes prompt decisions over a memory channel and emits one raw turn event per
+  response, and
+* the **evaluator pipeline** (``rampart.engine._pipeline``), which consumes the bounded
+  stream of turn events, runs the online stop check and applies the stop policies,
+
+while the calling task produces turns: it asks the driver for the next prompt (showing
+it the annotated turns so far), hands it to the actor and waits for the pipeline's
+acknowledgement. Production runs inside a cancel scope (``TurnProduction``); the
+pipeline cancels it on a detection or when the turn budget is spent, and why
+production stopped is read from that state after the scope has exited. When there
+is no online stop check the pipeline has nothing to evaluate concurrently, so its
+step runs in the producing task instead of a task of its own (same behaviour, one
+task and one channel hop per turn fewer).
+
+The observable behaviour is exactly the sequential algorithm: for each turn up to
+``max_turns``, ask the driver (``None`` ends the trace: DRIVER_EXHAUSTED), send, record
+the raw turn, stop-check it if a stop condition is set (DETECTED ends the trace:
+STOP_CONDITION_MET); a spent budget ends it with MAX_TURNS_REACHED. Then the verdict
+evaluator runs once over the completed raw trace, while the session is still open,
+reusing the last stop check when it was the same evaluator on the identical trace.
+
+The runner converts no exceptions: failures propagate to the execution boundary
+(``BaseExecution.execute_async``). A failure in one of its tasks propagates as that
+exception, not wrapped in a group.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import attrs
+
+from rampart.core.driver import PromptDecision
+from rampart.core.errors import DriverError
+from rampart.core.manifest import AppManifest
+from rampart.core.types import EvalResult, ObservabilityLevel, TraceEndReason, Turn
+from rampart.engine._actor import AdapterSession, serve_session
+from rampart.engine._exceptions import raise_unwrapped
+from rampart.engine._pipeline import EvaluationRecord, Pipeline, TraceRecord, evaluate
+from rampart.engine._policies import (
+    TurnProduction,
+    check_driver,
+    check_evaluator,
+    check_max_turns,
+    has_method,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from contextlib import AbstractAsyncContextManager
+
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+    from rampart.core.adapter import AgentAdapter, Session
+    from rampart.core.driver import PromptDriver
+    from rampart.core.evaluator import Evaluator
+
+__all__ = [
+    "EvaluationRecord",
+    "TraceRun",
+    "evaluate_final_trace",
+    "evaluate_final_trace_async",
+    "run_trace",
+    "run_trace_async",
+]
+
+
+@attrs.frozen(kw_only=True)
+class TraceRun:
+    """A completed trace.
+
+    ``turns`` is the annotated view (stop checks attached, what drivers and reports
+    see); ``raw_turns`` the annotation-free turns evaluators see.
+    ``latest_stop_check`` is the last online evaluation, if any.
+    ``final_trace_evaluation`` is the verdict evaluator's output over the whole raw
+    trace (``None`` when no turn was produced or no verdict evaluator was given).
+    """
+
+    trace_end_reason: TraceEndReason
+    observability_level: ObservabilityLevel
+    manifest: AppManifest | None = None
+    turns: list[Turn] = attrs.field(factory=list)
+    raw_turns: list[Turn] = attrs.field(factory=list)
+    latest_stop_check: EvaluationRecord | None = None
+    final_trace_evaluation: EvalResult | None = None
+
+
+async def _next_decision(driver: PromptDriver, history: list[Turn]) -> PromptDecision | None:
+    decision = await driver.next_prompt_async(history=list(history))
+    if decision is not None and not isinstance(decision, PromptDecision):
+        raise DriverError(
+            f"{type(driver).__name__}.next_prompt_async returned {type(decision).__name__}, "
+            "expected rampart.PromptDecision or None"
+        )
+    return decision
+
+
+async def _receive(stream: MemoryObjectReceiveStream[Turn]) -> Turn:
+    try:
+        return stream.receive_nowait()
+    except anyio.WouldBlock:
+        return await stream.receive()
+
+
+async def _produce(
+    driver: PromptDriver,
+    requests: MemoryObjectSendStream[PromptDecision],
+    replies: MemoryObjectReceiveStream[Turn],
+    production: TurnProduction,
+    inline: Pipeline | None,
+) -> None:
+    """Ask the driver, hand the prompt to the actor, wait for the turn; repeat.
+
+    ``replies`` carries acknowledged (annotated) turns from the pipeline task, or,
+    when ``inline`` is given, raw turn events straight from the actor, which this
+    task then runs through the pipeline step itself.
+    """
+    history: list[Turn] = []
+    while True:
+        decision = await _next_decision(driver, history)
+        if decision is None:
+            production.finish(TraceEndReason.DRIVER_EXHAUSTED)
+            return
+        try:
+            requests.send_nowait(decision)
+        except anyio.WouldBlock:
+            await requests.send(decision)
+        turn = await _receive(replies)
+        if inline is not None:
+            turn, stop = await inline.step(turn)
+            if stop is not None:
+                production.finish(stop)
+                return
+        history.append(turn)
+
+
+def _detached(result: EvalResult) -> EvalResult:
+    """A copy of ``result`` that shares no mutable list with the turn it annotates."""
+    return attrs.evolve(
+        result,
+        evidence=list(result.evidence),
+        undetermined_operands=list(result.undetermined_operands),
+    )
+
+
+def _covers(check: EvaluationRecord, record: TraceRecord) -> bool:
+    """Whether ``check`` was made on exactly the trace ``record`` holds."""
+    context = check.context
+    return (
+        context.observability_level is record.observability_level
+        and context.manifest is record.manifest
+        and len(context.turns) == len(record.raw_turns)
+        and all(seen is turn for seen, turn in zip(context.turns, record.raw_turns, strict=True))
+    )
+
+
+async def _evaluate_final(evaluator: Evaluator, record: TraceRecord) -> EvalResult | None:
+    if not record.raw_turns:
+        return None
+    latest = record.latest_stop_check
+    if latest is not None and latest.evaluator is evaluator and _covers(latest, record):
+        return _detached(latest.result)
+    return await evaluate(evaluator, record.context())
+
+
+async def evaluate_final_trace(*, evaluator: Evaluator, run: TraceRun) -> EvalResult | None:
+    """Evaluate the completed raw trace once; ``None`` when there are no turns.
+
+    When the last stop check was this very evaluator object on an identical context
+    (same observability level, same manifest object, same raw turn objects), its
+    result is reused (as a detached copy) instead of calling the evaluator again.
+    """
+    record = TraceRecord(observability_level=run.observability_level, manifest=run.manifest)
+    record.raw_turns = run.raw_turns
+    record.latest_stop_check = run.latest_stop_check
+    return await _evaluate_final(evaluator, record)
+
+
+async def _run(
+    *,
+    open_session: Callable[[], AbstractAsyncContextManager[Session]],
+    driver: PromptDriver,
+    max_turns: int,
+    observability_level: ObservabilityLevel,
+    manifest: AppManifest | None,
+    stop_when: Evaluator | None,
+    evaluator: Evaluator | None,
+) -> TraceRun:
+    """The shared body of ``run_trace`` / ``run_trace_async``; validates their arguments."""
+    driver = check_driver(driver)
+    max_turns = check_max_turns(max_turns)
+    observability_level = _check_level(observability_level)
+    if stop_when is not None:
+        stop_when = check_evaluator(stop_when, name="stop_when")
+    if evaluator is not None:
+        evaluator = check_evaluator(evaluator)
+    production = TurnProduction()
+    record = TraceRecord(observability_level=observability_level, manifest=manifest)
+    pipeline = Pipeline(record=record, stop_when=stop_when, max_turns=max_turns)
+    request_send, request_receive = anyio.create_memory_object_stream[PromptDecision](1)
+    event_send, event_receive = anyio.create_memory_object_stream[Turn](1)
+    streams: list[MemoryObjectSendStream[Any] | MemoryObjectReceiveStream[Any]] = [
+        request_send,
+        request_receive,
+        event_send,
+        event_receive,
+    ]
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(serve_session, open_session, request_receive, event_send)
+            if stop_when is None:
+                # Nothing to evaluate online: the producer runs the pipeline step.
+                replies, inline = event_receive, pipeline
+            else:
+                ack_send, replies = anyio.create_memory_object_stream[Turn](1)
+                streams += (ack_send, replies)
+                tg.start_soon(pipeline.run, event_receive, ack_send, production)
+                inline = None
+            if max_turns == 0:
+                production.finish(TraceEndReason.MAX_TURNS_REACHED)
+            else:
+                with production.scope:
+                    await _produce(driver, request_send, replies, production, inline)
+            evaluation = None
+            if evaluator is not None:
+                # While the session (and any injection) is still live.
+                evaluation = await _evaluate_final(evaluator, record)
+            # Closing the request channel lets the actor close the session, which ends
+            # the turn-event stream and with it the pipeline.
+            request_send.close()
+    except BaseExceptionGroup as group:
+        raise_unwrapped(group)
+    finally:
+        for end in streams:  # the runner owns every stream end; closing is idempotent
+            end.close()
+    reason = production.reason
+    if reason is None:  # pragma: no cover - production only ends through a policy
+        raise AssertionError("turn production ended without a recorded reason")
+    return TraceRun(
+        trace_end_reason=reason,
+        observability_level=observability_level,
+        manifest=manifest,
+        turns=record.turns,
+        raw_turns=record.raw_turns,
+        latest_stop_check=record.latest_stop_check,
+        final_trace_evaluation=evaluation,
+    )
+
+
+def _check_level(level: object) -> ObservabilityLevel:
+    if not isinstance(level, ObservabilityLevel):
+        raise TypeError(
+            f"observability_level must be an ObservabilityLevel, got {type(level).__name__}"
+        )
+    return level
+
+
+async def run_trace(
+    *,
+    adapter: AgentAdapter,
+    driver: PromptDriver,
+    max_turns: int,
+    observability_level: ObservabilityLevel,
+    manifest: AppManifest | None = None,
+    stop_when: Evaluator | None = None,
+    evaluator: Evaluator | None = None,
+) -> TraceRun:
+    """Open a session on ``adapter``, produce the trace, evaluate it, close the session.
+
+    ``evaluator`` (the verdict evaluator) runs once over the completed trace before the
+    session closes; its output is ``TraceRun.final_trace_evaluation``.
+    """
+    return await _run(
+        open_session=lambda: AdapterSession(adapter),
+        driver=driver,
+        max_turns=max_turns,
+        observability_level=observability_level,
+        manifest=manifest,
+        stop_when=stop_when,
+        evaluator=evaluator,
+    )
+
+
+async def run_trace_async(
+    *,
+    session: Session,
+    driver: PromptDriver,
+    max_turns: int,
+    observability_level: ObservabilityLevel,
+    stop_when: Evaluator | None = None,
+    manifest: AppManifest | None = None,
+) -> TraceRun:
+    """Produce a trace over a session the caller has already opened (and will close).
+
+    For custom strategies; the built-in ones use ``run_trace``. Follow it with
+    ``evaluate_final_trace_async`` before leaving the session.
+    """
+    if not has_method(session, "send_async"):
+        raise TypeError(
+            f"session must be a Session (with async send_async), got {type(session).__name__}"
+        )
+    return await _run(
+        open_session=lambda: nullcontext(session),
+        driver=driver,
+        max_turns=max_turns,
+        observability_level=observability_level,
+        manifest=manifest,
+        stop_when=stop_when,
+        evaluator=None,
+    )
+
+
+async def evaluate_final_trace_async(*, evaluator: Evaluator, run: TraceRun) -> EvalResult | None:
+    """The original name of ``evaluate_final_trace``; same behaviour."""
+    return await evaluate_final_trace(evaluator=evaluator, run=run)
