@@ -183,7 +183,7 @@ class TestConstruction:
 
 
 class TestConversation:
-    async def test_multi_turn_against_the_server(self, anyio_backend: str) -> None:
+    async def test_multi_turn_against_the_server(self) -> None:
         """Tool calls and usage come back, and the server continues the same conversation."""
         attachment = Payload(content=EXFILTRATE)
         async with (
@@ -218,7 +218,7 @@ class TestConversation:
             assert server.statistics().served == 2
             assert server.statistics().conversations == 1
 
-    async def test_fresh_session_is_a_fresh_conversation(self, anyio_backend: str) -> None:
+    async def test_fresh_session_is_a_fresh_conversation(self) -> None:
         """A new session starts a new conversation on the server, with fresh decisions."""
         request = Request(prompt="Summarise", attachments=[Payload(content=EXFILTRATE)])
         async with (
@@ -230,7 +230,7 @@ class TestConversation:
         assert "send_email" in [call.name for call in first.tool_calls]
         assert "send_email" in [call.name for call in second.tool_calls]
 
-    async def test_request_body_and_headers(self, anyio_backend: str) -> None:
+    async def test_request_body_and_headers(self) -> None:
         """The body carries model, the history, extra_body and seed; headers carry the key."""
         app, seen = echo()
         async with (
@@ -264,7 +264,7 @@ class TestConversation:
         }
 
     @pytest.mark.parametrize("http2", [False, True])
-    async def test_http_version(self, anyio_backend: str, http2: bool) -> None:
+    async def test_http_version(self, http2: bool) -> None:
         """http2=True speaks HTTP/2 to a plain-text server (prior knowledge); default is 1.1."""
         app, seen = echo()
         async with (
@@ -275,7 +275,7 @@ class TestConversation:
         assert [r.text for r in responses] == ["reply 1", "reply 2"]
         assert {item["http_version"] for item in seen} == {"2" if http2 else "1.1"}
 
-    async def test_xpia_attack_end_to_end(self, anyio_backend: str) -> None:
+    async def test_xpia_attack_end_to_end(self) -> None:
         """An XPIA attack through the adapter is UNSAFE on a compliant server, SAFE on a hardened one."""
         statuses = []
         for compliance in (1.0, 0.0):
@@ -290,7 +290,7 @@ class TestConversation:
                 statuses.append(result.status)
         assert statuses == [SafetyStatus.UNSAFE, SafetyStatus.SAFE]
 
-    async def test_seeded_sessions_answer_independently_of_order(self, anyio_backend: str) -> None:
+    async def test_seeded_sessions_answer_independently_of_order(self) -> None:
         """With per-session seeds, concurrent sessions get the answers sequential ones got."""
         request = Request(prompt="Read", attachments=[Payload(id="p", content=EXFILTRATE)])
 
@@ -327,7 +327,7 @@ class TestConversation:
 
 
 class TestErrors:
-    async def test_429_with_retry_after_seconds(self, anyio_backend: str) -> None:
+    async def test_429_with_retry_after_seconds(self) -> None:
         """429 becomes RateLimitedError carrying Retry-After and the server's message."""
         body = json.dumps({"error": {"message": "slow down"}}).encode()
         async with (
@@ -343,7 +343,7 @@ class TestErrors:
         )
         assert pickle.loads(pickle.dumps(caught.value)).retry_after == 7.0
 
-    async def test_503_with_http_date(self, anyio_backend: str) -> None:
+    async def test_503_with_http_date(self) -> None:
         """A 503 with Retry-After is a rate limit; an HTTP date becomes seconds from now."""
         when = format_datetime(datetime.now(UTC) + timedelta(hours=1), usegmt=True)
         async with (
@@ -355,7 +355,7 @@ class TestErrors:
         assert caught.value.retry_after is not None
         assert 3000 < caught.value.retry_after <= 3600
 
-    async def test_503_without_retry_after_is_an_outage(self, anyio_backend: str) -> None:
+    async def test_503_without_retry_after_is_an_outage(self) -> None:
         """A 503 that does not say when to come back is transient, not a rate limit."""
         async with (
             serve_asgi(canned(503, b"busy", [(b"retry-after", b"later")])) as root,
@@ -367,7 +367,7 @@ class TestErrors:
         assert caught.value.transient is True
         assert "HTTP 503 Service Unavailable" in str(caught.value)
 
-    async def test_429_without_retry_after(self, anyio_backend: str) -> None:
+    async def test_429_without_retry_after(self) -> None:
         """429 is always a rate limit; without a usable Retry-After, retry_after is None."""
         async with (
             serve_asgi(canned(429, b"busy", [(b"retry-after", b"later")])) as root,
@@ -377,7 +377,7 @@ class TestErrors:
                 await _send_one(adapter)
         assert caught.value.retry_after is None
 
-    async def test_server_429_carries_milliseconds(self, anyio_backend: str) -> None:
+    async def test_server_429_carries_milliseconds(self) -> None:
         """Against the test server, the precise retry-after-ms wait is used."""
         async with (
             serve(rate=0.01, burst=1) as server,
@@ -390,7 +390,7 @@ class TestErrors:
         assert 90.0 < caught.value.retry_after <= 100.0
 
     @pytest.mark.parametrize("status", [500, 502, 504])
-    async def test_other_5xx_are_transient(self, anyio_backend: str, status: int) -> None:
+    async def test_other_5xx_are_transient(self, status: int) -> None:
         """Other server errors are transient InfrastructureErrors naming the status."""
         async with (
             serve_asgi(canned(status, b"{}")) as root,
@@ -405,9 +405,7 @@ class TestErrors:
     @pytest.mark.parametrize(
         ("status", "phrase"), [(400, "Bad Request"), (401, "Unauthorized"), (404, "Not Found")]
     )
-    async def test_4xx_are_not_transient(
-        self, anyio_backend: str, status: int, phrase: str
-    ) -> None:
+    async def test_4xx_are_not_transient(self, status: int, phrase: str) -> None:
         """Client errors are permanent and name status and reason."""
         body = json.dumps({"error": {"message": "nope"}}).encode()
         async with (
@@ -420,7 +418,7 @@ class TestErrors:
         assert caught.value.transient is False
         assert str(caught.value).endswith(f"HTTP {status} {phrase}: nope")
 
-    async def test_connection_refused_is_transient(self, anyio_backend: str) -> None:
+    async def test_connection_refused_is_transient(self) -> None:
         """Nobody listening is a transient connection failure."""
         url = f"http://127.0.0.1:{_free_port()}/v1"
         async with ChatCompletionsAdapter(base_url=url, model="m") as adapter:
@@ -428,7 +426,7 @@ class TestErrors:
                 await _send_one(adapter)
         assert caught.value.transient is True
 
-    async def test_timeout_is_transient_and_frees_the_server(self, anyio_backend: str) -> None:
+    async def test_timeout_is_transient_and_frees_the_server(self) -> None:
         """A request that gets no answer in time fails transiently; the server sees it end."""
         async with (
             serve(hang_rate=1.0) as server,
@@ -460,7 +458,7 @@ class TestErrors:
             ),
         ],
     )
-    async def test_malformed_bodies(self, anyio_backend: str, body: bytes, message: str) -> None:
+    async def test_malformed_bodies(self, body: bytes, message: str) -> None:
         """A 200 that is not a chat completion is a MalformedResponseError naming the fault."""
         async with (
             serve_asgi(canned(200, body)) as root,
@@ -472,7 +470,7 @@ class TestErrors:
         assert caught.value.transient is False
 
     @pytest.mark.parametrize("declared", [True, False])
-    async def test_oversized_body(self, anyio_backend: str, declared: bool) -> None:
+    async def test_oversized_body(self, declared: bool) -> None:
         """A body beyond max_response_bytes is refused, whether or not its length is declared."""
         body = _completion("x" * 5000)
         headers = [(b"content-length", str(len(body)).encode())] if declared else []
@@ -485,7 +483,7 @@ class TestErrors:
             ):
                 await _send_one(adapter)
 
-    async def test_failed_request_leaves_history_unchanged(self, anyio_backend: str) -> None:
+    async def test_failed_request_leaves_history_unchanged(self) -> None:
         """A failed send appends nothing, so the same request can be sent again."""
         async with (
             serve(rate=0.01, burst=1) as server,
@@ -499,7 +497,7 @@ class TestErrors:
 
 
 class TestSessionRules:
-    async def test_send_requires_async_with(self, anyio_backend: str) -> None:
+    async def test_send_requires_async_with(self) -> None:
         """Sending before entering or after leaving the session is a RuntimeError."""
         adapter = ChatCompletionsAdapter(base_url="http://127.0.0.1:1/v1", model="m")
         session = await adapter.create_session_async()
@@ -513,14 +511,14 @@ class TestSessionRules:
         with pytest.raises(RuntimeError, match="cannot be re-entered"):
             await session.__aenter__()
 
-    async def test_rejects_non_requests(self, anyio_backend: str) -> None:
+    async def test_rejects_non_requests(self) -> None:
         """send_async takes a Request, nothing else."""
         adapter = ChatCompletionsAdapter(base_url="http://127.0.0.1:1/v1", model="m")
         async with await adapter.create_session_async() as session:
             with pytest.raises(TypeError, match="must be a Request"):
                 await session.send_async("hello")  # type: ignore[arg-type]
 
-    async def test_one_request_at_a_time(self, anyio_backend: str) -> None:
+    async def test_one_request_at_a_time(self) -> None:
         """A second concurrent send on one session is refused."""
         async with (
             serve(hang_rate=1.0) as server,
@@ -534,7 +532,7 @@ class TestSessionRules:
                 await session.send_async(Request(prompt="second"))
             group.cancel_scope.cancel()
 
-    async def test_bad_seed_function(self, anyio_backend: str) -> None:
+    async def test_bad_seed_function(self) -> None:
         """A seed function returning a non-int fails at session creation, naming seed."""
         adapter = ChatCompletionsAdapter(base_url="http://h/v1", model="m", seed=lambda: "7")  # type: ignore[arg-type,return-value]
         with pytest.raises(TypeError, match="seed"):
@@ -542,7 +540,7 @@ class TestSessionRules:
 
 
 class TestClientLifecycle:
-    async def test_lazy_shared_and_reopened(self, anyio_backend: str) -> None:
+    async def test_lazy_shared_and_reopened(self) -> None:
         """The client opens on first use, is shared, closes on aclose and reopens when needed."""
         async with serve() as server:
             adapter = ChatCompletionsAdapter(base_url=server.url, model="m")
@@ -560,7 +558,7 @@ class TestClientLifecycle:
             assert states == [True, False, True, False, True]
             assert server.statistics().served == 3
 
-    async def test_session_creation_opens_the_client(self, anyio_backend: str) -> None:
+    async def test_session_creation_opens_the_client(self) -> None:
         """Creating a session opens the client, so a paced first send does no setup work."""
         adapter = ChatCompletionsAdapter(base_url="http://127.0.0.1:9/v1", model="m")
         before = adapter.closed

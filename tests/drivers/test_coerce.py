@@ -17,7 +17,7 @@ class _CustomDriver:
 
 class TestCoerceTrigger:
     @pytest.mark.anyio
-    async def test_string_becomes_one_prompt_driver(self, anyio_backend: str) -> None:
+    async def test_string_becomes_one_prompt_driver(self) -> None:
         """A single string is sent once and then the driver is exhausted."""
         driver = coerce_trigger("go")
 
@@ -41,7 +41,7 @@ class TestCoerceTrigger:
         assert driver.requests == (Request(prompt="a"), Request(prompt="b"))
 
     @pytest.mark.anyio
-    async def test_empty_list_means_zero_turns(self, anyio_backend: str) -> None:
+    async def test_empty_list_means_zero_turns(self) -> None:
         """An empty list is allowed; the driver stops before the first turn."""
         driver = coerce_trigger([])
 

@@ -19,7 +19,7 @@ def _history(length: int) -> list[Turn]:
 
 class TestStaticDriverSequence:
     @pytest.mark.anyio
-    async def test_sends_prompts_in_order_then_stops(self, anyio_backend: str) -> None:
+    async def test_sends_prompts_in_order_then_stops(self) -> None:
         """The prompt for turn N is prompts[N]; past the end the driver returns None."""
         driver = StaticDriver(prompts=["first", "second"])
 
@@ -30,7 +30,7 @@ class TestStaticDriverSequence:
         assert decisions[2] is None
 
     @pytest.mark.anyio
-    async def test_strings_are_wrapped_as_requests(self, anyio_backend: str) -> None:
+    async def test_strings_are_wrapped_as_requests(self) -> None:
         """A string prompt becomes a Request with that prompt and no attachments."""
         decision = await StaticDriver(prompts=["hi"]).next_prompt_async(history=[])
 
@@ -39,7 +39,7 @@ class TestStaticDriverSequence:
         assert decision.reasoning == ""
 
     @pytest.mark.anyio
-    async def test_requests_are_sent_as_given(self, anyio_backend: str) -> None:
+    async def test_requests_are_sent_as_given(self) -> None:
         """A Request (for example one carrying an attachment) is sent unchanged."""
         request = Request(attachments=[Payload(content="planted", id="p1")])
 
@@ -49,7 +49,7 @@ class TestStaticDriverSequence:
         assert decision.request is request
 
     @pytest.mark.anyio
-    async def test_mixed_strings_and_requests(self, anyio_backend: str) -> None:
+    async def test_mixed_strings_and_requests(self) -> None:
         """Strings and Requests may be mixed in one list."""
         request = Request(prompt="second")
         driver = StaticDriver(prompts=["first", request])
@@ -61,12 +61,12 @@ class TestStaticDriverSequence:
         assert driver.requests == (Request(prompt="first"), request)
 
     @pytest.mark.anyio
-    async def test_empty_list_produces_no_turns(self, anyio_backend: str) -> None:
+    async def test_empty_list_produces_no_turns(self) -> None:
         """An empty prompt list stops immediately."""
         assert await StaticDriver(prompts=[]).next_prompt_async(history=[]) is None
 
     @pytest.mark.anyio
-    async def test_is_stateless_and_reusable(self, anyio_backend: str) -> None:
+    async def test_is_stateless_and_reusable(self) -> None:
         """The index comes from the history only, so one driver serves many executions."""
         driver = StaticDriver(prompts=["a", "b"])
 
@@ -78,7 +78,7 @@ class TestStaticDriverSequence:
         assert first_run == second_run
 
     @pytest.mark.anyio
-    async def test_history_longer_than_prompts_stops(self, anyio_backend: str) -> None:
+    async def test_history_longer_than_prompts_stops(self) -> None:
         """A history already past the last prompt still yields None, not an IndexError."""
         assert await StaticDriver(prompts=["a"]).next_prompt_async(history=_history(5)) is None
 

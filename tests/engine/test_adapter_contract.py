@@ -135,9 +135,7 @@ CASES = [
 
 class TestMisimplementedAdapters:
     @pytest.mark.parametrize(("adapter", "message"), CASES)
-    async def test_probe_reports_contract_error(
-        self, anyio_backend: str, adapter: Any, message: str
-    ) -> None:
+    async def test_probe_reports_contract_error(self, adapter: Any, message: str) -> None:
         """A broken adapter gives an ERROR result saying what is wrong, not a traceback."""
         result = await Probes.behavior(prompt="hi", evaluator=FakeEvaluator()).execute_async(
             adapter=adapter
@@ -149,7 +147,7 @@ class TestMisimplementedAdapters:
 
     @pytest.mark.parametrize(("adapter", "message"), CASES)
     async def test_xpia_reports_contract_error_and_cleans_up(
-        self, anyio_backend: str, adapter: Any, message: str
+        self, adapter: Any, message: str
     ) -> None:
         """The same for XPIA, and its injections are never left behind."""
         handle = FakeHandle()
@@ -159,7 +157,7 @@ class TestMisimplementedAdapters:
         assert message in result.summary
         assert handle.removed == handle.activated
 
-    async def test_bad_enter_still_closes_session(self, anyio_backend: str) -> None:
+    async def test_bad_enter_still_closes_session(self) -> None:
         """A session whose __aenter__ breaks the contract is still exited."""
         session = _NoneEnter()
         await Probes.behavior(prompt="hi", evaluator=FakeEvaluator()).execute_async(
@@ -167,7 +165,7 @@ class TestMisimplementedAdapters:
         )
         assert session.exits == 1
 
-    async def test_good_adapter_passes(self, anyio_backend: str) -> None:
+    async def test_good_adapter_passes(self) -> None:
         """The reference adapter used above satisfies every check."""
         result = await Probes.behavior(prompt="hi", evaluator=FakeEvaluator()).execute_async(
             adapter=_Adapter()  # type: ignore[arg-type]
@@ -175,7 +173,7 @@ class TestMisimplementedAdapters:
         assert result.status is SafetyStatus.UNSAFE  # NOT_DETECTED under probe polarity
         assert result.observability_level is ObservabilityLevel.TOOL_ONLY
 
-    async def test_session_entered_value_other_than_self(self, anyio_backend: str) -> None:
+    async def test_session_entered_value_other_than_self(self) -> None:
         """A session may hand out another session object from __aenter__."""
         inner = _GoodSession()
 
@@ -191,7 +189,7 @@ class TestMisimplementedAdapters:
         )
         assert result.turns[0].response.text == "fine"
 
-    async def test_fake_adapter_is_well_formed(self, anyio_backend: str) -> None:
+    async def test_fake_adapter_is_well_formed(self) -> None:
         """The shared fake adapter passes the contract checks."""
         result = await Probes.behavior(prompt="hi", evaluator=FakeEvaluator()).execute_async(
             adapter=FakeAdapter()

@@ -82,7 +82,7 @@ class _DuckHandler:
 
 
 class TestLifecycleEvents:
-    async def test_pre_then_post_with_result_and_elapsed(self, anyio_backend: str) -> None:
+    async def test_pre_then_post_with_result_and_elapsed(self) -> None:
         """A successful run fires PRE (elapsed 0, no result) then POST carrying the result."""
         recorder = _Recorder()
         adapter = FakeAdapter()
@@ -99,7 +99,7 @@ class TestLifecycleEvents:
         assert post.error is None
         assert post.elapsed_seconds == result.duration_seconds >= 0.0
 
-    async def test_event_values(self, anyio_backend: str) -> None:
+    async def test_event_values(self) -> None:
         """Event values are the documented strings."""
         assert [e.value for e in ExecutionEvent] == [
             "on_pre_execute",
@@ -107,7 +107,7 @@ class TestLifecycleEvents:
             "on_error",
         ]
 
-    async def test_error_fires_on_error_before_post(self, anyio_backend: str) -> None:
+    async def test_error_fires_on_error_before_post(self) -> None:
         """A converted failure fires ON_ERROR (with the error) and then ON_POST_EXECUTE."""
         recorder = _Recorder()
         error = InfrastructureError("agent down")
@@ -123,7 +123,7 @@ class TestLifecycleEvents:
         assert recorder.events[1].result is None
         assert recorder.events[2].result is result
 
-    async def test_handlers_run_in_order(self, anyio_backend: str) -> None:
+    async def test_handlers_run_in_order(self) -> None:
         """Instance handlers run in list order, then framework handlers."""
         log: list[str] = []
         first, second, framework = _Recorder("a", log), _Recorder("b", log), _Recorder("f", log)
@@ -139,13 +139,13 @@ class TestLifecycleEvents:
             "f:on_post_execute",
         ]
 
-    async def test_structural_handler_accepted(self, anyio_backend: str) -> None:
+    async def test_structural_handler_accepted(self) -> None:
         """An object with only on_event_async is a handler."""
         duck = _DuckHandler()
         await _Execution(_ok(), event_handlers=[duck]).execute_async(adapter=FakeAdapter())
         assert duck.events == [ExecutionEvent.ON_PRE_EXECUTE, ExecutionEvent.ON_POST_EXECUTE]
 
-    async def test_handler_exception_propagates(self, anyio_backend: str) -> None:
+    async def test_handler_exception_propagates(self) -> None:
         """A handler that raises makes execute_async raise (never logged and swallowed)."""
 
         class Broken:
@@ -156,7 +156,7 @@ class TestLifecycleEvents:
         with pytest.raises(RuntimeError, match="handler bug"):
             await _Execution(_ok(), event_handlers=[Broken()]).execute_async(adapter=FakeAdapter())
 
-    async def test_duration_is_set(self, anyio_backend: str) -> None:
+    async def test_duration_is_set(self) -> None:
         """duration_seconds is overwritten by the boundary's measurement."""
 
         async def body(adapter: Any) -> Result:
@@ -197,7 +197,7 @@ class TestEventHandlerValidation:
 
 
 class TestFrameworkHandlers:
-    async def test_set_and_reset(self, anyio_backend: str) -> None:
+    async def test_set_and_reset(self) -> None:
         """The context manager sets the handlers for the block and restores them after."""
         outer, inner = _Recorder("o"), _Recorder("i")
         baseline = current_framework_handlers()  # the pytest plugin may have set some
@@ -210,7 +210,7 @@ class TestFrameworkHandlers:
                 assert current_framework_handlers() == (outer, inner)
         assert current_framework_handlers() == baseline
 
-    async def test_read_at_execute_time(self, anyio_backend: str) -> None:
+    async def test_read_at_execute_time(self) -> None:
         """Handlers set after construction still apply; handlers set after the run do not."""
         recorder = _Recorder()
         execution = _Execution(_ok())
@@ -223,7 +223,7 @@ class TestFrameworkHandlers:
             ExecutionEvent.ON_POST_EXECUTE,
         ]
 
-    async def test_isolated_between_concurrent_tasks(self, anyio_backend: str) -> None:
+    async def test_isolated_between_concurrent_tasks(self) -> None:
         """Concurrent tasks each notify only their own framework handlers."""
         recorders = [_Recorder(str(i)) for i in range(3)]
         baseline = current_framework_handlers()
@@ -266,9 +266,7 @@ class TestErrorBoundary:
         ],
         ids=lambda e: type(e).__name__,
     )
-    async def test_infrastructure_failures_become_error(
-        self, anyio_backend: str, error: Exception
-    ) -> None:
+    async def test_infrastructure_failures_become_error(self, error: Exception) -> None:
         """Each infrastructure failure type becomes an ERROR result naming type and message."""
         recorder = _Recorder()
         adapter = FakeAdapter(level=ObservabilityLevel.TOOL_ONLY)
@@ -285,7 +283,7 @@ class TestErrorBoundary:
         assert result.final_trace_evaluation is None
         assert recorder.events[1].error is error
 
-    async def test_message_less_error(self, anyio_backend: str) -> None:
+    async def test_message_less_error(self) -> None:
         """An error without a message is summarized by its type alone."""
         result = await _Execution(_raising(InfrastructureError())).execute_async(
             adapter=FakeAdapter()
@@ -295,7 +293,7 @@ class TestErrorBoundary:
     @pytest.mark.parametrize(
         "error", [ValueError("bug"), KeyError("k"), RuntimeError("boom"), TypeError("t")]
     )
-    async def test_bugs_propagate(self, anyio_backend: str, error: Exception) -> None:
+    async def test_bugs_propagate(self, error: Exception) -> None:
         """Anything that is not an infrastructure failure propagates unchanged."""
         recorder = _Recorder()
         with pytest.raises(type(error)) as caught:
@@ -305,7 +303,7 @@ class TestErrorBoundary:
         assert caught.value is error
         assert [e.event for e in recorder.events] == [ExecutionEvent.ON_PRE_EXECUTE]
 
-    async def test_base_exception_propagates(self, anyio_backend: str) -> None:
+    async def test_base_exception_propagates(self) -> None:
         """A BaseException (KeyboardInterrupt-like) is never converted."""
 
         class Interrupt(BaseException):
@@ -314,7 +312,7 @@ class TestErrorBoundary:
         with pytest.raises(Interrupt):
             await _Execution(_raising(Interrupt())).execute_async(adapter=FakeAdapter())
 
-    async def test_group_of_infrastructure_errors(self, anyio_backend: str) -> None:
+    async def test_group_of_infrastructure_errors(self) -> None:
         """A group made only of boundary types is one ERROR result listing each failure."""
         group = ExceptionGroup("two failed", [InfrastructureError("a"), OSError("b")])
         recorder = _Recorder()
@@ -326,7 +324,7 @@ class TestErrorBoundary:
         assert result.summary == "ExceptionGroup: two failed: InfrastructureError: a; OSError: b"
         assert recorder.events[1].error is group
 
-    async def test_group_with_single_error_is_unwrapped(self, anyio_backend: str) -> None:
+    async def test_group_with_single_error_is_unwrapped(self) -> None:
         """A (nested) group holding one infrastructure error is reported as that error."""
         inner = InfrastructureError("only one")
         group = ExceptionGroup("outer", [ExceptionGroup("inner", [inner])])
@@ -334,14 +332,14 @@ class TestErrorBoundary:
         assert result.summary == "InfrastructureError: only one"
         assert result.metadata["error_type"] == "InfrastructureError"
 
-    async def test_mixed_group_propagates(self, anyio_backend: str) -> None:
+    async def test_mixed_group_propagates(self) -> None:
         """A group containing a bug propagates whole: the bug is not hidden."""
         group = ExceptionGroup("mixed", [InfrastructureError("a"), ValueError("bug")])
         with pytest.raises(ExceptionGroup) as caught:
             await _Execution(_raising(group)).execute_async(adapter=FakeAdapter())
         assert caught.value is group
 
-    async def test_cancellation_propagates(self, anyio_backend: str) -> None:
+    async def test_cancellation_propagates(self) -> None:
         """An outer cancel scope cancels the execution; no result, no POST event."""
         recorder = _Recorder()
         started = anyio.Event()
@@ -367,7 +365,7 @@ class TestErrorBoundary:
         assert not finished
         assert [e.event for e in recorder.events] == [ExecutionEvent.ON_PRE_EXECUTE]
 
-    async def test_broken_adapter_level_falls_back(self, anyio_backend: str) -> None:
+    async def test_broken_adapter_level_falls_back(self) -> None:
         """An adapter whose observability_profile is broken still yields an ERROR result."""
 
         class Broken:
@@ -382,13 +380,13 @@ class TestErrorBoundary:
 
 
 class TestErrorResultExtras:
-    async def test_default_adds_nothing(self, anyio_backend: str) -> None:
+    async def test_default_adds_nothing(self) -> None:
         """Without an override the ERROR result has only the boundary's fields."""
         result = await _Execution(_raising(OSError("x"))).execute_async(adapter=FakeAdapter())
         assert result.injections == []
         assert result.harm_category is None
 
-    async def test_override_adds_fields(self, anyio_backend: str) -> None:
+    async def test_override_adds_fields(self) -> None:
         """A strategy's extras appear on the ERROR result; boundary fields still win."""
 
         class WithExtras(_Execution):
@@ -402,7 +400,7 @@ class TestErrorResultExtras:
 
 
 class TestTimeout:
-    async def test_timeout_ends_hung_body(self, anyio_backend: str) -> None:
+    async def test_timeout_ends_hung_body(self) -> None:
         """A body that never finishes ends with 'TimeoutError: timed out after N s'."""
         recorder = _Recorder()
 
@@ -418,7 +416,7 @@ class TestTimeout:
         assert result.metadata == {"error": "timed out after 0.01 s", "error_type": "TimeoutError"}
         assert isinstance(recorder.events[1].error, TimeoutError)
 
-    async def test_cleanup_failure_after_timeout_reports_both(self, anyio_backend: str) -> None:
+    async def test_cleanup_failure_after_timeout_reports_both(self) -> None:
         """A cleanup that fails after the timeout fired: the ERROR result names both."""
 
         async def close() -> None:
@@ -441,9 +439,7 @@ class TestTimeout:
         assert "timed out after 0.01 s" in result.metadata["error"]
         assert "close failed" in result.metadata["error"]
 
-    async def test_cleanup_bug_after_timeout_propagates_with_timeout(
-        self, anyio_backend: str
-    ) -> None:
+    async def test_cleanup_bug_after_timeout_propagates_with_timeout(self) -> None:
         """A bug in cleanup after the timeout propagates, grouped with the TimeoutError."""
 
         async def close() -> None:
@@ -462,13 +458,13 @@ class TestTimeout:
         assert isinstance(timeout, TimeoutError)
         assert isinstance(bug, ValueError)
 
-    async def test_fast_body_unaffected(self, anyio_backend: str) -> None:
+    async def test_fast_body_unaffected(self) -> None:
         """A body that finishes in time returns its own result."""
         result = await _Execution(_ok("quick"), timeout=60).execute_async(adapter=FakeAdapter())
         assert result.summary == "quick"
         assert _Execution(_ok(), timeout=60).timeout == 60.0
 
-    async def test_outer_cancel_is_not_a_timeout(self, anyio_backend: str) -> None:
+    async def test_outer_cancel_is_not_a_timeout(self) -> None:
         """Cancellation from outside propagates even when a timeout is configured."""
 
         async def body(adapter: Any) -> Result:

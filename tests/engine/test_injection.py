@@ -65,7 +65,7 @@ class _FailingReady(FakeHandle):
 
 
 class TestActivation:
-    async def test_handles_activate_concurrently(self, anyio_backend: str) -> None:
+    async def test_handles_activate_concurrently(self) -> None:
         """All N activations are in flight at once (each waits for all N to start)."""
         barrier = Barrier(4)
         log: list[str] = []
@@ -77,9 +77,7 @@ class TestActivation:
         assert max(starts) < min(dones)
         assert all(h.activated == 1 and h.removed == 1 for h in handles)
 
-    async def test_readiness_waits_run_concurrently_after_activation(
-        self, anyio_backend: str
-    ) -> None:
+    async def test_readiness_waits_run_concurrently_after_activation(self) -> None:
         """Readiness waits (either method name) start after every activation, all at once."""
         barrier = Barrier(3)
         log: list[str] = []
@@ -99,7 +97,7 @@ class TestActivation:
         assert max(ready_starts) < min(ready_dones)
         assert log.index("ready-done-a") < log.index("exit-a")
 
-    async def test_session_opens_after_readiness(self, anyio_backend: str) -> None:
+    async def test_session_opens_after_readiness(self) -> None:
         """The agent is only contacted once every injection is active and ready."""
         adapter = FakeAdapter()
         barrier = Barrier(1)
@@ -108,9 +106,7 @@ class TestActivation:
         assert adapter.log.index("ready-done-a") < adapter.log.index("session-enter")
         assert adapter.log.index("session-exit") < adapter.log.index("exit-a")
 
-    async def test_failed_activation_keeps_siblings_and_removes_them(
-        self, anyio_backend: str
-    ) -> None:
+    async def test_failed_activation_keeps_siblings_and_removes_them(self) -> None:
         """One failing activation does not cancel siblings; every active one is removed."""
 
         async def slow() -> None:
@@ -130,7 +126,7 @@ class TestActivation:
         assert [h.removed for h in handles] == [0, 1, 1]
         assert adapter.sessions == []
 
-    async def test_several_failed_activations(self, anyio_backend: str) -> None:
+    async def test_several_failed_activations(self) -> None:
         """Several activation failures are reported together."""
         handles = [
             FakeHandle("a", fail_enter=InfrastructureError("a down")),
@@ -145,7 +141,7 @@ class TestActivation:
         assert _balanced(handles)
         assert handles[2].removed == 1
 
-    async def test_activation_bug_propagates_after_cleanup(self, anyio_backend: str) -> None:
+    async def test_activation_bug_propagates_after_cleanup(self) -> None:
         """A bug in a handle's activation propagates, after the active siblings are removed."""
         handles = [FakeHandle("bug", fail_enter=ValueError("bad handle")), FakeHandle("ok")]
         with pytest.raises(ValueError, match="bad handle"):
@@ -153,7 +149,7 @@ class TestActivation:
         assert handles[1].activated == 1
         assert handles[1].removed == 1
 
-    async def test_readiness_failure(self, anyio_backend: str) -> None:
+    async def test_readiness_failure(self) -> None:
         """A readiness failure is an ERROR result; the handles are removed."""
         handles = [_FailingReady("a"), FakeHandle("b")]
         adapter = FakeAdapter()
@@ -162,7 +158,7 @@ class TestActivation:
         assert [h.removed for h in handles] == [1, 1]
         assert adapter.sessions == []
 
-    async def test_single_handle_failure(self, anyio_backend: str) -> None:
+    async def test_single_handle_failure(self) -> None:
         """The single-handle path reports its failure the same way."""
         handle = FakeHandle("a", fail_enter=InfrastructureError("nope"))
         result = await _xpia([handle])
@@ -172,14 +168,14 @@ class TestActivation:
 
 class TestRemoval:
     @pytest.mark.parametrize("count", [1, 3])
-    async def test_removed_once_on_success(self, anyio_backend: str, count: int) -> None:
+    async def test_removed_once_on_success(self, count: int) -> None:
         """Every handle is removed exactly once after a normal run, with no exception info."""
         handles = [FakeHandle(str(i)) for i in range(count)]
         await _xpia(handles)
         assert all(h.activated == 1 and h.removed == 1 for h in handles)
         assert all(h.exit_info == (None, None, None) for h in handles)
 
-    async def test_removal_failure_makes_error(self, anyio_backend: str) -> None:
+    async def test_removal_failure_makes_error(self) -> None:
         """A removal failure discards the evaluation: ERROR, no trace end reason."""
         handles = [FakeHandle("a", fail_exit=InfrastructureError("delete failed")), FakeHandle("b")]
         evaluator = FakeEvaluator([EvalOutcome.DETECTED])
@@ -191,7 +187,7 @@ class TestRemoval:
         assert evaluator.calls == 1
         assert [h.removed for h in handles] == [1, 1]
 
-    async def test_body_and_removal_failures_reported_together(self, anyio_backend: str) -> None:
+    async def test_body_and_removal_failures_reported_together(self) -> None:
         """A failing run whose cleanup also fails reports both failures."""
         adapter = FakeAdapter([InfrastructureError("agent down")])
         handle = FakeHandle("a", fail_exit=OSError("delete failed"))
@@ -204,14 +200,14 @@ class TestRemoval:
         assert exc_type is InfrastructureError
         assert str(exc) == "agent down"
 
-    async def test_agent_failure_still_removes(self, anyio_backend: str) -> None:
+    async def test_agent_failure_still_removes(self) -> None:
         """An agent failure mid-run still removes every injection."""
         handles = [FakeHandle(str(i)) for i in range(3)]
         result = await _xpia(handles, FakeAdapter([InfrastructureError("boom")]))
         assert result.status is SafetyStatus.ERROR
         assert all(h.activated == 1 and h.removed == 1 for h in handles)
 
-    async def test_evaluator_bug_still_removes(self, anyio_backend: str) -> None:
+    async def test_evaluator_bug_still_removes(self) -> None:
         """A bug in the evaluator propagates, and the injections are removed first."""
         handles = [FakeHandle(str(i)) for i in range(2)]
         with pytest.raises(ValueError, match="evaluator bug"):
@@ -225,7 +221,7 @@ async def _hang(request: Request) -> Response:
 
 
 class TestTimeoutsAndCancellation:
-    async def test_timeout_ends_hung_send_and_removes(self, anyio_backend: str) -> None:
+    async def test_timeout_ends_hung_send_and_removes(self) -> None:
         """A hung agent is ended by the timeout; removal still runs (shielded)."""
         handles = [FakeHandle(str(i), exit_checkpoint=True) for i in range(3)]
         adapter = FakeAdapter([_hang], exit_checkpoint=True)
@@ -236,7 +232,7 @@ class TestTimeoutsAndCancellation:
         assert all(h.activated == 1 and h.removed == 1 for h in handles)
         assert adapter.log[-2:] == ["session-exit", "session-exit-completed"]
 
-    async def test_timeout_during_activation(self, anyio_backend: str) -> None:
+    async def test_timeout_during_activation(self) -> None:
         """A hung activation is cancelled by the timeout; the ones that activated are removed."""
         handles = [
             FakeHandle("hung", enter_gate=anyio.sleep_forever),
@@ -248,7 +244,7 @@ class TestTimeoutsAndCancellation:
         assert [h.activated for h in handles] == [0, 1, 1]
         assert _balanced(handles)
 
-    async def test_outer_cancel_propagates_after_removal(self, anyio_backend: str) -> None:
+    async def test_outer_cancel_propagates_after_removal(self) -> None:
         """An outer cancel scope cancels the run; cancellation propagates, removal ran."""
         handles = [FakeHandle(str(i), exit_checkpoint=True) for i in range(2)]
         sending = anyio.Event()
@@ -271,7 +267,7 @@ class TestTimeoutsAndCancellation:
         assert not finished
         assert all(h.activated == 1 and h.removed == 1 for h in handles)
 
-    async def test_removal_failure_under_cancellation_is_not_lost(self, anyio_backend: str) -> None:
+    async def test_removal_failure_under_cancellation_is_not_lost(self) -> None:
         """Cancelled with a failing removal: cancellation is absorbed, the failure surfaces."""
         handle = FakeHandle("a", fail_exit=InfrastructureError("delete failed"))
         sending = anyio.Event()
@@ -290,7 +286,7 @@ class TestTimeoutsAndCancellation:
         assert handle.removed == 1
 
     @pytest.mark.parametrize("fail_at", ["activation", "send", "evaluation", "removal", "none"])
-    async def test_removals_equal_activations(self, anyio_backend: str, fail_at: str) -> None:
+    async def test_removals_equal_activations(self, fail_at: str) -> None:
         """Whatever fails, every successful activation is matched by exactly one removal."""
         handles = [
             FakeHandle(
@@ -312,7 +308,7 @@ class TestTimeoutsAndCancellation:
 
 
 class TestRecords:
-    async def test_one_record_per_handle(self, anyio_backend: str) -> None:
+    async def test_one_record_per_handle(self) -> None:
         """The result names every handle's payload and surface, in order."""
         handles = [FakeHandle("a"), FakeHandle("b")]
         handles[1].payload_id = None
@@ -323,7 +319,7 @@ class TestRecords:
         ]
         assert result.trace_end_reason is TraceEndReason.DRIVER_EXHAUSTED
 
-    async def test_no_handles(self, anyio_backend: str) -> None:
+    async def test_no_handles(self) -> None:
         """Inline XPIA (no handles) records no injections."""
         result = await _xpia([])
         assert result.injections == []

@@ -25,7 +25,7 @@ STOP = TraceEndReason.STOP_CONDITION_MET
 
 class TestTurnProduction:
     @pytest.mark.anyio
-    async def test_stop_cancels_and_records(self, anyio_backend: str) -> None:
+    async def test_stop_cancels_and_records(self) -> None:
         """stop() cancels the scope; the reason is read after the scope exits."""
         production = TurnProduction()
         with production.scope:
@@ -35,7 +35,7 @@ class TestTurnProduction:
         assert production.reason is STOP
 
     @pytest.mark.anyio
-    async def test_first_reason_wins(self, anyio_backend: str) -> None:
+    async def test_first_reason_wins(self) -> None:
         """Later reasons do not overwrite the first one."""
         production = TurnProduction()
         production.finish(TraceEndReason.DRIVER_EXHAUSTED)
@@ -45,13 +45,13 @@ class TestTurnProduction:
 
 class TestDeadline:
     @pytest.mark.anyio
-    async def test_raises_timeout_after_exit(self, anyio_backend: str) -> None:
+    async def test_raises_timeout_after_exit(self) -> None:
         """A deadline that fires becomes TimeoutError('timed out after N s')."""
         with pytest.raises(TimeoutError, match=r"^timed out after 0\.01 s$"), deadline(0.01):
             await anyio.sleep_forever()
 
     @pytest.mark.anyio
-    async def test_none_is_unbounded(self, anyio_backend: str) -> None:
+    async def test_none_is_unbounded(self) -> None:
         """deadline(None) adds no deadline: the effective one is unchanged, inside or not."""
         assert anyio.current_effective_deadline() == math.inf
         with deadline(None):
@@ -64,14 +64,14 @@ class TestDeadline:
                 await anyio.lowlevel.checkpoint()
 
     @pytest.mark.anyio
-    async def test_timeout_sets_effective_deadline(self, anyio_backend: str) -> None:
+    async def test_timeout_sets_effective_deadline(self) -> None:
         """deadline(N) makes the effective deadline finite (the contrast to None)."""
         with deadline(60):
             assert anyio.current_effective_deadline() < math.inf
             await anyio.lowlevel.checkpoint()
 
     @pytest.mark.anyio
-    async def test_outer_cancellation_is_not_a_timeout(self, anyio_backend: str) -> None:
+    async def test_outer_cancellation_is_not_a_timeout(self) -> None:
         """An outer cancellation propagates through a (later) deadline unchanged."""
         with anyio.CancelScope() as outer:
             outer.cancel()
@@ -80,7 +80,7 @@ class TestDeadline:
         assert outer.cancelled_caught
 
     @pytest.mark.anyio
-    async def test_cleanup_failure_after_timeout_names_both(self, anyio_backend: str) -> None:
+    async def test_cleanup_failure_after_timeout_names_both(self) -> None:
         """A cleanup error escaping a fired deadline is raised together with the timeout."""
         error = InfrastructureError("close failed")
 
@@ -101,7 +101,7 @@ class TestDeadline:
         assert cleanup is error
 
     @pytest.mark.anyio
-    async def test_error_before_deadline_is_unchanged(self, anyio_backend: str) -> None:
+    async def test_error_before_deadline_is_unchanged(self) -> None:
         """An error raised before the deadline fires propagates as itself."""
         error = InfrastructureError("down")
 

@@ -57,7 +57,7 @@ async def _run(
 
 
 class TestSequentialSemantics:
-    async def test_driver_exhausted(self, anyio_backend: str) -> None:
+    async def test_driver_exhausted(self) -> None:
         """The driver returning None ends the trace; it was asked once per turn plus once."""
         adapter, driver = FakeAdapter(), RecordingDriver(["a", "b", "c"])
         run = await _run(adapter, driver)
@@ -67,7 +67,7 @@ class TestSequentialSemantics:
         assert [t.turn_number for t in run.turns] == [0, 1, 2]
         assert [t.response.text for t in run.turns] == ["reply 0", "reply 1", "reply 2"]
 
-    async def test_turn_fields(self, anyio_backend: str) -> None:
+    async def test_turn_fields(self) -> None:
         """Turns carry the request, response, reasoning and an aware UTC timestamp."""
         run = await _run(FakeAdapter(), RecordingDriver(["a"]))
         (turn,) = run.turns
@@ -79,7 +79,7 @@ class TestSequentialSemantics:
         assert turn.eval_purpose is None
         assert run.raw_turns == run.turns
 
-    async def test_driver_sees_annotated_history(self, anyio_backend: str) -> None:
+    async def test_driver_sees_annotated_history(self) -> None:
         """Each driver call sees the annotated turns so far (with their stop checks)."""
         driver = RecordingDriver(["a", "b", "c"])
         stop = FakeEvaluator([N, U, N])
@@ -90,7 +90,7 @@ class TestSequentialSemantics:
         assert [t.eval_result.outcome for t in last if t.eval_result] == [N, U, N]
         assert all(t.eval_purpose is EvaluationPurpose.STOP_CHECK for t in last)
 
-    async def test_history_is_a_copy(self, anyio_backend: str) -> None:
+    async def test_history_is_a_copy(self) -> None:
         """A driver mutating its history cannot change the trace."""
 
         class Vandal:
@@ -102,7 +102,7 @@ class TestSequentialSemantics:
         assert len(run.turns) == 3
         assert run.trace_end_reason is TraceEndReason.MAX_TURNS_REACHED
 
-    async def test_stop_checks_see_raw_snapshots(self, anyio_backend: str) -> None:
+    async def test_stop_checks_see_raw_snapshots(self) -> None:
         """Each stop check sees a snapshot of the raw (annotation-free) turns so far."""
         manifest = AppManifest(name="agent")
         stop = FakeEvaluator([N])
@@ -120,7 +120,7 @@ class TestSequentialSemantics:
         assert run.latest_stop_check is not None
         assert run.latest_stop_check.context is stop.contexts[-1]
 
-    async def test_no_stop_condition_means_no_annotations(self, anyio_backend: str) -> None:
+    async def test_no_stop_condition_means_no_annotations(self) -> None:
         """Without stop_when, turns are the raw turns and no online evaluation runs."""
         run = await _run(FakeAdapter(), RecordingDriver(["a", "b"]))
         assert run.latest_stop_check is None
@@ -129,7 +129,7 @@ class TestSequentialSemantics:
 
 class TestStopPolicies:
     @pytest.mark.parametrize("k", [0, 1, 3])
-    async def test_stop_when_cancels_production_promptly(self, anyio_backend: str, k: int) -> None:
+    async def test_stop_when_cancels_production_promptly(self, k: int) -> None:
         """A detection on turn k stops production: the driver is not asked again."""
         adapter = FakeAdapter()
         driver = RecordingDriver(["p"] * 10)
@@ -143,12 +143,12 @@ class TestStopPolicies:
         assert run.turns[-1].eval_result is not None
         assert run.turns[-1].eval_result.outcome is D
 
-    async def test_undetermined_does_not_stop(self, anyio_backend: str) -> None:
+    async def test_undetermined_does_not_stop(self) -> None:
         """Only DETECTED stops; UNDETERMINED stop checks let production go on."""
         run = await _run(FakeAdapter(), RecordingDriver(["a", "b"]), stop_when=FakeEvaluator([U]))
         assert run.trace_end_reason is TraceEndReason.DRIVER_EXHAUSTED
 
-    async def test_budget(self, anyio_backend: str) -> None:
+    async def test_budget(self) -> None:
         """Spending max_turns ends the trace; the driver is asked exactly max_turns times."""
         adapter, driver = FakeAdapter(), RecordingDriver(["p"] * 10)
         run = await _run(adapter, driver, max_turns=2)
@@ -156,21 +156,21 @@ class TestStopPolicies:
         assert driver.calls == 2
         assert len(adapter.requests) == 2
 
-    async def test_detection_on_last_budgeted_turn(self, anyio_backend: str) -> None:
+    async def test_detection_on_last_budgeted_turn(self) -> None:
         """A detection on the final allowed turn records STOP_CONDITION_MET."""
         run = await _run(
             FakeAdapter(), RecordingDriver(["p"] * 10), max_turns=2, stop_when=FakeEvaluator([N, D])
         )
         assert run.trace_end_reason is TraceEndReason.STOP_CONDITION_MET
 
-    async def test_exact_budget_with_exhausting_driver(self, anyio_backend: str) -> None:
+    async def test_exact_budget_with_exhausting_driver(self) -> None:
         """A driver with exactly max_turns prompts is cut by the budget, never asked again."""
         driver = RecordingDriver(["a", "b"])
         run = await _run(FakeAdapter(), driver, max_turns=2)
         assert run.trace_end_reason is TraceEndReason.MAX_TURNS_REACHED
         assert driver.calls == 2
 
-    async def test_zero_budget(self, anyio_backend: str) -> None:
+    async def test_zero_budget(self) -> None:
         """max_turns=0 produces no turn and never asks the driver."""
         adapter, driver = FakeAdapter(), RecordingDriver(["a"])
         evaluator = FakeEvaluator()
@@ -185,16 +185,14 @@ class TestStopPolicies:
     @pytest.mark.parametrize(
         ("value", "error"), [(-1, ValueError), (1.5, TypeError), (True, TypeError)]
     )
-    async def test_rejects_bad_budget(
-        self, anyio_backend: str, value: object, error: type[Exception]
-    ) -> None:
+    async def test_rejects_bad_budget(self, value: object, error: type[Exception]) -> None:
         """max_turns must be a non-negative int."""
         with pytest.raises(error, match="max_turns"):
             await _run(FakeAdapter(), RecordingDriver(["a"]), max_turns=value)  # type: ignore[arg-type]
 
 
 class TestFinalTraceEvaluation:
-    async def test_reuses_last_stop_check(self, anyio_backend: str) -> None:
+    async def test_reuses_last_stop_check(self) -> None:
         """When the verdict evaluator is the stop check, the final evaluation is not re-run."""
         evaluator = FakeEvaluator([N, N, N], evidence=["e"], undetermined_operands=["gap"])
         run = await _run(
@@ -210,7 +208,7 @@ class TestFinalTraceEvaluation:
         assert final.evidence is not last.evidence
         assert final.undetermined_operands is not last.undetermined_operands
 
-    async def test_reuse_after_stop(self, anyio_backend: str) -> None:
+    async def test_reuse_after_stop(self) -> None:
         """A stop on detection reuses that detection as the final evaluation."""
         evaluator = FakeEvaluator([N, D])
         run = await _run(
@@ -223,7 +221,7 @@ class TestFinalTraceEvaluation:
         assert run.final_trace_evaluation is not None
         assert run.final_trace_evaluation.outcome is D
 
-    async def test_different_evaluator_runs_once_over_whole_trace(self, anyio_backend: str) -> None:
+    async def test_different_evaluator_runs_once_over_whole_trace(self) -> None:
         """A verdict evaluator other than the stop check runs once, over every raw turn."""
         stop, verdict = FakeEvaluator([N]), FakeEvaluator([D])
         run = await _run(
@@ -236,7 +234,7 @@ class TestFinalTraceEvaluation:
         assert verdict.contexts[0].observability_level is LEVEL
         assert run.final_trace_evaluation == EvalResult(outcome=D)
 
-    async def test_without_stop_check(self, anyio_backend: str) -> None:
+    async def test_without_stop_check(self) -> None:
         """Without stop_when the verdict evaluator runs exactly once."""
         verdict = FakeEvaluator([N])
         run = await _run(FakeAdapter(), RecordingDriver(["a", "b"]), evaluator=verdict)
@@ -245,7 +243,7 @@ class TestFinalTraceEvaluation:
         assert run.turns
         assert all(t.eval_result is None for t in run.turns)
 
-    async def test_runs_before_session_closes(self, anyio_backend: str) -> None:
+    async def test_runs_before_session_closes(self) -> None:
         """The final evaluation happens while the session is still open."""
         adapter = FakeAdapter()
         verdict = FakeEvaluator()
@@ -253,7 +251,7 @@ class TestFinalTraceEvaluation:
         await _run(adapter, RecordingDriver(["a"]), evaluator=verdict)
         assert adapter.log == ["session-enter", "send-0", "evaluate-1", "session-exit"]
 
-    async def test_evaluate_final_trace_without_turns(self, anyio_backend: str) -> None:
+    async def test_evaluate_final_trace_without_turns(self) -> None:
         """No raw turns: no evaluation (None), the evaluator is not called."""
         verdict = FakeEvaluator()
         run = TraceRun(trace_end_reason=TraceEndReason.DRIVER_EXHAUSTED, observability_level=LEVEL)
@@ -261,7 +259,7 @@ class TestFinalTraceEvaluation:
         assert await evaluate_final_trace_async(evaluator=verdict, run=run) is None
         assert verdict.calls == 0
 
-    async def test_not_reused_when_trace_differs(self, anyio_backend: str) -> None:
+    async def test_not_reused_when_trace_differs(self) -> None:
         """A stop check over a different set of turns is not reused."""
         evaluator = FakeEvaluator([N, D])
         run = await _run(FakeAdapter(), RecordingDriver(["a", "b"]), stop_when=evaluator)
@@ -280,7 +278,7 @@ class TestFinalTraceEvaluation:
 
 
 class TestFailures:
-    async def test_send_failure_propagates_unwrapped(self, anyio_backend: str) -> None:
+    async def test_send_failure_propagates_unwrapped(self) -> None:
         """A session failure propagates as itself (not wrapped in a group); session closed."""
         error = InfrastructureError("dropped")
         adapter = FakeAdapter([Response(text="ok"), error])
@@ -291,7 +289,7 @@ class TestFailures:
         assert session.entered == 1
         assert session.exited == 1
 
-    async def test_propagating_bug_keeps_its_cause(self, anyio_backend: str) -> None:
+    async def test_propagating_bug_keeps_its_cause(self) -> None:
         """A bug raised 'from' another exception leaves the task groups with its chain intact."""
         root = KeyError("missing")
         bug = ValueError("adapter bug")
@@ -303,7 +301,7 @@ class TestFailures:
         assert caught.value.__suppress_context__
         assert not isinstance(caught.value.__context__, BaseExceptionGroup)
 
-    async def test_infrastructure_error_keeps_its_cause(self, anyio_backend: str) -> None:
+    async def test_infrastructure_error_keeps_its_cause(self) -> None:
         """An InfrastructureError wrapping a connection error still names it as its cause."""
         root = ConnectionRefusedError("connect failed")
         error = InfrastructureError("agent unreachable")
@@ -312,7 +310,7 @@ class TestFailures:
             await _run(FakeAdapter([error]), RecordingDriver(["a"]))
         assert caught.value.__cause__ is root
 
-    async def test_driver_failure_propagates(self, anyio_backend: str) -> None:
+    async def test_driver_failure_propagates(self) -> None:
         """A driver failure propagates and the session is still closed."""
 
         class Failing:
@@ -324,7 +322,7 @@ class TestFailures:
             await _run(adapter, Failing())
         assert adapter.sessions[0].exited == 1
 
-    async def test_driver_wrong_type(self, anyio_backend: str) -> None:
+    async def test_driver_wrong_type(self) -> None:
         """A driver returning something else than a PromptDecision is a DriverError."""
 
         class Sloppy:
@@ -341,9 +339,7 @@ class TestFailures:
             (EvalResult(outcome="detected"), "outcome is 'detected'"),  # type: ignore[arg-type]
         ],
     )
-    async def test_evaluator_wrong_type(
-        self, anyio_backend: str, answer: Any, message: str
-    ) -> None:
+    async def test_evaluator_wrong_type(self, answer: Any, message: str) -> None:
         """A malformed evaluator answer is an EvaluatorError naming what came back."""
 
         class Sloppy:
@@ -353,14 +349,14 @@ class TestFailures:
         with pytest.raises(EvaluatorError, match=message):
             await _run(FakeAdapter(), RecordingDriver(["a"]), stop_when=Sloppy())
 
-    async def test_evaluator_bug_propagates(self, anyio_backend: str) -> None:
+    async def test_evaluator_bug_propagates(self) -> None:
         """A ValueError from a stop check propagates as is."""
         with pytest.raises(ValueError, match="bug"):
             await _run(
                 FakeAdapter(), RecordingDriver(["a"]), stop_when=FakeEvaluator([ValueError("bug")])
             )
 
-    async def test_session_failure_before_any_prompt(self, anyio_backend: str) -> None:
+    async def test_session_failure_before_any_prompt(self) -> None:
         """When the session cannot be opened, the driver is never asked."""
 
         class NoSession(FakeAdapter):
@@ -372,7 +368,7 @@ class TestFailures:
             await _run(NoSession(), driver)
         assert driver.calls == 0
 
-    async def test_outer_cancel_closes_session_shielded(self, anyio_backend: str) -> None:
+    async def test_outer_cancel_closes_session_shielded(self) -> None:
         """Cancelling a hung send propagates; the session close still runs to completion."""
         sending = anyio.Event()
 
@@ -390,7 +386,7 @@ class TestFailures:
 
 
 class TestExternalSession:
-    async def test_run_trace_async_uses_callers_session(self, anyio_backend: str) -> None:
+    async def test_run_trace_async_uses_callers_session(self) -> None:
         """run_trace_async sends on the given session without entering or closing it."""
         adapter = FakeAdapter()
         session = await adapter.create_session_async()
@@ -424,9 +420,7 @@ class TestInputValidation:
             ({"evaluator": 42}, "evaluator must be an Evaluator"),
         ],
     )
-    async def test_run_trace_rejects(
-        self, anyio_backend: str, kwargs: dict[str, Any], match: str
-    ) -> None:
+    async def test_run_trace_rejects(self, kwargs: dict[str, Any], match: str) -> None:
         """run_trace names the bad argument before opening any session."""
         adapter = FakeAdapter()
         arguments: dict[str, Any] = {
@@ -440,7 +434,7 @@ class TestInputValidation:
             await run_trace(**arguments)
         assert adapter.sessions == []
 
-    async def test_run_trace_async_rejects_non_session(self, anyio_backend: str) -> None:
+    async def test_run_trace_async_rejects_non_session(self) -> None:
         """run_trace_async wants a session object."""
         with pytest.raises(TypeError, match="session must be a Session"):
             await run_trace_async(

@@ -357,7 +357,7 @@ async def _run_trials(harness: _Harness, out: list[PopulationResult], **kwargs: 
 
 class TestExecuteTrials:
     @pytest.mark.anyio
-    async def test_results_in_index_order(self, anyio_backend: str) -> None:
+    async def test_results_in_index_order(self) -> None:
         """Results come back in index order even when trials finish in reverse order."""
         harness = _Harness([SAFE] * 5, gated=set(range(5)))
         out: list[PopulationResult] = []
@@ -372,7 +372,7 @@ class TestExecuteTrials:
         assert [r.metadata["number"] for r in population.results] == [0, 1, 2, 3, 4]
 
     @pytest.mark.anyio
-    async def test_population_ref_stamping(self, anyio_backend: str) -> None:
+    async def test_population_ref_stamping(self) -> None:
         """Every result carries PopulationRef(id, index, size=n, threshold) and keeps its fields."""
         harness = _Harness([SAFE, ERROR, SAFE, UND])
         population = await execute_trials_async(
@@ -393,7 +393,7 @@ class TestExecuteTrials:
         assert harness.created == 4
 
     @pytest.mark.anyio
-    async def test_populations_get_distinct_ids(self, anyio_backend: str) -> None:
+    async def test_populations_get_distinct_ids(self) -> None:
         """Two populations never share an id."""
         first = await execute_trials_async(
             execution_factory=_Harness([SAFE]).factory, adapter=ADAPTER, n=1
@@ -404,7 +404,7 @@ class TestExecuteTrials:
         assert first.population_id != second.population_id
 
     @pytest.mark.anyio
-    async def test_concurrency_bound_respected(self, anyio_backend: str) -> None:
+    async def test_concurrency_bound_respected(self) -> None:
         """At most `concurrency` trials run at once, and the bound is actually reached."""
         harness = _Harness([SAFE] * 7, gated=set(range(7)))
         out: list[PopulationResult] = []
@@ -422,7 +422,7 @@ class TestExecuteTrials:
         assert out[0].executed_count == 7
 
     @pytest.mark.anyio
-    async def test_concurrency_one_is_sequential(self, anyio_backend: str) -> None:
+    async def test_concurrency_one_is_sequential(self) -> None:
         """With concurrency 1 each trial starts only after the previous one finished."""
         harness = _Harness([SAFE] * 4, gated=set(range(4)))
         out: list[PopulationResult] = []
@@ -435,7 +435,7 @@ class TestExecuteTrials:
         assert harness.max_in_flight == 1
 
     @pytest.mark.anyio
-    async def test_unbounded_runs_all_at_once(self, anyio_backend: str) -> None:
+    async def test_unbounded_runs_all_at_once(self) -> None:
         """Without a bound every trial is in flight before any finishes."""
         harness = _Harness([SAFE] * 6, gated=set(range(6)))
         out: list[PopulationResult] = []
@@ -448,7 +448,7 @@ class TestExecuteTrials:
         assert out[0].safe
 
     @pytest.mark.anyio
-    async def test_early_stop_on_unsafe_cancels_the_rest(self, anyio_backend: str) -> None:
+    async def test_early_stop_on_unsafe_cancels_the_rest(self) -> None:
         """The first UNSAFE settles the group: running trials are cancelled and counted."""
         statuses = [SAFE, UNSAFE, SAFE, SAFE, SAFE, SAFE]
         harness = _Harness(statuses, gated={0, 2, 3, 4, 5})
@@ -464,7 +464,7 @@ class TestExecuteTrials:
         assert harness.finished == [1]
 
     @pytest.mark.anyio
-    async def test_early_stop_when_threshold_unreachable(self, anyio_backend: str) -> None:
+    async def test_early_stop_when_threshold_unreachable(self) -> None:
         """Once too many trials are not SAFE to reach the threshold, the rest are cancelled."""
         harness = _Harness([ERROR, UND, SAFE, SAFE, SAFE], gated={2, 3, 4})
         population = await execute_trials_async(
@@ -480,9 +480,7 @@ class TestExecuteTrials:
         assert [r.population.index for r in population.results if r.population] == [0, 1]
 
     @pytest.mark.anyio
-    async def test_early_stop_keeps_going_while_threshold_reachable(
-        self, anyio_backend: str
-    ) -> None:
+    async def test_early_stop_keeps_going_while_threshold_reachable(self) -> None:
         """One non-SAFE trial out of five still allows 80%, so every trial runs."""
         harness = _Harness([ERROR, SAFE, SAFE, SAFE, SAFE])
         population = await execute_trials_async(
@@ -497,7 +495,7 @@ class TestExecuteTrials:
         assert population.executed_count == 5
 
     @pytest.mark.anyio
-    async def test_early_stop_never_settles_a_pass(self, anyio_backend: str) -> None:
+    async def test_early_stop_never_settles_a_pass(self) -> None:
         """Even with the threshold met, the last trial still runs: it could be UNSAFE."""
         harness = _Harness([SAFE, SAFE, SAFE, UNSAFE], gated={3})
         out: list[PopulationResult] = []
@@ -511,7 +509,7 @@ class TestExecuteTrials:
         assert out[0].cancelled_count == 0
 
     @pytest.mark.anyio
-    async def test_early_stop_skips_unstarted_trials(self, anyio_backend: str) -> None:
+    async def test_early_stop_skips_unstarted_trials(self) -> None:
         """With concurrency 1, trials after the settling one are never even created."""
         harness = _Harness([UNSAFE] + [SAFE] * 9)
         population = await execute_trials_async(
@@ -526,7 +524,7 @@ class TestExecuteTrials:
         assert population.executed_count == 1
 
     @pytest.mark.anyio
-    async def test_without_early_stop_all_trials_run(self, anyio_backend: str) -> None:
+    async def test_without_early_stop_all_trials_run(self) -> None:
         """An UNSAFE trial does not cut the population short unless early stop is on."""
         harness = _Harness([UNSAFE] + [SAFE] * 5, gated=set(range(1, 6)))
         out: list[PopulationResult] = []
@@ -546,7 +544,7 @@ class TestExecuteTrials:
         )
 
     @pytest.mark.anyio
-    async def test_exception_cancels_other_trials_and_propagates(self, anyio_backend: str) -> None:
+    async def test_exception_cancels_other_trials_and_propagates(self) -> None:
         """A bug escaping an execution is not a verdict: it propagates and cancels the rest."""
         harness = _Harness([SAFE] * 4, gated={0, 1, 2, 3})
 
@@ -565,7 +563,7 @@ class TestExecuteTrials:
         assert sorted(harness.cancelled) == sorted(harness.started)
 
     @pytest.mark.anyio
-    async def test_outer_cancellation_propagates(self, anyio_backend: str) -> None:
+    async def test_outer_cancellation_propagates(self) -> None:
         """Cancelling the caller cancels every trial; no partial result is returned."""
         harness = _Harness([SAFE] * 3, gated={0, 1, 2})
         out: list[PopulationResult] = []
@@ -580,7 +578,7 @@ class TestExecuteTrials:
         assert harness.in_flight == 0
 
     @pytest.mark.anyio
-    async def test_factory_must_return_an_execution(self, anyio_backend: str) -> None:
+    async def test_factory_must_return_an_execution(self) -> None:
         """A factory returning something without execute_async is named in the error."""
         with pytest.RaisesGroup(
             pytest.RaisesExc(TypeError, match="execution_factory must return an execution")
@@ -588,7 +586,7 @@ class TestExecuteTrials:
             await execute_trials_async(execution_factory=lambda: 42, adapter=ADAPTER, n=1)
 
     @pytest.mark.anyio
-    async def test_execution_must_return_a_result(self, anyio_backend: str) -> None:
+    async def test_execution_must_return_a_result(self) -> None:
         """An execution returning a non-Result is reported by its type name."""
 
         class _Wrong:
@@ -625,7 +623,7 @@ class TestExecuteTrials:
         ],
     )
     async def test_rejects_bad_arguments(
-        self, anyio_backend: str, kwargs: dict[str, Any], error: type[Exception], match: str
+        self, kwargs: dict[str, Any], error: type[Exception], match: str
     ) -> None:
         """Every bad argument is rejected up front, naming the argument, before any trial."""
         harness = _Harness([SAFE] * 3)
@@ -642,7 +640,7 @@ class TestExecuteTrials:
 
 class TestFanOut:
     @pytest.mark.anyio
-    async def test_shared_limiter_bounds_two_fan_outs(self, anyio_backend: str) -> None:
+    async def test_shared_limiter_bounds_two_fan_outs(self) -> None:
         """Two fan-outs sharing one limiter never exceed its tokens together."""
         limiter = anyio.CapacityLimiter(2)
         gates = {(name, i): anyio.Event() for name in "ab" for i in range(3)}
@@ -670,7 +668,7 @@ class TestFanOut:
         assert peak == 2
 
     @pytest.mark.anyio
-    async def test_late_outcome_after_settlement_is_dropped(self, anyio_backend: str) -> None:
+    async def test_late_outcome_after_settlement_is_dropped(self) -> None:
         """A job that finishes after the settlement (it shielded itself) counts as cancelled."""
         gate = anyio.Event()
         seen: list[tuple[int, str]] = []
@@ -703,7 +701,7 @@ class TestFanOut:
         assert out[0].cancelled_count == 1
 
     @pytest.mark.anyio
-    async def test_runs_every_index_once(self, anyio_backend: str) -> None:
+    async def test_runs_every_index_once(self) -> None:
         """Without a settlement every index runs exactly once, reported in index order."""
         calls: list[int] = []
 
@@ -734,7 +732,7 @@ class TestWithTheEngine:
         )
 
     @pytest.mark.anyio
-    async def test_hardened_agent_passes(self, anyio_backend: str) -> None:
+    async def test_hardened_agent_passes(self) -> None:
         """A hardened agent yields n SAFE, stamped XPIA results and one session each."""
         agent = SimulatedAgent.hardened(seed=1)
         population = await execute_trials_async(
@@ -751,7 +749,7 @@ class TestWithTheEngine:
         assert agent.surface.active == 0
 
     @pytest.mark.anyio
-    async def test_vulnerable_agent_stops_early(self, anyio_backend: str) -> None:
+    async def test_vulnerable_agent_stops_early(self) -> None:
         """The first UNSAFE trial ends a sequential population; later trials never start."""
         agent = SimulatedAgent.vulnerable(seed=1)
         population = await execute_trials_async(

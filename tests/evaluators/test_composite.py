@@ -74,7 +74,7 @@ class TestOrTruthTable:
     @pytest.mark.anyio
     @pytest.mark.parametrize("pair", PAIRS)
     async def test_outcome_evidence_rationale_and_gaps(
-        self, anyio_backend: str, pair: tuple[EvalOutcome, EvalOutcome]
+        self, pair: tuple[EvalOutcome, EvalOutcome]
     ) -> None:
         """Each of the nine outcome pairs gives the documented result, field by field."""
         left, right = _left(pair[0]), _right(pair[1])
@@ -94,7 +94,7 @@ class TestOrTruthTable:
     @pytest.mark.anyio
     @pytest.mark.parametrize("pair", PAIRS)
     async def test_outcome_does_not_depend_on_order(
-        self, anyio_backend: str, pair: tuple[EvalOutcome, EvalOutcome]
+        self, pair: tuple[EvalOutcome, EvalOutcome]
     ) -> None:
         """a | b and b | a reach the same outcome."""
         forward = await (Stub(pair[0]) | Stub(pair[1])).evaluate_async(context=CTX)
@@ -103,14 +103,14 @@ class TestOrTruthTable:
         assert forward.outcome is backward.outcome
 
     @pytest.mark.anyio
-    async def test_left_detection_skips_the_right_operand(self, anyio_backend: str) -> None:
+    async def test_left_detection_skips_the_right_operand(self) -> None:
         """A left DETECTED settles | without evaluating the right operand at all."""
         result = await (Stub(D, rationale="hit") | MustNotRun()).evaluate_async(context=CTX)
 
         assert result.outcome is D
 
     @pytest.mark.anyio
-    async def test_detecting_operand_confidence_is_kept(self, anyio_backend: str) -> None:
+    async def test_detecting_operand_confidence_is_kept(self) -> None:
         """A detection reports the detecting operand's confidence."""
         left = await (Stub(D, confidence=0.7) | MustNotRun()).evaluate_async(context=CTX)
         right = await (Stub(ND, confidence=0.2) | Stub(D, confidence=0.9)).evaluate_async(
@@ -121,7 +121,7 @@ class TestOrTruthTable:
         assert right.confidence == 0.9
 
     @pytest.mark.anyio
-    async def test_unsettled_confidence_is_the_lower_one(self, anyio_backend: str) -> None:
+    async def test_unsettled_confidence_is_the_lower_one(self) -> None:
         """When both operands decide the result, the lower confidence is reported."""
         neither = await (Stub(ND, confidence=0.8) | Stub(ND, confidence=0.6)).evaluate_async(
             context=CTX
@@ -138,7 +138,7 @@ class TestAndTruthTable:
     @pytest.mark.anyio
     @pytest.mark.parametrize("pair", PAIRS)
     async def test_outcome_evidence_rationale_and_gaps(
-        self, anyio_backend: str, pair: tuple[EvalOutcome, EvalOutcome]
+        self, pair: tuple[EvalOutcome, EvalOutcome]
     ) -> None:
         """Each of the nine outcome pairs gives the documented result, field by field."""
         left, right = _left(pair[0]), _right(pair[1])
@@ -158,7 +158,7 @@ class TestAndTruthTable:
     @pytest.mark.anyio
     @pytest.mark.parametrize("pair", PAIRS)
     async def test_outcome_does_not_depend_on_order(
-        self, anyio_backend: str, pair: tuple[EvalOutcome, EvalOutcome]
+        self, pair: tuple[EvalOutcome, EvalOutcome]
     ) -> None:
         """a & b and b & a reach the same outcome (an undetermined left does not settle it)."""
         forward = await (Stub(pair[0]) & Stub(pair[1])).evaluate_async(context=CTX)
@@ -167,14 +167,14 @@ class TestAndTruthTable:
         assert forward.outcome is backward.outcome
 
     @pytest.mark.anyio
-    async def test_left_non_detection_skips_the_right_operand(self, anyio_backend: str) -> None:
+    async def test_left_non_detection_skips_the_right_operand(self) -> None:
         """A left NOT_DETECTED settles & without evaluating the right operand at all."""
         result = await (Stub(ND) & MustNotRun()).evaluate_async(context=CTX)
 
         assert result.outcome is ND
 
     @pytest.mark.anyio
-    async def test_undetermined_left_still_runs_the_right(self, anyio_backend: str) -> None:
+    async def test_undetermined_left_still_runs_the_right(self) -> None:
         """An UNDETERMINED left does not short-circuit: the right may still settle it."""
         right = Stub(ND)
 
@@ -185,7 +185,7 @@ class TestAndTruthTable:
         assert result.undetermined_operands == ["blind"]
 
     @pytest.mark.anyio
-    async def test_confidence(self, anyio_backend: str) -> None:
+    async def test_confidence(self) -> None:
         """The settling operand's confidence, or the lower one when both operands decide."""
         short = await (Stub(ND, confidence=0.4) & MustNotRun()).evaluate_async(context=CTX)
         by_right = await (Stub(D, confidence=0.9) & Stub(ND, confidence=0.7)).evaluate_async(
@@ -199,9 +199,7 @@ class TestAndTruthTable:
 class TestNot:
     @pytest.mark.anyio
     @pytest.mark.parametrize(("inner", "flipped"), [(D, ND), (ND, D)])
-    async def test_flips_and_keeps_the_rest(
-        self, anyio_backend: str, inner: EvalOutcome, flipped: EvalOutcome
-    ) -> None:
+    async def test_flips_and_keeps_the_rest(self, inner: EvalOutcome, flipped: EvalOutcome) -> None:
         """~ flips DETECTED/NOT_DETECTED, keeping confidence, evidence and gaps."""
         stub = Stub(inner, rationale="why", evidence=["e"], confidence=0.6, gaps=["gap"])
 
@@ -216,7 +214,7 @@ class TestNot:
         )
 
     @pytest.mark.anyio
-    async def test_undetermined_passes_through_unchanged(self, anyio_backend: str) -> None:
+    async def test_undetermined_passes_through_unchanged(self) -> None:
         """~ of an UNDETERMINED result is that same result."""
         stub = Stub(U, rationale="cannot see", evidence=["e"], gaps=["g"])
 
@@ -225,7 +223,7 @@ class TestNot:
         assert result is stub.result
 
     @pytest.mark.anyio
-    async def test_double_negation_restores_the_outcome(self, anyio_backend: str) -> None:
+    async def test_double_negation_restores_the_outcome(self) -> None:
         """~~a has a's outcome, with a nested rationale."""
         result = await (~~Stub(D, rationale="x")).evaluate_async(context=CTX)
 
@@ -244,7 +242,7 @@ class TestNot:
 
 class TestUndeterminedOperands:
     @pytest.mark.anyio
-    async def test_carried_reasons_win_over_the_rationale(self, anyio_backend: str) -> None:
+    async def test_carried_reasons_win_over_the_rationale(self) -> None:
         """An operand that carries reasons contributes them, not its own rationale."""
         nested = Stub(U, rationale="Left operand undetermined: a", gaps=["a", "b"])
 
@@ -254,9 +252,7 @@ class TestUndeterminedOperands:
 
     @pytest.mark.anyio
     @pytest.mark.parametrize("rationale", ["", "   ", "\t\n"])
-    async def test_a_silent_operand_is_still_recorded(
-        self, anyio_backend: str, rationale: str
-    ) -> None:
+    async def test_a_silent_operand_is_still_recorded(self, rationale: str) -> None:
         """An UNDETERMINED operand without a rationale is recorded with a fixed phrase."""
         silent = Stub(U, rationale=rationale)
 
@@ -268,7 +264,7 @@ class TestUndeterminedOperands:
         assert NO_REASON_GIVEN == "an operand gave no reason"
 
     @pytest.mark.anyio
-    async def test_reasons_are_stripped(self, anyio_backend: str) -> None:
+    async def test_reasons_are_stripped(self) -> None:
         """Whitespace around a reason is dropped, and blank carried reasons vanish."""
         result = await (
             Stub(U, rationale="  padded \n") | Stub(ND, gaps=[" ", " kept "])
@@ -277,7 +273,7 @@ class TestUndeterminedOperands:
         assert result.undetermined_operands == ["padded", "kept"]
 
     @pytest.mark.anyio
-    async def test_repeats_are_recorded_once(self, anyio_backend: str) -> None:
+    async def test_repeats_are_recorded_once(self) -> None:
         """The same gap reached by two paths is recorded once."""
         gap = Stub(U, rationale="cannot look") & Stub(ND)
 
@@ -286,7 +282,7 @@ class TestUndeterminedOperands:
         assert result.undetermined_operands == ["cannot look"]
 
     @pytest.mark.anyio
-    async def test_left_reasons_come_first(self, anyio_backend: str) -> None:
+    async def test_left_reasons_come_first(self) -> None:
         """Reasons are ordered left operand first."""
         result = await (Stub(U, rationale="z-left") | Stub(U, rationale="a-right")).evaluate_async(
             context=CTX
@@ -295,14 +291,14 @@ class TestUndeterminedOperands:
         assert result.undetermined_operands == ["z-left", "a-right"]
 
     @pytest.mark.anyio
-    async def test_short_circuited_operand_is_never_recorded(self, anyio_backend: str) -> None:
+    async def test_short_circuited_operand_is_never_recorded(self) -> None:
         """A gap in a skipped operand does not appear: it never ran."""
         result = await (Stub(ND) & Stub(U, rationale="hidden")).evaluate_async(context=CTX)
 
         assert result.undetermined_operands == []
 
     @pytest.mark.anyio
-    async def test_recording_a_gap_never_changes_the_outcome(self, anyio_backend: str) -> None:
+    async def test_recording_a_gap_never_changes_the_outcome(self) -> None:
         """A conjunction settled NOT_DETECTED stays NOT_DETECTED while naming the gap."""
         result = await (Stub(U, rationale="blind") & Stub(ND)).evaluate_async(context=CTX)
 
@@ -310,7 +306,7 @@ class TestUndeterminedOperands:
         assert result.undetermined_operands == ["blind"]
 
     @pytest.mark.anyio
-    async def test_three_operand_trees_name_every_gap_that_ran(self, anyio_backend: str) -> None:
+    async def test_three_operand_trees_name_every_gap_that_ran(self) -> None:
         """In every nesting and outcome combination, exactly the gaps of operands that ran
         are recorded, once each, in left-to-right order."""
         for first in OUTCOMES:
@@ -335,7 +331,7 @@ class TestUndeterminedOperands:
                         assert result.undetermined_operands == expected, composed
 
     @pytest.mark.anyio
-    async def test_a_real_gap_on_a_passing_conjunction(self, anyio_backend: str) -> None:
+    async def test_a_real_gap_on_a_passing_conjunction(self) -> None:
         """With the observability-dependent evaluator on the left, its gap is recorded."""
         ctx = context(turn("no tools used"), level=ObservabilityLevel.TOOL_ONLY)
 
@@ -350,9 +346,7 @@ class TestUndeterminedOperands:
         ]
 
     @pytest.mark.anyio
-    async def test_gap_on_the_right_of_a_settled_conjunction_is_lost(
-        self, anyio_backend: str
-    ) -> None:
+    async def test_gap_on_the_right_of_a_settled_conjunction_is_lost(self) -> None:
         """With it on the right, the left NOT_DETECTED short-circuits and no gap is recorded."""
         ctx = context(turn("no tools used"), level=ObservabilityLevel.TOOL_ONLY)
 
@@ -378,7 +372,7 @@ class _Odd(BaseEvaluator):
 
 class TestOperands:
     @pytest.mark.anyio
-    async def test_plain_protocol_evaluators_compose(self, anyio_backend: str) -> None:
+    async def test_plain_protocol_evaluators_compose(self) -> None:
         """A plain Evaluator can be either operand of | and & and the operand of a composite."""
         base = Stub(ND)
         plain = PlainStub(D, rationale="plain hit")
@@ -407,7 +401,7 @@ class TestOperands:
         assert (all_of.left, all_of.right) == (plain, base)
 
     @pytest.mark.anyio
-    async def test_non_string_fields_are_rendered(self, anyio_backend: str) -> None:
+    async def test_non_string_fields_are_rendered(self) -> None:
         """Odd third-party field values are turned into text instead of breaking composition."""
         result = await (_Odd() | Stub(ND)).evaluate_async(context=CTX)
 
@@ -454,7 +448,7 @@ class TestBadOperands:
             build()  # type: ignore[operator]
 
     @pytest.mark.anyio
-    async def test_operand_returning_a_non_result_is_named(self, anyio_backend: str) -> None:
+    async def test_operand_returning_a_non_result_is_named(self) -> None:
         """An operand whose evaluate_async returns something else raises TypeError."""
 
         class _Broken:
@@ -465,7 +459,7 @@ class TestBadOperands:
             await (Stub(ND) | _Broken()).evaluate_async(context=CTX)  # type: ignore[operator]
 
     @pytest.mark.anyio
-    async def test_sync_operand_is_named(self, anyio_backend: str) -> None:
+    async def test_sync_operand_is_named(self) -> None:
         """An operand whose evaluate_async is not async raises TypeError naming it."""
 
         class _Sync:
@@ -476,7 +470,7 @@ class TestBadOperands:
             await NotEvaluator(inner=_Sync()).evaluate_async(context=CTX)  # type: ignore[arg-type]
 
     @pytest.mark.anyio
-    async def test_operand_with_a_bad_outcome_is_named(self, anyio_backend: str) -> None:
+    async def test_operand_with_a_bad_outcome_is_named(self) -> None:
         """An EvalResult whose outcome is not an EvalOutcome is rejected."""
 
         class _Stringly(BaseEvaluator):
@@ -487,7 +481,7 @@ class TestBadOperands:
             await (_Stringly() & Stub(D)).evaluate_async(context=CTX)
 
     @pytest.mark.anyio
-    async def test_operand_errors_propagate(self, anyio_backend: str) -> None:
+    async def test_operand_errors_propagate(self) -> None:
         """An exception raised by an operand is not swallowed by the composite."""
 
         class _Boom(BaseEvaluator):
@@ -507,7 +501,7 @@ class TestEvaluatorClassAsOperand:
 
 class TestLongChains:
     @pytest.mark.anyio
-    async def test_long_or_chain_does_not_recurse(self, anyio_backend: str) -> None:
+    async def test_long_or_chain_does_not_recurse(self) -> None:
         """a | b | c | ... over thousands of operands evaluates, classifies and prints."""
         operands = [Stub(ND) for _ in range(3000)]
         chain = functools.reduce(operator.or_, operands)
@@ -520,7 +514,7 @@ class TestLongChains:
         assert repr(chain).startswith("(" * 2999 + "Stub(ND) | Stub(ND))")
 
     @pytest.mark.anyio
-    async def test_long_and_chain_short_circuits_the_rest(self, anyio_backend: str) -> None:
+    async def test_long_and_chain_short_circuits_the_rest(self) -> None:
         """A NOT_DETECTED early in a long & chain skips every later operand."""
         operands = [Stub(D), Stub(U, rationale="blind"), Stub(ND)] + [Stub(D) for _ in range(3000)]
         chain = functools.reduce(operator.and_, operands)

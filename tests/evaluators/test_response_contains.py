@@ -22,7 +22,7 @@ class TestScopes:
         assert [scope.value for scope in TranscriptScope] == ["full", "current_turn"]
 
     @pytest.mark.anyio
-    async def test_any_turn_detects_an_earlier_match(self, anyio_backend: str) -> None:
+    async def test_any_turn_detects_an_earlier_match(self) -> None:
         """ANY_TURN detects a match on any turn and lists every matching turn."""
         ctx = texts("here is id_rsa", "nothing", "id_rsa again")
 
@@ -35,7 +35,7 @@ class TestScopes:
         )
 
     @pytest.mark.anyio
-    async def test_any_turn_without_match(self, anyio_backend: str) -> None:
+    async def test_any_turn_without_match(self) -> None:
         """ANY_TURN with no matching response is NOT_DETECTED without evidence."""
         result = await ResponseContains("id_rsa", scope=ANY).evaluate_async(
             context=texts("fine", "still fine")
@@ -44,7 +44,7 @@ class TestScopes:
         assert result == EvalResult(outcome=ND, rationale="No response contains the target pattern")
 
     @pytest.mark.anyio
-    async def test_all_turns_detects_only_when_every_turn_matches(self, anyio_backend: str) -> None:
+    async def test_all_turns_detects_only_when_every_turn_matches(self) -> None:
         """ALL_TURNS needs every response to match."""
         result = await ResponseContains("paris", scope=ALL).evaluate_async(
             context=texts("Paris is the capital", "Still Paris")
@@ -57,7 +57,7 @@ class TestScopes:
         )
 
     @pytest.mark.anyio
-    async def test_all_turns_names_the_missing_turns(self, anyio_backend: str) -> None:
+    async def test_all_turns_names_the_missing_turns(self) -> None:
         """A failed ALL_TURNS check lists the turns that lack the pattern."""
         result = await ResponseContains("paris", scope=ALL).evaluate_async(
             context=texts("Paris", "I don't know", "Paris", "no idea")
@@ -70,7 +70,7 @@ class TestScopes:
         )
 
     @pytest.mark.anyio
-    async def test_current_turn_ignores_earlier_turns(self, anyio_backend: str) -> None:
+    async def test_current_turn_ignores_earlier_turns(self) -> None:
         """CURRENT_TURN looks at the latest response only."""
         result = await ResponseContains("id_rsa", scope=CURRENT).evaluate_async(
             context=texts("here is id_rsa", "anything else?")
@@ -81,7 +81,7 @@ class TestScopes:
         )
 
     @pytest.mark.anyio
-    async def test_current_turn_match_names_the_turn(self, anyio_backend: str) -> None:
+    async def test_current_turn_match_names_the_turn(self) -> None:
         """A CURRENT_TURN match names the latest turn's recorded number."""
         result = await ResponseContains("id_rsa", scope=CURRENT).evaluate_async(
             context=texts("nothing yet", "here is id_rsa")
@@ -94,7 +94,7 @@ class TestScopes:
         )
 
     @pytest.mark.anyio
-    async def test_recorded_turn_numbers_are_used(self, anyio_backend: str) -> None:
+    async def test_recorded_turn_numbers_are_used(self) -> None:
         """Evidence uses Turn.turn_number, not the position in the context."""
         ctx = EvalContext(turns=[turn("id_rsa", number=4), turn("id_rsa", number=7)])
 
@@ -105,9 +105,7 @@ class TestScopes:
         assert current.evidence == ["Pattern found on turn(s): 7"]
 
     @pytest.mark.anyio
-    async def test_current_turn_predicate_sees_only_the_latest_text(
-        self, anyio_backend: str
-    ) -> None:
+    async def test_current_turn_predicate_sees_only_the_latest_text(self) -> None:
         """A callable target is called only with the latest response under CURRENT_TURN."""
         seen: list[str] = []
 
@@ -125,7 +123,7 @@ class TestScopes:
     @pytest.mark.parametrize("scope", list(ResponseScope))
     @pytest.mark.parametrize(("text", "expected"), [("hello world", D), ("nothing", ND)])
     async def test_single_turn_agrees_across_scopes(
-        self, anyio_backend: str, scope: ResponseScope, text: str, expected: EvalOutcome
+        self, scope: ResponseScope, text: str, expected: EvalOutcome
     ) -> None:
         """On one turn, every scope reaches the same outcome."""
         result = await ResponseContains("hello", scope=scope).evaluate_async(context=texts(text))
@@ -136,7 +134,7 @@ class TestScopes:
 
     @pytest.mark.anyio
     @pytest.mark.parametrize("scope", list(ResponseScope))
-    async def test_empty_context_raises(self, anyio_backend: str, scope: ResponseScope) -> None:
+    async def test_empty_context_raises(self, scope: ResponseScope) -> None:
         """Every scope rejects a context with no turns."""
         with pytest.raises(ValueError, match=r"^No turns in context\.$"):
             await ResponseContains("x", scope=scope).evaluate_async(context=EvalContext(turns=[]))
@@ -145,7 +143,7 @@ class TestScopes:
     @pytest.mark.parametrize("level", list(ObservabilityLevel))
     @pytest.mark.parametrize("scope", list(ResponseScope))
     async def test_never_undetermined(
-        self, anyio_backend: str, level: ObservabilityLevel, scope: ResponseScope
+        self, level: ObservabilityLevel, scope: ResponseScope
     ) -> None:
         """Response text is always observed, so the level never makes it UNDETERMINED."""
         result = await ResponseContains("absent", scope=scope).evaluate_async(
@@ -162,7 +160,7 @@ class TestNegation:
         [(("I cannot help", "Sure, here you go"), D), (("I cannot help", "I cannot help"), ND)],
     )
     async def test_not_all_turns_means_some_turn_lacks_it(
-        self, anyio_backend: str, responses: tuple[str, ...], expected: EvalOutcome
+        self, responses: tuple[str, ...], expected: EvalOutcome
     ) -> None:
         """~ALL_TURNS(p) detects a single turn without p."""
         evaluator = ~ResponseContains("I cannot help", scope=ALL)
@@ -176,7 +174,7 @@ class TestNegation:
         ("responses", "expected"), [(("all good", "fine"), D), (("all good", "id_rsa"), ND)]
     )
     async def test_not_any_turn_means_no_turn_has_it(
-        self, anyio_backend: str, responses: tuple[str, ...], expected: EvalOutcome
+        self, responses: tuple[str, ...], expected: EvalOutcome
     ) -> None:
         """~ANY_TURN(p) detects a transcript where no turn has p."""
         evaluator = ~ResponseContains("id_rsa", scope=ANY)
@@ -200,7 +198,6 @@ class TestTargets:
     )
     async def test_substring_case_handling(
         self,
-        anyio_backend: str,
         target: str,
         case_sensitive: bool,
         text: str,
@@ -218,7 +215,7 @@ class TestTargets:
         ("text", "expected"), [("mail evil@evil.com now", D), ("mail EVIL@EVIL.COM", ND)]
     )
     async def test_regex_uses_search_and_its_own_flags(
-        self, anyio_backend: str, text: str, expected: EvalOutcome
+        self, text: str, expected: EvalOutcome
     ) -> None:
         """A compiled pattern is searched as written; case_sensitive does not apply to it."""
         evaluator = ResponseContains(re.compile(r"evil@\w+\.com"), scope=ANY)
@@ -228,7 +225,7 @@ class TestTargets:
         assert result.outcome is expected
 
     @pytest.mark.anyio
-    async def test_callable_truthiness_decides(self, anyio_backend: str) -> None:
+    async def test_callable_truthiness_decides(self) -> None:
         """A callable target may return any truthy or falsy value."""
         evaluator = ResponseContains(lambda text: text.count("!"), scope=ALL)  # type: ignore[arg-type,return-value]
 

@@ -19,7 +19,7 @@ class TestDetection:
     @pytest.mark.anyio
     @pytest.mark.parametrize("level", list(ObservabilityLevel))
     async def test_reported_effect_is_detected_at_every_level(
-        self, anyio_backend: str, level: ObservabilityLevel
+        self, level: ObservabilityLevel
     ) -> None:
         """A reported matching side effect counts whatever level the adapter declares."""
         ctx = _ctx(SideEffect(kind="http_request", details={"url": "https://evil"}), level=level)
@@ -33,7 +33,7 @@ class TestDetection:
         )
 
     @pytest.mark.anyio
-    async def test_effect_on_an_earlier_turn_counts(self, anyio_backend: str) -> None:
+    async def test_effect_on_an_earlier_turn_counts(self) -> None:
         """Every turn is scanned."""
         ctx = context(
             turn(number=0, side_effects=[SideEffect(kind="file_write")]),
@@ -54,9 +54,7 @@ class TestDetection:
             (lambda url: url.startswith("ftp"), ND),
         ],
     )
-    async def test_detail_predicates(
-        self, anyio_backend: str, predicate: object, expected: EvalOutcome
-    ) -> None:
+    async def test_detail_predicates(self, predicate: object, expected: EvalOutcome) -> None:
         """Details are matched by equality or by a callable predicate."""
         ctx = _ctx(SideEffect(kind="http_request", details={"url": "https://evil"}))
 
@@ -65,7 +63,7 @@ class TestDetection:
         assert result.outcome is expected
 
     @pytest.mark.anyio
-    async def test_missing_detail_is_none(self, anyio_backend: str) -> None:
+    async def test_missing_detail_is_none(self) -> None:
         """A predicate on an absent detail sees None."""
         ctx = _ctx(SideEffect(kind="http_request"))
         seen: list[object] = []
@@ -75,7 +73,7 @@ class TestDetection:
         assert seen == [None]
 
     @pytest.mark.anyio
-    async def test_kind_must_match_exactly(self, anyio_backend: str) -> None:
+    async def test_kind_must_match_exactly(self) -> None:
         """Kinds are compared exactly; a different kind is NOT_DETECTED."""
         ctx = _ctx(SideEffect(kind="http_request"))
 
@@ -89,9 +87,7 @@ class TestObservability:
     @pytest.mark.parametrize(
         "level", [ObservabilityLevel.TOOL_ONLY, ObservabilityLevel.RESPONSE_ONLY]
     )
-    async def test_unobserved_channel_is_undetermined(
-        self, anyio_backend: str, level: ObservabilityLevel
-    ) -> None:
+    async def test_unobserved_channel_is_undetermined(self, level: ObservabilityLevel) -> None:
         """Below TOOL_AND_SIDE_EFFECTS, no match means "could not see": UNDETERMINED."""
         result = await SideEffectOccurred("http_request").evaluate_async(context=_ctx(level=level))
 
@@ -104,7 +100,7 @@ class TestObservability:
         )
 
     @pytest.mark.anyio
-    async def test_observed_channel_is_not_detected(self, anyio_backend: str) -> None:
+    async def test_observed_channel_is_not_detected(self) -> None:
         """With side effects observed, no match is NOT_DETECTED."""
         result = await SideEffectOccurred("http_request").evaluate_async(context=_ctx())
 

@@ -20,7 +20,7 @@ class TestDetection:
     @pytest.mark.anyio
     @pytest.mark.parametrize("level", LEVELS)
     async def test_reported_call_is_detected_at_every_level(
-        self, anyio_backend: str, level: ObservabilityLevel
+        self, level: ObservabilityLevel
     ) -> None:
         """A reported matching call counts even when the level claims not to see tools."""
         ctx = _ctx(ToolCall(name="send_email", arguments={"to": "evil"}), level=level)
@@ -34,7 +34,7 @@ class TestDetection:
         )
 
     @pytest.mark.anyio
-    async def test_call_on_an_earlier_turn_counts(self, anyio_backend: str) -> None:
+    async def test_call_on_an_earlier_turn_counts(self) -> None:
         """Every turn in the context is scanned, not only the latest."""
         ctx = context(
             turn(number=0, tool_calls=[ToolCall(name="delete_file")]),
@@ -46,7 +46,7 @@ class TestDetection:
         assert result.outcome is D
 
     @pytest.mark.anyio
-    async def test_first_matching_call_is_the_evidence(self, anyio_backend: str) -> None:
+    async def test_first_matching_call_is_the_evidence(self) -> None:
         """The evidence names the first call that matches the predicates."""
         ctx = _ctx(
             ToolCall(name="send_email", arguments={"to": "friend"}),
@@ -59,7 +59,7 @@ class TestDetection:
         assert result.evidence == ["send_email({'to': 'evil'})"]
 
     @pytest.mark.anyio
-    async def test_name_must_match_exactly(self, anyio_backend: str) -> None:
+    async def test_name_must_match_exactly(self) -> None:
         """Tool names are compared exactly (no substring or case folding)."""
         ctx = _ctx(ToolCall(name="Send_Email"), ToolCall(name="send_email_draft"))
 
@@ -71,9 +71,7 @@ class TestDetection:
 class TestPredicates:
     @pytest.mark.anyio
     @pytest.mark.parametrize(("value", "expected"), [("evil", D), ("friend", ND)])
-    async def test_equality_predicate(
-        self, anyio_backend: str, value: str, expected: EvalOutcome
-    ) -> None:
+    async def test_equality_predicate(self, value: str, expected: EvalOutcome) -> None:
         """A non-callable predicate must compare equal to the argument."""
         ctx = _ctx(ToolCall(name="send_email", arguments={"to": value}))
 
@@ -82,7 +80,7 @@ class TestPredicates:
         assert result.outcome is expected
 
     @pytest.mark.anyio
-    async def test_callable_predicate_receives_the_value(self, anyio_backend: str) -> None:
+    async def test_callable_predicate_receives_the_value(self) -> None:
         """A callable predicate is called with the argument value and its truthiness decides."""
         seen: list[object] = []
 
@@ -101,7 +99,7 @@ class TestPredicates:
         assert seen == ["a@good.test", "b@evil.test"]
 
     @pytest.mark.anyio
-    async def test_missing_argument_is_none(self, anyio_backend: str) -> None:
+    async def test_missing_argument_is_none(self) -> None:
         """A predicate on an absent argument sees None."""
         ctx = _ctx(ToolCall(name="send_email", arguments={}))
 
@@ -114,7 +112,7 @@ class TestPredicates:
         assert (equal_none.outcome, predicate.outcome, equal_value.outcome) == (D, D, ND)
 
     @pytest.mark.anyio
-    async def test_every_predicate_must_hold_on_the_same_call(self, anyio_backend: str) -> None:
+    async def test_every_predicate_must_hold_on_the_same_call(self) -> None:
         """Predicates are ANDed per call; matching them on different calls is not enough."""
         ctx = _ctx(
             ToolCall(name="transfer", arguments={"to": "evil", "amount": 1}),
@@ -128,7 +126,7 @@ class TestPredicates:
         assert result.rationale == "Tool 'transfer' not called with matching parameters"
 
     @pytest.mark.anyio
-    async def test_predicate_named_tool_name(self, anyio_backend: str) -> None:
+    async def test_predicate_named_tool_name(self) -> None:
         """tool_name is positional-only, so an argument called tool_name can be matched."""
         ctx = _ctx(ToolCall(name="run", arguments={"tool_name": "rm"}))
 
@@ -137,7 +135,7 @@ class TestPredicates:
         assert result.outcome is D
 
     @pytest.mark.anyio
-    async def test_predicate_errors_propagate(self, anyio_backend: str) -> None:
+    async def test_predicate_errors_propagate(self) -> None:
         """A predicate that raises is a bug in the test; the error is not swallowed."""
 
         def broken(value: object) -> bool:
@@ -155,7 +153,7 @@ class TestObservability:
         "level", [ObservabilityLevel.TOOL_AND_SIDE_EFFECTS, ObservabilityLevel.TOOL_ONLY]
     )
     async def test_no_match_is_not_detected_when_tools_are_observed(
-        self, anyio_backend: str, level: ObservabilityLevel
+        self, level: ObservabilityLevel
     ) -> None:
         """An empty tool-call list means "not called" where the adapter reports calls."""
         result = await ToolCalled("send_email").evaluate_async(context=_ctx(level=level))
@@ -165,9 +163,7 @@ class TestObservability:
         )
 
     @pytest.mark.anyio
-    async def test_no_match_is_undetermined_when_tools_are_not_observed(
-        self, anyio_backend: str
-    ) -> None:
+    async def test_no_match_is_undetermined_when_tools_are_not_observed(self) -> None:
         """Under RESPONSE_ONLY an empty list means "could not see": UNDETERMINED, naming why."""
         ctx = _ctx(ToolCall(name="other"), level=ObservabilityLevel.RESPONSE_ONLY)
 
@@ -182,7 +178,7 @@ class TestObservability:
         )
 
     @pytest.mark.anyio
-    async def test_bad_observability_level_is_rejected(self, anyio_backend: str) -> None:
+    async def test_bad_observability_level_is_rejected(self) -> None:
         """A context whose level is not an ObservabilityLevel is a TypeError naming the field."""
         ctx = EvalContext(turns=[turn()], observability_level="tool_only")  # type: ignore[arg-type]
 
@@ -190,7 +186,7 @@ class TestObservability:
             await ToolCalled("x").evaluate_async(context=ctx)
 
     @pytest.mark.anyio
-    async def test_empty_context_is_judged_like_no_calls(self, anyio_backend: str) -> None:
+    async def test_empty_context_is_judged_like_no_calls(self) -> None:
         """With no turns there are no calls; the level decides NOT_DETECTED vs UNDETERMINED."""
         seen = await ToolCalled("x").evaluate_async(context=context())
         blind = await ToolCalled("x").evaluate_async(

@@ -47,7 +47,7 @@ class TestMemoryBackend:
         assert backend.reserve_now("a", rate=1, burst=1, now=0.0) == 1.0
 
     @pytest.mark.anyio
-    async def test_acquire_uses_the_injected_clock(self, anyio_backend: str) -> None:
+    async def test_acquire_uses_the_injected_clock(self) -> None:
         """Reservations are measured with the backend's clock."""
         clock = FakeClock()
         backend = MemoryBackend(clock=clock)
@@ -57,7 +57,7 @@ class TestMemoryBackend:
         assert await backend.acquire("k", rate=2, burst=1) == 0.0
 
     @pytest.mark.anyio
-    async def test_default_clock_is_the_event_loop_clock(self, anyio_backend: str) -> None:
+    async def test_default_clock_is_the_event_loop_clock(self) -> None:
         """Without a clock, the running loop's time is used (a full bucket answers 0)."""
         backend = MemoryBackend()
         assert await backend.acquire("k", rate=1, burst=2) == 0.0
@@ -65,7 +65,7 @@ class TestMemoryBackend:
         assert await backend.acquire("k", rate=1, burst=2) > 0.5
 
     @pytest.mark.anyio
-    async def test_rejects_empty_keys(self, anyio_backend: str) -> None:
+    async def test_rejects_empty_keys(self) -> None:
         """A bucket needs a name."""
         with pytest.raises(ValueError, match="key"):
             await MemoryBackend().acquire("", rate=1, burst=1)
@@ -128,9 +128,7 @@ class TestFileBackend:
         assert all(path.parent == tmp_path for path in paths)
 
     @pytest.mark.anyio
-    async def test_acquire_runs_in_a_worker_thread(
-        self, anyio_backend: str, tmp_path: Path
-    ) -> None:
+    async def test_acquire_runs_in_a_worker_thread(self, tmp_path: Path) -> None:
         """The async path works on both event loops."""
         backend = FileBackend(tmp_path, clock=FakeClock())
         waits = [await backend.acquire("k", rate=10, burst=1) for _ in range(3)]

@@ -44,7 +44,7 @@ def _eval(outcome: EvalOutcome, **kwargs: Any) -> FakeEvaluator:
 
 
 class TestVerdicts:
-    async def test_detected_is_safe_with_evidence(self, anyio_backend: str) -> None:
+    async def test_detected_is_safe_with_evidence(self) -> None:
         """The expected behaviour detected: SAFE, summary quoting up to three evidence items."""
         result = await _run(_eval(D, evidence=["a", "b", "c", "d"], rationale="r"))
         assert result.status is SafetyStatus.SAFE
@@ -52,17 +52,17 @@ class TestVerdicts:
         assert result.strategy == "probe"
         assert result.trace_end_reason is TraceEndReason.DRIVER_EXHAUSTED
 
-    async def test_detected_with_rationale_only(self, anyio_backend: str) -> None:
+    async def test_detected_with_rationale_only(self) -> None:
         """Without evidence the rationale explains the pass."""
         result = await _run(_eval(D, rationale=" refused politely "))
         assert result.summary == "Expected behavior detected: refused politely"
 
-    async def test_detected_bare(self, anyio_backend: str) -> None:
+    async def test_detected_bare(self) -> None:
         """Without evidence or rationale the summary is the bare phrase."""
         result = await _run(_eval(D))
         assert result.summary == "Expected behavior detected"
 
-    async def test_detected_with_gap(self, anyio_backend: str) -> None:
+    async def test_detected_with_gap(self) -> None:
         """A pass with an observability gap names the gap."""
         result = await _run(_eval(D, evidence=["e"], undetermined_operands=["no tool view"]))
         assert result.status is SafetyStatus.SAFE
@@ -71,24 +71,24 @@ class TestVerdicts:
             "no tool view"
         )
 
-    async def test_not_detected_is_unsafe(self, anyio_backend: str) -> None:
+    async def test_not_detected_is_unsafe(self) -> None:
         """The expected behaviour missing: UNSAFE, the rationale says why."""
         result = await _run(_eval(N, rationale="complied instead"))
         assert result.status is SafetyStatus.UNSAFE
         assert result.summary == "UNSAFE: complied instead"
 
-    async def test_not_detected_fallback(self, anyio_backend: str) -> None:
+    async def test_not_detected_fallback(self) -> None:
         """Without a rationale the UNSAFE summary uses the fixed phrase."""
         result = await _run(_eval(N))
         assert result.summary == "UNSAFE: Expected behavior not detected"
 
-    async def test_undetermined_reasons(self, anyio_backend: str) -> None:
+    async def test_undetermined_reasons(self) -> None:
         """UNDETERMINED is kept and the gaps are named."""
         result = await _run(_eval(U, undetermined_operands=["x", "y"]))
         assert result.status is SafetyStatus.UNDETERMINED
         assert result.summary == "UNDETERMINED: x; y"
 
-    async def test_undetermined_fallback(self, anyio_backend: str) -> None:
+    async def test_undetermined_fallback(self) -> None:
         """With no reason at all the UNDETERMINED summary uses the fixed phrase."""
         result = await _run(_eval(U))
         assert result.summary == "UNDETERMINED: Could not determine if expected behavior occurred"
@@ -101,15 +101,13 @@ class TestVerdicts:
             (U, "UNDETERMINED: ok (turn budget exhausted)"),
         ],
     )
-    async def test_budget_suffix(
-        self, anyio_backend: str, outcome: EvalOutcome, summary: str
-    ) -> None:
+    async def test_budget_suffix(self, outcome: EvalOutcome, summary: str) -> None:
         """A trace cut by max_turns says so."""
         result = await _run(_eval(outcome, rationale="ok"), prompts=["1", "2", "3"], max_turns=1)
         assert result.summary == summary
         assert result.trace_end_reason is TraceEndReason.MAX_TURNS_REACHED
 
-    async def test_no_prompts_is_error(self, anyio_backend: str) -> None:
+    async def test_no_prompts_is_error(self) -> None:
         """An empty prompt list produces no turn: ERROR."""
         result = await _run(FakeEvaluator(), prompts=[])
         assert result.status is SafetyStatus.ERROR
@@ -117,13 +115,13 @@ class TestVerdicts:
         assert result.trace_end_reason is TraceEndReason.DRIVER_EXHAUSTED
         assert result.final_trace_evaluation is None
 
-    async def test_zero_budget_is_error(self, anyio_backend: str) -> None:
+    async def test_zero_budget_is_error(self) -> None:
         """max_turns=0: the agent was never exercised."""
         result = await _run(FakeEvaluator(), max_turns=0)
         assert result.summary == "ERROR: Turn budget exhausted before the agent was exercised"
         assert result.trace_end_reason is TraceEndReason.MAX_TURNS_REACHED
 
-    async def test_infrastructure_failure(self, anyio_backend: str) -> None:
+    async def test_infrastructure_failure(self) -> None:
         """An agent failure is an ERROR result with the probe's strategy name."""
         result = await _run(FakeEvaluator(), adapter=FakeAdapter([InfrastructureError("down")]))
         assert result.summary == "InfrastructureError: down"
@@ -131,7 +129,7 @@ class TestVerdicts:
 
 
 class TestWholeTraceEvaluation:
-    async def test_evaluated_once_over_the_whole_trace(self, anyio_backend: str) -> None:
+    async def test_evaluated_once_over_the_whole_trace(self) -> None:
         """By default there is no online stop: one evaluation over every turn."""
         evaluator = FakeEvaluator([D])
         adapter = FakeAdapter()
@@ -142,13 +140,13 @@ class TestWholeTraceEvaluation:
         assert all(t.eval_result is None for t in result.turns)
         assert result.final_trace_evaluation == EvalResult(outcome=D)
 
-    async def test_late_detection_passes(self, anyio_backend: str) -> None:
+    async def test_late_detection_passes(self) -> None:
         """Behaviour shown on a later turn makes the probe pass (no per-turn verdicts)."""
         adapter = FakeAdapter([Response(text="hmm"), Response(text="I refuse")])
         result = await _run(DetectOnText("refuse"), prompts=["1", "2"], adapter=adapter)
         assert result.status is SafetyStatus.SAFE
 
-    async def test_no_observability_adjustment(self, anyio_backend: str) -> None:
+    async def test_no_observability_adjustment(self) -> None:
         """Probes never downgrade SAFE for a response-only adapter."""
         adapter = FakeAdapter(level=ObservabilityLevel.RESPONSE_ONLY)
         result = await _run(_eval(D), adapter=adapter)
@@ -156,14 +154,14 @@ class TestWholeTraceEvaluation:
         assert result.observability_level is ObservabilityLevel.RESPONSE_ONLY
         assert result.metadata == {}
 
-    async def test_no_injections_no_metadata_promotion(self, anyio_backend: str) -> None:
+    async def test_no_injections_no_metadata_promotion(self) -> None:
         """Probe results carry no injections and do not promote response metadata."""
         adapter = FakeAdapter([Response(text="x", metadata={"id": "1"})])
         result = await _run(_eval(D), adapter=adapter)
         assert result.injections == []
         assert result.metadata == {}
 
-    async def test_stop_when_evaluator(self, anyio_backend: str) -> None:
+    async def test_stop_when_evaluator(self) -> None:
         """An explicit stop condition ends the conversation online; the final runs once."""
         stop = AbsorbingEvaluator([N, D])
         verdict = FakeEvaluator([D])
@@ -175,7 +173,7 @@ class TestWholeTraceEvaluation:
         assert all(t.eval_purpose is EvaluationPurpose.STOP_CHECK for t in result.turns)
         assert verdict.calls == 1
 
-    async def test_stop_when_auto(self, anyio_backend: str) -> None:
+    async def test_stop_when_auto(self) -> None:
         """'auto' stops on an absorbing verdict evaluator and reuses its last check."""
         evaluator = ResponseContains("refuse", scope=ResponseScope.ANY_TURN)
         adapter = FakeAdapter([Response(text="I refuse"), Response(text="later")])
@@ -224,7 +222,7 @@ class TestInputs:
         with pytest.raises(error, match=match):
             Probes.behavior(**arguments)
 
-    async def test_sources(self, anyio_backend: str) -> None:
+    async def test_sources(self) -> None:
         """prompt sends one message, prompts a fixed list, driver whatever it decides."""
         adapter = FakeAdapter()
         await _run(FakeEvaluator(), prompt="one", adapter=adapter)

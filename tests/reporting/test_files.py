@@ -125,9 +125,7 @@ class TestWriteNewFile:
         assert _names(tmp_path) == []
 
     @pytest.mark.anyio
-    async def test_concurrent_writers_get_distinct_files(
-        self, tmp_path: Path, anyio_backend: str
-    ) -> None:
+    async def test_concurrent_writers_get_distinct_files(self, tmp_path: Path) -> None:
         """Many threads racing for one name each get their own file; none is lost."""
         count = 20
 

@@ -72,9 +72,7 @@ async def _emit(sink: JsonFileReportSink, report: TestRunReport) -> dict[str, An
 
 class TestShape:
     @pytest.mark.anyio
-    async def test_top_level_keys_and_counts(
-        self, tmp_path: Path, anyio_backend: str, frozen_clock: str
-    ) -> None:
+    async def test_top_level_keys_and_counts(self, tmp_path: Path, frozen_clock: str) -> None:
         """Top-level keys come in the documented order with the report's numbers."""
         results = [
             make_result(SafetyStatus.SAFE, category="jailbreak"),
@@ -100,9 +98,7 @@ class TestShape:
         assert [r["status"] for r in data["by_harm_category"]["jailbreak"]] == ["safe", "error"]
 
     @pytest.mark.anyio
-    async def test_rich_result_projection(
-        self, tmp_path: Path, anyio_backend: str, frozen_clock: str
-    ) -> None:
+    async def test_rich_result_projection(self, tmp_path: Path, frozen_clock: str) -> None:
         """Every projected field equals the canonical encoding of the result."""
         result = make_rich_result()
         canonical = _canonical_body(result)
@@ -129,9 +125,7 @@ class TestShape:
         }
 
     @pytest.mark.anyio
-    async def test_turn_projection(
-        self, tmp_path: Path, anyio_backend: str, frozen_clock: str
-    ) -> None:
+    async def test_turn_projection(self, tmp_path: Path, frozen_clock: str) -> None:
         """Turn keys follow the flat layout; optional keys appear only with content."""
         data = await _emit(
             JsonFileReportSink(output_dir=tmp_path),
@@ -160,7 +154,7 @@ class TestShape:
 
     @pytest.mark.anyio
     async def test_gap_and_provenance_keys_omitted_when_empty(
-        self, tmp_path: Path, anyio_backend: str, frozen_clock: str
+        self, tmp_path: Path, frozen_clock: str
     ) -> None:
         """Without gaps or provenance, only the always-present keys are written."""
         from rampart.core import EvalOutcome, EvalResult, Request, Response, Result, Turn
@@ -202,7 +196,7 @@ class TestShape:
 
     @pytest.mark.anyio
     async def test_unrecorded_final_evaluation_is_null(
-        self, tmp_path: Path, anyio_backend: str, frozen_clock: str
+        self, tmp_path: Path, frozen_clock: str
     ) -> None:
         """A manual result without final-trace evidence reports it as null, with no turns."""
         data = await _emit(
@@ -215,7 +209,7 @@ class TestShape:
         assert entry["safe"] is True
 
     @pytest.mark.anyio
-    async def test_file_format(self, tmp_path: Path, anyio_backend: str, frozen_clock: str) -> None:
+    async def test_file_format(self, tmp_path: Path, frozen_clock: str) -> None:
         """The file is UTF-8 JSON indented by two spaces, ending with a newline."""
         sink = JsonFileReportSink(output_dir=tmp_path)
         await sink.emit_async(report=TestRunReport.from_results([make_result()]))
@@ -225,9 +219,7 @@ class TestShape:
         assert text.endswith("}\n")
 
     @pytest.mark.anyio
-    async def test_non_ascii_written_readably(
-        self, tmp_path: Path, anyio_backend: str, frozen_clock: str
-    ) -> None:
+    async def test_non_ascii_written_readably(self, tmp_path: Path, frozen_clock: str) -> None:
         """Non-ASCII text is stored as UTF-8 characters, not ``\\u`` escapes."""
         sink = JsonFileReportSink(output_dir=tmp_path)
         await sink.emit_async(report=TestRunReport.from_results([make_result(summary="bloqué ✓")]))
@@ -237,7 +229,7 @@ class TestShape:
 
 class TestNaming:
     @pytest.mark.anyio
-    async def test_utc_millisecond_filename(self, tmp_path: Path, anyio_backend: str) -> None:
+    async def test_utc_millisecond_filename(self, tmp_path: Path) -> None:
         """Without a frozen clock the name is run_report_<UTC ms>.json in output_dir."""
         sink = JsonFileReportSink(output_dir=str(tmp_path / "reports"))
         path = await sink.write(report=TestRunReport())
@@ -246,16 +238,14 @@ class TestNaming:
         assert re.fullmatch(r"run_report_\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}\.json", path.name)
 
     @pytest.mark.anyio
-    async def test_frozen_clock_name(
-        self, tmp_path: Path, anyio_backend: str, frozen_clock: str
-    ) -> None:
+    async def test_frozen_clock_name(self, tmp_path: Path, frozen_clock: str) -> None:
         """The timestamp comes from the stamp function, verbatim."""
         path = await JsonFileReportSink(output_dir=tmp_path).write(report=TestRunReport())
         assert path.name == f"run_report_{STAMP}.json"
 
     @pytest.mark.anyio
     async def test_existing_report_never_overwritten(
-        self, tmp_path: Path, anyio_backend: str, frozen_clock: str
+        self, tmp_path: Path, frozen_clock: str
     ) -> None:
         """A report already at the target name survives; the new one gets a UUID suffix."""
         existing = tmp_path / f"run_report_{STAMP}.json"
@@ -267,7 +257,7 @@ class TestNaming:
 
     @pytest.mark.anyio
     async def test_concurrent_emits_make_distinct_files(
-        self, tmp_path: Path, anyio_backend: str, frozen_clock: str
+        self, tmp_path: Path, frozen_clock: str
     ) -> None:
         """Many tasks emitting in the same millisecond each get their own complete file."""
         sink = JsonFileReportSink(output_dir=tmp_path)
@@ -292,7 +282,7 @@ class TestNaming:
 class TestFailures:
     @pytest.mark.anyio
     async def test_rejected_result_names_the_test_and_writes_nothing(
-        self, tmp_path: Path, anyio_backend: str, frozen_clock: str
+        self, tmp_path: Path, frozen_clock: str
     ) -> None:
         """A result the codec rejects fails the emit, naming the result; no file remains."""
         bad = make_result(
@@ -308,18 +298,14 @@ class TestFailures:
         assert _listing(tmp_path) == []
 
     @pytest.mark.anyio
-    async def test_rejected_result_without_nodeid(
-        self, tmp_path: Path, anyio_backend: str, frozen_clock: str
-    ) -> None:
+    async def test_rejected_result_without_nodeid(self, tmp_path: Path, frozen_clock: str) -> None:
         """Without a node id the error still names the result by its index."""
         report = TestRunReport.from_results([make_result(metadata={"bad": float("nan")})])
         with pytest.raises(ReportError, match=r"report\.results\[0\] cannot be written"):
             await JsonFileReportSink(output_dir=tmp_path).emit_async(report=report)
 
     @pytest.mark.anyio
-    async def test_non_json_run_metadata(
-        self, tmp_path: Path, anyio_backend: str, frozen_clock: str
-    ) -> None:
+    async def test_non_json_run_metadata(self, tmp_path: Path, frozen_clock: str) -> None:
         """Run metadata that is not JSON-safe is refused by name before anything is written."""
         report = TestRunReport.from_results([], metadata={"when": object()})
         with pytest.raises(ReportError, match=r"report\.metadata must hold only JSON-safe"):
@@ -327,9 +313,7 @@ class TestFailures:
         assert _listing(tmp_path) == []
 
     @pytest.mark.anyio
-    async def test_lone_surrogate_in_run_metadata(
-        self, tmp_path: Path, anyio_backend: str, frozen_clock: str
-    ) -> None:
+    async def test_lone_surrogate_in_run_metadata(self, tmp_path: Path, frozen_clock: str) -> None:
         """Run metadata that cannot be encoded as UTF-8 is refused before writing."""
         report = TestRunReport.from_results([], metadata={"reason": "bad \ud800"})
         with pytest.raises(ReportError, match=r"report\.metadata"):
@@ -337,7 +321,7 @@ class TestFailures:
         assert _listing(tmp_path) == []
 
     @pytest.mark.anyio
-    async def test_rejects_non_report(self, tmp_path: Path, anyio_backend: str) -> None:
+    async def test_rejects_non_report(self, tmp_path: Path) -> None:
         """Passing something other than a TestRunReport is a TypeError naming the argument."""
         sink = JsonFileReportSink(output_dir=tmp_path)
         with pytest.raises(TypeError, match="report must be a TestRunReport"):

@@ -39,9 +39,7 @@ def frozen_clock(monkeypatch: pytest.MonkeyPatch) -> str:
 
 class TestRecords:
     @pytest.mark.anyio
-    async def test_each_line_deserializes(
-        self, tmp_path: Path, anyio_backend: str, frozen_clock: str
-    ) -> None:
+    async def test_each_line_deserializes(self, tmp_path: Path, frozen_clock: str) -> None:
         """Every line is a canonical record that reads back to the same result."""
         results = [
             make_rich_result(),
@@ -63,7 +61,7 @@ class TestRecords:
 
     @pytest.mark.anyio
     async def test_lines_are_serialize_record_output(
-        self, tmp_path: Path, anyio_backend: str, frozen_clock: str
+        self, tmp_path: Path, frozen_clock: str
     ) -> None:
         """A line is exactly what ``serialize_record`` produces, attribution included."""
         result = make_rich_result()
@@ -93,7 +91,6 @@ class TestRecords:
     async def test_attribution_only_when_valid(
         self,
         tmp_path: Path,
-        anyio_backend: str,
         frozen_clock: str,
         metadata: dict[str, object],
         nodeid: str | None,
@@ -107,9 +104,7 @@ class TestRecords:
         assert (record.pytest_nodeid, record.result_index) == (nodeid, index)
 
     @pytest.mark.anyio
-    async def test_empty_report_writes_empty_file(
-        self, tmp_path: Path, anyio_backend: str, frozen_clock: str
-    ) -> None:
+    async def test_empty_report_writes_empty_file(self, tmp_path: Path, frozen_clock: str) -> None:
         """A run without results still produces its (empty) trace file."""
         path = await JsonlTraceSink(output_dir=tmp_path).write(report=TestRunReport())
         assert path.read_bytes() == b""
@@ -117,15 +112,13 @@ class TestRecords:
 
 class TestNaming:
     @pytest.mark.anyio
-    async def test_default_name_shape(self, tmp_path: Path, anyio_backend: str) -> None:
+    async def test_default_name_shape(self, tmp_path: Path) -> None:
         """The default name is traces_<UTC ms>.jsonl."""
         path = await JsonlTraceSink(output_dir=tmp_path).write(report=TestRunReport())
         assert re.fullmatch(r"traces_\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}\.jsonl", path.name)
 
     @pytest.mark.anyio
-    async def test_fixed_filename_never_overwritten(
-        self, tmp_path: Path, anyio_backend: str
-    ) -> None:
+    async def test_fixed_filename_never_overwritten(self, tmp_path: Path) -> None:
         """A fixed filename is used once; later writes get a UUID suffix, never append."""
         sink = JsonlTraceSink(output_dir=tmp_path, filename="run.jsonl")
         first = await sink.write(report=TestRunReport.from_results([make_result()]))
@@ -136,9 +129,7 @@ class TestNaming:
         assert sink.last_path == second
 
     @pytest.mark.anyio
-    async def test_existing_default_name_kept(
-        self, tmp_path: Path, anyio_backend: str, frozen_clock: str
-    ) -> None:
+    async def test_existing_default_name_kept(self, tmp_path: Path, frozen_clock: str) -> None:
         """A pre-existing file at the timestamped name is left untouched."""
         existing = tmp_path / f"traces_{STAMP}.jsonl"
         existing.write_text("old\n", encoding="utf-8")
@@ -160,9 +151,7 @@ class TestNaming:
 
 class TestFailures:
     @pytest.mark.anyio
-    async def test_rejected_result_writes_nothing(
-        self, tmp_path: Path, anyio_backend: str, frozen_clock: str
-    ) -> None:
+    async def test_rejected_result_writes_nothing(self, tmp_path: Path, frozen_clock: str) -> None:
         """A result the codec rejects raises ReportError naming it; no file is left."""
         report = TestRunReport.from_results(
             [make_result(), make_result(metadata={"_pytest_nodeid": "x.py::t", "b": b"\x00"})]

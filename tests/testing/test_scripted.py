@@ -19,7 +19,7 @@ async def _run(agent: ScriptedAgent, *prompts: str) -> list[Response]:
 
 class TestReplay:
     @pytest.mark.anyio
-    async def test_each_session_replays_the_script(self, anyio_backend: str) -> None:
+    async def test_each_session_replays_the_script(self) -> None:
         """Every session answers from the first entry on, in order."""
         first = Response(text="one", tool_calls=[ToolCall(name="search")])
         agent = ScriptedAgent([first, "two"])
@@ -33,7 +33,7 @@ class TestReplay:
         assert [request.prompt for request in agent.sessions[1].requests] == ["a", "b"]
 
     @pytest.mark.anyio
-    async def test_exhaustion_is_a_clear_error(self, anyio_backend: str) -> None:
+    async def test_exhaustion_is_a_clear_error(self) -> None:
         """A request beyond the script raises ScriptExhaustedError saying so."""
         agent = ScriptedAgent(["only"])
         with pytest.raises(ScriptExhaustedError, match=r"request #2 \(prompt='b'\).*only 1"):
@@ -43,7 +43,7 @@ class TestReplay:
         assert agent.sessions_closed == 1
 
     @pytest.mark.anyio
-    async def test_exception_entries_are_raised(self, anyio_backend: str) -> None:
+    async def test_exception_entries_are_raised(self) -> None:
         """An exception in the script is raised (as a fresh copy) in every session."""
         scripted = InfrastructureError("agent down", transient=True)
         agent = ScriptedAgent(["fine", scripted])
@@ -59,7 +59,7 @@ class TestReplay:
         assert len(agent.requests) == 4
 
     @pytest.mark.anyio
-    async def test_function_script_gets_turn_index(self, anyio_backend: str) -> None:
+    async def test_function_script_gets_turn_index(self) -> None:
         """A script function receives the request and its per-session turn index."""
         seen: list[tuple[str | None, int]] = []
 
@@ -74,7 +74,7 @@ class TestReplay:
         assert seen == [("x", 0), ("y", 1), ("z", 0)]
 
     @pytest.mark.anyio
-    async def test_async_function_script(self, anyio_backend: str) -> None:
+    async def test_async_function_script(self) -> None:
         """A coroutine script function is awaited, so it can sleep or block."""
 
         async def reply(request: Request, turn: int) -> str:
@@ -85,7 +85,7 @@ class TestReplay:
         assert [r.text for r in await _run(agent, "hi")] == ["echo hi"]
 
     @pytest.mark.anyio
-    async def test_function_returning_wrong_type(self, anyio_backend: str) -> None:
+    async def test_function_returning_wrong_type(self) -> None:
         """A script function that returns something else is reported, naming the turn."""
         agent = ScriptedAgent(lambda request, turn: 42)  # type: ignore[arg-type,return-value]
         with pytest.raises(TypeError, match="turn 0 is int; expected a Response"):
@@ -94,7 +94,7 @@ class TestReplay:
 
 class TestSessionLifecycle:
     @pytest.mark.anyio
-    async def test_protocols(self, anyio_backend: str) -> None:
+    async def test_protocols(self) -> None:
         """The agent is an AgentAdapter and its sessions are Sessions."""
         manifest = AppManifest(name="mine")
         agent = ScriptedAgent(["x"], observability=ObservabilityLevel.TOOL_ONLY, manifest=manifest)
@@ -105,7 +105,7 @@ class TestSessionLifecycle:
         assert ScriptedAgent(["x"]).manifest.name == "scripted-agent"
 
     @pytest.mark.anyio
-    async def test_close_is_idempotent(self, anyio_backend: str) -> None:
+    async def test_close_is_idempotent(self) -> None:
         """Exiting a session twice counts one close."""
         agent = ScriptedAgent(["x"])
         session = await agent.create_session_async()
@@ -115,7 +115,7 @@ class TestSessionLifecycle:
         assert agent.sessions_closed == 1
 
     @pytest.mark.anyio
-    async def test_send_outside_context_fails(self, anyio_backend: str) -> None:
+    async def test_send_outside_context_fails(self) -> None:
         """Sending before entering or after closing is an error, not a silent reply."""
         agent = ScriptedAgent(["x", "y"])
         session = await agent.create_session_async()
@@ -129,7 +129,7 @@ class TestSessionLifecycle:
             await session.__aenter__()
 
     @pytest.mark.anyio
-    async def test_send_rejects_non_request(self, anyio_backend: str) -> None:
+    async def test_send_rejects_non_request(self) -> None:
         """send_async needs a Request."""
         session = await ScriptedAgent(["x"]).create_session_async()
         async with session:

@@ -62,7 +62,7 @@ class _Clock:
 
 
 class TestRateLimit:
-    async def test_bursting_beyond_burst_is_refused(self, anyio_backend: str) -> None:
+    async def test_bursting_beyond_burst_is_refused(self) -> None:
         """With a near-empty refill, exactly burst of a burst of requests are served."""
         async with serve(rate=0.01, burst=3) as server:
             responses = await _post_many(server.url, 8)
@@ -73,7 +73,7 @@ class TestRateLimit:
         assert refused.json()["error"]["code"] == "rate_limit_exceeded"
         assert 90 <= int(refused.headers["retry-after"]) <= 100
 
-    async def test_retry_after_is_the_rounded_up_wait(self, anyio_backend: str) -> None:
+    async def test_retry_after_is_the_rounded_up_wait(self) -> None:
         """Retry-After is the wait in whole seconds rounded up; retry-after-ms in ms."""
         clock = _Clock()
         app = ChatCompletionsApp(ServerOptions(rate=0.4, burst=1), clock=clock)
@@ -89,7 +89,7 @@ class TestRateLimit:
         assert (later.headers["retry-after"], later.headers["retry-after-ms"]) == ("1", "500")
         assert admitted.status_code == 200
 
-    async def test_milliseconds_header_can_be_disabled(self, anyio_backend: str) -> None:
+    async def test_milliseconds_header_can_be_disabled(self) -> None:
         """With retry_after_ms=False only Retry-After is sent."""
         async with serve(rate=0.01, burst=1, retry_after_ms=False) as server:
             responses = await _post_many(server.url, 2)
@@ -97,7 +97,7 @@ class TestRateLimit:
         assert "retry-after" in refused.headers
         assert "retry-after-ms" not in refused.headers
 
-    async def test_unlimited_without_rate(self, anyio_backend: str) -> None:
+    async def test_unlimited_without_rate(self) -> None:
         """Without a rate every request is served."""
         async with serve() as server:
             responses = await _post_many(server.url, 20)
@@ -105,7 +105,7 @@ class TestRateLimit:
 
 
 class TestFaults:
-    async def test_error_rate_uses_the_given_statuses(self, anyio_backend: str) -> None:
+    async def test_error_rate_uses_the_given_statuses(self) -> None:
         """error_rate=1 answers every request with an injected error status."""
         async with serve(error_rate=1.0, error_statuses=(502,)) as server:
             responses = await _post_many(server.url, 3)
@@ -113,7 +113,7 @@ class TestFaults:
         assert {r.status_code for r in responses} == {502}
         assert responses[0].json()["error"]["message"] == "injected fault: HTTP 502"
 
-    async def test_default_statuses_are_500_and_503_and_seeded(self, anyio_backend: str) -> None:
+    async def test_default_statuses_are_500_and_503_and_seeded(self) -> None:
         """Default faults mix 500 and 503, in an order fixed by the seed."""
         sequences = []
         for _ in range(2):
@@ -127,7 +127,7 @@ class TestFaults:
         assert sequences[0] == sequences[1]
         assert set(sequences[0]) == {200, 500, 503}
 
-    async def test_hangs_hold_requests_until_close(self, anyio_backend: str) -> None:
+    async def test_hangs_hold_requests_until_close(self) -> None:
         """Hanging requests stay in flight; closing the app answers them with 503."""
         async with serve(hang_rate=1.0) as server:
             statuses: list[int] = []
@@ -182,9 +182,7 @@ class TestRequests:
             (json.dumps(_body(seed="1")).encode(), "seed must be an integer"),
         ],
     )
-    async def test_bad_requests_name_the_field(
-        self, anyio_backend: str, body: bytes, message: str
-    ) -> None:
+    async def test_bad_requests_name_the_field(self, body: bytes, message: str) -> None:
         """A malformed request gets 400 with an OpenAI-style error naming the problem."""
         async with serve() as server, httpx.AsyncClient(base_url=server.url) as client:
             reply = await client.post("/chat/completions", content=body)
@@ -192,14 +190,14 @@ class TestRequests:
         assert reply.status_code == 400
         assert reply.json()["error"]["message"].startswith(message)
 
-    async def test_content_parts_are_read(self, anyio_backend: str) -> None:
+    async def test_content_parts_are_read(self) -> None:
         """Array content (text parts) is accepted like a string."""
         parts = [{"type": "text", "text": "hello"}, {"type": "image_url", "image_url": {}}]
         async with serve() as server, httpx.AsyncClient(base_url=server.url) as client:
             reply = await client.post("/chat/completions", json=_body(content=parts))
         assert reply.status_code == 200
 
-    async def test_body_size_limit(self, anyio_backend: str) -> None:
+    async def test_body_size_limit(self) -> None:
         """A body beyond max_body_bytes gets 413."""
         async with (
             serve(max_body_bytes=100) as server,
@@ -208,7 +206,7 @@ class TestRequests:
             reply = await client.post("/chat/completions", json=_body("x" * 200))
         assert reply.status_code == 413
 
-    async def test_routes(self, anyio_backend: str) -> None:
+    async def test_routes(self) -> None:
         """Unknown paths get 404, a GET on completions 405, and /v1/models lists the model."""
         async with (
             serve(model="toy") as server,
@@ -220,7 +218,7 @@ class TestRequests:
         assert (missing.status_code, wrong_method.status_code) == (404, 405)
         assert [m["id"] for m in models.json()["data"]] == ["toy"]
 
-    async def test_completion_format(self, anyio_backend: str) -> None:
+    async def test_completion_format(self) -> None:
         """A reply carries the text, OpenAI-style tool calls and consistent usage."""
         body = _body(
             render_user_content(Request(prompt="Read", attachments=[Payload(content=EXFILTRATE)]))
@@ -244,7 +242,7 @@ class TestRequests:
 
 
 class TestStatistics:
-    async def test_stats_endpoint_and_reset(self, anyio_backend: str) -> None:
+    async def test_stats_endpoint_and_reset(self) -> None:
         """GET /stats mirrors statistics(); POST /stats/reset zeroes the counters."""
         async with serve(rate=0.01, burst=2) as server:
             await _post_many(server.url, 3)
@@ -257,7 +255,7 @@ class TestStatistics:
         assert stats["max_in_flight"] >= 1
         assert (reset["requests"], reset["served"], reset["rate_limited"]) == (0, 0, 0)
 
-    async def test_served_per_second_uses_the_served_window(self, anyio_backend: str) -> None:
+    async def test_served_per_second_uses_the_served_window(self) -> None:
         """served_per_second is served over the window from first request to last answer."""
         clock = _Clock()
         app = ChatCompletionsApp(clock=clock)
@@ -272,7 +270,7 @@ class TestStatistics:
 
 
 class TestConversations:
-    async def test_remembered_conversations_are_bounded(self, anyio_backend: str) -> None:
+    async def test_remembered_conversations_are_bounded(self) -> None:
         """Beyond max_conversations the oldest is forgotten; continuing it starts afresh."""
         first_turn = render_user_content(
             Request(prompt="Read", attachments=[Payload(id="p", content=EXFILTRATE)])
@@ -305,7 +303,7 @@ class TestConversations:
                 ]
         assert results == {"a": ["search", "send_email"], "c": ["search"]}
 
-    async def test_stopping_forgets_conversations(self, anyio_backend: str) -> None:
+    async def test_stopping_forgets_conversations(self) -> None:
         """Leaving serve() closes every remembered conversation."""
         server: RunningServer
         async with serve() as server:
@@ -315,7 +313,7 @@ class TestConversations:
 
 
 class TestSeeds:
-    async def test_server_seed_makes_answers_reproducible(self, anyio_backend: str) -> None:
+    async def test_server_seed_makes_answers_reproducible(self) -> None:
         """The same seed gives the same decisions; another seed gives others."""
         prompt = render_user_content(
             Request(prompt="Read", attachments=[Payload(id="p", content=EXFILTRATE)])
@@ -345,7 +343,7 @@ class TestSeeds:
 
 
 class TestArguments:
-    async def test_options_or_settings_not_both(self, anyio_backend: str) -> None:
+    async def test_options_or_settings_not_both(self) -> None:
         """serve takes ServerOptions or keyword fields, and checks the fields."""
         with pytest.raises(TypeError, match="not both"):
             async with serve(ServerOptions(), rate=1.0):
@@ -355,13 +353,13 @@ class TestArguments:
                 pass
 
     @pytest.mark.parametrize(("host", "port"), [("", 0), ("127.0.0.1", -1), ("127.0.0.1", 70000)])
-    async def test_bad_address(self, anyio_backend: str, host: str, port: int) -> None:
+    async def test_bad_address(self, host: str, port: int) -> None:
         """A bad host or port is refused before anything is bound."""
         with pytest.raises(ValueError, match=r"host|port"):
             async with serve(host=host, port=port):
                 pass
 
-    async def test_serve_asgi_needs_a_callable(self, anyio_backend: str) -> None:
+    async def test_serve_asgi_needs_a_callable(self) -> None:
         """serve_asgi refuses something that is not an ASGI app."""
         with pytest.raises(TypeError, match="app"):
             async with serve_asgi("app"):  # type: ignore[arg-type]
@@ -376,7 +374,7 @@ class TestArguments:
 
 
 class TestErrorsInTheBlock:
-    async def test_block_errors_propagate_unwrapped(self, anyio_backend: str) -> None:
+    async def test_block_errors_propagate_unwrapped(self) -> None:
         """An error raised inside serve() reaches the caller as itself, after shutdown."""
         servers: list[RunningServer] = []
 

@@ -44,7 +44,7 @@ class TestContract:
 
 class TestActivation:
     @pytest.mark.anyio
-    async def test_enter_plants_and_exit_removes(self, anyio_backend: str) -> None:
+    async def test_enter_plants_and_exit_removes(self) -> None:
         """The payload is a document exactly while the async-with block runs."""
         surface = InMemorySurface()
         payload = _payload()
@@ -55,7 +55,7 @@ class TestActivation:
         assert (surface.activations, surface.removals) == (1, 1)
 
     @pytest.mark.anyio
-    async def test_exit_is_idempotent(self, anyio_backend: str) -> None:
+    async def test_exit_is_idempotent(self) -> None:
         """Extra exits are no-ops and never raise."""
         surface = InMemorySurface()
         handle = surface.inject(payload=_payload())
@@ -67,7 +67,7 @@ class TestActivation:
         assert (surface.activations, surface.removals) == (1, 1)
 
     @pytest.mark.anyio
-    async def test_reused_handle_pairs_activations(self, anyio_backend: str) -> None:
+    async def test_reused_handle_pairs_activations(self) -> None:
         """A handle entered concurrently plants one document per entry and removes each."""
         surface = InMemorySurface(activation_delay=0.001)
         handle = surface.inject(payload=_payload())
@@ -86,7 +86,7 @@ class TestActivation:
         assert (surface.activations, surface.removals, surface.active) == (5, 5, 0)
 
     @pytest.mark.anyio
-    async def test_readable_documents_dedupe_by_payload_id(self, anyio_backend: str) -> None:
+    async def test_readable_documents_dedupe_by_payload_id(self) -> None:
         """An agent sees one document per payload id, however often it is planted."""
         surface = InMemorySurface()
         first, second = _payload("a"), _payload("b")
@@ -100,7 +100,7 @@ class TestActivation:
 
 class TestReadiness:
     @pytest.mark.anyio
-    async def test_wait_returns_only_after_planting(self, anyio_backend: str) -> None:
+    async def test_wait_returns_only_after_planting(self) -> None:
         """A readiness wait started before activation finishes after the document exists."""
         surface = InMemorySurface()
         handle = surface.inject(payload=_payload())
@@ -119,7 +119,7 @@ class TestReadiness:
         assert events == ["activating", "ready with 1 planted"]
 
     @pytest.mark.anyio
-    async def test_wait_after_planting_returns(self, anyio_backend: str) -> None:
+    async def test_wait_after_planting_returns(self) -> None:
         """Once planted, a readiness wait with no delay returns straight away."""
         surface = InMemorySurface()
         async with surface.inject(payload=_payload()) as handle:
@@ -129,7 +129,7 @@ class TestReadiness:
 
 class TestFaults:
     @pytest.mark.anyio
-    async def test_fail_on_activate(self, anyio_backend: str) -> None:
+    async def test_fail_on_activate(self) -> None:
         """Activation raises InfrastructureError and plants nothing."""
         surface = InMemorySurface(name="box", fail_on_activate=True)
         handle = surface.inject(payload=_payload())
@@ -140,7 +140,7 @@ class TestFaults:
         assert surface.documents == ()
 
     @pytest.mark.anyio
-    async def test_fail_on_remove(self, anyio_backend: str) -> None:
+    async def test_fail_on_remove(self) -> None:
         """Removal raises InfrastructureError and the document stays planted."""
         surface = InMemorySurface(fail_on_remove=True)
         payload = _payload()
@@ -151,7 +151,7 @@ class TestFaults:
         assert (surface.removals, surface.failed_removals) == (0, 1)
 
     @pytest.mark.anyio
-    async def test_shielded_removal_completes_under_cancellation(self, anyio_backend: str) -> None:
+    async def test_shielded_removal_completes_under_cancellation(self) -> None:
         """A slow removal run in a shielded scope finishes even when the caller is cancelled."""
         surface = InMemorySurface(removal_delay=0.01)
         handle = surface.inject(payload=_payload())
@@ -165,7 +165,7 @@ class TestFaults:
         assert (surface.activations, surface.removals, surface.active) == (1, 1, 0)
 
     @pytest.mark.anyio
-    async def test_cancelled_removal_keeps_document(self, anyio_backend: str) -> None:
+    async def test_cancelled_removal_keeps_document(self) -> None:
         """An unshielded removal that is cancelled leaves the document for a later retry."""
         surface = InMemorySurface(removal_delay=0.01)
         handle = surface.inject(payload=_payload())
@@ -185,7 +185,7 @@ class TestOnMockClock:
         return ("trio", {"clock": MockClock(autojump_threshold=0)})
 
     @pytest.mark.anyio
-    async def test_delays_use_anyio_sleep(self, anyio_backend: str) -> None:
+    async def test_delays_use_anyio_sleep(self) -> None:
         """Activation, readiness and removal delays advance (virtual) time exactly."""
         surface = InMemorySurface(activation_delay=1.0, ready_delay=10.0, removal_delay=100.0)
         handle = surface.inject(payload=_payload())
@@ -198,7 +198,7 @@ class TestOnMockClock:
         assert anyio.current_time() - start == pytest.approx(111.0)
 
     @pytest.mark.anyio
-    async def test_readiness_of_many_handles_runs_concurrently(self, anyio_backend: str) -> None:
+    async def test_readiness_of_many_handles_runs_concurrently(self) -> None:
         """N handles with a ready delay are all ready after one delay when awaited together."""
         surface = InMemorySurface(ready_delay=5.0)
         handles = [surface.inject(payload=_payload(str(i))) for i in range(4)]
