@@ -691,7 +691,7 @@ class TestArguments:
             ({"max_retry_after": None}, TypeError, "max_retry_after"),
             ({"adaptive": 1}, TypeError, "adaptive"),
             ({"name": ""}, ValueError, "name"),
-            ({"name": 3}, ValueError, "name"),
+            ({"name": 3}, TypeError, "name"),
             ({"backend": "memory", "rate": 1}, TypeError, "backend"),
             ({"backend": MemoryBackend()}, ValueError, "backend"),
         ],
@@ -699,14 +699,14 @@ class TestArguments:
     def test_bad_arguments_name_the_argument(
         self, kwargs: dict[str, object], error: type[Exception], name: str
     ) -> None:
-        """Every bad option is rejected with an error naming it."""
-        with pytest.raises(error, match=name):
+        """Every bad option is rejected with an error naming limit() and the option."""
+        with pytest.raises(error, match=rf"^limit\(\): {name}\b"):
             limit(RecordingAgent(), **kwargs)  # type: ignore[arg-type]
 
     @pytest.mark.parametrize("adapter", [object(), "agent", None, RecordingAgent])
     def test_adapter_must_be_an_agent_adapter(self, adapter: object) -> None:
         """Only AgentAdapters can be wrapped."""
-        with pytest.raises(TypeError, match="adapter must be an AgentAdapter"):
+        with pytest.raises(TypeError, match=r"^limit\(\): adapter must be an AgentAdapter"):
             limit(adapter)  # type: ignore[arg-type]
 
     def test_defaults(self) -> None:

@@ -230,7 +230,7 @@ TRACE_MODELS: tuple[type, ...] = (
 
 _TEXT_FORMATS = tuple(member.value for member in PayloadFormat if member.is_text)
 
-# Trace-only narrowing of the live models (spec/004 "Value domain").
+# Trace-only narrowing of the live models (docs/trace-schema.md, "What the reader enforces").
 _KIND_OVERRIDES: dict[tuple[type, str], Kind] = {
     (Payload, "format"): EnumKind(
         PayloadFormat,

@@ -11,6 +11,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeAlias
 
+from rampart._checks import check_instance, check_optional_instance, invalid
 from rampart._session import GuardedSession
 from rampart.core.errors import RampartError
 from rampart.core.manifest import AppManifest
@@ -32,6 +33,9 @@ ScriptFunction: TypeAlias = Callable[[Request, int], Response | str | Awaitable[
 """Computes the reply to ``(request, turn_index)``; may be a coroutine function."""
 
 
+_OWNER = "ScriptedAgent"
+
+
 class ScriptExhaustedError(RampartError):
     """A session received more requests than the script has entries (a bug in the test)."""
 
@@ -41,7 +45,7 @@ def _as_response(value: object, *, where: str) -> Response:
         return value
     if isinstance(value, str):
         return Response(text=value)
-    raise TypeError(f"ScriptedAgent: {where} is {type(value).__name__}; expected a Response or str")
+    raise invalid(_OWNER, where, "a Response or str", value)
 
 
 def _fresh(error: Exception) -> Exception:
@@ -75,28 +79,28 @@ class ScriptedAgent:
         elif isinstance(script, Sequence) and not isinstance(script, str):
             for index, entry in enumerate(script):
                 if not isinstance(entry, Response | str | Exception):
-                    raise TypeError(
-                        f"ScriptedAgent: script[{index}] must be a Response, str or Exception, "
-                        f"got {type(entry).__name__}"
-                    )
+                    raise invalid(_OWNER, f"script[{index}]", "a Response, str or Exception", entry)
             self._function = None
             self._entries = tuple(script)
         else:
-            raise TypeError(
-                "ScriptedAgent: script must be a sequence of responses or a function "
-                f"(request, turn_index) -> Response, got {type(script).__name__}"
+            raise invalid(
+                _OWNER,
+                "script",
+                "a sequence of responses or a function (request, turn_index) -> Response",
+                script,
             )
-        if not isinstance(observability, ObservabilityLevel):
-            raise TypeError(
-                f"ScriptedAgent: observability must be an ObservabilityLevel, got {observability!r}"
-            )
+        self._observability = check_instance(
+            _OWNER,
+            "observability",
+            observability,
+            ObservabilityLevel,
+            expected="an ObservabilityLevel",
+        )
+        manifest = check_optional_instance(
+            _OWNER, "manifest", manifest, AppManifest, expected="an AppManifest"
+        )
         if manifest is None:
             manifest = AppManifest(name="scripted-agent")
-        elif not isinstance(manifest, AppManifest):
-            raise TypeError(
-                f"ScriptedAgent: manifest must be an AppManifest, got {type(manifest).__name__}"
-            )
-        self._observability = observability
         self._manifest = manifest
         self.requests: list[Request] = []
         """Every request received, across all sessions, in arrival order."""
