@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import math
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -10,7 +12,15 @@ import pytest
 from rampart import _checks as checks
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    from collections.abc import Iterator
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "rampart"
+
+# Messages RAMPART documents word for word for a rule across fields; kept as they are.
+RAMPART_WORDED = (
+    "Request must include at least a prompt or attachments.",
+    "carries its content inline, so artifact must be None",
+)
 
 
 class TestMessageFormat:
@@ -192,3 +202,29 @@ class TestOthers:
             checks.check_driver("O", "driver", 3)
         with pytest.raises(TypeError, match=r"^O: evaluator must be an Evaluator"):
             checks.check_evaluator("O", "evaluator", driver)
+
+
+def _hand_written_argument_errors() -> Iterator[str]:
+    """``raise TypeError/ValueError/UsageError("... must be ...")`` outside ``_checks``."""
+    for path in sorted(SRC.rglob("*.py")):
+        if path == SRC / "_checks.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)):
+                continue
+            func = node.exc.func
+            name = getattr(func, "id", getattr(func, "attr", ""))
+            if name not in {"TypeError", "ValueError", "UsageError"}:
+                continue
+            text = "".join(
+                part.value
+                for part in ast.walk(node.exc)
+                if isinstance(part, ast.Constant) and isinstance(part.value, str)
+            )
+            if "must be" in text and not any(words in text for words in RAMPART_WORDED):
+                yield f"{path.relative_to(SRC)}:{node.lineno}"
+
+
+def test_argument_messages_come_from_one_module() -> None:
+    """No module writes its own "... must be ..." message: they all use rampart._checks."""
+    assert list(_hand_written_argument_errors()) == []

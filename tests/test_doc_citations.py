@@ -23,7 +23,7 @@ SOURCES = [
     ROOT / "CHANGELOG.md",
 ]
 
-_DOCS_PATH = re.compile(r"(?<![\w./-])docs/[\w./-]+?\.md\b")
+_DOCS_PATH = re.compile(r"(?<![\w./-])docs/\w[\w./-]*?\.md\b")
 _MARKDOWN_LINK = re.compile(r"\]\((?!https?:|mailto:|#)([^)\s#]+)(?:#[^)]*)?\)")
 # Documents the project was built from that are not part of the repository.
 _OUTSIDE = re.compile(

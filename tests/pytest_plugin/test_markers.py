@@ -60,6 +60,29 @@ class TestHarm:
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines(["*@pytest.mark.harm needs at least one category*"])
 
+    def test_harm_category_of_the_wrong_type_is_a_usage_error(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        """A category that is not a string is refused, naming the test and the category."""
+        write_ini(pytester)
+        pytester.makepyfile(
+            """
+            import pytest
+
+            @pytest.mark.harm("ok", 3)
+            def test_x():
+                pass
+            """
+        )
+        result = pytester.runpytest(*NO_ASYNCIO)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(
+            [
+                "*test_x: @pytest.mark.harm category 1 must be a HarmCategory or a non-empty "
+                "string, got 3"
+            ]
+        )
+
 
 class TestTrialValidation:
     @pytest.mark.parametrize(

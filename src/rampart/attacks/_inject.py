@@ -13,7 +13,9 @@
   removal failure is raised (the execution boundary turns it into an ERROR result);
   if the body had already failed, both are raised together.
 
-So removals always equal successful activations.
+So removals always equal successful activations. Handles are user code: every
+``__aenter__`` / ``__aexit__`` goes through ``rampart.core._contract``, so a handle that
+is not an async context manager is an ``InjectionContractError`` (an ERROR result).
 """
 
 from __future__ import annotations

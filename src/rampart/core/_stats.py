@@ -21,17 +21,7 @@ from statistics import NormalDist
 from rampart._checks import check_int, check_number
 from rampart.core.types import SafetyStatus
 
-__all__ = ["StatusTally", "check_threshold", "population_status", "wilson_interval"]
-
-
-def check_threshold(value: object, *, name: str = "threshold") -> float:
-    """Return ``value`` as a float in [0, 1], or raise naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number in [0, 1], got {type(value).__name__}")
-    threshold = float(value)
-    if not math.isfinite(threshold) or not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"{name} must be a finite number in [0, 1], got {value!r}")
-    return threshold
+__all__ = ["StatusTally", "population_status", "wilson_interval"]
 
 
 def population_status(

@@ -21,6 +21,11 @@ Every operand that ran adds its gaps to ``undetermined_operands`` (see
 outcome. Confidence is the deciding operand's when one operand settles the result,
 and the lower of the two when both do.
 
+Every operand is called through ``rampart.core._contract.evaluate_checked``, the same
+check the engine applies to a lone evaluator: an operand that is not async, returns
+no ``EvalResult`` or raises is reported as ``EvaluatorContractError`` /
+``EvaluatorError`` naming it and its place (``"right operand of |"``).
+
 A chain written ``a | b | c | ...`` nests to the left; the binary composites walk that
 spine in a loop rather than recursing, so long chains built with ``functools.reduce``
 do not hit Python's recursion limit.

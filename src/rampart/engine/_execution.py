@@ -3,14 +3,16 @@
 ``BaseExecution.execute_async`` runs one execution (a strategy's ``_execute_async``)
 and is **the one place** in rampart where an exception becomes a result:
 
-* ``InfrastructureError`` (including ``AdapterContractError`` and ``EvaluatorError``),
+* ``InfrastructureError`` (including the ``ContractError`` family and ``EvaluatorError``),
   ``DriverError``, ``OSError`` and ``TimeoutError`` -- and exception groups made only
   of these -- become an ERROR ``Result``: summary ``"{ExcType}: {message}"``,
   ``metadata["error"]`` / ``metadata["error_type"]``, the strategy name, the
   adapter's observability level, and whatever the strategy's
   ``_error_result_extras()`` adds. ON_ERROR is fired with the error.
-* Everything else is a bug (in rampart, a strategy, an evaluator or a handler) and
-  propagates unchanged, as do cancellation and ``KeyboardInterrupt``.
+* Everything else is a bug (in rampart, a strategy, a session or a handler) and
+  propagates unchanged, as do cancellation and ``KeyboardInterrupt``. Evaluators and
+  drivers are user code called through ``rampart.core._contract``, so whatever they
+  raise arrives here as ``EvaluatorError`` / ``DriverError`` naming them.
 
 A cleanup failure after the ``timeout`` fired is raised together with the
 ``TimeoutError`` (see ``deadline``), so the ERROR result names both.

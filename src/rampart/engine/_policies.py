@@ -34,7 +34,6 @@ __all__ = [
     "TurnProduction",
     "deadline",
     "format_seconds",
-    "has_method",
     "resolve_stop_when",
 ]
 
@@ -101,16 +100,6 @@ def deadline(timeout: float | None) -> Iterator[None]:
         ) from None
     if scope.cancelled_caught:
         raise TimeoutError(f"timed out after {format_seconds(timeout)} s")
-
-
-def has_method(value: object, name: str) -> bool:
-    """True when ``value`` (an instance, not a class) has a callable ``name``.
-
-    Structural checks are done this way rather than with ``isinstance`` against the
-    runtime-checkable protocols, which is slow on Python 3.11 and sits on the path of
-    every execution a trial run builds.
-    """
-    return not isinstance(value, type) and callable(getattr(value, name, None))
 
 
 def resolve_stop_when(stop_when: object, *, evaluator: Evaluator, owner: str) -> Evaluator | None:
