@@ -52,8 +52,10 @@ __all__ = [
     "convert_checked",
     "create_session",
     "enter_handle",
+    "enter_session",
     "evaluate_checked",
     "exit_handle",
+    "exit_session",
     "inject_checked",
     "is_handle",
     "next_decision",
@@ -106,6 +108,39 @@ async def create_session(adapter: object) -> Session:
     session = await pending
     check_session(session, source="adapter.create_session_async")
     return session  # type: ignore[no-any-return]
+
+
+async def enter_session(session: Session) -> object:
+    """``await session.__aenter__()``, checked to be awaitable; returns what it gave.
+
+    The session is entered once this returns, so the caller checks the value with
+    ``check_entered`` and closes the session if that raises.
+    """
+    pending: Any = session.__aenter__()
+    if not inspect.isawaitable(pending):
+        _close(pending)
+        raise AdapterContractError(
+            f"{type_name(session)}.__aenter__ returned {type_name(pending)}, which is not "
+            "awaitable; a Session is an async context manager (async def __aenter__)"
+        )
+    return await pending
+
+
+async def exit_session(
+    session: Session,
+    exc_type: type[BaseException] | None,
+    exc: BaseException | None,
+    tb: TracebackType | None,
+) -> None:
+    """``await session.__aexit__(...)``, checked to be awaitable; its return value is ignored."""
+    pending: Any = session.__aexit__(exc_type, exc, tb)
+    if not inspect.isawaitable(pending):
+        _close(pending)
+        raise AdapterContractError(
+            f"{type_name(session)}.__aexit__ returned {type_name(pending)}, which is not "
+            "awaitable; a Session is an async context manager (async def __aexit__)"
+        )
+    await pending
 
 
 def check_entered(session: Session, entered: object) -> Session:

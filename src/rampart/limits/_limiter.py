@@ -46,7 +46,13 @@ from rampart._checks import (
     check_seconds,
     invalid,
 )
-from rampart.core._contract import check_entered, create_session, send_checked
+from rampart.core._contract import (
+    check_entered,
+    create_session,
+    enter_session,
+    exit_session,
+    send_checked,
+)
 from rampart.core.adapter import AgentAdapter, Session
 from rampart.core.errors import AdapterContractError
 from rampart.limits._backends import LimitBackend, default_backend
@@ -346,12 +352,12 @@ class LimitedSession:
 
     async def __aenter__(self) -> Self:
         inner = self._inner
-        entered = await inner.__aenter__()
+        entered = await enter_session(inner)
         try:
             self._active = check_entered(inner, entered)
         except AdapterContractError:
             with anyio.CancelScope(shield=True):
-                await inner.__aexit__(None, None, None)
+                await exit_session(inner, None, None, None)
             raise
         return self
 
@@ -361,7 +367,7 @@ class LimitedSession:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self._inner.__aexit__(exc_type, exc, tb)
+        await exit_session(self._inner, exc_type, exc, tb)
 
     async def send_async(self, request: Request) -> Response:
         target = self._active if self._active is not None else self._inner
