@@ -214,22 +214,33 @@ def _number(
     noun: str,
     optional: bool,
 ) -> float | None:
+    # The message is built only on failure: these checks run on every execution built.
+    if type(value) is float or type(value) is int:
+        number = float(value)
+        if (
+            math.isfinite(number)
+            and (minimum is None or number >= minimum)
+            and (maximum is None or number <= maximum)
+            and (above is None or number > above)
+            and (below is None or number < below)
+        ):
+            return number
+    elif optional and value is None:
+        return None
     bound = _number_range(minimum, maximum, above, below)
     expected = f"{noun} {bound}" if bound else noun
     if not is_number(value):
-        if optional and value is None:
-            return None
         raise invalid(owner, name, _or_none(expected, optional), value)
     number = float(value)  # type: ignore[arg-type]
-    if not (
+    if (
         math.isfinite(number)
         and (minimum is None or number >= minimum)
         and (maximum is None or number <= maximum)
         and (above is None or number > above)
         and (below is None or number < below)
     ):
-        raise invalid(owner, name, expected, value, error=ValueError)
-    return number
+        return number  # an int or float subclass within bounds
+    raise invalid(owner, name, expected, value, error=ValueError)
 
 
 def check_number(
@@ -321,14 +332,14 @@ def _text(
     secret: bool,
     wrong_type: type[Exception],
 ) -> str | None:
+    if isinstance(value, str) and value.strip():
+        return value
     if optional and value is None:
         return None
     expected = _or_none("a non-empty string", optional)
     if not isinstance(value, str):
         raise invalid(owner, name, expected, value, error=wrong_type, secret=secret)
-    if not value.strip():
-        raise invalid(owner, name, expected, value, error=ValueError, secret=secret)
-    return value
+    raise invalid(owner, name, expected, value, error=ValueError, secret=secret)
 
 
 def check_text(

@@ -144,7 +144,10 @@ def check_handles(owner: str, name: str, value: object) -> tuple[InjectionHandle
     if value is None:
         return ()
     if isinstance(value, list | tuple):
-        return tuple(check_items(owner, name, value, _checker(owner), expected=_HANDLE))
+        for item in value:
+            if not is_handle(item):
+                return tuple(check_items(owner, name, value, _checker(owner), expected=_HANDLE))
+        return tuple(value)  # the common case: no message is built
     return (_checker(owner)(name, value),)
 
 

@@ -64,7 +64,6 @@ __all__ = [
 ]
 
 _SESSION_METHODS = ("send_async", "__aenter__", "__aexit__")
-_HANDLE_METHODS = ("__aenter__", "__aexit__")
 
 
 def type_name(value: object) -> str:
@@ -330,7 +329,8 @@ def is_handle(value: object) -> bool:
     """True when ``value`` is an injection handle instance (structurally)."""
     return (
         not isinstance(value, type)
-        and all(callable(getattr(value, name, None)) for name in _HANDLE_METHODS)
+        and callable(getattr(value, "__aenter__", None))
+        and callable(getattr(value, "__aexit__", None))
         and hasattr(value, "payload_id")
         and hasattr(value, "surface_name")
     )
