@@ -23,6 +23,7 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any, cast
 
+from rampart._checks import describe
 from rampart._text import safe_str
 from rampart.core.driver import PromptDecision
 from rampart.core.errors import (
@@ -117,7 +118,6 @@ async def enter_session(session: Session) -> object:
     """
     pending: Any = session.__aenter__()
     if not inspect.isawaitable(pending):
-        _close(pending)
         raise AdapterContractError(
             f"{type_name(session)}.__aenter__ returned {type_name(pending)}, which is not "
             "awaitable; a Session is an async context manager (async def __aenter__)"
@@ -134,7 +134,6 @@ async def exit_session(
     """``await session.__aexit__(...)``, checked to be awaitable; its return value is ignored."""
     pending: Any = session.__aexit__(exc_type, exc, tb)
     if not inspect.isawaitable(pending):
-        _close(pending)
         raise AdapterContractError(
             f"{type_name(session)}.__aexit__ returned {type_name(pending)}, which is not "
             "awaitable; a Session is an async context manager (async def __aexit__)"
@@ -197,7 +196,6 @@ async def evaluate_checked(
     try:
         pending = method(context=context)
         if not inspect.isawaitable(pending):
-            _close(pending)
             raise EvaluatorContractError(
                 f"{_who(evaluator, role, 'evaluate_async')} returned {type_name(pending)}, "
                 "which is not awaitable; define it with async def"
@@ -218,17 +216,9 @@ async def evaluate_checked(
     if type(result.outcome) is not EvalOutcome:
         raise EvaluatorContractError(
             f"{_who(evaluator, role, 'evaluate_async')} returned an EvalResult whose "
-            f"outcome is {_safe_repr(result.outcome)}, expected rampart.EvalOutcome"
+            f"outcome is {describe(result.outcome)}, expected rampart.EvalOutcome"
         )
     return result
-
-
-def _safe_repr(value: object) -> str:
-    """``repr(value)``, or a placeholder when that raises."""
-    try:
-        return repr(value)
-    except Exception:
-        return f"<unprintable {type_name(value)}>"
 
 
 def _who(component: object, role: str, method: str = "") -> str:
@@ -239,9 +229,8 @@ def _who(component: object, role: str, method: str = "") -> str:
 
 def _close(pending: object) -> None:
     """Close a coroutine that will never be awaited (no "never awaited" warning)."""
-    close = getattr(pending, "close", None)
-    if inspect.iscoroutine(pending) and callable(close):
-        close()
+    if inspect.iscoroutine(pending):
+        pending.close()
 
 
 # --- drivers --------------------------------------------------------------------------
@@ -264,7 +253,6 @@ async def next_decision(driver: PromptDriver, *, history: list[Turn]) -> PromptD
     try:
         pending = method(history=history)
         if not inspect.isawaitable(pending):
-            _close(pending)
             raise DriverContractError(
                 f"{type_name(driver)}.next_prompt_async returned {type_name(pending)}, "
                 "which is not awaitable; define it with async def"
@@ -303,7 +291,6 @@ async def convert_checked(converter: object, *, payload: Payload) -> Payload:
         )
     pending = method(payload=payload)
     if not inspect.isawaitable(pending):
-        _close(pending)
         raise ConverterContractError(
             f"{type_name(converter)}.convert_async returned {type_name(pending)}, which is "
             "not awaitable; define it with async def"
@@ -317,7 +304,7 @@ async def convert_checked(converter: object, *, payload: Payload) -> Payload:
     if converted.id != payload.id:
         raise ConverterContractError(
             f"{type_name(converter)}.convert_async changed the payload id from "
-            f"{_safe_repr(payload.id)} to {_safe_repr(converted.id)}; a converter keeps the id"
+            f"{describe(payload.id)} to {describe(converted.id)}; a converter keeps the id"
         )
     return converted
 
@@ -391,7 +378,6 @@ async def _call_handle(handle: object, name: str, *args: object) -> None:
         )
     pending = method(*args)
     if not inspect.isawaitable(pending):
-        _close(pending)
         raise InjectionContractError(
             f"{type_name(handle)}.{name} returned {type_name(pending)}, which is not "
             "awaitable; define it with async def"
