@@ -92,7 +92,7 @@ def _mark_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 _DECODER: Final = json.JSONDecoder(
     parse_float=_parse_float,
     parse_constant=_reject_constant,
-    # object_pairs_hook=_unique_members,
+    object_pairs_hook=_unique_members,
 )
 _LOCATING_DECODER: Final = json.JSONDecoder(
     parse_float=_parse_float,
