@@ -128,7 +128,16 @@ STRUCTURAL_CASES: list[tuple[str, Callable[[Document], Document], str]] = [
         "$.result.turns[1].eval_result.confidence: expected a finite number, got boolean",
     ),
     ("duration-string", put("result.duration_seconds", "2.5"), "$.result.duration_seconds:"),
-
+    (
+        "duration-negative",
+        put("result.duration_seconds", -0.5),
+        "$.result.duration_seconds: expected a finite number >= 0.0",
+    ),
+    (
+        "duration-negative-int",
+        put("result.duration_seconds", -1),
+        "$.result.duration_seconds: expected a finite number >= 0.0",
+    ),
     (
         "duration-huge-int",
         put("result.duration_seconds", 10**400),

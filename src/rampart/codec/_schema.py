@@ -245,6 +245,7 @@ _KIND_OVERRIDES: dict[tuple[type, str], Kind] = {
     (PopulationRef, "index"): IntKind(minimum=0),
     (PopulationRef, "size"): IntKind(minimum=1),
     (PopulationRef, "threshold"): FloatKind(minimum=0.0, maximum=1.0),
+    (Result, "duration_seconds"): FloatKind(minimum=0.0),
 }
 
 # Fields the live constructor defaults but a record must carry: a payload id is
