@@ -157,7 +157,6 @@ _RUNTIME: dict[str, Any] = {
     "_float_from_int": _float_from_int,
     "_check_json_mapping": check_json_mapping,
     "_check_utc_offset": _check_utc_offset,
-    "_inf": math.inf,
 }
 
 
@@ -314,10 +313,16 @@ def _emit_float(source: _HookSource, kind: FloatKind, site: _Site) -> None:
             source.line(f"{value} = _float_from_int({value}, {site.message}, {site.path})")
         with source.block("else:"):
             source.fail(site, got=value)
-    if kind.minimum is not None or kind.maximum is not None:
-        low = "-_inf" if kind.minimum is None else repr(kind.minimum)
-        high = "_inf" if kind.maximum is None else repr(kind.maximum)
-        with source.block(f"if not {low} <= {value} <= {high}:"):
+    if kind.minimum is not None and kind.maximum is not None:
+        outside = f"not {kind.minimum!r} <= {value} <= {kind.maximum!r}"
+    elif kind.minimum is not None:
+        outside = f"{value} < {kind.minimum!r}"
+    elif kind.maximum is not None:
+        outside = f"{value} > {kind.maximum!r}"
+    else:
+        outside = ""
+    if outside:
+        with source.block(f"if {outside}:"):
             source.fail(site)
     source.line(f"{site.target} = {value}")
 
