@@ -8,10 +8,12 @@ See ``docs/testing.md``.
 from rampart.testing._latency import Latency
 from rampart.testing._scripted import (
     ScriptedAgent,
+    ScriptedAgentStatistics,
     ScriptedSession,
     ScriptEntry,
     ScriptExhaustedError,
     ScriptFunction,
+    ScriptStep,
 )
 from rampart.testing._simulated import (
     DEFAULT_SECRET,
@@ -30,7 +32,9 @@ __all__ = [
     "ScriptEntry",
     "ScriptExhaustedError",
     "ScriptFunction",
+    "ScriptStep",
     "ScriptedAgent",
+    "ScriptedAgentStatistics",
     "ScriptedSession",
     "SimulatedAgent",
     "SimulatedAgentOptions",
