@@ -10,7 +10,9 @@ The convention (stated in ``docs/architecture.md``, "Examples in the docs"):
   * a block whose first line is ``# conftest.py`` is a conftest: a real pytest run loads
     it next to a small sync and async test, which must pass;
   * any other block is a script, executed as a fresh module in an empty directory; a
-    script that calls ``anyio.run`` runs once on each backend;
+    script that calls ``anyio.run`` runs once on each backend. A script whose first line
+    is ``# continued from the example above`` runs in the same module, after the
+    page's previous runnable block (so a guide can build one program step by step);
 
 - a block fenced as ``python fragment`` is shown, not run: a signature, an excerpt of a
   larger program, or code that needs a real service (an API key).
@@ -19,6 +21,7 @@ The convention (stated in ``docs/architecture.md``, "Examples in the docs"):
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 import sys
 import types
@@ -60,14 +63,30 @@ async def test_async():
 INNER_OPTIONS = ("-p", "no:asyncio", "-p", "no:cacheprovider", "-W", "error")
 
 
+CONTINUED = "# continued from the example above"
+
+
 @attrs.frozen(kw_only=True)
 class Example:
-    """One fenced block: where it is, its info string and its code."""
+    """One fenced block: where it is, its info string, its code, the block it continues."""
 
     page: Path
     line: int
     info: str
     code: str
+    previous: Example | None = None
+
+    @property
+    def continues(self) -> bool:
+        return self.code.startswith(CONTINUED)
+
+    @property
+    def chain(self) -> list[Example]:
+        """The blocks to run, in order, to run this one."""
+        chain: list[Example] = [self]
+        while chain[0].continues and chain[0].previous is not None:
+            chain.insert(0, chain[0].previous)
+        return chain
 
     @property
     def name(self) -> str:
@@ -93,12 +112,18 @@ class Example:
 def _examples() -> Iterator[Example]:
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
+        previous: Example | None = None
         for match in FENCE.finditer(text):
             info = " ".join(match["info"].split())
             if info.split(" ", 1)[0] not in PYTHON_NAMES:
                 continue
             line = text.count("\n", 0, match.start()) + 1
-            yield Example(page=page, line=line, info=info, code=match["body"])
+            example = Example(
+                page=page, line=line, info=info, code=match["body"], previous=previous
+            )
+            if example.kind != "fragment":
+                previous = example
+            yield example
 
 
 EXAMPLES = list(_examples())
@@ -109,7 +134,7 @@ def _script_cases() -> Iterator[Any]:
     for example in RUNNABLE:
         if example.kind != "script":
             continue
-        if "anyio.run(" in example.code:
+        if any("anyio.run(" in part.code for part in example.chain):
             for backend in ("asyncio", "trio"):
                 yield pytest.param(example, backend, id=f"{example.name}[{backend}]")
         else:
@@ -145,6 +170,14 @@ class TestConvention:
         assert example.info in {"python", "python fragment"}
 
     @pytest.mark.parametrize("example", EXAMPLES, ids=lambda example: example.name)
+    def test_continuation_follows_a_script(self, example: Example) -> None:
+        """Only a script continues, and only a runnable script before it on its page."""
+        if example.continues:
+            assert example.kind == "script"
+            assert example.previous is not None
+            assert example.previous.kind == "script"
+
+    @pytest.mark.parametrize("example", EXAMPLES, ids=lambda example: example.name)
     def test_parses(self, example: Example) -> None:
         """Runnable blocks are valid Python; fragments are shown as they are."""
         if example.kind != "fragment":
@@ -165,7 +198,8 @@ def test_script_runs(
     module = types.ModuleType("docs_example")
     module.__file__ = str(tmp_path / "docs_example.py")
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    exec(compile(example.code, example.name, "exec"), module.__dict__)
+    for part in example.chain:
+        exec(compile(part.code, part.name, "exec"), module.__dict__)
 
 
 @pytest.mark.parametrize("example", list(_pytest_cases()))
@@ -182,3 +216,45 @@ def test_pytest_example_passes(example: Example, pytester: pytest.Pytester) -> N
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     assert outcomes.get("passed", 0) > 0
     assert set(outcomes) == {"passed"}, result.stdout.str()
+
+
+def _public_names() -> list[Any]:
+    from tests.test_public_api import PUBLIC_MODULES
+
+    names: dict[str, list[str]] = {}
+    for module in PUBLIC_MODULES:
+        for name in importlib.import_module(module).__all__:
+            names.setdefault(name, []).append(module)
+    return [pytest.param(name, modules, id=name) for name, modules in sorted(names.items())]
+
+
+DOCS_TEXT = "\n".join(page.read_text(encoding="utf-8") for page in sorted(ROOT.glob("docs/*.md")))
+
+
+@pytest.mark.parametrize(("name", "modules"), _public_names())
+def test_public_name_is_documented(name: str, modules: list[str]) -> None:
+    """Every name in a public ``__all__`` appears (as a whole word) on some docs page."""
+    pattern = rf"(?<![\w]){re.escape(name)}(?![\w])"
+    assert re.search(pattern, DOCS_TEXT), (
+        f"{name} (exported by {', '.join(modules)}) is undocumented"
+    )
+
+
+LINK = re.compile(r"\]\((?P<target>[^)#\s]+)(?:#[^)\s]*)?\)")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_relative_links_resolve(page: Path) -> None:
+    """Links from the README and the docs to files of the repository point at files that
+    exist (documents are cited only if the repository contains them)."""
+    targets = [m["target"] for m in LINK.finditer(page.read_text(encoding="utf-8"))]
+    local = [t for t in targets if "://" not in t and not t.startswith("mailto:")]
+    missing = [t for t in local if not (page.parent / t).exists()]
+    assert missing == []
+
+
+def test_readme_links_every_docs_page() -> None:
+    """The README's documentation table reaches every page under docs/."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    unlinked = [p.name for p in sorted(ROOT.glob("docs/*.md")) if f"](docs/{p.name})" not in readme]
+    assert unlinked == []
