@@ -14,7 +14,7 @@ from rampart.core.errors import (
 )
 from rampart.core.result import Result, SafetyStatus
 from rampart.core.types import ObservabilityLevel
-from rampart.engine._execution import (
+from rampart.engine import (
     BaseExecution,
     ExecutionEvent,
     ExecutionEventData,

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from rampart.core._verdicts import resolve_attack_verdict, resolve_probe_verdict
+from rampart.core import resolve_attack_verdict, resolve_probe_verdict
 from rampart.core.result import SafetyStatus
 from rampart.core.types import (
     EvalOutcome,
