@@ -59,8 +59,18 @@ async def test_async():
 """
 
 # Inner runs disable pytest-asyncio (installed only for the plugin's compatibility tests)
-# and turn warnings into errors, as the project's own configuration does.
-INNER_OPTIONS = ("-p", "no:asyncio", "-p", "no:cacheprovider", "-W", "error")
+# and hypothesis' plugin (no example uses it; importing it costs seconds per run), and
+# turn warnings into errors, as the project's own configuration does.
+INNER_OPTIONS = (
+    "-p",
+    "no:asyncio",
+    "-p",
+    "no:hypothesispytest",
+    "-p",
+    "no:cacheprovider",
+    "-W",
+    "error",
+)
 
 
 CONTINUED = "# continued from the example above"
