@@ -639,11 +639,14 @@ class TestDecoderAcceptance:
         assert record.pytest_nodeid is None
 
     def test_python_iso_datetimes(self) -> None:
-        """Anything ``datetime.fromisoformat`` parses is a valid timestamp."""
+        """Anything ``datetime.fromisoformat`` parses is a valid timestamp, decoded to it."""
+        from datetime import datetime
+
         for stamp in ("2024-05-01", "2024-05-01T12:30", "2024-05-01T12:30:15+00:00:30.5"):
             document = base_document()
             document["result"]["turns"][0]["timestamp"] = stamp
-            deserialize_record(data=json.dumps(document))
+            record = deserialize_record(data=json.dumps(document))
+            assert record.result.turns[0].timestamp == datetime.fromisoformat(stamp)
 
     def test_unknown_harm_label(self) -> None:
         """An unknown harm label is a plain string; a known one the enum member."""

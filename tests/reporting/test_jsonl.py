@@ -16,8 +16,7 @@ from rampart.codec._record import (
 )
 from rampart.core import SafetyStatus
 from rampart.reporting import JsonlTraceSink, ReportError, ReportSink, TestRunReport, _files
-
-from ._builders import make_result, make_rich_result
+from tests._builders import make_result, make_rich_result
 
 if TYPE_CHECKING:
     from pathlib import Path
