@@ -30,7 +30,9 @@ defines, so it cannot drift::
     ├── BadRequest                      rampart.testing.server: a 4xx answer of the test
     │                                   server (never leaves the server)
     ├── _Disconnected                   rampart.testing.server (internal): a client left
-    └── _NonFiniteNumber                rampart.codec (internal): NaN or infinity in JSON
+    ├── _NonFiniteNumber                rampart.codec (internal): NaN or infinity in JSON
+    └── _RepeatedKey                    rampart.codec (internal): a JSON object names a
+                                        member twice; surfaces as a SchemaError
 
 Which exceptions become ERROR results, and how user code that breaks its protocol is
 reported, is described in ``docs/executions.md`` ("When user code breaks its
