@@ -100,13 +100,17 @@ class TestStaticDriverValidation:
     @pytest.mark.parametrize("prompts", ["abc", b"abc", 5, None, {"a": 1}])
     def test_rejects_a_non_list(self, prompts: object) -> None:
         """A bare string or a non-sequence is rejected with an error naming prompts."""
-        with pytest.raises(TypeError, match=r"^prompts must be a list of str or Request"):
+        with pytest.raises(
+            TypeError, match=r"^StaticDriver: prompts must be a list of str or Request, got "
+        ):
             StaticDriver(prompts=prompts)  # type: ignore[arg-type]
 
     @pytest.mark.parametrize("item", [5, None, b"x", ["nested"]])
     def test_rejects_a_bad_item(self, item: object) -> None:
         """A list item that is neither str nor Request is named by its index."""
-        with pytest.raises(TypeError, match=r"^prompts\[1\] must be a str or Request"):
+        with pytest.raises(
+            TypeError, match=r"^StaticDriver: prompts\[1\] must be a str or Request, got "
+        ):
             StaticDriver(prompts=["ok", item])  # type: ignore[list-item]
 
     def test_prompts_is_keyword_only(self) -> None:

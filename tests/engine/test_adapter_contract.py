@@ -76,6 +76,16 @@ class _NoneEnter(_GoodSession):
         return None
 
 
+class _SyncEnter(_GoodSession):
+    def __aenter__(self) -> Any:  # type: ignore[override]
+        return self
+
+
+class _SyncExit(_GoodSession):
+    def __aexit__(self, *exc_info: object) -> None:  # type: ignore[override]
+        self.exits += 1
+
+
 class _StrLevel(_Adapter):
     observability_profile = "tool_only"
 
@@ -118,6 +128,16 @@ CASES = [
     ),
     pytest.param(
         _Adapter(_NoneEnter()), "_NoneEnter.__aenter__ returned None", id="enter-returns-none"
+    ),
+    pytest.param(
+        _Adapter(_SyncEnter()),
+        "_SyncEnter.__aenter__ returned _SyncEnter, which is not awaitable",
+        id="sync-enter",
+    ),
+    pytest.param(
+        _Adapter(_SyncExit()),
+        "_SyncExit.__aexit__ returned NoneType, which is not awaitable",
+        id="sync-exit",
     ),
     pytest.param(
         _StrLevel(),

@@ -221,11 +221,16 @@ class TestRemoval:
         assert all(h.activated == 1 and h.removed == 1 for h in handles)
 
     async def test_evaluator_bug_still_removes(self) -> None:
-        """A bug in the evaluator propagates, and the injections are removed first."""
+        """An evaluator that raises gives an ERROR result naming it; the injections are
+        removed and still listed on the result."""
         handles = [FakeHandle(str(i)) for i in range(2)]
-        with pytest.raises(ValueError, match="evaluator bug"):
-            await _xpia(handles, evaluator=FakeEvaluator([ValueError("evaluator bug")]))
+        result = await _xpia(handles, evaluator=FakeEvaluator([ValueError("evaluator bug")]))
+        assert result.status is SafetyStatus.ERROR
+        assert result.summary == (
+            "EvaluatorError: FakeEvaluator.evaluate_async raised ValueError: evaluator bug"
+        )
         assert all(h.removed == 1 for h in handles)
+        assert [record.payload_id for record in result.injections] == ["payload-0", "payload-1"]
 
 
 async def _hang(request: Request) -> Response:

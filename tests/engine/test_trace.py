@@ -368,14 +368,15 @@ class TestFailures:
         with pytest.raises(EvaluatorError, match=message):
             await _run(replying_agent(), RecordingDriver(["a"]), stop_when=Sloppy())
 
-    async def test_evaluator_bug_propagates(self) -> None:
-        """A ValueError from a stop check propagates as is."""
-        with pytest.raises(ValueError, match="bug"):
-            await _run(
-                replying_agent(),
-                RecordingDriver(["a"]),
-                stop_when=FakeEvaluator([ValueError("bug")]),
-            )
+    async def test_evaluator_exception_becomes_evaluator_error(self) -> None:
+        """A ValueError from a stop check is an EvaluatorError naming the evaluator, chained."""
+        bug = ValueError("bug")
+        agent = replying_agent()
+        with pytest.raises(EvaluatorError) as caught:
+            await _run(agent, RecordingDriver(["a"]), stop_when=FakeEvaluator([bug]))
+        assert str(caught.value) == "FakeEvaluator.evaluate_async raised ValueError: bug"
+        assert caught.value.__cause__ is bug
+        assert agent.statistics().sessions_closed == 1
 
     async def test_session_failure_before_any_prompt(self) -> None:
         """When the session cannot be opened, the driver is never asked."""

@@ -238,6 +238,16 @@ class _NoneEnter(_Session):
         return None
 
 
+class _SyncEnter(_Session):
+    def __aenter__(self) -> Any:  # type: ignore[override]
+        return self
+
+
+class _SyncExit(_Session):
+    def __aexit__(self, *exc_info: object) -> None:  # type: ignore[override]
+        self.exits += 1
+
+
 class _NotASession:
     async def send_async(self, request: Request) -> Response:
         return Response(text="x")
@@ -266,6 +276,7 @@ _BROKEN: list[Any] = [
     pytest.param(lambda: _Adapter(_DictReply()), "returned dict, expected", id="dict-reply"),
     pytest.param(lambda: _Adapter(_NoneEnter()), "__aenter__ returned None", id="none-enter"),
     pytest.param(lambda: _Adapter(_NotASession()), "missing __aenter__", id="not-a-session"),
+    pytest.param(lambda: _Adapter(_SyncEnter()), "__aenter__ returned _SyncEnter", id="sync-enter"),
     pytest.param(lambda: _Adapter({"send_async": 1}), "returned dict", id="dict-session"),
     pytest.param(lambda: _SyncFactory(_Session()), "not awaitable", id="sync-factory"),
 ]
@@ -297,6 +308,26 @@ class TestAdapterContract:
         stats = limited.statistics()
         assert stats.retries == 0
         assert stats.failed == stats.requests  # 1 if a send was attempted, else 0
+
+    @pytest.mark.anyio
+    async def test_sync_exit_of_the_wrapped_session(self) -> None:
+        """A wrapped session whose __aexit__ is not async is reported like a bare one; its
+        send succeeded, so the limiter counts no failed request."""
+
+        async def summary(adapter: Any) -> str:
+            execution = Attacks.xpia(trigger="go", evaluator=ToolCalled("x"))
+            result = await execution.execute_async(adapter=adapter)
+            assert result.status is SafetyStatus.ERROR
+            return result.summary
+
+        limited = limit(_Adapter(_SyncExit()))
+        wrapped = await summary(limited)
+        assert wrapped == (
+            "AdapterContractError: _SyncExit.__aexit__ returned NoneType, which is not "
+            "awaitable; a Session is an async context manager (async def __aexit__)"
+        )
+        assert wrapped == await summary(_Adapter(_SyncExit()))
+        assert (limited.statistics().requests, limited.statistics().failed) == (1, 0)
 
     @pytest.mark.anyio
     async def test_bad_enter_still_closes_the_wrapped_session(self) -> None:
@@ -710,7 +741,7 @@ class TestArguments:
             ({"max_retry_after": None}, TypeError, "max_retry_after"),
             ({"adaptive": 1}, TypeError, "adaptive"),
             ({"name": ""}, ValueError, "name"),
-            ({"name": 3}, ValueError, "name"),
+            ({"name": 3}, TypeError, "name"),
             ({"backend": "memory", "rate": 1}, TypeError, "backend"),
             ({"backend": MemoryBackend()}, ValueError, "backend"),
         ],
@@ -718,14 +749,14 @@ class TestArguments:
     def test_bad_arguments_name_the_argument(
         self, kwargs: dict[str, object], error: type[Exception], name: str
     ) -> None:
-        """Every bad option is rejected with an error naming it."""
-        with pytest.raises(error, match=name):
+        """Every bad option is rejected with an error naming limit() and the option."""
+        with pytest.raises(error, match=rf"^limit\(\): {name}\b"):
             limit(replying_agent(), **kwargs)  # type: ignore[arg-type]
 
     @pytest.mark.parametrize("adapter", [object(), "agent", None, ScriptedAgent])
     def test_adapter_must_be_an_agent_adapter(self, adapter: object) -> None:
         """Only AgentAdapters can be wrapped."""
-        with pytest.raises(TypeError, match="adapter must be an AgentAdapter"):
+        with pytest.raises(TypeError, match=r"^limit\(\): adapter must be an AgentAdapter"):
             limit(adapter)  # type: ignore[arg-type]
 
     def test_defaults(self) -> None:

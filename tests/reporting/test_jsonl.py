@@ -170,7 +170,10 @@ class TestNaming:
 
     def test_non_str_filename(self, tmp_path: Path) -> None:
         """A non-string filename is a TypeError naming the argument."""
-        with pytest.raises(TypeError, match="filename must be a str or None"):
+        with pytest.raises(
+            TypeError,
+            match=r"^JsonlTraceSink: filename must be a bare file name .* or None, got 3$",
+        ):
             JsonlTraceSink(output_dir=tmp_path, filename=3)  # type: ignore[arg-type]
 
 

@@ -108,7 +108,10 @@ class TestReplay:
     async def test_step_returning_wrong_type(self) -> None:
         """A step answering something else is reported, naming its script position."""
         agent = ScriptedAgent(["ok", lambda request: 42])  # type: ignore[list-item]
-        with pytest.raises(TypeError, match=r"reply of script\[1\] is int; expected a Response"):
+        with pytest.raises(
+            TypeError,
+            match=r"^ScriptedAgent: the reply of script\[1\] must be a Response or str, got 42$",
+        ):
             await _run(agent, "a", "b")
 
     @pytest.mark.anyio
@@ -141,7 +144,10 @@ class TestReplay:
     async def test_function_returning_wrong_type(self) -> None:
         """A script function that returns something else is reported, naming the turn."""
         agent = ScriptedAgent(lambda request, turn: 42)  # type: ignore[arg-type,return-value]
-        with pytest.raises(TypeError, match="turn 0 is int; expected a Response"):
+        with pytest.raises(
+            TypeError,
+            match=r"^ScriptedAgent: the script function's reply to turn 0 must be a Response or str",
+        ):
             await _run(agent, "a")
 
 

@@ -222,7 +222,7 @@ class TestValidation:
         ("kwargs", "error", "match"),
         [
             ({"name": ""}, ValueError, "name"),
-            ({"name": 3}, ValueError, "name"),
+            ({"name": 3}, TypeError, "name"),
             ({"ready_delay": -1}, ValueError, "ready_delay"),
             ({"ready_delay": float("inf")}, ValueError, "ready_delay"),
             ({"activation_delay": "1"}, TypeError, "activation_delay"),
@@ -235,7 +235,7 @@ class TestValidation:
         self, kwargs: dict[str, object], error: type[Exception], match: str
     ) -> None:
         """Every bad constructor argument is rejected with an error naming it."""
-        with pytest.raises(error, match=match):
+        with pytest.raises(error, match=f"^InMemorySurface: {match} must be "):
             InMemorySurface(**kwargs)  # type: ignore[arg-type]
 
     def test_inject_rejects_non_payload(self) -> None:

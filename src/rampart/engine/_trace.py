@@ -41,20 +41,15 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import attrs
 
+from rampart._checks import check_driver, check_evaluator, check_instance, check_int, check_method
+from rampart.core._contract import next_decision
 from rampart.core.driver import PromptDecision
-from rampart.core.errors import DriverError
 from rampart.core.manifest import AppManifest
 from rampart.core.types import EvalResult, ObservabilityLevel, TraceEndReason, Turn
 from rampart.engine._actor import AdapterSession, serve_session
 from rampart.engine._exceptions import raise_unwrapped
 from rampart.engine._pipeline import EvaluationRecord, Pipeline, TraceRecord, evaluate
-from rampart.engine._policies import (
-    TurnProduction,
-    check_driver,
-    check_evaluator,
-    check_max_turns,
-    has_method,
-)
+from rampart.engine._policies import TurnProduction
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -97,13 +92,8 @@ class TraceRun:
 
 
 async def _next_decision(driver: PromptDriver, history: list[Turn]) -> PromptDecision | None:
-    decision = await driver.next_prompt_async(history=list(history))
-    if decision is not None and not isinstance(decision, PromptDecision):
-        raise DriverError(
-            f"{type(driver).__name__}.next_prompt_async returned {type(decision).__name__}, "
-            "expected rampart.PromptDecision or None"
-        )
-    return decision
+    # Through the driver contract check: DriverContractError / DriverError naming it.
+    return await next_decision(driver, history=list(history))
 
 
 async def _receive(stream: MemoryObjectReceiveStream[Turn]) -> Turn:
@@ -189,6 +179,7 @@ async def evaluate_final_trace(*, evaluator: Evaluator, run: TraceRun) -> EvalRe
 
 async def _run(
     *,
+    owner: str,
     open_session: Callable[[], AbstractAsyncContextManager[Session]],
     driver: PromptDriver,
     max_turns: int,
@@ -198,13 +189,19 @@ async def _run(
     evaluator: Evaluator | None,
 ) -> TraceRun:
     """The shared body of ``run_trace`` / ``run_trace_async``; validates their arguments."""
-    driver = check_driver(driver)
-    max_turns = check_max_turns(max_turns)
-    observability_level = _check_level(observability_level)
+    driver = check_driver(owner, "driver", driver)
+    max_turns = check_int(owner, "max_turns", max_turns, minimum=0)
+    observability_level = check_instance(
+        owner,
+        "observability_level",
+        observability_level,
+        ObservabilityLevel,
+        expected="an ObservabilityLevel",
+    )
     if stop_when is not None:
-        stop_when = check_evaluator(stop_when, name="stop_when")
+        stop_when = check_evaluator(owner, "stop_when", stop_when)
     if evaluator is not None:
-        evaluator = check_evaluator(evaluator)
+        evaluator = check_evaluator(owner, "evaluator", evaluator)
     production = TurnProduction()
     record = TraceRecord(observability_level=observability_level, manifest=manifest)
     pipeline = Pipeline(record=record, stop_when=stop_when, max_turns=max_turns)
@@ -258,14 +255,6 @@ async def _run(
     )
 
 
-def _check_level(level: object) -> ObservabilityLevel:
-    if not isinstance(level, ObservabilityLevel):
-        raise TypeError(
-            f"observability_level must be an ObservabilityLevel, got {type(level).__name__}"
-        )
-    return level
-
-
 async def run_trace(
     *,
     adapter: AgentAdapter,
@@ -282,6 +271,7 @@ async def run_trace(
     session closes; its output is ``TraceRun.final_trace_evaluation``.
     """
     return await _run(
+        owner="run_trace",
         open_session=lambda: AdapterSession(adapter),
         driver=driver,
         max_turns=max_turns,
@@ -306,11 +296,15 @@ async def run_trace_async(
     For custom strategies; the built-in ones use ``run_trace``. Follow it with
     ``evaluate_final_trace_async`` before leaving the session.
     """
-    if not has_method(session, "send_async"):
-        raise TypeError(
-            f"session must be a Session (with async send_async), got {type(session).__name__}"
-        )
+    check_method(
+        "run_trace_async",
+        "session",
+        session,
+        "send_async",
+        expected="a Session (with async send_async)",
+    )
     return await _run(
+        owner="run_trace_async",
         open_session=lambda: nullcontext(session),
         driver=driver,
         max_turns=max_turns,

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from rampart._checks import check_instance
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -65,8 +67,7 @@ def record_result(result: Result) -> None:
     """Record a manually built ``Result`` for the running test; a no-op outside pytest."""
     from rampart.core.result import Result
 
-    if not isinstance(result, Result):
-        raise TypeError(f"record_result() expects a rampart.Result, got {type(result).__name__}")
+    check_instance("record_result", "result", result, Result, expected="a rampart.Result")
     collector = _collector.get()
     if collector is not None:
         collector.add(result)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pytest
 
+from rampart._checks import invalid
 from rampart._text import one_line
 from rampart.pytest_plugin._markers import (
     DEFAULT_CONCURRENCY,
@@ -462,13 +463,13 @@ def _option_int(config: pytest.Config, name: str, *, minimum: int) -> int | None
         if raw in ("", None):
             return None
         value, source = raw, f"ini option {name}"
+    expected = f"an integer >= {minimum}"
     try:
         number = int(str(value))
     except ValueError:
-        message = f"{source} must be an integer >= {minimum}, got {value!r}"
-        raise pytest.UsageError(message) from None
+        raise invalid("rampart", source, expected, value, error=pytest.UsageError) from None
     if number < minimum:
-        raise pytest.UsageError(f"{source} must be an integer >= {minimum}, got {value!r}")
+        raise invalid("rampart", source, expected, value, error=pytest.UsageError)
     return number
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from rampart._checks import invalid
 from rampart._text import strip_ansi
 from rampart.core.result import Result, SafetyStatus
 
@@ -126,7 +127,9 @@ def decode_envelope(payload: object) -> tuple[list[Result], GroupLine | None]:
         raise ValueError(f"unsupported rampart xdist payload schema {schema!r}")
     records = payload.get("records")
     if not isinstance(records, list) or not all(isinstance(r, str) for r in records):
-        raise ValueError("rampart xdist payload: 'records' must be a list of strings")
+        raise invalid(
+            "rampart xdist payload", "records", "a list of strings", records, error=ValueError
+        )
     results = []
     for text in records:
         result = deserialize_record(data=text).result

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import anyio.to_thread
 
+from rampart._checks import check_instance, check_optional_filename, check_path
 from rampart.reporting import _files
 from rampart.reporting._canonical import encode_record, record_attribution
-from rampart.reporting._paths import check_filename, check_output_dir
 from rampart.reporting._report import TestRunReport
 
 __all__ = ["JsonlTraceSink"]
@@ -60,8 +60,8 @@ class JsonlTraceSink:
     """
 
     def __init__(self, *, output_dir: Path | str, filename: str | None = None) -> None:
-        self._output_dir = check_output_dir("JsonlTraceSink", output_dir)
-        self._filename = None if filename is None else check_filename("JsonlTraceSink", filename)
+        self._output_dir = check_path("JsonlTraceSink", "output_dir", output_dir)
+        self._filename = check_optional_filename("JsonlTraceSink", "filename", filename)
         self._last_path: Path | None = None
 
     @property
@@ -91,10 +91,9 @@ class JsonlTraceSink:
 
     async def write(self, *, report: TestRunReport) -> Path:
         """Write ``report``'s records and return the new file's path."""
-        if not isinstance(report, TestRunReport):
-            raise TypeError(
-                f"JsonlTraceSink: report must be a TestRunReport, got {type(report).__name__}"
-            )
+        check_instance(
+            "JsonlTraceSink.write", "report", report, TestRunReport, expected="a TestRunReport"
+        )
         path = await anyio.to_thread.run_sync(functools.partial(self._write_blocking, report))
         self._last_path = path
         return path

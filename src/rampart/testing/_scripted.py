@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, TypeAlias
 import anyio
 import attrs
 
+from rampart._checks import check_instance, check_optional_instance, check_seconds, invalid
 from rampart._session import GuardedSession
 from rampart.core.errors import RampartError
 from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Request, Response
-from rampart.testing._checks import check_seconds
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -44,6 +44,9 @@ an exception instance to raise for that request, or a ``ScriptStep`` callable.""
 
 ScriptFunction: TypeAlias = Callable[[Request, int], Response | str | Awaitable[Response | str]]
 """Computes the reply to ``(request, turn_index)``; may be a coroutine function."""
+
+
+_OWNER = "ScriptedAgent"
 
 
 class ScriptExhaustedError(RampartError):
@@ -77,7 +80,7 @@ def _as_response(value: object, *, where: str) -> Response:
         return value
     if isinstance(value, str):
         return Response(text=value)
-    raise TypeError(f"ScriptedAgent: {where} is {type(value).__name__}; expected a Response or str")
+    raise invalid(_OWNER, where, "a Response or str", value)
 
 
 def _fresh(error: Exception) -> Exception:
@@ -97,16 +100,10 @@ def _fresh(error: Exception) -> Exception:
 
 
 def _check_entry(index: int, entry: object) -> None:
-    if isinstance(entry, type):
-        raise TypeError(
-            f"ScriptedAgent: script[{index}] must be a Response, str, Exception or callable, "
-            f"got the class {entry.__name__} (did you mean an instance?)"
-        )
-    if not (isinstance(entry, Response | str | Exception) or callable(entry)):
-        raise TypeError(
-            f"ScriptedAgent: script[{index}] must be a Response, str, Exception or callable, "
-            f"got {type(entry).__name__}"
-        )
+    if isinstance(entry, type) or not (
+        isinstance(entry, Response | str | Exception) or callable(entry)
+    ):
+        raise invalid(_OWNER, f"script[{index}]", "a Response, str, Exception or callable", entry)
 
 
 class ScriptedAgent:
@@ -139,22 +136,25 @@ class ScriptedAgent:
             self._function = None
             self._entries = tuple(script)
         else:
-            raise TypeError(
-                "ScriptedAgent: script must be a sequence of responses or a function "
-                f"(request, turn_index) -> Response, got {type(script).__name__}"
+            raise invalid(
+                _OWNER,
+                "script",
+                "a sequence of responses or a function (request, turn_index) -> Response",
+                script,
             )
-        if not isinstance(observability, ObservabilityLevel):
-            raise TypeError(
-                f"ScriptedAgent: observability must be an ObservabilityLevel, got {observability!r}"
-            )
+        self._observability = check_instance(
+            _OWNER,
+            "observability",
+            observability,
+            ObservabilityLevel,
+            expected="an ObservabilityLevel",
+        )
+        manifest = check_optional_instance(
+            _OWNER, "manifest", manifest, AppManifest, expected="an AppManifest"
+        )
         if manifest is None:
             manifest = AppManifest(name="scripted-agent")
-        elif not isinstance(manifest, AppManifest):
-            raise TypeError(
-                f"ScriptedAgent: manifest must be an AppManifest, got {type(manifest).__name__}"
-            )
-        self._close_delay = check_seconds("ScriptedAgent", "close_delay", close_delay)
-        self._observability = observability
+        self._close_delay = check_seconds(_OWNER, "close_delay", close_delay)
         self._manifest = manifest
         self.requests: list[Request] = []
         """Every request received, across all sessions, in arrival order."""

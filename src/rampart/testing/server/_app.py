@@ -33,6 +33,7 @@ from typing import Any
 
 import anyio
 
+from rampart._checks import check_optional_instance
 from rampart.adapters._documents import split_documents
 from rampart.core.types import ObservabilityLevel, Payload, PayloadFormat, Request, Response
 from rampart.testing._simulated import DEFAULT_SECRET, SimulatedAgent, SimulatedSession
@@ -199,16 +200,17 @@ class ChatCompletionsApp:
         surface: InMemorySurface | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
+        owner = "ChatCompletionsApp"
+        options = check_optional_instance(
+            owner, "options", options, ServerOptions, expected="a ServerOptions"
+        )
         if options is None:
             options = ServerOptions()
-        elif not isinstance(options, ServerOptions):
-            raise TypeError(f"ChatCompletionsApp: options must be ServerOptions, got {options!r}")
+        surface = check_optional_instance(
+            owner, "surface", surface, InMemorySurface, expected="an InMemorySurface"
+        )
         if surface is None:
             surface = InMemorySurface(name="inbox")
-        elif not isinstance(surface, InMemorySurface):
-            raise TypeError(
-                f"ChatCompletionsApp: surface must be an InMemorySurface, got {surface!r}"
-            )
         self._options = options
         self._surface = surface
         self._clock = clock if clock is not None else anyio.current_time
