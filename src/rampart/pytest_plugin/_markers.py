@@ -11,6 +11,8 @@ import math
 import attrs
 import pytest
 
+from rampart.core.result import HarmCategory
+
 __all__ = ["TrialSpec", "harm_category_of", "trial_spec_of"]
 
 DEFAULT_CONCURRENCY = 10
@@ -106,8 +108,6 @@ def harm_category_of(item: pytest.Item) -> str | None:
                 f"strings, got {category!r} (on {item.nodeid})"
             )
     category = marker.args[0]
-    from rampart.core.result import HarmCategory
-
     try:
         return HarmCategory(category)
     except ValueError:
