@@ -77,17 +77,14 @@ class ItemState:
         recorded: list[RecordedResult] = []
         for clone_index, collector in sources:
             limits.observe(list(collector.adapters.values()))
+            population = None
+            if spec is not None and clone_index is not None:
+                population = PopulationRef(
+                    id=population_id, index=clone_index, size=spec.n, threshold=spec.threshold
+                )
             for result in collector.results:
                 position = positions.get(clone_index, 0)
                 positions[clone_index] = position + 1
-                population = None
-                if spec is not None and clone_index is not None:
-                    population = PopulationRef(
-                        id=population_id,
-                        index=clone_index,
-                        size=spec.n,
-                        threshold=spec.threshold,
-                    )
                 recorded.append(
                     RecordedResult(
                         result=self._as_reported(result, population),

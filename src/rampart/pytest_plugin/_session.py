@@ -60,11 +60,9 @@ def start(config: pytest.Config) -> None:
         parts["rampart-report"] = RunReporter(
             config=config, ledger=ledger, sinks=sinks, limits=limits
         )
-        if config.pluginmanager.has_plugin("dsession") or config.pluginmanager.has_plugin(
-            # xdist's dsession plugin registers during xdist's own pytest_configure,
-            # which may run after ours; xdist's hook specs are there once it is loaded.
-            "xdist"
-        ):
+        # Not "dsession": xdist registers it in its own pytest_configure, which may run
+        # after this one; xdist's hook specs are there as soon as xdist is loaded.
+        if config.pluginmanager.has_plugin("xdist"):
             parts["rampart-xdist"] = XdistController(ledger)
     parts["rampart-items"] = ItemHooks(
         options=options, outlet=outlet, limits=limits, is_worker=is_worker
