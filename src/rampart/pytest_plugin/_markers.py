@@ -12,6 +12,7 @@ import attrs
 import pytest
 
 from rampart._checks import check_bool, check_int, check_probability, invalid
+from rampart.core.result import HarmCategory
 
 __all__ = ["TrialSpec", "harm_category_of", "trial_spec_of"]
 
@@ -112,8 +113,6 @@ def harm_category_of(item: pytest.Item) -> str | None:
                 error=pytest.UsageError,
             )
     category = marker.args[0]
-    from rampart.core.result import HarmCategory
-
     try:
         return HarmCategory(category)
     except ValueError:
