@@ -43,10 +43,12 @@ from rampart.core import (
     InfrastructureError,
     InjectionHandle,
     InjectionRecord,
+    LLMConfig,
     ObservabilityLevel,
     Payload,
     PayloadConverter,
     PayloadFormat,
+    Persona,
     PopulationRef,
     PopulationResult,
     PromptDecision,
@@ -67,6 +69,7 @@ from rampart.pytest_plugin._collect import TrialInfo, current_trial, record_resu
 
 if TYPE_CHECKING:
     from rampart.attacks import Attacks
+    from rampart.drivers import LLMDriver
     from rampart.engine import (
         BaseExecution,
         ExecutionEvent,
@@ -74,7 +77,7 @@ if TYPE_CHECKING:
         ExecutionEventHandler,
         execute_trials_async,
     )
-    from rampart.evaluators import TranscriptScope
+    from rampart.evaluators import LLMJudge, TranscriptScope
     from rampart.limits import RateLimitedError, limit
     from rampart.probes import Probes
 
@@ -84,6 +87,8 @@ _LAZY = {
     "ExecutionEvent": "rampart.engine",
     "ExecutionEventData": "rampart.engine",
     "ExecutionEventHandler": "rampart.engine",
+    "LLMDriver": "rampart.drivers",
+    "LLMJudge": "rampart.evaluators",
     "Probes": "rampart.probes",
     "RateLimitedError": "rampart.limits",
     "TranscriptScope": "rampart.evaluators",
@@ -116,10 +121,14 @@ __all__ = [
     "InfrastructureError",
     "InjectionHandle",
     "InjectionRecord",
+    "LLMConfig",
+    "LLMDriver",
+    "LLMJudge",
     "ObservabilityLevel",
     "Payload",
     "PayloadConverter",
     "PayloadFormat",
+    "Persona",
     "PopulationRef",
     "PopulationResult",
     "Probes",

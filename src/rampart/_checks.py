@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["check_bool", "check_finite", "check_int", "check_text", "is_number"]
+__all__ = [
+    "check_bool",
+    "check_finite",
+    "check_int",
+    "check_optional_secret",
+    "check_text",
+    "is_number",
+]
 
 
 def is_number(value: object) -> bool:
@@ -70,3 +77,20 @@ def check_finite(
     if not ((number > 0.0 if positive else number >= 0.0) and math.isfinite(number)):
         raise ValueError(f"{owner}: {name} must be {expected}, got {value!r}")
     return number
+
+
+def check_optional_secret(owner: str, name: str, value: object) -> str | None:
+    """``value`` when it is ``None`` or a non-blank str; errors never show the value.
+
+    For api keys and passwords: a rejected value may still be a real secret (with a
+    stray newline, say), so the message names its type only.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{owner}: {name} must be a str or None, got a {type(value).__name__}")
+    if not value.strip() or any(char in value for char in "\r\n"):
+        raise ValueError(
+            f"{owner}: {name} must be a non-empty string without line breaks (value not shown)"
+        )
+    return value

@@ -27,7 +27,9 @@ from rampart.core.errors import (
 )
 from rampart.core.evaluator import BaseEvaluator, Evaluator
 from rampart.core.injection import InjectionHandle, Surface
+from rampart.core.llm import LLMConfig
 from rampart.core.manifest import AppManifest, DataSource, ToolDeclaration
+from rampart.core.persona import Persona
 from rampart.core.result import (
     HarmCategory,
     InjectionRecord,
@@ -116,10 +118,12 @@ __all__ = [
     "InfrastructureError",
     "InjectionHandle",
     "InjectionRecord",
+    "LLMConfig",
     "ObservabilityLevel",
     "Payload",
     "PayloadConverter",
     "PayloadFormat",
+    "Persona",
     "PopulationRef",
     "PopulationResult",
     "PromptDecision",

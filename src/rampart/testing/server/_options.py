@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from rampart._checks import check_bool, check_int, check_text
+from rampart._checks import check_bool, check_int, check_optional_secret, check_text
 
 __all__ = ["ServerOptions"]
 
@@ -82,6 +82,12 @@ class ServerOptions:
       model name it reports.
     * ``max_conversations``: how many open conversations are remembered (oldest
       forgotten first); ``max_body_bytes``: the largest request body accepted.
+    * ``api_key``: when set, requests must present it (``Authorization: Bearer`` or
+      ``api-key``), else ``401``. Hidden from ``repr()``.
+
+    Requests for the models ``sim-judge``, ``sim-attacker`` and ``sim-generator`` are
+    answered by simulated LLMs (``rampart.testing.server._models``); ``latency``
+    applies to them too.
     """
 
     rate: float | None = attrs.field(default=None, validator=_check_rate)
@@ -97,6 +103,11 @@ class ServerOptions:
     retry_after_ms: bool = attrs.field(default=True, validator=_check_flag)
     max_conversations: int = attrs.field(default=10_000, validator=_check_positive)
     max_body_bytes: int = attrs.field(default=4 * 1024 * 1024, validator=_check_positive)
+    api_key: str | None = attrs.field(default=None, repr=False)
+
+    @api_key.validator
+    def _check_api_key(self, _attribute: object, value: Any) -> None:
+        check_optional_secret(_OWNER, "api_key", value)
 
     @secret.validator
     def _check_secret(self, _attribute: object, value: Any) -> None:
