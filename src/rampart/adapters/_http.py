@@ -32,9 +32,19 @@ if TYPE_CHECKING:
 
     import httpx
 
-__all__ = ["REDACTED", "new_client", "post_json", "redact_text", "status_error"]
+__all__ = ["REDACTED", "Secret", "new_client", "post_json", "redact_text", "status_error"]
 
 REDACTED = "[REDACTED]"
+
+
+class Secret(str):
+    """A ``str`` whose ``repr()`` hides it, so a secret held in a variable does not show
+    up in tracebacks printed with local variables (``pytest --showlocals``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "Secret('[REDACTED]')"
 
 
 def redact_text(text: str, secrets: Sequence[str]) -> str:
@@ -112,7 +122,11 @@ async def post_json(
         raise InfrastructureError(redact_text(message, redact)) from exc
     if 200 <= status < 300:
         return data
-    raise status_error(where, status, reply_headers, data, redact=redact)
+    error = status_error(where, status, reply_headers, data, redact=redact)
+    # The raw body may echo a credential; keep it out of this frame's locals, which a
+    # traceback printed with local variables (pytest --showlocals) would show.
+    del data, reply_headers
+    raise error
 
 
 async def _read(reply: httpx.Response, limit: int) -> bytes:

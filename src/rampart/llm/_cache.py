@@ -4,10 +4,12 @@ A judge's verdict on a saved trace, a generator's variants and an attacker's nex
 prompt are all functions of the request; with the cache on, re-running a suite or
 re-judging saved traces pays for each distinct request once.
 
-* **Key**: SHA-256 of the canonical JSON of the endpoint URL (without its query),
-  the model, the messages, every generation parameter sent (``temperature``,
-  ``seed``, ``response_format``, ...) and the caller's ``tag`` (a judge's attempt
-  number, a generator's variant index), so distinct calls never share an entry. The
+* **Key**: SHA-256 of the canonical JSON of the request body, that is the model
+  (the deployment, on Azure), the messages and every generation parameter sent
+  (``temperature``, ``seed``, ``response_format``, ...), and of the caller's ``tag``
+  (a judge's attempt number, a generator's variant index), so distinct calls never
+  share an entry. The endpoint is not part of the key: the same model answers the
+  same request wherever it is served (a test server on a fresh port, a proxy). The
   api key is never part of the key or of an entry.
 * **Layout**: ``<directory>/<key[:2]>/<key>.json`` holding
   ``{"version": "rampart.llm-cache.v1", "model", "text", "usage", "created"}``.
@@ -77,9 +79,9 @@ class ResponseCache:
         return self._directory
 
     @staticmethod
-    def key(*, url: str, body: dict[str, Any], tag: str = "") -> str:
-        """The cache key of one request (``body`` as sent, ``url`` without its query)."""
-        material = {"url": url, "body": body, "tag": tag, "v": CACHE_VERSION}
+    def key(*, body: dict[str, Any], tag: str = "") -> str:
+        """The cache key of one request (``body`` as it is sent)."""
+        material = {"body": body, "tag": tag, "v": CACHE_VERSION}
         encoded = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
 

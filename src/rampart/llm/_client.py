@@ -21,7 +21,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import weakref
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Self
 
@@ -284,7 +285,7 @@ class LLMClient:
         cache = self.cache
         key = None
         if cache is not None:
-            key = cache.key(url=self._resolved.display_url, body=body, tag=tag)
+            key = cache.key(body=body, tag=tag)
             hit = await cache.get(key)
             if hit is not None:
                 usage.cache_hits += 1
@@ -324,7 +325,9 @@ class LLMClient:
         return completion
 
 
-_SHARED: weakref.WeakValueDictionary[str, LLMClient] = weakref.WeakValueDictionary()
+_SHARED: OrderedDict[str, LLMClient] = OrderedDict()
+_SHARED_LIMIT = 256
+_SHARED_LOCK = threading.Lock()
 
 
 def _fingerprint(config: LLMConfig) -> str:
@@ -336,13 +339,17 @@ def _fingerprint(config: LLMConfig) -> str:
 def shared_client(config: LLMConfig) -> LLMClient:
     """The default ``LLMClient`` for ``config``: one per distinct configuration, shared by
     every judge, driver and generator given that ``LLMConfig`` (one limiter, one set of
-    statistics), kept while any of them holds it."""
+    statistics). The 256 most recently used are kept alive (so their limiters still
+    show in the run's report after the test that built them ended)."""
     _check_config("shared_client", config)
     key = _fingerprint(config)
-    client = _SHARED.get(key)
-    if client is None:
-        client = LLMClient(config)
-        _SHARED[key] = client
+    with _SHARED_LOCK:
+        client = _SHARED.get(key)
+        if client is None:
+            client = _SHARED[key] = LLMClient(config)
+        _SHARED.move_to_end(key)
+        while len(_SHARED) > _SHARED_LIMIT:
+            _SHARED.popitem(last=False)
     return client
 
 

@@ -27,7 +27,7 @@ import attrs
 from anyio.lowlevel import RunVar
 
 from rampart._session import GuardedSession
-from rampart.adapters._http import new_client, post_json
+from rampart.adapters._http import Secret, new_client, post_json
 from rampart.adapters._parse import parse_completion
 from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Request, Response
@@ -73,7 +73,7 @@ class ModelEndpoint:
         trust_env: bool,
     ) -> None:
         self._endpoint = endpoint
-        self._api_key = api_key
+        self._api_key = None if api_key is None else Secret(api_key)
         self._entra = entra
         self._timeout = timeout
         self._max_connections = max_connections
@@ -109,12 +109,11 @@ class ModelEndpoint:
     # -- the HTTP client ---------------------------------------------------------------
 
     def _headers(self) -> dict[str, str]:
-        key = self._api_key
-        if key is None:
+        if self._api_key is None:
             return {}
         if self._endpoint.auth == "api-key":
-            return {"api-key": key}
-        return {"Authorization": f"Bearer {key}"}
+            return {"api-key": self._api_key}
+        return {"Authorization": Secret(f"Bearer {self._api_key}")}
 
     def _new_client(self) -> httpx.AsyncClient:
         return new_client(
@@ -172,10 +171,10 @@ class ModelEndpoint:
     async def post(self, body: dict[str, Any]) -> Response:
         """One chat-completions exchange; the completion as a ``Response``."""
         headers: dict[str, str] | None = None
-        redact = [self._api_key or ""]
+        redact: list[str] = [] if self._api_key is None else [self._api_key]
         if self._entra is not None:
-            token = await self._entra.token()
-            headers = {"Authorization": f"Bearer {token}"}
+            token = Secret(await self._entra.token())
+            headers = {"Authorization": Secret(f"Bearer {token}")}
             redact.append(token)
         client, shared = self._acquire()
         try:

@@ -94,12 +94,7 @@ class Payloads:
         async def one(index: int) -> None:
             seed = base_seed + index if isinstance(base_seed, int) else None
             completion = await client.complete(messages, seed=seed, tag=f"variant-{index}")
-            text = completion.text.strip()
-            if not text:
-                raise InfrastructureError(
-                    f"{_OWNER}: the generator model returned an empty reply for variant {index}"
-                )
-            texts[index] = text
+            texts[index] = completion.text.strip()
 
         try:
             async with anyio.create_task_group() as group:
@@ -107,6 +102,12 @@ class Payloads:
                     group.start_soon(one, index)
         except BaseExceptionGroup as group:
             raise_unwrapped(group)
+        empty = [index for index, text in enumerate(texts) if not text]
+        if empty:
+            raise InfrastructureError(
+                f"{_OWNER}: the generator model returned an empty reply for "
+                f"variant{'s' if len(empty) > 1 else ''} {', '.join(map(str, empty))} of {count}"
+            )
         base = [
             Payload(
                 content=text,

@@ -307,6 +307,11 @@ class RampartPlugin:
         limits = merge_limit_statistics(self.limits.statistics() + self.worker_limit_statistics)
         if limits:
             metadata["limits"] = limits
+        from rampart.pytest_plugin._llm_cache import llm_metadata
+
+        llm = llm_metadata(self.config)
+        if llm:
+            metadata["llm"] = llm
         if self.incomplete_reasons:
             metadata["incomplete"] = True
             metadata["incomplete_reasons"] = list(self.incomplete_reasons)

@@ -53,6 +53,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "Largest serialized result an xdist worker sends (default 16 MiB, min 4096).",
         default="",
     )
+    group.addoption(
+        "--rampart-llm-cache",
+        dest="rampart_llm_cache",
+        default=None,
+        metavar="DIR",
+        help="Cache LLM judge/attacker/generator replies on disk in DIR (default: off).",
+    )
+    parser.addini(
+        "rampart_llm_cache",
+        "Directory of the on-disk LLM response cache, relative to the rootdir (default: off).",
+        default="",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -70,9 +82,10 @@ def pytest_configure(config: pytest.Config) -> None:
     plugin = RampartPlugin(config)
     config.stash[PLUGIN_KEY] = plugin
     config.pluginmanager.register(plugin, "rampart-session")
-    from rampart.pytest_plugin import _fixtures
+    from rampart.pytest_plugin import _fixtures, _llm_cache
 
     config.pluginmanager.register(_fixtures, "rampart-fixtures")
+    _llm_cache.configure(config)
     if config.pluginmanager.has_plugin("dsession") or _xdist_controller_possible(config):
         from rampart.pytest_plugin._xdist import XdistController
 
@@ -86,6 +99,9 @@ def _xdist_controller_possible(config: pytest.Config) -> bool:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    from rampart.pytest_plugin import _llm_cache
+
+    _llm_cache.unconfigure(config)
     plugin = config.stash.get(PLUGIN_KEY, None)
     if plugin is not None:
         config.pluginmanager.unregister(plugin)
