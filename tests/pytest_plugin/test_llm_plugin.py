@@ -75,7 +75,8 @@ def test_no_cache_by_default_and_limits_reported(
     write_ini(pytester)
     pytester.makeconftest(REPORT_HOOK)
     pytester.makepyfile(JUDGED_SUITE)
-    pytester.runpytest(*NO_ASYNCIO).assert_outcomes(passed=2)
+    # A fresh process: limiter statistics are per process, and this one has run others.
+    pytester.runpytest_subprocess(*NO_ASYNCIO).assert_outcomes(passed=2)
     report = only_report(pytester)
     entry = _judge_entry(report)
     assert (entry["calls"], entry["requests"], entry["cache_hits"], entry["cache_misses"]) == (
