@@ -304,3 +304,48 @@ class TestLimitsAndSharing:
             LLMClient("gpt")  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="LLMClient: cache must be"):
             LLMClient(config("http://h/v1"), cache=3)  # type: ignore[arg-type]
+
+
+class _FakeToken:
+    def __init__(self, token: str, expires_on: float) -> None:
+        self.token = token
+        self.expires_on = expires_on
+
+
+@pytest.mark.anyio
+class TestEntraId:
+    async def test_token_is_sent_and_cached(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Without a key, Azure gets ``Authorization: Bearer <Entra token>``; the token is
+        fetched once while valid, for the Cognitive Services scope, off the event loop."""
+        import importlib.machinery
+        import sys
+        import threading
+        import time
+        import types
+
+        fetched: list[tuple[str, str]] = []
+
+        class DefaultAzureCredential:
+            def get_token(self, scope: str) -> _FakeToken:
+                fetched.append((scope, threading.current_thread().name))
+                return _FakeToken("entra-TOKEN-xyz", time.time() + 3600)
+
+        azure = types.ModuleType("azure")
+        azure.__spec__ = importlib.machinery.ModuleSpec("azure", None, is_package=True)
+        azure.__path__ = []
+        identity = types.ModuleType("azure.identity")
+        identity.__spec__ = importlib.machinery.ModuleSpec("azure.identity", None)
+        identity.DefaultAzureCredential = DefaultAzureCredential  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, "azure", azure)
+        monkeypatch.setitem(sys.modules, "azure.identity", identity)
+        app, seen = recorder()
+        async with serve_asgi(app) as root:
+            client = LLMClient(config(root, model="gpt-4o", metadata={"api_type": "azure"}))
+            await client.complete(USER)
+            await client.complete(USER)
+        assert [header["headers"]["authorization"] for header in seen] == [
+            "Bearer entra-TOKEN-xyz"
+        ] * 2
+        assert len(fetched) == 1
+        assert fetched[0][0] == "https://cognitiveservices.azure.com/.default"
+        assert fetched[0][1] != threading.current_thread().name

@@ -9,8 +9,8 @@ import pytest
 
 from rampart.core.types import Request, Response, ToolCall, Turn
 from rampart.evaluators._judge_prompt import system_prompt, user_message
-from rampart.evaluators._personas import NEUTRAL_EVALUATOR
 from rampart.evaluators._scope import TranscriptScope
+from rampart.evaluators.personas import NEUTRAL_EVALUATOR
 from rampart.testing.server import ServerOptions, serve
 from rampart.testing.server._models import attacker_prompt, generator_variant, judge_verdict
 

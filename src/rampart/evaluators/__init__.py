@@ -10,11 +10,11 @@ brings in the LLM client and the rate limiter).
 from typing import TYPE_CHECKING
 
 from rampart._lazy import lazy_attributes
-from rampart.evaluators._personas import NEUTRAL_EVALUATOR
 from rampart.evaluators._response_contains import ResponseContains
 from rampart.evaluators._scope import ResponseScope, TranscriptScope
 from rampart.evaluators._side_effect import SideEffectOccurred
 from rampart.evaluators._tool_called import ToolCalled
+from rampart.evaluators.personas import NEUTRAL_EVALUATOR
 
 if TYPE_CHECKING:
     from rampart.evaluators._llm_judge import LLMJudge

@@ -36,8 +36,8 @@ from rampart.evaluators._judge_prompt import (
     system_prompt,
     user_message,
 )
-from rampart.evaluators._personas import NEUTRAL_EVALUATOR
 from rampart.evaluators._scope import TranscriptScope
+from rampart.evaluators.personas import NEUTRAL_EVALUATOR
 from rampart.limits import RateLimitedError
 from rampart.llm._client import LLMClient, as_client
 

@@ -1,4 +1,4 @@
-"""Built-in judge personas."""
+"""Built-in judge personas (RAMPART's ``rampart.evaluators.personas``)."""
 
 from __future__ import annotations
 
