@@ -49,6 +49,8 @@ class TestLLMConfig:
             ({"model": "", "endpoint": "http://h/v1"}, "LLMConfig: model must be a non-empty"),
             ({"model": "m", "endpoint": "ftp://h"}, "endpoint must be an http:// or https://"),
             ({"model": "m", "endpoint": "https://u:p@h/v1"}, "must not carry credentials"),
+            ({"model": "m", "endpoint": "ftp://u:secret@h"}, "must not carry credentials"),
+            ({"model": "m", "endpoint": " "}, "endpoint must be a non-empty URL string"),
             ({"model": "m", "endpoint": "http://h", "deployment": " "}, "deployment must be"),
             ({"model": "m", "endpoint": "http://h", "metadata": {"temperature": 3}}, "temperature"),
             ({"model": "m", "endpoint": "http://h", "metadata": {"seed": "1"}}, "seed"),
@@ -70,6 +72,13 @@ class TestLLMConfig:
         assert SECRET not in str(caught.value)
         assert "12345" not in str(caught.value)
         assert "api_key" in str(caught.value)
+
+    def test_rejected_endpoint_hides_query_and_credentials(self) -> None:
+        """A bad endpoint's message shows neither its user:password nor its query."""
+        for endpoint in ("ftp://user:hunter2@h/v1", "gopher://h/v1?key=hunter2"):
+            with pytest.raises(ValueError, match="LLMConfig: endpoint must") as caught:
+                LLMConfig(model="m", endpoint=endpoint)
+            assert "hunter2" not in str(caught.value)
 
     def test_only_generation_keys_are_sent(self) -> None:
         """``generation_settings`` keeps the documented keys; the rest are listed as ignored."""

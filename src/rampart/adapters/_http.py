@@ -102,7 +102,8 @@ async def post_json(
     """
     import httpx
 
-    where = f"POST {url}"
+    # Messages name the URL without its query string, which may carry a credential.
+    where = f"POST {url.split('?', 1)[0]}"
     try:
         with anyio.fail_after(time_limit):
             async with client.stream("POST", url, json=body, headers=headers) as reply:

@@ -49,20 +49,24 @@ _OWNER = "LLMConfig"
 
 
 def _check_endpoint(value: object) -> str:
-    url = check_text(_OWNER, "endpoint", value)
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(
-            f"{_OWNER}: endpoint must be an http:// or https:// URL such as "
-            f"'https://api.openai.com/v1', got {value!r}"
+    if not isinstance(value, str) or not value.strip():
+        raise TypeError(
+            f"{_OWNER}: endpoint must be a non-empty URL string, got a {type(value).__name__}"
         )
+    parts = urlsplit(value)
     if parts.username is not None or parts.password is not None:
         # Credentials in a URL end up in logs and error messages; keep them in api_key.
         raise ValueError(
             f"{_OWNER}: endpoint must not carry credentials (user:password@); "
-            "pass the key as api_key"
+            "pass the key as api_key (URL not shown)"
         )
-    return url
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        shown = f"{parts.scheme}://{parts.netloc}{parts.path}" if parts.scheme else parts.path
+        raise ValueError(
+            f"{_OWNER}: endpoint must be an http:// or https:// URL such as "
+            f"'https://api.openai.com/v1', got {shown!r}"
+        )
+    return value
 
 
 def _check_number(name: str, value: object, *, low: float, high: float) -> None:
