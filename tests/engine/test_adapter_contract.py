@@ -8,7 +8,8 @@ from rampart.attacks import Attacks
 from rampart.core.result import SafetyStatus
 from rampart.core.types import ObservabilityLevel, Request, Response
 from rampart.probes import Probes
-from tests.engine._fakes import FakeAdapter, FakeEvaluator, FakeHandle
+from tests._builders import replying_agent
+from tests._doubles import FakeEvaluator, FakeHandle
 
 pytestmark = pytest.mark.anyio
 
@@ -189,9 +190,10 @@ class TestMisimplementedAdapters:
         )
         assert result.turns[0].response.text == "fine"
 
-    async def test_fake_adapter_is_well_formed(self) -> None:
-        """The shared fake adapter passes the contract checks."""
+    async def test_scripted_agent_is_well_formed(self) -> None:
+        """The public test double, rampart.testing.ScriptedAgent, passes the checks."""
         result = await Probes.behavior(prompt="hi", evaluator=FakeEvaluator()).execute_async(
-            adapter=FakeAdapter()
+            adapter=replying_agent()
         )
         assert result.status is SafetyStatus.UNSAFE
+        assert result.turns[0].response.text == "reply 0"

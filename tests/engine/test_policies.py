@@ -18,7 +18,7 @@ from rampart.engine._policies import (
     resolve_stop_when,
 )
 from rampart.evaluators import ResponseContains, ResponseScope, SideEffectOccurred, ToolCalled
-from tests.engine._fakes import AbsorbingEvaluator, FakeEvaluator, RecordingDriver
+from tests._doubles import FakeEvaluator, RecordingDriver
 
 STOP = TraceEndReason.STOP_CONDITION_MET
 
@@ -182,9 +182,8 @@ class TestStopWhen:
             ResponseContains("x", scope=ResponseScope.ANY_TURN),
             ToolCalled("a") | SideEffectOccurred("b"),
             ToolCalled("a") & ToolCalled("b"),
-            AbsorbingEvaluator(),
         ],
-        ids=["tool", "side-effect", "contains-any", "or", "and", "fake-framework"],
+        ids=["tool", "side-effect", "contains-any", "or", "and"],
     )
     def test_auto_uses_absorbing_evaluators(self, evaluator: object) -> None:
         """'auto' stops online on evaluators whose detection can never be undone."""

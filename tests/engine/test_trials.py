@@ -9,13 +9,14 @@ import anyio
 import pytest
 
 from rampart import Attacks, Payload
-from rampart.core._population import PopulationRef
+from rampart.core import PopulationRef
 from rampart.core._stats import StatusTally, population_status, wilson_interval
 from rampart.core.result import PopulationResult, Result, SafetyStatus
 from rampart.engine import execute_trials_async
 from rampart.engine._fanout import fan_out
 from rampart.evaluators import ToolCalled
 from rampart.testing import SimulatedAgent
+from tests._builders import make_results
 
 SAFE = SafetyStatus.SAFE
 UNSAFE = SafetyStatus.UNSAFE
@@ -82,15 +83,11 @@ class _FakeExecution:
         )
 
 
-def _results(*statuses: SafetyStatus) -> list[Result]:
-    return [Result(status=status, summary=status.value) for status in statuses]
-
-
 def _population(
     counts: dict[SafetyStatus, int], threshold: float, **kwargs: Any
 ) -> PopulationResult:
     statuses = [status for status, k in counts.items() for _ in range(k)]
-    return PopulationResult(results=_results(*statuses), threshold=threshold, **kwargs)
+    return PopulationResult(results=make_results(*statuses), threshold=threshold, **kwargs)
 
 
 class TestPopulationVerdict:
@@ -137,7 +134,7 @@ class TestPopulationVerdict:
                 error = mix.count(ERROR)
                 for threshold in thresholds:
                     status = PopulationResult(
-                        results=_results(*mix), threshold=float(threshold)
+                        results=make_results(*mix), threshold=float(threshold)
                     ).status
                     if unsafe:
                         expected = UNSAFE
@@ -280,7 +277,10 @@ class TestStatusTally:
             tally.add(status)
         assert tally.executed == 5
         assert tally.count(SAFE) == 3
-        assert tally.status() is PopulationResult(results=_results(*statuses), threshold=0.6).status
+        assert (
+            tally.status()
+            is PopulationResult(results=make_results(*statuses), threshold=0.6).status
+        )
 
 
 class TestWilsonInterval:

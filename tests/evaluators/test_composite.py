@@ -17,6 +17,7 @@ from rampart.core.evaluator import (
 )
 from rampart.core.types import EvalContext, EvalOutcome, EvalResult, ObservabilityLevel
 from rampart.evaluators import SideEffectOccurred, ToolCalled
+from tests._builders import context, texts, turn
 from tests.evaluators._support import (
     ND,
     OUTCOMES,
@@ -26,9 +27,6 @@ from tests.evaluators._support import (
     PlainStub,
     Stub,
     U,
-    context,
-    texts,
-    turn,
 )
 
 CTX = texts("anything")

@@ -8,7 +8,8 @@ import pytest
 
 from rampart.core.types import EvalContext, EvalOutcome, EvalResult, ObservabilityLevel
 from rampart.evaluators import ResponseContains, ResponseScope, TranscriptScope
-from tests.evaluators._support import ND, D, texts, turn
+from tests._builders import texts, turn
+from tests.evaluators._support import ND, D
 
 ANY = ResponseScope.ANY_TURN
 ALL = ResponseScope.ALL_TURNS

@@ -6,7 +6,8 @@ import pytest
 
 from rampart.core.types import EvalContext, EvalOutcome, EvalResult, ObservabilityLevel, ToolCall
 from rampart.evaluators import ToolCalled
-from tests.evaluators._support import ND, D, U, context, turn
+from tests._builders import context, turn
+from tests.evaluators._support import ND, D, U
 
 LEVELS = list(ObservabilityLevel)
 FULL = ObservabilityLevel.TOOL_AND_SIDE_EFFECTS

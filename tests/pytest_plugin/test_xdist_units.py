@@ -85,6 +85,14 @@ class TestEnvelope:
         assert marker.metadata["_pytest_nodeid"] == "t.py::test_x"
         assert marker.metadata["_rampart_transport_truncated"] is True
 
+    def test_a_record_with_a_duplicate_key_is_refused(self) -> None:
+        """A record whose verdict depends on which duplicate a parser keeps never arrives."""
+        payload = encode_envelope([tagged("ok")], None, max_bytes=1 << 20, worker="gw0")
+        (text,) = payload["records"]
+        payload["records"] = [text.replace('"status":"safe"', '"status":"unsafe","status":"safe"')]
+        with pytest.raises(ValueError, match=r"\$\.result\.status: duplicate key"):
+            decode_envelope(payload)
+
     @pytest.mark.parametrize(
         "payload",
         [

@@ -10,8 +10,7 @@ import pytest
 
 from rampart.core import HarmCategory, Result, SafetyStatus
 from rampart.reporting import PopulationSummary, ReportSink, TestRunReport
-
-from ._builders import make_result
+from tests._builders import make_result
 
 SAFE, UNSAFE, UNDET, ERROR = (
     SafetyStatus.SAFE,

@@ -17,12 +17,16 @@ is no online stop check the pipeline has nothing to evaluate concurrently, so it
 step runs in the producing task instead of a task of its own (same behaviour, one
 task and one channel hop per turn fewer).
 
-The observable behaviour is exactly the sequential algorithm: for each turn up to
-``max_turns``, ask the driver (``None`` ends the trace: DRIVER_EXHAUSTED), send, record
-the raw turn, stop-check it if a stop condition is set (DETECTED ends the trace:
-STOP_CONDITION_MET); a spent budget ends it with MAX_TURNS_REACHED. Then the verdict
-evaluator runs once over the completed raw trace, while the session is still open,
-reusing the last stop check when it was the same evaluator on the identical trace.
+The tasks run concurrently, but a trace keeps one order of events, which is what
+callers observe: for each turn up to ``max_turns``, ask the driver (``None`` ends the
+trace: DRIVER_EXHAUSTED), send, record the raw turn, stop-check it if a stop condition
+is set (DETECTED ends the trace: STOP_CONDITION_MET); a spent budget ends it with
+MAX_TURNS_REACHED. Then the verdict evaluator runs once over the completed raw trace,
+while the session is still open, reusing the last stop check when it was the same
+evaluator on the identical trace. What the structure adds is why it exists: the actor
+alone owns the session and the cancellation of a send in flight (a hung agent is
+cancelled there, the producer's turns survive and the close still runs), and the
+pipeline evaluates turn events as a stream while the conversation goes on.
 
 The runner converts no exceptions: failures propagate to the execution boundary
 (``BaseExecution.execute_async``). A failure in one of its tasks propagates as that

@@ -15,16 +15,37 @@ from rampart.reporting._report import TestRunReport
 __all__ = ["JsonlTraceSink"]
 
 
+# Line breaks for ``str.splitlines()`` that JSON leaves raw inside strings (the
+# encoder already escapes every other one: they are control characters).
+_UNICODE_LINE_BREAKS = (("\x85", "\\u0085"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
+
+
+def _escape_line_breaks(text: str) -> str:
+    """``text`` (JSON) with U+0085/U+2028/U+2029 written as ``\\u`` escapes.
+
+    Those characters can only occur inside JSON strings, where the escape decodes to the
+    same character, so the document is unchanged while every line reader sees one line.
+    """
+    if text.isascii():
+        return text
+    for character, escape in _UNICODE_LINE_BREAKS:
+        if character in text:
+            text = text.replace(character, escape)
+    return text
+
+
 def render_traces(report: TestRunReport) -> bytes:
     """One ``serialize_record`` line per result, in report order; UTF-8.
 
     A record carries ``pytest_nodeid`` / ``result_index`` when the result's metadata
-    holds valid ``_pytest_nodeid`` / ``_rampart_result_index`` values.
+    holds valid ``_pytest_nodeid`` / ``_rampart_result_index`` values. Unicode line
+    separators in strings are escaped (:func:`_escape_line_breaks`), so ``splitlines()`` works too.
     """
     lines = []
     for index, result in enumerate(report.results):
         nodeid, result_index = record_attribution(result)
-        lines.append(encode_record(result, index, pytest_nodeid=nodeid, result_index=result_index))
+        line = encode_record(result, index, pytest_nodeid=nodeid, result_index=result_index)
+        lines.append(_escape_line_breaks(line))
     return "".join(line + "\n" for line in lines).encode("utf-8")
 
 
