@@ -48,10 +48,12 @@ from rampart.core import (
     InjectionContractError,
     InjectionHandle,
     InjectionRecord,
+    LLMConfig,
     ObservabilityLevel,
     Payload,
     PayloadConverter,
     PayloadFormat,
+    Persona,
     PopulationRef,
     PopulationResult,
     PromptDecision,
@@ -72,6 +74,7 @@ from rampart.pytest_plugin._collect import TrialInfo, current_trial, record_resu
 
 if TYPE_CHECKING:
     from rampart.attacks import Attacks
+    from rampart.drivers import LLMDriver
     from rampart.engine import (
         BaseExecution,
         ExecutionEvent,
@@ -79,7 +82,7 @@ if TYPE_CHECKING:
         ExecutionEventHandler,
         execute_trials_async,
     )
-    from rampart.evaluators import TranscriptScope
+    from rampart.evaluators import LLMJudge, TranscriptScope
     from rampart.limits import RateLimitedError, limit
     from rampart.probes import Probes
 
@@ -89,6 +92,8 @@ _LAZY = {
     "ExecutionEvent": "rampart.engine",
     "ExecutionEventData": "rampart.engine",
     "ExecutionEventHandler": "rampart.engine",
+    "LLMDriver": "rampart.drivers",
+    "LLMJudge": "rampart.evaluators",
     "Probes": "rampart.probes",
     "RateLimitedError": "rampart.limits",
     "TranscriptScope": "rampart.evaluators",
@@ -126,10 +131,14 @@ __all__ = [
     "InjectionContractError",
     "InjectionHandle",
     "InjectionRecord",
+    "LLMConfig",
+    "LLMDriver",
+    "LLMJudge",
     "ObservabilityLevel",
     "Payload",
     "PayloadConverter",
     "PayloadFormat",
+    "Persona",
     "PopulationRef",
     "PopulationResult",
     "Probes",

@@ -50,6 +50,7 @@ __all__ = [
     "check_optional_instance",
     "check_optional_int",
     "check_optional_number",
+    "check_optional_secret",
     "check_optional_seconds",
     "check_optional_text",
     "check_path",
@@ -331,8 +332,9 @@ def _text(
     optional: bool,
     secret: bool,
     wrong_type: type[Exception],
+    blank_ok: bool = False,
 ) -> str | None:
-    if isinstance(value, str) and value.strip():
+    if isinstance(value, str) and (value.strip() or (blank_ok and value)):
         return value
     if optional and value is None:
         return None
@@ -349,9 +351,18 @@ def check_text(
     *,
     secret: bool = False,
     wrong_type: type[Exception] = TypeError,
+    blank_ok: bool = False,
 ) -> str:
-    """``value`` when it is a str that is not blank."""
-    text = _text(owner, name, value, optional=False, secret=secret, wrong_type=wrong_type)
+    """``value`` when it is a str that is not blank (``blank_ok``: not empty)."""
+    text = _text(
+        owner,
+        name,
+        value,
+        optional=False,
+        secret=secret,
+        wrong_type=wrong_type,
+        blank_ok=blank_ok,
+    )
     assert text is not None
     return text
 
@@ -482,3 +493,19 @@ def check_optional_filename(owner: str, name: str, value: object) -> str | None:
     if not isinstance(value, str):
         raise invalid(owner, name, _or_none(_FILENAME, True), value)
     return check_filename(owner, name, value)
+
+
+def check_optional_secret(owner: str, name: str, value: object) -> str | None:
+    """``None``, or a non-blank str without line breaks; a rejected value is never shown.
+
+    For api keys and passwords: a rejected value may still be a real secret (with a
+    stray newline, say), so the message names its type only.
+    """
+    if value is None:
+        return None
+    expected = "a non-empty string without line breaks, or None"
+    if not isinstance(value, str):
+        raise invalid(owner, name, expected, value, secret=True)
+    if not value.strip() or any(char in value for char in "\r\n"):
+        raise invalid(owner, name, expected, value, error=ValueError, secret=True)
+    return value

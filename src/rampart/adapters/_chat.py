@@ -6,7 +6,8 @@ only then, so importing ``rampart.adapters`` stays light. A session keeps the
 conversation (the ``messages`` list) and appends a turn only after the server
 answered, so a failed request can be sent again unchanged.
 
-Failures map onto rampart's error classes so a rate limiter can tell them apart:
+Failures map onto rampart's error classes so a rate limiter can tell them apart
+(``rampart.adapters._http``, shared with the LLM client in ``rampart.llm``):
 
 * ``429`` and ``503`` -> ``rampart.limits.RateLimitedError`` with ``retry_after``
   read from ``retry-after-ms`` / ``Retry-After`` (seconds or an HTTP date);
@@ -25,7 +26,6 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
-import anyio
 from anyio.lowlevel import RunVar
 
 from rampart._checks import (
@@ -41,9 +41,8 @@ from rampart._checks import (
 )
 from rampart._session import GuardedSession
 from rampart.adapters._documents import render_user_content
-from rampart.adapters._parse import MalformedResponseError, error_detail, parse_completion
-from rampart.adapters._retry_after import parse_retry_after
-from rampart.core.errors import InfrastructureError
+from rampart.adapters._http import new_client, post_json
+from rampart.adapters._parse import parse_completion
 from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Request, Response
 
@@ -289,20 +288,12 @@ class ChatCompletionsAdapter:
                     "adapter per event loop, or `await adapter.aclose()` before the loop ends"
                 )
             return self._client
-        import httpx
-
-        self._client = httpx.AsyncClient(
+        self._client = new_client(
+            url=self._endpoint,
             headers=self._headers,
-            timeout=httpx.Timeout(self._timeout),
-            limits=httpx.Limits(
-                max_connections=self._max_connections,
-                max_keepalive_connections=self._max_connections,
-            ),
-            follow_redirects=False,
+            timeout=self._timeout,
+            max_connections=self._max_connections,
             trust_env=self._trust_env,
-            # Plain-text HTTP/2 has no negotiation: http2 on an http:// URL means
-            # "prior knowledge" (h2c), so HTTP/1.1 is switched off there.
-            http1=not (self._http2 and self._endpoint.startswith("http://")),
             http2=self._http2,
         )
         self._client_loop.set(True)
@@ -310,82 +301,14 @@ class ChatCompletionsAdapter:
 
     async def _post(self, body: dict[str, Any]) -> tuple[Response, dict[str, Any]]:
         """Send one completion request; the parsed response and the assistant message."""
-        import httpx
-
-        client = self._http_client()
-        where = f"POST {self._endpoint}"
-        try:
-            with anyio.fail_after(self._timeout):
-                async with client.stream("POST", self._endpoint, json=body) as reply:
-                    status = reply.status_code
-                    headers = dict(reply.headers.items())
-                    data = await self._read(reply)
-        except (TimeoutError, httpx.TimeoutException) as exc:
-            raise InfrastructureError(
-                f"{where}: no complete response within the {self._timeout:g} s timeout",
-                transient=True,
-            ) from exc
-        except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
-            raise InfrastructureError(
-                f"{where}: connection failed ({type(exc).__name__}: {exc})", transient=True
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise InfrastructureError(
-                f"{where}: request failed ({type(exc).__name__}: {exc})"
-            ) from exc
-        if 200 <= status < 300:
-            return parse_completion(data)
-        raise _status_error(where, status, headers, data)
-
-    async def _read(self, reply: httpx.Response) -> bytes:
-        """The body, at most ``max_response_bytes`` of it.
-
-        An oversized body is still drained (the request timeout bounds that), because
-        abandoning httpx's nested body iterators half-way leaves them to the garbage
-        collector, which trio reports as a ``ResourceWarning``.
-        """
-        limit = self._max_response_bytes
-        declared = reply.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            raise _too_large(limit)
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in reply.aiter_bytes():
-            size += len(chunk)
-            if size <= limit:
-                chunks.append(chunk)
-        if size > limit:
-            raise _too_large(limit)
-        return b"".join(chunks)
-
-
-def _too_large(limit: int) -> MalformedResponseError:
-    return MalformedResponseError(f"response body: larger than max_response_bytes ({limit})")
-
-
-def _status_error(where: str, status: int, headers: dict[str, str], data: bytes) -> Exception:
-    from http import HTTPStatus
-
-    try:
-        phrase = HTTPStatus(status).phrase
-    except ValueError:
-        phrase = "Unknown Status"
-    message = f"{where}: HTTP {status} {phrase}"
-    detail = error_detail(data)
-    retry_after = parse_retry_after(headers) if status in (429, 503) else None
-    # 429 always means "slow down". A 503 only does when it says when to come back;
-    # a bare 503 is an outage (transient), and must not shrink an adaptive window.
-    if status == 429 or retry_after is not None:
-        from rampart.limits import RateLimitedError
-
-        if retry_after is not None:
-            message += f" (retry after {retry_after:g} s)"
-        if detail:
-            message += f": {detail}"
-        return RateLimitedError(message, retry_after=retry_after)
-    if detail:
-        message += f": {detail}"
-    return InfrastructureError(message, transient=500 <= status < 600)
+        data = await post_json(
+            self._http_client(),
+            self._endpoint,
+            body,
+            time_limit=self._timeout,
+            max_response_bytes=self._max_response_bytes,
+        )
+        return parse_completion(data)
 
 
 class ChatCompletionsSession(GuardedSession):

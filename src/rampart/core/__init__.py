@@ -32,7 +32,9 @@ from rampart.core.errors import (
 )
 from rampart.core.evaluator import BaseEvaluator, Evaluator
 from rampart.core.injection import InjectionHandle, Surface
+from rampart.core.llm import LLMConfig
 from rampart.core.manifest import AppManifest, DataSource, ToolDeclaration
+from rampart.core.persona import Persona
 from rampart.core.result import (
     HarmCategory,
     InjectionRecord,
@@ -126,10 +128,12 @@ __all__ = [
     "InjectionContractError",
     "InjectionHandle",
     "InjectionRecord",
+    "LLMConfig",
     "ObservabilityLevel",
     "Payload",
     "PayloadConverter",
     "PayloadFormat",
+    "Persona",
     "PopulationRef",
     "PopulationResult",
     "PromptDecision",

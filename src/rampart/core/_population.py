@@ -28,6 +28,7 @@ class PopulationRef:
     threshold: float = attrs.field(converter=_check_threshold)
 
     def __attrs_post_init__(self) -> None:
-        check_text(_OWNER, "id", self.id)
+        # Non-empty, as the trace schema says (minLength 1); whitespace is a valid id.
+        check_text(_OWNER, "id", self.id, blank_ok=True)
         size = check_int(_OWNER, "size", self.size, minimum=1)
         check_int(_OWNER, "index", self.index, minimum=0, maximum=size - 1)

@@ -29,6 +29,10 @@ defines, so it cannot drift::
     │   └── ScriptExhaustedError        rampart.testing: a ScriptedAgent ran out of replies
     ├── BadRequest                      rampart.testing.server: a 4xx answer of the test
     │                                   server (never leaves the server)
+    ├── UnknownModelMode                rampart.testing.server: a sim-* model name with
+    │                                   an unknown mode suffix (a 400 answer)
+    ├── InvalidAnswer                   rampart.evaluators (internal): an LLM judge's reply
+    │                                   is not a verdict; surfaces as UNDETERMINED
     ├── _Disconnected                   rampart.testing.server (internal): a client left
     ├── _NonFiniteNumber                rampart.codec (internal): NaN or infinity in JSON
     └── _RepeatedKey                    rampart.codec (internal): a JSON object names a

@@ -46,6 +46,18 @@ def add_options(parser: pytest.Parser) -> None:
         help=_MAX_BYTES_HELP,
     )
     parser.addini("rampart_xdist_max_bytes", _MAX_BYTES_HELP, default="")
+    group.addoption(
+        "--rampart-llm-cache",
+        dest="rampart_llm_cache",
+        default=None,
+        metavar="DIR",
+        help="Cache LLM judge/attacker/generator replies on disk in DIR (default: off).",
+    )
+    parser.addini(
+        "rampart_llm_cache",
+        "Directory of the on-disk LLM response cache, relative to the rootdir (default: off).",
+        default="",
+    )
 
 
 @attrs.frozen(kw_only=True)

@@ -6,6 +6,7 @@
 - ``ItemHooks`` -- markers, trial groups and result collection, per item;
 - the fixtures module (``rampart_trial``, the default ``anyio_backend``, the
   deprecated ``rampart_sinks`` bootstrap);
+- the LLM layer's run statistics and response-cache option (``_llm_cache``);
 - on an xdist worker, ``XdistWorker``: results ride on test reports to the controller;
 - otherwise ``RunReporter`` (the report, the sinks, the exit status and the terminal
   summary) with items delivering straight to the ledger, and ``XdistController``
@@ -30,6 +31,9 @@ from rampart.pytest_plugin._envelope import recordable
 from rampart.pytest_plugin._items import ItemHooks, ItemOutlet
 from rampart.pytest_plugin._ledger import LEDGER_KEY, GroupRecord, RecordedResult, RunLedger
 from rampart.pytest_plugin._limits import LimitTracker, merge_limit_statistics
+from rampart.pytest_plugin._llm_cache import configure as configure_llm
+from rampart.pytest_plugin._llm_cache import llm_metadata
+from rampart.pytest_plugin._llm_cache import unconfigure as unconfigure_llm
 from rampart.pytest_plugin._options import Options
 from rampart.pytest_plugin._sinks import SINKS_KEY, ReportSinks
 from rampart.pytest_plugin._summary import summary_lines
@@ -71,10 +75,12 @@ def start(config: pytest.Config) -> None:
     for name, part in parts.items():
         config.pluginmanager.register(part, name)
     config.stash[_REGISTERED] = list(parts)
+    configure_llm(config)
 
 
 def stop(config: pytest.Config) -> None:
     """Unregister what ``start`` registered."""
+    unconfigure_llm(config)
     for name in config.stash.get(_REGISTERED, []):
         if config.pluginmanager.has_plugin(name):
             config.pluginmanager.unregister(name=name)
@@ -130,6 +136,9 @@ class RunReporter:
         limits = merge_limit_statistics(self._limits.statistics() + list(ledger.limit_statistics))
         if limits:
             metadata["limits"] = limits
+        llm = llm_metadata(self._config)
+        if llm:
+            metadata["llm"] = llm
         if ledger.incomplete_reasons:
             metadata["incomplete"] = True
             metadata["incomplete_reasons"] = list(ledger.incomplete_reasons)

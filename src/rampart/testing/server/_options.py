@@ -11,6 +11,7 @@ from rampart._checks import (
     check_int,
     check_items,
     check_optional_number,
+    check_optional_secret,
     check_optional_text,
     check_probability,
     check_seconds,
@@ -88,6 +89,12 @@ class ServerOptions:
       model name it reports.
     * ``max_conversations``: how many open conversations are remembered (oldest
       forgotten first); ``max_body_bytes``: the largest request body accepted.
+    * ``api_key``: when set, requests must present it (``Authorization: Bearer`` or
+      ``api-key``), else ``401``. Hidden from ``repr()``.
+
+    Requests for the models ``sim-judge``, ``sim-attacker`` and ``sim-generator`` are
+    answered by simulated LLMs (``rampart.testing.server._models``); ``latency``
+    applies to them too.
     """
 
     rate: float | None = attrs.field(default=None, validator=_check_rate)
@@ -103,3 +110,8 @@ class ServerOptions:
     retry_after_ms: bool = attrs.field(default=True, validator=_check_flag)
     max_conversations: int = attrs.field(default=10_000, validator=_check_positive)
     max_body_bytes: int = attrs.field(default=4 * 1024 * 1024, validator=_check_positive)
+    api_key: str | None = attrs.field(default=None, repr=False)
+
+    @api_key.validator
+    def _check_api_key(self, _attribute: object, value: Any) -> None:
+        check_optional_secret(_OWNER, "api_key", value)

@@ -41,6 +41,8 @@ def cli_arguments(options: ServerOptions) -> list[str]:
         arguments.append("--no-retry-after-ms")
     arguments += ["--max-conversations", str(options.max_conversations)]
     arguments += ["--max-body-bytes", str(options.max_body_bytes)]
+    if options.api_key is not None:
+        arguments += ["--api-key", options.api_key]
     return arguments
 
 

@@ -50,6 +50,7 @@ class ServerSettings(TypedDict, total=False):
     retry_after_ms: bool
     max_conversations: int
     max_body_bytes: int
+    api_key: str | None
 
 
 def check_address(host: object, port: object) -> None:
