@@ -9,11 +9,15 @@ can pass with a gap, and its summary names the gap. Strategies use
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import islice
+from typing import cast
 
 from rampart._checks import invalid
+from rampart._text import safe_str
 from rampart.core.types import EvalOutcome, EvalResult
 
 __all__ = [
+    "MAX_TEXT_ENTRIES",
     "NO_REASON_GIVEN",
     "as_text",
     "as_text_list",
@@ -29,29 +33,46 @@ NO_REASON_GIVEN = "an operand gave no reason"
 # How many reasons a summary names before it only counts the rest.
 _NAMED_REASONS = 2
 
+MAX_TEXT_ENTRIES = 10_000
+"""At most this many entries are read from an evaluator's evidence (or gap) list: an
+endless iterator must not hang the run."""
+
 
 def as_text(value: object) -> str:
-    """``value`` as text: a ``str`` as is, ``None`` as ``""``, anything else via ``str()``.
+    """``value`` as an exact ``str``: ``None`` as ``""``, anything else via ``safe_str``.
 
     Third-party evaluators may put any object in ``rationale``; composites must still
-    be able to word their own rationale around it.
+    be able to word their own rationale around it, so this never raises (a value whose
+    ``str()`` raises reads ``"<unprintable value>"``).
     """
-    if isinstance(value, str):
-        return value
     if value is None:
         return ""
-    return str(value)
+    return safe_str(value)
 
 
 def as_text_list(value: object) -> list[str]:
-    """``value`` as a fresh list of strings; a bare string is one item, ``None`` none."""
+    """``value`` as a fresh list of exact strings, never raising.
+
+    ``None`` gives ``[]``; a bare string (or bytes) is one item, never its characters;
+    another non-iterable value is one item too (its ``safe_str``); an iterable gives
+    one item per element (at most ``MAX_TEXT_ENTRIES``; ``None`` reads ``""``), ``[]``
+    if iterating raises.
+    """
     if value is None:
         return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, Iterable):
-        return [as_text(item) for item in value]
-    return [as_text(value)]
+    if isinstance(value, str | bytes | bytearray):
+        return [safe_str(value)]
+    try:
+        iterable = isinstance(value, Iterable)
+    except Exception:  # a hostile __class__
+        iterable = False
+    if not iterable:
+        return [safe_str(value)]
+    try:
+        items = list(islice(cast("Iterable[object]", value), MAX_TEXT_ENTRIES))
+    except Exception:  # an iterator that raises partway
+        return []
+    return [as_text(item) for item in items]
 
 
 def _distinct(reasons: Iterable[str]) -> list[str]:

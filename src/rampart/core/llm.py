@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from rampart._checks import check_optional_secret, check_text
+from rampart.core._dataclass import dataclass_compatible
 
 __all__ = ["GENERATION_KEYS", "LLMConfig"]
 
@@ -145,6 +146,7 @@ def _validate_metadata(_instance: object, _attribute: object, value: Any) -> Non
     _check_metadata(value)
 
 
+@dataclass_compatible
 @attrs.frozen(kw_only=True)
 class LLMConfig:
     """A chat model endpoint: ``model``, ``endpoint``, credentials and generation settings.

@@ -7,6 +7,7 @@ from typing import Any
 import attrs
 
 from rampart._checks import check_text
+from rampart.core._dataclass import dataclass_compatible
 
 __all__ = ["PayloadTemplate"]
 
@@ -29,7 +30,8 @@ def _variables(_instance: object, _attribute: object, value: Any) -> None:
         raise TypeError(f"{_OWNER}: variables must be a dict of str to str, got {value!r}")
 
 
-@attrs.frozen(kw_only=True)
+@dataclass_compatible
+@attrs.define(kw_only=True)
 class PayloadTemplate:
     """A recipe for payloads: ``objective`` (what the payload should make the agent do)
     and ``instruction`` (what the generator model is asked to write; ``{name}``
@@ -37,7 +39,7 @@ class PayloadTemplate:
 
     Both the objective and the resolved instruction are sent to the generator model
     (RAMPART's docstring says the objective is not; its code sends it, and so does
-    rampart).
+    rampart). Mutable, as RAMPART's is; the checks run on assignment too.
     """
 
     name: str = attrs.field(validator=_text)
