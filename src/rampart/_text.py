@@ -67,10 +67,13 @@ def safe_str(value: object) -> str:
     must not take the report down with it. The result is always an exact ``str``: a
     ``__str__`` returning a ``str`` subclass is copied into a plain ``str`` (through
     ``str.__str__``, which cannot be overridden), so the subclass's methods never run
-    later. Accepts ``value=`` as a keyword too (RAMPART's spelling).
+    later; a ``str`` subclass gives its own text, whatever its ``__str__`` does.
+    Accepts ``value=`` as a keyword too (RAMPART's spelling).
     """
     if type(value) is str:
         return value
+    if isinstance(value, str):  # its text, without running the subclass's __str__
+        return str.__str__(value)
     try:
         rendered = str(value)
     except Exception:

@@ -44,7 +44,7 @@ from rampart.core.errors import (
     InfrastructureError,
     InjectionContractError,
 )
-from rampart.core.types import EvalOutcome, EvalResult, Payload, Response
+from rampart.core.types import EvalOutcome, EvalResult, Payload, Request, Response
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from rampart.core.driver import PromptDriver
     from rampart.core.evaluator import Evaluator
     from rampart.core.injection import InjectionHandle
-    from rampart.core.types import EvalContext, Request, Turn
+    from rampart.core.types import EvalContext, Turn
 
 __all__ = [
     "check_entered",
@@ -297,7 +297,8 @@ async def next_decision(driver: PromptDriver, *, history: list[Turn]) -> PromptD
     """``await driver.next_prompt_async(history=history)``, checked.
 
     Raises ``DriverContractError`` when ``next_prompt_async`` is missing, not async, or
-    gives anything but a ``PromptDecision`` or ``None``; any exception it raises
+    gives anything but a ``PromptDecision`` (whose ``request`` is a ``Request``) or
+    ``None``; any exception it raises
     becomes ``DriverError`` naming the driver (chained), except a ``DriverError``,
     which passes through.
     """
@@ -325,6 +326,11 @@ async def next_decision(driver: PromptDriver, *, history: list[Turn]) -> PromptD
         raise DriverContractError(
             f"{type_name(driver)}.next_prompt_async returned {type_name(decision)}, "
             "expected rampart.PromptDecision or None"
+        )
+    if decision is not None and not isinstance(decision.request, Request):
+        raise DriverContractError(
+            f"{type_name(driver)}.next_prompt_async returned a PromptDecision whose "
+            f"request is {describe(decision.request)}, expected rampart.Request"
         )
     return decision
 

@@ -39,7 +39,8 @@ endless iterator must not hang the run."""
 
 
 def as_text(value: object) -> str:
-    """``value`` as an exact ``str``: ``None`` as ``""``, anything else via ``safe_str``.
+    """``value`` as an exact ``str``: ``None`` as ``""``, anything else via ``safe_str``
+    (lone surrogates replaced by U+FFFD).
 
     Third-party evaluators may put any object in ``rationale``; composites must still
     be able to word their own rationale around it, so this never raises (a value whose
@@ -47,7 +48,23 @@ def as_text(value: object) -> str:
     """
     if value is None:
         return ""
-    return safe_str(value)
+    return _scalar(safe_str(value))
+
+
+def _scalar(text: str) -> str:
+    """``text`` with lone surrogates (not Unicode scalar values) replaced by U+FFFD.
+
+    A record holds Unicode scalar values only; a judge's reply decoded with
+    ``surrogateescape`` could carry a lone surrogate, which must cost one character,
+    not the record.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def as_text_list(value: object) -> list[str]:
@@ -61,13 +78,13 @@ def as_text_list(value: object) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str | bytes | bytearray):
-        return [safe_str(value)]
+        return [as_text(value)]
     try:
         iterable = isinstance(value, Iterable)
     except Exception:  # a hostile __class__
         iterable = False
     if not iterable:
-        return [safe_str(value)]
+        return [as_text(value)]
     try:
         items = list(islice(cast("Iterable[object]", value), MAX_TEXT_ENTRIES))
     except Exception:  # an iterator that raises partway
