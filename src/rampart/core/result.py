@@ -40,10 +40,16 @@ __all__ = [
 
 @attrs.frozen(kw_only=True)
 class InjectionRecord:
-    """Which payload went to which surface, for reproducing an XPIA run."""
+    """Which payload went to which surface, for reproducing an XPIA run.
+
+    ``delivered`` is what the injection handle reported about its payload: ``True``
+    (the agent read it), ``False`` (it never did) or ``None`` (the handle cannot tell,
+    or did not say).
+    """
 
     payload_id: str | None
     surface_name: str
+    delivered: bool | None = None
 
 
 @attrs.frozen(kw_only=True, init=False, repr=False)
