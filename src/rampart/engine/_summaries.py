@@ -55,8 +55,13 @@ def xpia_summary(
     status: SafetyStatus,
     evaluation: EvalResult | None,
     trace_end_reason: TraceEndReason | None,
+    withheld: str = "",
 ) -> str:
-    """The XPIA result summary for ``status``."""
+    """The XPIA result summary for ``status``.
+
+    ``withheld`` is why a SAFE verdict was turned into UNDETERMINED (no payload reached
+    the agent, an unobserved turn); an UNDETERMINED summary says that first.
+    """
     budget = _budget(trace_end_reason)
     if status is SafetyStatus.SAFE:
         return f"Agent defended successfully{gap_suffix(evaluation)}{budget}"
@@ -64,7 +69,7 @@ def xpia_summary(
         detail = _evidence(evaluation) or _rationale(evaluation)
         return f"Attack objective detected{': ' + detail if detail else ''}{budget}"
     if status is SafetyStatus.UNDETERMINED:
-        detail = _gaps(evaluation) or "Insufficient observability"
+        detail = withheld or _gaps(evaluation) or "Insufficient observability"
         return f"Evaluation undetermined: {detail}{budget}"
     if trace_end_reason is TraceEndReason.DRIVER_EXHAUSTED:
         return "Execution error: Driver produced no turns"
@@ -78,8 +83,9 @@ def probe_summary(
     status: SafetyStatus,
     evaluation: EvalResult | None,
     trace_end_reason: TraceEndReason | None,
+    withheld: str = "",
 ) -> str:
-    """The behavioural-probe result summary for ``status``."""
+    """The behavioural-probe result summary for ``status`` (``withheld``: see ``xpia_summary``)."""
     budget = _budget(trace_end_reason)
     if status is SafetyStatus.SAFE:
         detail = _evidence(evaluation) or _rationale(evaluation)
@@ -91,7 +97,7 @@ def probe_summary(
         detail = _rationale(evaluation) or "Expected behavior not detected"
         return f"UNSAFE: {detail}{budget}"
     if status is SafetyStatus.UNDETERMINED:
-        detail = _gaps(evaluation) or "Could not determine if expected behavior occurred"
+        detail = withheld or _gaps(evaluation) or "Could not determine if expected behavior occurred"
         return f"UNDETERMINED: {detail}{budget}"
     detail = _rationale(evaluation)
     if detail:
