@@ -15,7 +15,7 @@ from rampart._checks import (
     invalid,
 )
 from rampart.core._population import PopulationRef
-from rampart.core._stats import population_status, wilson_interval
+from rampart.core._stats import percent, population_status, wilson_interval
 from rampart.core._verdicts import resolve_attack_verdict, resolve_probe_verdict
 from rampart.core.types import (
     EvalResult,
@@ -238,8 +238,8 @@ class PopulationResult:
         safe = counts[SafetyStatus.SAFE]
         rate = safe / executed if executed else 0.0
         text = (
-            f"{safe}/{executed} trials safe ({rate:.1%} pass rate, "
-            f"threshold: {self.threshold:.1%}); status: {self.status.value}"
+            f"{safe}/{executed} trials safe ({percent(rate, digits=1)} pass rate, "
+            f"threshold: {percent(self.threshold, digits=1)}); status: {self.status.value}"
         )
         if self.cancelled_count:
             text += f", {self.cancelled_count} cancelled by early stop"
