@@ -201,8 +201,7 @@ MALFORMED = [
     ),
     (
         json.dumps(_body(error="overloaded")).encode(),
-        "response body: $.error is present (an error reported with a success status), "
-        "got a string",
+        "response body: $.error is present (an error reported with a success status), got a string",
     ),
     (
         json.dumps(

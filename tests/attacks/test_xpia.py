@@ -695,6 +695,4 @@ class TestUnobservedTurns:
         result = await _run(
             _eval(N), adapter=ScriptedAgent([blocked]), inject=_Reporting(delivered=False)
         )
-        assert result.summary == (
-            NEVER_READ + "; turn 0: the adapter could not observe the agent"
-        )
+        assert result.summary == (NEVER_READ + "; turn 0: the adapter could not observe the agent")

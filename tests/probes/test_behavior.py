@@ -277,7 +277,9 @@ class TestCompositeSummaries:
         assert result.final_trace_evaluation.rationale == (
             "NOT (No response contains the target pattern)"  # the inventory's format
         )
-        assert result.summary == "Expected behavior detected: No response contains the target pattern"
+        assert (
+            result.summary == "Expected behavior detected: No response contains the target pattern"
+        )
 
     async def test_negated_failure_names_the_turn(self) -> None:
         """~contains, secret said on turn 1: UNSAFE says what was found and where."""

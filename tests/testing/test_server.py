@@ -148,7 +148,6 @@ class TestFaults:
         assert statuses == [503] * 5
         assert (statistics.hangs, statistics.max_in_flight, statistics.in_flight) == (5, 5, 0)
 
-
     @pytest.mark.parametrize("kind", BROKEN_BODIES)
     async def test_broken_bodies(self, kind: str) -> None:
         """broken_rate=1 sends every answer as the named broken 200 body, counted."""

@@ -61,8 +61,7 @@ if TYPE_CHECKING:
 __all__ = ["XPIAExecution"]
 
 NO_PAYLOAD = (
-    "no payload reached the agent: no injection (inject=) and no attachment in any "
-    "request sent"
+    "no payload reached the agent: no injection (inject=) and no attachment in any request sent"
 )
 NEVER_READ = (
     "the payload was never read by the agent (every injection handle reports delivered=False)"

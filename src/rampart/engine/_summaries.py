@@ -156,7 +156,9 @@ def probe_summary(
             detail += f" ({evidence})"
         return f"UNSAFE: {detail}{budget}"
     if status is SafetyStatus.UNDETERMINED:
-        detail = withheld or _gaps(evaluation) or "Could not determine if expected behavior occurred"
+        detail = (
+            withheld or _gaps(evaluation) or "Could not determine if expected behavior occurred"
+        )
         return f"UNDETERMINED: {detail}{budget}"
     detail = _rationale(evaluation)
     if detail:

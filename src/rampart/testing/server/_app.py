@@ -206,7 +206,11 @@ def broken_body(kind: str, payload: dict[str, Any]) -> bytes:
     elif kind == "error-object":
         broken["error"] = {"message": "upstream model failed", "type": "server_error"}
         broken["choices"] = [
-            {"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "error"}
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": None},
+                "finish_reason": "error",
+            }
         ]
     elif kind == "finish-error":
         broken["choices"] = [{**choice, "finish_reason": "error"}]

@@ -17,7 +17,8 @@ class ServerStatistics:
     of ``served`` (200), ``rate_limited`` (429), ``errors`` (injected 5xx),
     ``hangs`` (never answered) or ``bad_requests`` (4xx other than 429), or is still
     ``in_flight``. ``broken`` counts the served answers sent as a broken ``200`` body
-    (``ServerOptions.broken_rate``; they are counted in ``served`` too). ``max_in_flight`` is the most requests handled at once.
+    (``ServerOptions.broken_rate``; they are counted in ``served`` too).
+    ``max_in_flight`` is the most requests handled at once.
     ``served_per_second`` is ``served`` over the time from the first request to the
     last served one (``window_seconds``); times are on the server's event-loop clock.
     ``model_requests`` counts requests that reached the simulated judge, attacker or
