@@ -43,6 +43,7 @@ from rampart.core.types import (
 __all__ = [
     "TRACE_MODELS",
     "AnyPresent",
+    "BoolKind",
     "DateTimeKind",
     "EnumKind",
     "FieldSpec",
@@ -72,6 +73,11 @@ class StrKind:
     """A string of Unicode scalar values, at least ``min_length`` long."""
 
     min_length: int = 0
+
+
+@attrs.frozen
+class BoolKind:
+    """A JSON boolean (never an integer)."""
 
 
 @attrs.frozen
@@ -150,6 +156,7 @@ class ModelKind:
 
 Kind: TypeAlias = (
     StrKind
+    | BoolKind
     | IntKind
     | FloatKind
     | EnumKind
@@ -319,6 +326,8 @@ _DESCRIPTIONS: dict[type, str] = {
 def _kind_for(annotation: Any, where: str) -> Kind:
     if annotation is str:
         return StrKind()
+    if annotation is bool:
+        return BoolKind()
     if annotation is int:
         return IntKind()
     if annotation is float:
@@ -463,6 +472,8 @@ class _SchemaBuilder:
             if kind.min_length:
                 schema["minLength"] = kind.min_length
             return schema
+        if isinstance(kind, BoolKind):
+            return {"type": "boolean"}
         if isinstance(kind, IntKind):
             schema = {"type": "integer"}
             if kind.minimum is not None:
