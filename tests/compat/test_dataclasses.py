@@ -125,7 +125,7 @@ MODELS: list[tuple[type, Any, bool, str]] = [
         InjectionRecord,
         InjectionRecord(payload_id=None, surface_name="s"),
         False,
-        "payload_id surface_name",
+        "payload_id surface_name delivered",  # delivered: a rampart addition
     ),
     (
         Result,
@@ -292,7 +292,9 @@ class TestAsRampartClientCodeUsesThem:
         ]
         assert turn["eval_result"]["evidence"] == ["e"]
         assert data["population"] == {"id": "pop", "index": 0, "size": 2, "threshold": 0.5}
-        assert data["injections"] == [{"payload_id": "p-1", "surface_name": "Mail"}]
+        assert data["injections"] == [
+            {"payload_id": "p-1", "surface_name": "Mail", "delivered": None}
+        ]
         assert "safe" not in data  # derived, not a field
 
     def test_asdict_copies_containers(self) -> None:
