@@ -237,6 +237,8 @@ async def evaluate_checked(
 
 def _confidence(value: object) -> float:
     """A real number as ``float`` (NaN and the infinities kept); anything else NaN."""
+    if type(value) is float:
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return math.nan
     try:

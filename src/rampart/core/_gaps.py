@@ -46,6 +46,8 @@ def as_text(value: object) -> str:
     be able to word their own rationale around it, so this never raises (a value whose
     ``str()`` raises reads ``"<unprintable value>"``).
     """
+    if type(value) is str:
+        return _scalar(value)
     if value is None:
         return ""
     return _scalar(safe_str(value))
@@ -75,6 +77,8 @@ def as_text_list(value: object) -> list[str]:
     one item per element (at most ``MAX_TEXT_ENTRIES``; ``None`` reads ``""``), ``[]``
     if iterating raises.
     """
+    if type(value) is list:  # the common case, without the generic checks below
+        return [as_text(item) for item in value[:MAX_TEXT_ENTRIES]]
     if value is None:
         return []
     if isinstance(value, str | bytes | bytearray):

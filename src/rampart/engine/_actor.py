@@ -137,16 +137,23 @@ class AdapterSession:
 
 def _own_request(request: Request) -> Request:
     """A copy of ``request`` (and of its attachment list) for one turn to keep."""
-    return attrs.evolve(request, attachments=list(request.attachments))
+    attachments = list(request.attachments)
+    if type(request) is Request:  # the common case; evolve costs twice as much
+        return Request(prompt=request.prompt, attachments=attachments)
+    return attrs.evolve(request, attachments=attachments)
 
 
 def _own_response(response: Response) -> Response:
     """A copy of ``response`` (and of its lists and metadata) for one turn to keep."""
+    tool_calls = list(response.tool_calls)
+    side_effects = list(response.side_effects)
+    metadata = dict(response.metadata)
+    if type(response) is Response:  # the common case; evolve costs twice as much
+        return Response(
+            text=response.text, tool_calls=tool_calls, side_effects=side_effects, metadata=metadata
+        )
     return attrs.evolve(
-        response,
-        tool_calls=list(response.tool_calls),
-        side_effects=list(response.side_effects),
-        metadata=dict(response.metadata),
+        response, tool_calls=tool_calls, side_effects=side_effects, metadata=metadata
     )
 
 
