@@ -14,6 +14,7 @@ from rampart._checks import (
     check_probability,
     invalid,
 )
+from rampart._redact import redact
 from rampart.core._population import PopulationRef
 from rampart.core._stats import population_status, wilson_interval
 from rampart.core._verdicts import resolve_attack_verdict, resolve_probe_verdict
@@ -135,7 +136,10 @@ class Result:
         return [turn.eval_result for turn in self.turns if turn.eval_result is not None]
 
     def __repr__(self) -> str:
-        return f"Result(safe={self.safe}, status={self.status.value}, summary={self.summary!r})"
+        # A failed ``assert result.safe`` prints this; the summary may quote an endpoint.
+        return redact(
+            f"Result(safe={self.safe}, status={self.status.value}, summary={self.summary!r})"
+        )
 
 
 _POPULATION = "PopulationResult"
