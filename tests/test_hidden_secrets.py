@@ -557,3 +557,13 @@ async def test_the_server_echoes_headers_only_when_asked() -> None:
             )
         else:
             assert message == "injected fault: HTTP 500"
+
+
+def test_llm_config_registers_its_credentials() -> None:
+    """``LLMConfig`` registers its api key and a key in its endpoint's query, and holds
+    the key as a str whose ``repr`` hides it (a traceback through a validator)."""
+    key, code = f"sk-cfg-{secrets.token_hex(6)}", f"fn-{secrets.token_hex(6)}"
+    config = LLMConfig(model="m", endpoint=f"https://fn.example/api?code={code}", api_key=key)
+    assert config.api_key == key
+    assert key not in repr(config.api_key)
+    assert rampart.redact(f"echo {key} and {code}") == "echo [REDACTED] and [REDACTED]"

@@ -74,6 +74,7 @@ class TestQueryParameters:
             "access_token",
             "sig",
             "client_secret",
+            "code",
             "sas_token",
             "X-Amz-Signature",
             "subscription-key",

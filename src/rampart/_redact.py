@@ -123,6 +123,7 @@ SECRET_PARAMETERS = frozenset(
         "auth",
         "authorization",
         "client_secret",
+        "code",
         "credential",
         "credentials",
         "key",

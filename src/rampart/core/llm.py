@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from rampart._checks import check_optional_secret, check_text
-from rampart._redact import Secret, register_secret
+from rampart._redact import Secret, register_secret, register_url_secrets
 
 __all__ = ["GENERATION_KEYS", "LLMConfig"]
 
@@ -131,7 +131,7 @@ def _validate_model(_instance: object, _attribute: object, value: Any) -> None:
 
 
 def _validate_endpoint(_instance: object, _attribute: object, value: Any) -> None:
-    _check_endpoint(value)
+    register_url_secrets(_check_endpoint(value))  # a key in its query (``?code=...``)
 
 
 def _hide_api_key(value: Any) -> Any:
