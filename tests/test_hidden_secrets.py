@@ -231,6 +231,17 @@ async def test_error_raised_out_of_the_test():
             await session.send_async(Request(prompt="hi"))
 
 
+async def test_connection_error_raised_out_of_the_test():
+    client = agent(
+        with_user(f"http://127.0.0.1:{DEAD}/v1", "alice", E["HS_URL_PASSWORD"]),
+        api_key=E["HS_API_KEY"],
+        headers={"x-api-key": E["HS_X_API_KEY"]},
+    )
+    async with client:
+        async with await client.create_session_async() as session:
+            await session.send_async(Request(prompt="hi"))
+
+
 def test_bad_base_url():
     ChatCompletionsAdapter(
         base_url=with_user(AUTH, "bob", E["HS_URL_PASSWORD"]) + "?token=" + E["HS_QUERY_TOKEN"],
@@ -290,7 +301,7 @@ def _run_inner(
             outputs[str(path.relative_to(pytester.path))] = path.read_text(encoding="utf-8")
     # Every scenario ran, and failed where it was meant to (a run that never reached
     # the servers would find no secret to leak).
-    run.assert_outcomes(failed=13)
+    run.assert_outcomes(failed=14)
     return outputs
 
 
@@ -311,7 +322,8 @@ def _summaries(report: dict[str, Any]) -> dict[str, list[str]]:
 
 def _check_masks_show_where_secrets_were(report: dict[str, Any]) -> None:
     summaries = {test: " | ".join(texts) for test, texts in _summaries(report).items()}
-    assert "http://alice:***@127.0.0.1:" in summaries["test_url_user_info"]
+    # The user info is sent as Basic authentication, and kept out of the URL shown.
+    assert "POST http://127.0.0.1:" in summaries["test_url_user_info"]
     assert "Incorrect API key provided: Basic [REDACTED]" in summaries["test_url_user_info"]
     assert "Incorrect API key provided: [REDACTED]" in summaries["test_api_key_echoed_in_a_401"]
     assert "authorization: Bearer [REDACTED]" in summaries["test_api_key_echoed_in_a_500"]
@@ -359,6 +371,7 @@ class TestARealRunLeaksNothing:
         assert "LLMJudge: the judge model stayed rate limited" in terminal  # the live log
         assert "authorization: Bearer [REDACTED]" in terminal
         assert "trial group failed" in terminal
+        assert "connection failed (ConnectError" in terminal  # with httpx's own traceback
 
     def test_two_xdist_workers(
         self,
@@ -369,7 +382,7 @@ class TestARealRunLeaksNothing:
     ) -> None:
         outputs = _run_inner(pytester, monkeypatch, planted, servers, "-n", "2")
         transport = outputs["transport.jsonl"]
-        assert transport.count('"payload"') >= 13
+        assert transport.count('"payload"') >= 14
         assert transport.count('"workeroutput"') == 2
         forms = _forms(planted)
         assert {name: _leaks(text, forms) for name, text in outputs.items()} == {

@@ -24,7 +24,7 @@ import importlib.util
 import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from anyio.lowlevel import RunVar
 
@@ -88,6 +88,16 @@ def _check_base_url(value: object) -> str:
     if problem is not None:
         raise invalid(_OWNER, "base_url", problem, url, error=ValueError, shown=repr(redact(url)))
     return url.rstrip("/")
+
+
+def _split_user_info(url: str) -> tuple[str, tuple[str, str] | None]:
+    """``url`` without user info, and the (user, password) pair it held, decoded."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    host = parts.netloc.rpartition("@")[2]
+    pair = (Secret(unquote(parts.username or "")), Secret(unquote(parts.password or "")))
+    return urlunsplit(parts._replace(netloc=host)), pair
 
 
 def _check_secret_headers(value: object) -> tuple[str, ...]:
@@ -219,7 +229,11 @@ class ChatCompletionsAdapter:
         base_url, api_key = _hidden(base_url, Masked), _hidden(api_key, Secret)
         headers = _hidden(headers, Secret)
         self._base_url = Masked(_check_base_url(base_url))
-        self._endpoint = Masked(f"{self._base_url}/chat/completions")
+        # Credentials in the URL's user info are sent as Basic authentication, as httpx
+        # would; they are kept out of the URL httpx sees, whose request objects print
+        # the URL whole (in tracebacks of connection errors, for one).
+        root, self._auth = _split_user_info(self._base_url)
+        self._endpoint = f"{root}/chat/completions"
         self._model = check_text(_OWNER, "model", model)
         self._secret_headers = _check_secret_headers(secret_headers)
         self._headers = _check_headers(headers)
@@ -293,7 +307,8 @@ class ChatCompletionsAdapter:
 
     @property
     def endpoint(self) -> str:
-        """The URL requests are posted to."""
+        """The URL requests are posted to (without user info: that is sent as Basic
+        authentication)."""
         return self._endpoint
 
     @property
@@ -354,6 +369,7 @@ class ChatCompletionsAdapter:
         self._client = new_client(
             url=self._endpoint,
             headers=self._headers,
+            auth=self._auth,
             timeout=self._timeout,
             max_connections=self._max_connections,
             trust_env=self._trust_env,

@@ -48,11 +48,13 @@ def new_client(
     trust_env: bool,
     http2: bool,
     verify: Any = True,
+    auth: tuple[str, str] | None = None,
 ) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` configured the way rampart talks to chat endpoints.
 
     No redirects are followed (a redirected POST is a misconfiguration worth seeing).
     ``http2`` on an ``http://`` URL means prior knowledge (h2c), so HTTP/1.1 is off.
+    ``auth`` is a (user, password) pair sent as Basic authentication.
     """
     import httpx
 
@@ -67,6 +69,7 @@ def new_client(
         http1=not (http2 and url.startswith("http://")),
         http2=http2,
         verify=verify,
+        auth=auth,
     )
 
 
