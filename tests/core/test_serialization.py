@@ -113,7 +113,7 @@ def full_result() -> Result:
         harm_category=HarmCategory.DATA_EXFILTRATION,
         strategy="xpia",
         injections=[
-            InjectionRecord(payload_id="payload-1", surface_name="inbox"),
+            InjectionRecord(payload_id="payload-1", surface_name="inbox", delivered=True),
             InjectionRecord(payload_id=None, surface_name="web"),
         ],
         population=PopulationRef(id="pop-1", index=2, size=5, threshold=0.8),

@@ -54,7 +54,8 @@ def configure_converter(converter: cattrs.Converter, *, record_cls: type, versio
       (naive and sub-minute offsets included; a sub-second offset, which
       ``fromisoformat`` would read as UTC, is rejected on encode).
     * Floats must be finite; an int is accepted for a float field and becomes a float.
-      Integer fields take ints in integer notation, never booleans or ``0.0``.
+      Integer fields take ints in integer notation, never booleans or ``0.0``; boolean
+      fields (``InjectionRecord.delivered``) take JSON booleans only, never ``0``/``1``.
       ``duration_seconds`` is ``>= 0``.
     * Free-form mappings (``metadata``, ``arguments``, ``details``) hold JSON values
       only: ``None``, ``str``, ``bool``, ``int``, finite ``float``, ``list`` and

@@ -39,6 +39,7 @@ from rampart.codec._json import check_json_mapping
 from rampart.codec._paths import NO_VALUE, PathError, item_error, missing_field, relocate
 from rampart.codec._schema import (
     AnyPresent,
+    BoolKind,
     DateTimeKind,
     EnumKind,
     FloatKind,
@@ -69,6 +70,8 @@ def expected(kind: Kind, *, encode: bool) -> str:
     """What a value of ``kind`` must be, phrased for the message (never the value)."""
     if isinstance(kind, StrKind):
         return "a non-empty string" if kind.min_length else "a string"
+    if isinstance(kind, BoolKind):
+        return "a boolean"
     if isinstance(kind, IntKind):
         bound = "" if kind.minimum is None else f" >= {kind.minimum}"
         return f"an integer{bound}" if encode else f"an integer{bound} in integer notation"
@@ -279,6 +282,13 @@ def _emit_str(source: _HookSource, kind: StrKind, site: _Site) -> None:
     source.line(f"{site.target} = {site.value}")
 
 
+def _emit_bool(source: _HookSource, kind: BoolKind, site: _Site) -> None:
+    # bool cannot be subclassed, so one exact type check serves both directions.
+    with source.block(f"if type({site.value}) is not bool:"):
+        source.fail(site, got=site.value)
+    source.line(f"{site.target} = {site.value}")
+
+
 def _emit_passthrough(source: _HookSource, kind: PassthroughKind, site: _Site) -> None:
     _type_check(source, site, "str")
     if source.encode:
@@ -439,6 +449,7 @@ def _emit_model(source: _HookSource, kind: ModelKind, site: _Site) -> None:
 
 _EMITTERS: dict[type, Callable[[_HookSource, Any, _Site], None]] = {
     StrKind: _emit_str,
+    BoolKind: _emit_bool,
     PassthroughKind: _emit_passthrough,
     IntKind: _emit_int,
     FloatKind: _emit_float,

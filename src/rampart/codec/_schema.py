@@ -42,6 +42,7 @@ from rampart.core.types import (
 __all__ = [
     "TRACE_MODELS",
     "AnyPresent",
+    "BoolKind",
     "DateTimeKind",
     "EnumKind",
     "FieldSpec",
@@ -71,6 +72,11 @@ class StrKind:
     """A string of Unicode scalar values, at least ``min_length`` long."""
 
     min_length: int = 0
+
+
+@attrs.frozen
+class BoolKind:
+    """A JSON boolean (never an integer)."""
 
 
 @attrs.frozen
@@ -144,6 +150,7 @@ class ModelKind:
 
 Kind: TypeAlias = (
     StrKind
+    | BoolKind
     | IntKind
     | FloatKind
     | EnumKind
@@ -278,6 +285,8 @@ _DESCRIPTIONS: dict[type, str] = {
 def _kind_for(annotation: Any, where: str) -> Kind:
     if annotation is str:
         return StrKind()
+    if annotation is bool:
+        return BoolKind()
     if annotation is int:
         return IntKind()
     if annotation is float:
@@ -421,6 +430,8 @@ class _SchemaBuilder:
             if kind.min_length:
                 schema["minLength"] = kind.min_length
             return schema
+        if isinstance(kind, BoolKind):
+            return {"type": "boolean"}
         if isinstance(kind, IntKind):
             schema = {"type": "integer"}
             if kind.minimum is not None:

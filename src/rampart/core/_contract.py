@@ -57,6 +57,7 @@ __all__ = [
     "evaluate_checked",
     "exit_handle",
     "exit_session",
+    "handle_delivered",
     "inject_checked",
     "is_handle",
     "next_decision",
@@ -367,6 +368,22 @@ async def exit_handle(
     Its return value is ignored: a handle cannot swallow the engine's exceptions.
     """
     await _call_handle(handle, "__aexit__", exc_type, exc, tb)
+
+
+def handle_delivered(handle: object) -> bool | None:
+    """What ``handle`` reports about its payload: read (``True``), never read (``False``),
+    or cannot tell (``None``, also for a handle without a ``delivered`` attribute).
+
+    ``delivered`` is optional, so third-party handles need not define it; one that does
+    must give ``True``, ``False`` or ``None``, else ``InjectionContractError``.
+    """
+    value = getattr(handle, "delivered", None)
+    if value is None or isinstance(value, bool):
+        return value
+    raise InjectionContractError(
+        f"{type_name(handle)}.delivered is {describe(value)}, expected True, False or None "
+        "(a bool attribute or property saying whether the agent read the payload)"
+    )
 
 
 async def _call_handle(handle: object, name: str, *args: object) -> None:

@@ -316,7 +316,8 @@ class AllEvaluator(_BinaryEvaluator):
     Left NOT_DETECTED settles it (the right operand is skipped). An UNDETERMINED left
     does not, because a NOT_DETECTED right still settles the conjunction: stopping
     there would make the outcome depend on operand order. Then a right NOT_DETECTED
-    gives NOT_DETECTED; otherwise either UNDETERMINED gives UNDETERMINED (both
+    gives NOT_DETECTED (a settling operand's evidence is kept: it says where, e.g. on
+    which turn, under a ``~``); otherwise either UNDETERMINED gives UNDETERMINED (both
     operands' evidence); otherwise DETECTED with both operands' evidence and the
     rationale ``"(left) AND (right)"``.
     """
@@ -330,6 +331,7 @@ class AllEvaluator(_BinaryEvaluator):
             return EvalResult(
                 outcome=_NOT_DETECTED,
                 confidence=left.confidence,
+                evidence=as_text_list(left.evidence),
                 rationale=f"Left operand not detected: {as_text(left.rationale)}",
                 undetermined_operands=merge_undetermined(left=left),
             )
@@ -340,6 +342,7 @@ class AllEvaluator(_BinaryEvaluator):
             return EvalResult(
                 outcome=_NOT_DETECTED,
                 confidence=right.confidence,
+                evidence=as_text_list(right.evidence),
                 rationale=f"Right operand not detected: {as_text(right.rationale)}",
                 undetermined_operands=gaps,
             )

@@ -16,7 +16,7 @@ from rampart._checks import (
 )
 from rampart._redact import redact
 from rampart.core._population import PopulationRef
-from rampart.core._stats import population_status, wilson_interval
+from rampart.core._stats import percent, population_status, wilson_interval
 from rampart.core._verdicts import resolve_attack_verdict, resolve_probe_verdict
 from rampart.core.types import (
     EvalResult,
@@ -41,10 +41,16 @@ __all__ = [
 
 @attrs.frozen(kw_only=True)
 class InjectionRecord:
-    """Which payload went to which surface, for reproducing an XPIA run."""
+    """Which payload went to which surface, for reproducing an XPIA run.
+
+    ``delivered`` is what the injection handle reported about its payload: ``True``
+    (the agent read it), ``False`` (it never did) or ``None`` (the handle cannot tell,
+    or did not say).
+    """
 
     payload_id: str | None
     surface_name: str
+    delivered: bool | None = None
 
 
 @attrs.frozen(kw_only=True, init=False, repr=False)
@@ -236,8 +242,8 @@ class PopulationResult:
         safe = counts[SafetyStatus.SAFE]
         rate = safe / executed if executed else 0.0
         text = (
-            f"{safe}/{executed} trials safe ({rate:.1%} pass rate, "
-            f"threshold: {self.threshold:.1%}); status: {self.status.value}"
+            f"{safe}/{executed} trials safe ({percent(rate, digits=1)} pass rate, "
+            f"threshold: {percent(self.threshold, digits=1)}); status: {self.status.value}"
         )
         if self.cancelled_count:
             text += f", {self.cancelled_count} cancelled by early stop"

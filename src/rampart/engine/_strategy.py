@@ -73,7 +73,7 @@ class TraceExecution(BaseExecution):
 
     @abc.abstractmethod
     def _result(self, run: TraceRun) -> Result:
-        """Map the completed trace to the strategy's verdict."""
+        """Map the completed trace to the strategy's verdict (called inside ``_trace_scope``)."""
 
     async def _execute_async(self, *, adapter: AgentAdapter) -> Result:
         # The adapter's declarations are checked before the scope opens, so a broken
@@ -90,4 +90,6 @@ class TraceExecution(BaseExecution):
                 stop_when=self._stop_when,
                 evaluator=self._evaluator,
             )
-        return self._result(run)
+            # Inside the scope: a strategy may ask what is still live (an injection
+            # handle, whether its payload was read) before it is torn down.
+            return self._result(run)

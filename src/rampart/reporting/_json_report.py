@@ -158,7 +158,9 @@ class JsonFileReportSink:
     """
 
     def __init__(self, *, output_dir: Path | str) -> None:
-        self._output_dir = check_path("JsonFileReportSink", "output_dir", output_dir)
+        self._output_dir = _files.check_output_dir(
+            "JsonFileReportSink", check_path("JsonFileReportSink", "output_dir", output_dir)
+        )
         self._last_path: Path | None = None
 
     @property
@@ -176,7 +178,11 @@ class JsonFileReportSink:
     def _write_blocking(self, report: TestRunReport) -> Path:
         data = render_report(report)
         return _files.write_new_file(
-            self._output_dir, stem=f"run_report_{_files.utc_timestamp()}", suffix=".json", data=data
+            self._output_dir,
+            stem=f"run_report_{_files.utc_timestamp()}",
+            suffix=".json",
+            data=data,
+            owner="JsonFileReportSink",
         )
 
     async def write(self, *, report: TestRunReport) -> Path:
