@@ -1,10 +1,11 @@
 """The session actor, and the adapter contract checks it relies on.
 
-The actor is the one task that touches the adapter's ``Session``: it opens it, takes
-prompt decisions from a memory channel one at a time, sends each request, and emits
-one raw ``Turn`` per response on the turn-event channel. The session is closed when
-the request channel closes (or the actor is cancelled); closing is cleanup, so it is
-shielded from cancellation.
+The actor is the one task that touches the adapter's ``Session``: it opens it
+(``AdapterSession``), takes prompt decisions from its request mailbox one at a time,
+sends each request, and emits one raw ``Turn`` per response into the turn-event
+mailbox (``serve_session``). The session is closed when the request mailbox closes
+(or the actor is cancelled); closing is cleanup, so it is shielded from
+cancellation.
 
 Adapters are user code. Every place the engine relies on the adapter contract checks
 it and raises ``AdapterContractError`` naming what is wrong, so a mis-implemented
@@ -26,15 +27,11 @@ from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Turn
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from contextlib import AbstractAsyncContextManager
     from types import TracebackType
-
-    from anyio.abc import TaskStatus
-    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
     from rampart.core.adapter import Session
     from rampart.core.driver import PromptDecision
+    from rampart.engine._mailbox import Mailbox
 
 __all__ = [
     "AdapterSession",
@@ -121,45 +118,31 @@ class AdapterSession:
 
 
 async def serve_session(
-    open_session: Callable[[], AbstractAsyncContextManager[Session]],
-    requests: MemoryObjectReceiveStream[PromptDecision],
-    turns: MemoryObjectSendStream[Turn],
-    *,
-    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    session: Session, requests: Mailbox[PromptDecision], turns: Mailbox[Turn]
 ) -> None:
-    """Run the session actor until ``requests`` closes.
+    """Serve ``session`` as the session actor until ``requests`` closes, then close ``turns``.
 
-    Reports readiness once the session is open, so the caller never asks a driver for
-    a prompt that no session could receive. Turn numbers count from 0 in send order.
-    ``turns`` is closed only on a normal end (that ends the pipeline); on failure the
-    task group cancels everyone and the caller closes the streams, so no task ever
-    mistakes a failure for a normal end of stream.
+    Takes one prompt decision at a time, sends its request and emits the raw turn.
+    Turn numbers count from 0 in send order. ``turns`` is closed only on a normal end
+    (that ends the pipeline); on failure the task group cancels everyone, so no task
+    ever mistakes a failure for a normal end of stream.
     """
-    async with open_session() as session:
-        task_status.started()
-        turn_number = 0
-        while True:
-            try:
-                decision = requests.receive_nowait()
-            except anyio.WouldBlock:
-                try:
-                    decision = await requests.receive()
-                except anyio.EndOfStream:
-                    break
-            except anyio.EndOfStream:
-                break
-            request = decision.request
-            response = await send_checked(session, request)
-            turn = Turn(
+    turn_number = 0
+    while True:
+        try:
+            decision = await requests.get()
+        except anyio.EndOfStream:
+            break
+        request = decision.request
+        response = await send_checked(session, request)
+        turns.put(
+            Turn(
                 request=request,
                 response=response,
                 turn_number=turn_number,
                 timestamp=datetime.now(UTC),
                 driver_reasoning=decision.reasoning,
             )
-            turn_number += 1
-            try:
-                turns.send_nowait(turn)
-            except anyio.WouldBlock:
-                await turns.send(turn)
+        )
+        turn_number += 1
     turns.close()

@@ -1,23 +1,28 @@
 """The trace runner: one task group per execution that produces and evaluates a trace.
 
-``run_trace`` opens one task group holding
+``run_trace`` runs three roles:
 
-* the **session actor** (``rampart.engine._actor``), which owns the adapter's session,
-  takes prompt decisions over a memory channel and emits one raw turn event per
-  response, and
-* the **evaluator pipeline** (``rampart.engine._pipeline``), which consumes the bounded
-  stream of turn events, runs the online stop check and applies the stop policies,
+* the **session actor** (``rampart.engine._actor``) is the calling task: it opens the
+  adapter's session, takes prompt decisions from its request mailbox one at a time,
+  sends them and emits one raw turn event per response, and closes the session
+  (shielded) when production is over. It is the only task that touches the session.
+* the **producer**, a child task started only once the session is open (so no driver
+  is asked for a prompt that no session could receive), asks the driver for the next
+  prompt (showing it the annotated turns so far), hands it to the actor and waits for
+  the turn; when production ends it runs the verdict evaluator and closes the
+  request mailbox, which lets the actor close the session.
+* the **evaluator pipeline** (``rampart.engine._pipeline``) consumes the turn events,
+  runs the online stop check and applies the stop policies. With a stop check it is a
+  task of its own, and production runs inside a cancel scope (``TurnProduction``) that
+  the pipeline cancels on a detection or when the turn budget is spent; why
+  production stopped is read from that state after the scope has exited. Without a
+  stop check there is nothing to evaluate concurrently, so the producer applies the
+  pipeline's step itself (same behaviour, one task and one hand-off per turn fewer).
 
-while the calling task produces turns: it asks the driver for the next prompt (showing
-it the annotated turns so far), hands it to the actor and waits for the pipeline's
-acknowledgement. Production runs inside a cancel scope (``TurnProduction``); the
-pipeline cancels it on a detection or when the turn budget is spent, and why
-production stopped is read from that state after the scope has exited. When there
-is no online stop check the pipeline has nothing to evaluate concurrently, so its
-step runs in the producing task instead of a task of its own (same behaviour, one
-task and one channel hop per turn fewer).
+The tasks hand items over through one-slot mailboxes (``rampart.engine._mailbox``):
+production is strictly one prompt, one turn at a time, so nothing ever queues.
 
-The observable behaviour is exactly the sequential algorithm: for each turn up to
+What callers observe is this order of effects: for each turn up to
 ``max_turns``, ask the driver (``None`` ends the trace: DRIVER_EXHAUSTED), send, record
 the raw turn, stop-check it if a stop condition is set (DETECTED ends the trace:
 STOP_CONDITION_MET); a spent budget ends it with MAX_TURNS_REACHED. Then the verdict
@@ -32,7 +37,7 @@ exception, not wrapped in a group.
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import attrs
@@ -43,6 +48,7 @@ from rampart.core.manifest import AppManifest
 from rampart.core.types import EvalResult, ObservabilityLevel, TraceEndReason, Turn
 from rampart.engine._actor import AdapterSession, serve_session
 from rampart.engine._exceptions import raise_unwrapped
+from rampart.engine._mailbox import Mailbox
 from rampart.engine._pipeline import EvaluationRecord, Pipeline, TraceRecord, evaluate
 from rampart.engine._policies import (
     TurnProduction,
@@ -55,8 +61,6 @@ from rampart.engine._policies import (
 if TYPE_CHECKING:
     from collections.abc import Callable
     from contextlib import AbstractAsyncContextManager
-
-    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
     from rampart.core.adapter import AgentAdapter, Session
     from rampart.core.driver import PromptDriver
@@ -102,42 +106,30 @@ async def _next_decision(driver: PromptDriver, history: list[Turn]) -> PromptDec
     return decision
 
 
-async def _receive(stream: MemoryObjectReceiveStream[Turn]) -> Turn:
-    try:
-        return stream.receive_nowait()
-    except anyio.WouldBlock:
-        return await stream.receive()
-
-
 async def _produce(
     driver: PromptDriver,
-    requests: MemoryObjectSendStream[PromptDecision],
-    replies: MemoryObjectReceiveStream[Turn],
-    production: TurnProduction,
+    requests: Mailbox[PromptDecision],
+    replies: Mailbox[Turn],
     inline: Pipeline | None,
-) -> None:
+) -> TraceEndReason:
     """Ask the driver, hand the prompt to the actor, wait for the turn; repeat.
 
     ``replies`` carries acknowledged (annotated) turns from the pipeline task, or,
     when ``inline`` is given, raw turn events straight from the actor, which this
-    task then runs through the pipeline step itself.
+    task then runs through the pipeline step itself. Returns why production ended by
+    itself (the pipeline task ends it by cancelling the production scope instead).
     """
     history: list[Turn] = []
     while True:
         decision = await _next_decision(driver, history)
         if decision is None:
-            production.finish(TraceEndReason.DRIVER_EXHAUSTED)
-            return
-        try:
-            requests.send_nowait(decision)
-        except anyio.WouldBlock:
-            await requests.send(decision)
-        turn = await _receive(replies)
+            return TraceEndReason.DRIVER_EXHAUSTED
+        requests.put(decision)
+        turn = await replies.get()
         if inline is not None:
             turn, stop = await inline.step(turn)
             if stop is not None:
-                production.finish(stop)
-                return
+                return stop
         history.append(turn)
 
 
@@ -201,46 +193,42 @@ async def _run(
         stop_when = check_evaluator(stop_when, name="stop_when")
     if evaluator is not None:
         evaluator = check_evaluator(evaluator)
-    production = TurnProduction()
     record = TraceRecord(observability_level=observability_level, manifest=manifest)
     pipeline = Pipeline(record=record, stop_when=stop_when, max_turns=max_turns)
-    request_send, request_receive = anyio.create_memory_object_stream[PromptDecision](1)
-    event_send, event_receive = anyio.create_memory_object_stream[Turn](1)
-    streams: list[MemoryObjectSendStream[Any] | MemoryObjectReceiveStream[Any]] = [
-        request_send,
-        request_receive,
-        event_send,
-        event_receive,
-    ]
+    requests: Mailbox[PromptDecision] = Mailbox()
+    events: Mailbox[Turn] = Mailbox()
+    acks: Mailbox[Turn] = Mailbox()
+    production = None if stop_when is None else TurnProduction()
+    reason: TraceEndReason | None = None
+    evaluation: EvalResult | None = None
+
+    async def producer() -> None:
+        """Produce the trace, evaluate it, then let the actor close the session."""
+        nonlocal reason, evaluation
+        if max_turns == 0:
+            reason = TraceEndReason.MAX_TURNS_REACHED
+        elif production is None:
+            # Nothing to evaluate online: the producer runs the pipeline step.
+            reason = await _produce(driver, requests, events, pipeline)
+        else:
+            with production.scope:
+                production.finish(await _produce(driver, requests, acks, None))
+            reason = production.reason
+        if evaluator is not None:
+            # While the session (and any injection) is still live.
+            evaluation = await _evaluate_final(evaluator, record)
+        requests.close()  # the actor stops serving, which ends the turn-event stream
+
     try:
-        async with anyio.create_task_group() as tg:
-            await tg.start(serve_session, open_session, request_receive, event_send)
-            if stop_when is None:
-                # Nothing to evaluate online: the producer runs the pipeline step.
-                replies, inline = event_receive, pipeline
-            else:
-                ack_send, replies = anyio.create_memory_object_stream[Turn](1)
-                streams += (ack_send, replies)
-                tg.start_soon(pipeline.run, event_receive, ack_send, production)
-                inline = None
-            if max_turns == 0:
-                production.finish(TraceEndReason.MAX_TURNS_REACHED)
-            else:
-                with production.scope:
-                    await _produce(driver, request_send, replies, production, inline)
-            evaluation = None
-            if evaluator is not None:
-                # While the session (and any injection) is still live.
-                evaluation = await _evaluate_final(evaluator, record)
-            # Closing the request channel lets the actor close the session, which ends
-            # the turn-event stream and with it the pipeline.
-            request_send.close()
+        # The calling task is the session actor. Production starts once the session
+        # is open, so no driver is asked for a prompt that no session could receive.
+        async with open_session() as session, anyio.create_task_group() as tg:
+            tg.start_soon(producer)
+            if production is not None:
+                tg.start_soon(pipeline.run, events, acks, production)
+            await serve_session(session, requests, events)
     except BaseExceptionGroup as group:
         raise_unwrapped(group)
-    finally:
-        for end in streams:  # the runner owns every stream end; closing is idempotent
-            end.close()
-    reason = production.reason
     if reason is None:  # pragma: no cover - production only ends through a policy
         raise AssertionError("turn production ended without a recorded reason")
     return TraceRun(
