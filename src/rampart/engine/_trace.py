@@ -96,8 +96,8 @@ class TraceRun:
     final_trace_evaluation: EvalResult | None = None
 
 
-async def _next_decision(driver: PromptDriver, history: list[Turn]) -> PromptDecision | None:
-    decision = await driver.next_prompt_async(history=list(history))
+def _checked_decision(driver: PromptDriver, decision: object) -> PromptDecision | None:
+    """``decision`` (what ``driver.next_prompt_async`` returned), checked."""
     if decision is not None and not isinstance(decision, PromptDecision):
         raise DriverError(
             f"{type(driver).__name__}.next_prompt_async returned {type(decision).__name__}, "
@@ -121,7 +121,7 @@ async def _produce(
     """
     history: list[Turn] = []
     while True:
-        decision = await _next_decision(driver, history)
+        decision = _checked_decision(driver, await driver.next_prompt_async(history=list(history)))
         if decision is None:
             return TraceEndReason.DRIVER_EXHAUSTED
         requests.put(decision)
@@ -197,8 +197,10 @@ async def _run(
     pipeline = Pipeline(record=record, stop_when=stop_when, max_turns=max_turns)
     requests: Mailbox[PromptDecision] = Mailbox()
     events: Mailbox[Turn] = Mailbox()
-    acks: Mailbox[Turn] = Mailbox()
     production = None if stop_when is None else TurnProduction()
+    # The producer reads raw turn events itself when there is no online stop check
+    # (applying the pipeline step inline), else the pipeline task's acknowledgements.
+    replies: Mailbox[Turn] = events if production is None else Mailbox()
     reason: TraceEndReason | None = None
     evaluation: EvalResult | None = None
 
@@ -208,11 +210,10 @@ async def _run(
         if max_turns == 0:
             reason = TraceEndReason.MAX_TURNS_REACHED
         elif production is None:
-            # Nothing to evaluate online: the producer runs the pipeline step.
-            reason = await _produce(driver, requests, events, pipeline)
+            reason = await _produce(driver, requests, replies, pipeline)
         else:
             with production.scope:
-                production.finish(await _produce(driver, requests, acks, None))
+                production.finish(await _produce(driver, requests, replies, None))
             reason = production.reason
         if evaluator is not None:
             # While the session (and any injection) is still live.
@@ -225,7 +226,7 @@ async def _run(
         async with open_session() as session, anyio.create_task_group() as tg:
             tg.start_soon(producer)
             if production is not None:
-                tg.start_soon(pipeline.run, events, acks, production)
+                tg.start_soon(pipeline.run, events, replies, production)
             await serve_session(session, requests, events)
     except BaseExceptionGroup as group:
         raise_unwrapped(group)
