@@ -6,11 +6,22 @@ STAMP := $(VENV)/.rampart-installed
 
 .PHONY: demo test lint typecheck pytest schema-check bench clean
 
+# Building the venv takes a while on a fresh machine; say what is happening, one line
+# per step, instead of running pip silently (pip itself stays quiet).
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	@if [ -d $(VENV) ]; then \
+		echo "==> pyproject.toml changed, updating $(VENV)"; \
+	else \
+		echo "==> creating the virtual environment $(VENV) with $(PYTHON)"; \
+	fi
+	@$(PYTHON) -m venv $(VENV)
+	@echo "==> upgrading pip in $(VENV)"
+	@$(BIN)/python -m pip install --quiet --upgrade pip
+	@echo "==> installing rampart (editable) and its dev tools (pytest, ruff, mypy, ...);" \
+		"this takes a while on a fresh machine"
+	@$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+	@echo "==> $(VENV) is ready"
 
 demo: $(STAMP)
 	$(BIN)/python scripts/run_demo.py
@@ -37,6 +48,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py
 	$(BIN)/python benchmarks/bench_trials.py
 	$(BIN)/python benchmarks/bench_concurrency.py
+	$(BIN)/python benchmarks/bench_llm.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -14,6 +14,7 @@ PUBLIC_MODULES = [
     "rampart.adapters",
     "rampart.attacks",
     "rampart.codec",
+    "rampart.converters",
     "rampart.core",
     "rampart.core.adapter",
     "rampart.core.converter",
@@ -22,7 +23,10 @@ PUBLIC_MODULES = [
     "rampart.core.evaluator",
     "rampart.core.execution",
     "rampart.core.injection",
+    "rampart.core.llm",
     "rampart.core.manifest",
+    "rampart.core.payload_ids",
+    "rampart.core.persona",
     "rampart.core.result",
     "rampart.core.serialization",
     "rampart.core.trace",
@@ -31,7 +35,10 @@ PUBLIC_MODULES = [
     "rampart.drivers",
     "rampart.engine",
     "rampart.evaluators",
+    "rampart.evaluators.personas",
     "rampart.limits",
+    "rampart.llm",
+    "rampart.payloads",
     "rampart.probes",
     "rampart.pytest_plugin",
     "rampart.reporting",
@@ -52,13 +59,14 @@ CORE_ONLY = {
     "run_trace_async",
 }
 
-# Upstream's documented top-level names (RAMPART's latest ``__all__``, minus the LLM
-# components this project does not ship): client suites import these from ``rampart``.
+# Upstream's documented top-level names (RAMPART's latest ``__all__``, plus ``LLMConfig``,
+# which its docs import from ``rampart``): client suites import these from ``rampart``.
 UPSTREAM_TOP_LEVEL = {
     "AgentAdapter", "AppManifest", "Attacks", "BaseEvaluator", "BaseExecution", "DataSource",
     "DriverError", "EvalContext", "EvalOutcome", "EvalResult", "Evaluator", "EvaluatorError",
     "ExecutionEvent", "ExecutionEventData", "ExecutionEventHandler", "HarmCategory",
-    "InfrastructureError", "InjectionHandle", "InjectionRecord", "ObservabilityLevel",
+    "InfrastructureError", "InjectionHandle", "InjectionRecord", "LLMConfig", "LLMDriver",
+    "LLMJudge", "ObservabilityLevel", "Persona",
     "Payload", "PayloadFormat", "PopulationRef", "PopulationResult", "Probes",
     "PromptDecision", "PromptDriver", "Request", "Response", "Result", "SafetyStatus",
     "Session", "SideEffect", "Surface", "ToolCall", "ToolDeclaration", "TranscriptScope",
@@ -120,6 +128,44 @@ def test_import_is_light() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == ""
+
+
+# RAMPART's sub-package surfaces (inventory section 2.3), importable by name.
+UPSTREAM_SUBPACKAGES = {
+    "rampart.evaluators": {
+        "NEUTRAL_EVALUATOR", "LLMJudge", "ResponseContains", "ResponseScope",
+        "SideEffectOccurred", "ToolCalled", "TranscriptScope",
+    },
+    "rampart.evaluators.personas": {"NEUTRAL_EVALUATOR"},
+    "rampart.drivers": {"LLMDriver", "StaticDriver"},
+    "rampart.converters": {"Base64Converter", "DocxConverter", "Rot13Converter"},
+    "rampart.payloads": {"PayloadStore", "PayloadTemplate", "Payloads"},
+    "rampart.core.llm": {"LLMConfig"},
+    "rampart.core.persona": {"Persona"},
+    "rampart.core.payload_ids": {"validate_payload_id"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("module", sorted(UPSTREAM_SUBPACKAGES))
+def test_upstream_subpackage_names(module: str) -> None:
+    """Every name RAMPART's sub-packages export is importable from the same path."""
+    imported = importlib.import_module(module)
+    assert {name for name in UPSTREAM_SUBPACKAGES[module] if not hasattr(imported, name)} == set()
+
+
+def test_llm_layer_is_lazy() -> None:
+    """``import rampart`` (and the evaluators and drivers) load no LLM client or limiter;
+    the LLM classes load on first access."""
+    code = (
+        "import sys, rampart, rampart.evaluators, rampart.drivers; "
+        "before = [m for m in ('rampart.llm', 'rampart.limits', 'httpx') if m in sys.modules]; "
+        "rampart.LLMJudge; rampart.LLMDriver; "
+        "print(','.join(before), '|', 'rampart.llm' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "| True"
 
 
 def test_lazy_exports_are_the_real_objects() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Self
 
+from rampart._checks import invalid
 from rampart.core.types import Request
 
 if TYPE_CHECKING:
@@ -57,10 +58,7 @@ class GuardedSession:
     def _check_send(self, request: object) -> None:
         """Reject a non-``Request`` and a send outside the ``async with`` block."""
         if not isinstance(request, Request):
-            raise TypeError(
-                f"{type(self).__name__}.send_async: request must be a Request, "
-                f"got {type(request).__name__}"
-            )
+            raise invalid(f"{type(self).__name__}.send_async", "request", "a Request", request)
         if not self.entered or self.closed:
             state = "closed" if self.closed else "not entered"
             raise RuntimeError(

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from rampart._checks import invalid
+
 __all__ = ["one_line", "safe_str", "strip_ansi"]
 
 # Control strings: OSC, DCS, SOS, PM, APC. Introduced by ESC ] / ESC P / ESC X /
@@ -43,7 +45,7 @@ _UNPRINTABLE = "<unprintable value>"
 def strip_ansi(text: str) -> str:
     """Remove escape sequences, then C0/C1 control characters other than ``\\t\\n\\r``."""
     if not isinstance(text, str):
-        raise TypeError(f"strip_ansi: text must be a str, got {type(text).__name__}")
+        raise invalid("strip_ansi", "text", "a str", text)
     return _CONTROLS.sub("", _ESCAPES.sub("", text))
 
 

@@ -167,8 +167,31 @@ class TestConstruction:
         """Each bad argument is rejected with an error naming it."""
         arguments: dict[str, Any] = {"base_url": "http://127.0.0.1:1/v1", "model": "m"}
         arguments.update(overrides)
-        with pytest.raises(error, match=argument):
+        with pytest.raises(error, match=rf"^ChatCompletionsAdapter: .*\b{argument}\b"):
             ChatCompletionsAdapter(**arguments)
+
+    @pytest.mark.parametrize(
+        ("overrides", "secret"),
+        [
+            ({"base_url": "http://user:hunter2@h/v1?x=1"}, "hunter2"),
+            ({"headers": {"Authorization": "Bearer sk-live\r\n"}}, "sk-live"),
+            ({"headers": [("Authorization", "Bearer sk-live")]}, "sk-live"),
+            ({"api_key": "   "}, "   "),
+            ({"extra_body": {1: "sk-live"}}, "sk-live"),
+        ],
+    )
+    def test_rejected_credentials_are_never_echoed(
+        self, overrides: dict[str, Any], secret: str
+    ) -> None:
+        """A message about a bad URL, header, key or body never shows the credential."""
+        arguments: dict[str, Any] = {"base_url": "http://127.0.0.1:1/v1", "model": "m"}
+        arguments.update(overrides)
+        with pytest.raises((TypeError, ValueError)) as caught:
+            ChatCompletionsAdapter(**arguments)
+        message = str(caught.value)
+        assert message.startswith("ChatCompletionsAdapter: ")
+        assert f"got {secret!r}" not in message
+        assert secret.strip() == "" or secret not in message
 
     def test_importing_does_not_import_httpx(self) -> None:
         """rampart, rampart.adapters and rampart.testing.server load no HTTP library."""

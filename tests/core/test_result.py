@@ -37,17 +37,19 @@ class TestResultSafety:
     )
     def test_inconsistent_safe_is_rejected(self, safe: bool, status: SafetyStatus) -> None:
         """safe= must agree with status; a contradiction is a ValueError naming both."""
-        with pytest.raises(ValueError, match="contradicts status"):
+        with pytest.raises(
+            ValueError, match=rf"^Result: safe must be .*status={status.value!r}.*got {safe}$"
+        ):
             Result(safe=safe, status=status, summary="s")
 
     def test_status_must_be_enum(self) -> None:
         """A string status is a type error, not silently accepted."""
-        with pytest.raises(TypeError, match=r"Result\.status"):
+        with pytest.raises(TypeError, match=r"^Result: status must be a SafetyStatus, got 'safe'$"):
             Result(status="safe", summary="s")  # type: ignore[arg-type]
 
     def test_observability_must_be_enum(self) -> None:
         """The observability level is a closed enum."""
-        with pytest.raises(TypeError, match="observability_level"):
+        with pytest.raises(TypeError, match=r"^Result: observability_level must be an Observ"):
             Result(status=SafetyStatus.SAFE, summary="s", observability_level="tool_only")  # type: ignore[arg-type]
 
 

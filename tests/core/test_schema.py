@@ -113,6 +113,11 @@ class TestSchemaDescribesTheContract:
         assert properties["threshold"] == {"maximum": 1.0, "minimum": 0.0, "type": "number"}
         assert "index to be less than size" in population["description"]
 
+    def test_duration_is_not_negative(self, schema: dict[str, Any]) -> None:
+        """A duration is measured, so the schema states its lower bound (and no upper)."""
+        duration = schema["$defs"]["Result"]["properties"]["duration_seconds"]
+        assert duration == {"default": 0.0, "minimum": 0.0, "type": "number"}
+
     def test_payload_restrictions(self, schema: dict[str, Any]) -> None:
         """Only the three text formats exist and ``artifact`` is always null."""
         properties = schema["$defs"]["Payload"]["properties"]
@@ -134,6 +139,7 @@ class TestSchemaDescribesTheContract:
             (("result", "population", "id"), ""),
             (("result", "population", "size"), 0),
             (("result", "population", "threshold"), 1.5),
+            (("result", "duration_seconds"), -0.5),
             (("result", "turns", 0, "request", "attachments", 0, "format"), "image"),
             (("result", "turns", 0, "request", "attachments", 0, "artifact"), "/tmp/a"),
             (("result", "status"), "maybe"),

@@ -427,6 +427,12 @@ WRITER_CASES: list[tuple[str, Any, str, str]] = [
         "expected a finite number",
     ),
     (
+        "negative-duration",
+        lambda r: _bypass(r, duration_seconds=-0.25),
+        "$.result.duration_seconds",
+        "expected a finite number >= 0.0",
+    ),
+    (
         "huge-int-confidence",
         lambda r: _bypass(r.turns[1].eval_result, confidence=10**400),
         "$.result.turns[1].eval_result.confidence",

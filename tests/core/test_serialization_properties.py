@@ -58,6 +58,7 @@ json_values = st.recursive(
 )
 json_objects = st.dictionaries(text, json_values, max_size=3)
 numbers = st.floats(allow_nan=False, allow_infinity=False) | st.integers(-(10**6), 10**6)
+durations = st.floats(min_value=0.0, allow_infinity=False) | st.integers(0, 10**6)
 
 # Whole-second offsets: CPython reads a sub-second offset back as UTC (the writer
 # rejects those; see TestWriter in test_serialization.py).
@@ -135,7 +136,7 @@ results = st.builds(
     final_trace_evaluation=st.none() | evaluations,
     turns=st.lists(turns(), max_size=3),
     trace_end_reason=st.none() | st.sampled_from(TraceEndReason),
-    duration_seconds=numbers,
+    duration_seconds=durations,
     harm_category=st.none() | st.sampled_from(HarmCategory) | text,
     strategy=text,
     injections=st.lists(

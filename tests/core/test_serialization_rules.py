@@ -129,6 +129,16 @@ STRUCTURAL_CASES: list[tuple[str, Callable[[Document], Document], str]] = [
     ),
     ("duration-string", put("result.duration_seconds", "2.5"), "$.result.duration_seconds:"),
     (
+        "duration-negative",
+        put("result.duration_seconds", -0.5),
+        "$.result.duration_seconds: expected a finite number >= 0.0",
+    ),
+    (
+        "duration-negative-int",
+        put("result.duration_seconds", -1),
+        "$.result.duration_seconds: expected a finite number >= 0.0",
+    ),
+    (
         "duration-huge-int",
         put("result.duration_seconds", 10**400),
         "$.result.duration_seconds: expected a finite number",
@@ -465,6 +475,62 @@ TEXT_CASES: list[tuple[str, Callable[[str], str], str]] = [
 ]
 
 
+# (id, text transformation, expected message prefix): an object names a member twice.
+DUPLICATE_CASES: list[tuple[str, Callable[[str], str], str]] = [
+    (
+        "status-unsafe-then-safe",
+        lambda t: t.replace('"status":"unsafe"', '"status":"unsafe","status":"safe"'),
+        "$.result.status: duplicate key",
+    ),
+    (
+        "version",
+        lambda t: t.replace(
+            '{"version":"rampart.trace.v2"',
+            '{"version":"rampart.trace.v1","version":"rampart.trace.v2"',
+        ),
+        "$.version: duplicate key",
+    ),
+    (
+        "same-value-twice",
+        lambda t: t.replace(
+            '"duration_seconds":2.5', '"duration_seconds":2.5,"duration_seconds":2.5'
+        ),
+        "$.result.duration_seconds: duplicate key",
+    ),
+    (
+        "nested-outcome",
+        lambda t: t.replace(
+            '"outcome":"detected","confidence":1.0',
+            '"outcome":"detected","outcome":"not_detected","confidence":1.0',
+        ),
+        "$.result.turns[2].eval_result.outcome: duplicate key",
+    ),
+    (
+        "nodeid",
+        lambda t: t.replace(
+            '"pytest_nodeid":"tests/test_x.py::test_y[trial-3]"',
+            '"pytest_nodeid":"tests/test_x.py::test_y[trial-3]","pytest_nodeid":"x"',
+        ),
+        "$.pytest_nodeid: duplicate key",
+    ),
+    (
+        "metadata-key",
+        lambda t: t.replace(f'"{LEAK}":{{}}', f'"{LEAK}":{{}},"{LEAK}":{{"x":1}}'),
+        "$.result.metadata[<key #2>][<key #2>]: duplicate key",
+    ),
+    (
+        "tool-argument",
+        lambda t: t.replace('"to":"x@example.com"', '"to":"x@example.com","to":"a@evil.example"'),
+        "$.result.turns[1].response.tool_calls[0].arguments[<key #1>]: duplicate key",
+    ),
+    (
+        "unrecognized-member",
+        lambda t: t.replace('"strategy":"xpia"', f'"strategy":"xpia","{LEAK}":1,"{LEAK}":2'),
+        "$.result[<unrecognized member #10>]: duplicate key",
+    ),
+]
+
+
 def _assert_rejected(text: str, prefix: str) -> None:
     with pytest.raises(SchemaError) as info:
         deserialize_record(data=text)
@@ -495,6 +561,39 @@ class TestDecoderRules:
         text = transform(original)
         assert text != original, "the transformation must apply"
         _assert_rejected(text, prefix)
+
+    @pytest.mark.parametrize(
+        ("transform", "prefix"),
+        [case[1:] for case in DUPLICATE_CASES],
+        ids=[case[0] for case in DUPLICATE_CASES],
+    )
+    def test_duplicate_key(self, transform: Callable[[str], str], prefix: str) -> None:
+        """A repeated member name is an error wherever it is, even with an equal value."""
+        original = serialize_record(record=full_record())
+        text = transform(original)
+        assert text != original, "the transformation must apply"
+        _assert_rejected(text, prefix)
+
+    def test_a_duplicate_status_never_decides_the_verdict(self) -> None:
+        """``"unsafe"`` then ``"safe"``: a plain parser keeps the last; the codec keeps none."""
+        text = serialize_record(record=full_record()).replace(
+            '"status":"unsafe"', '"status":"unsafe","status":"safe"'
+        )
+        assert json.loads(text)["result"]["status"] == "safe"  # the hazard
+        with pytest.raises(SchemaError, match=r"^\$\.result\.status: duplicate key"):
+            deserialize_record(data=text)
+
+    def test_the_first_duplicate_in_document_order_is_reported(self) -> None:
+        """Two repeats: the one in the object that opens first is named."""
+        text = serialize_record(record=full_record())
+        text = text.replace('"turn_number":2', '"turn_number":2,"turn_number":2')
+        text = text.replace('"turn_number":0', '"turn_number":0,"turn_number":0')
+        _assert_rejected(text, "$.result.turns[0].turn_number: duplicate key")
+
+    def test_a_duplicate_in_a_future_version_is_still_malformed(self) -> None:
+        """The text rules come before the version: a repeat is never an unknown major."""
+        text = '{"version":"rampart.trace.v9","result":{"a":1,"a":2}}'
+        _assert_rejected(text, "$.result[<unrecognized member #1>]: duplicate key")
 
     def test_cases_start_from_a_valid_record(self) -> None:
         """The unbroken base record decodes, so each case fails for its one rule only."""
@@ -540,11 +639,14 @@ class TestDecoderAcceptance:
         assert record.pytest_nodeid is None
 
     def test_python_iso_datetimes(self) -> None:
-        """Anything ``datetime.fromisoformat`` parses is a valid timestamp."""
+        """Anything ``datetime.fromisoformat`` parses is a valid timestamp, decoded to it."""
+        from datetime import datetime
+
         for stamp in ("2024-05-01", "2024-05-01T12:30", "2024-05-01T12:30:15+00:00:30.5"):
             document = base_document()
             document["result"]["turns"][0]["timestamp"] = stamp
-            deserialize_record(data=json.dumps(document))
+            record = deserialize_record(data=json.dumps(document))
+            assert record.result.turns[0].timestamp == datetime.fromisoformat(stamp)
 
     def test_unknown_harm_label(self) -> None:
         """An unknown harm label is a plain string; a known one the enum member."""

@@ -19,13 +19,10 @@ from rampart.core import (
     ToolCall,
     Turn,
 )
+from tests._builders import turn
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-
-def _turn(text: str = "ok", **response: object) -> Turn:
-    return Turn(request=Request(prompt="hi"), response=Response(text=text, **response))  # type: ignore[arg-type]
 
 
 class TestObservabilityLevel:
@@ -135,8 +132,8 @@ class TestEvalContext:
         """Tool calls and side effects are gathered from every turn in order."""
         context = EvalContext(
             turns=[
-                _turn("a", tool_calls=[ToolCall(name="search")]),
-                _turn(
+                turn("a", tool_calls=[ToolCall(name="search")]),
+                turn(
                     "b",
                     tool_calls=[ToolCall(name="send_email")],
                     side_effects=[SideEffect(kind="email_sent")],

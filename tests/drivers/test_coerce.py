@@ -58,19 +58,23 @@ class TestCoerceTrigger:
     @pytest.mark.parametrize("value", [5, None, b"go", {"prompt": "go"}, object()])
     def test_rejects_other_types_naming_the_argument(self, value: object) -> None:
         """Anything else is a TypeError that names the argument and the accepted types."""
-        with pytest.raises(TypeError, match=r"^trigger must be a str, a Request, a list") as info:
+        with pytest.raises(
+            TypeError, match=r"^coerce_trigger: trigger must be a str, a Request, a list"
+        ) as info:
             coerce_trigger(value)  # type: ignore[arg-type]
 
         assert "PromptDriver" in str(info.value)
 
     def test_custom_argument_name_in_errors(self) -> None:
         """The error names the caller's argument when one is given."""
-        with pytest.raises(TypeError, match=r"^prompts must be"):
-            coerce_trigger(3, name="prompts")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"^Probes\.behavior: prompts must be .*, got 3$"):
+            coerce_trigger(3, owner="Probes.behavior", name="prompts")  # type: ignore[arg-type]
 
     def test_bad_list_item_names_the_argument(self) -> None:
         """A bad list item is reported under the caller's argument name and index."""
-        with pytest.raises(TypeError, match=r"^trigger\[0\] must be a str or Request, got int"):
+        with pytest.raises(
+            TypeError, match=r"^coerce_trigger: trigger\[0\] must be a str or Request, got 1$"
+        ):
             coerce_trigger([1])  # type: ignore[list-item]
 
     def test_non_callable_next_prompt_is_rejected(self) -> None:
@@ -79,5 +83,5 @@ class TestCoerceTrigger:
         class _Fake:
             next_prompt_async = "not a method"
 
-        with pytest.raises(TypeError, match=r"^trigger must be"):
+        with pytest.raises(TypeError, match=r"^coerce_trigger: trigger must be"):
             coerce_trigger(_Fake())  # type: ignore[arg-type]

@@ -5,16 +5,9 @@ from __future__ import annotations
 import pytest
 
 from rampart.core.driver import PromptDriver
-from rampart.core.types import Payload, Request, Response, Turn
+from rampart.core.types import Payload, Request
 from rampart.drivers import PromptDecision, StaticDriver
-
-
-def _turn(number: int) -> Turn:
-    return Turn(request=Request(prompt="p"), response=Response(text="r"), turn_number=number)
-
-
-def _history(length: int) -> list[Turn]:
-    return [_turn(number) for number in range(length)]
+from tests._builders import history
 
 
 class TestStaticDriverSequence:
@@ -23,7 +16,7 @@ class TestStaticDriverSequence:
         """The prompt for turn N is prompts[N]; past the end the driver returns None."""
         driver = StaticDriver(prompts=["first", "second"])
 
-        decisions = [await driver.next_prompt_async(history=_history(n)) for n in range(3)]
+        decisions = [await driver.next_prompt_async(history=history(n)) for n in range(3)]
 
         assert decisions[0] == PromptDecision(request=Request(prompt="first"))
         assert decisions[1] == PromptDecision(request=Request(prompt="second"))
@@ -54,7 +47,7 @@ class TestStaticDriverSequence:
         request = Request(prompt="second")
         driver = StaticDriver(prompts=["first", request])
 
-        second = await driver.next_prompt_async(history=_history(1))
+        second = await driver.next_prompt_async(history=history(1))
 
         assert second is not None
         assert second.request is request
@@ -70,9 +63,9 @@ class TestStaticDriverSequence:
         """The index comes from the history only, so one driver serves many executions."""
         driver = StaticDriver(prompts=["a", "b"])
 
-        first_run = [await driver.next_prompt_async(history=_history(n)) for n in range(2)]
+        first_run = [await driver.next_prompt_async(history=history(n)) for n in range(2)]
         again = await driver.next_prompt_async(history=[])
-        second_run = [await driver.next_prompt_async(history=_history(n)) for n in range(2)]
+        second_run = [await driver.next_prompt_async(history=history(n)) for n in range(2)]
 
         assert again == first_run[0]
         assert first_run == second_run
@@ -80,7 +73,7 @@ class TestStaticDriverSequence:
     @pytest.mark.anyio
     async def test_history_longer_than_prompts_stops(self) -> None:
         """A history already past the last prompt still yields None, not an IndexError."""
-        assert await StaticDriver(prompts=["a"]).next_prompt_async(history=_history(5)) is None
+        assert await StaticDriver(prompts=["a"]).next_prompt_async(history=history(5)) is None
 
     def test_is_a_prompt_driver(self) -> None:
         """StaticDriver satisfies the PromptDriver protocol."""
@@ -107,13 +100,17 @@ class TestStaticDriverValidation:
     @pytest.mark.parametrize("prompts", ["abc", b"abc", 5, None, {"a": 1}])
     def test_rejects_a_non_list(self, prompts: object) -> None:
         """A bare string or a non-sequence is rejected with an error naming prompts."""
-        with pytest.raises(TypeError, match=r"^prompts must be a list of str or Request"):
+        with pytest.raises(
+            TypeError, match=r"^StaticDriver: prompts must be a list of str or Request, got "
+        ):
             StaticDriver(prompts=prompts)  # type: ignore[arg-type]
 
     @pytest.mark.parametrize("item", [5, None, b"x", ["nested"]])
     def test_rejects_a_bad_item(self, item: object) -> None:
         """A list item that is neither str nor Request is named by its index."""
-        with pytest.raises(TypeError, match=r"^prompts\[1\] must be a str or Request"):
+        with pytest.raises(
+            TypeError, match=r"^StaticDriver: prompts\[1\] must be a str or Request, got "
+        ):
             StaticDriver(prompts=["ok", item])  # type: ignore[list-item]
 
     def test_prompts_is_keyword_only(self) -> None:

@@ -8,7 +8,8 @@ from rampart.attacks import Attacks
 from rampart.core.result import SafetyStatus
 from rampart.core.types import ObservabilityLevel, Request, Response
 from rampart.probes import Probes
-from tests.engine._fakes import FakeAdapter, FakeEvaluator, FakeHandle
+from tests._builders import replying_agent
+from tests._doubles import FakeEvaluator, FakeHandle
 
 pytestmark = pytest.mark.anyio
 
@@ -75,6 +76,16 @@ class _NoneEnter(_GoodSession):
         return None
 
 
+class _SyncEnter(_GoodSession):
+    def __aenter__(self) -> Any:  # type: ignore[override]
+        return self
+
+
+class _SyncExit(_GoodSession):
+    def __aexit__(self, *exc_info: object) -> None:  # type: ignore[override]
+        self.exits += 1
+
+
 class _StrLevel(_Adapter):
     observability_profile = "tool_only"
 
@@ -117,6 +128,16 @@ CASES = [
     ),
     pytest.param(
         _Adapter(_NoneEnter()), "_NoneEnter.__aenter__ returned None", id="enter-returns-none"
+    ),
+    pytest.param(
+        _Adapter(_SyncEnter()),
+        "_SyncEnter.__aenter__ returned _SyncEnter, which is not awaitable",
+        id="sync-enter",
+    ),
+    pytest.param(
+        _Adapter(_SyncExit()),
+        "_SyncExit.__aexit__ returned NoneType, which is not awaitable",
+        id="sync-exit",
     ),
     pytest.param(
         _StrLevel(),
@@ -189,9 +210,10 @@ class TestMisimplementedAdapters:
         )
         assert result.turns[0].response.text == "fine"
 
-    async def test_fake_adapter_is_well_formed(self) -> None:
-        """The shared fake adapter passes the contract checks."""
+    async def test_scripted_agent_is_well_formed(self) -> None:
+        """The public test double, rampart.testing.ScriptedAgent, passes the checks."""
         result = await Probes.behavior(prompt="hi", evaluator=FakeEvaluator()).execute_async(
-            adapter=FakeAdapter()
+            adapter=replying_agent()
         )
         assert result.status is SafetyStatus.UNSAFE
+        assert result.turns[0].response.text == "reply 0"

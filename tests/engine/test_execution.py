@@ -14,7 +14,7 @@ from rampart.core.errors import (
 )
 from rampart.core.result import Result, SafetyStatus
 from rampart.core.types import ObservabilityLevel
-from rampart.engine._execution import (
+from rampart.engine import (
     BaseExecution,
     ExecutionEvent,
     ExecutionEventData,
@@ -22,7 +22,7 @@ from rampart.engine._execution import (
     current_framework_handlers,
     framework_handlers,
 )
-from tests.engine._fakes import FakeAdapter
+from tests._builders import replying_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -85,7 +85,7 @@ class TestLifecycleEvents:
     async def test_pre_then_post_with_result_and_elapsed(self) -> None:
         """A successful run fires PRE (elapsed 0, no result) then POST carrying the result."""
         recorder = _Recorder()
-        adapter = FakeAdapter()
+        adapter = replying_agent()
         result = await _Execution(_ok(), event_handlers=[recorder]).execute_async(adapter=adapter)
         assert [e.event for e in recorder.events] == [
             ExecutionEvent.ON_PRE_EXECUTE,
@@ -112,7 +112,7 @@ class TestLifecycleEvents:
         recorder = _Recorder()
         error = InfrastructureError("agent down")
         result = await _Execution(_raising(error), event_handlers=[recorder]).execute_async(
-            adapter=FakeAdapter()
+            adapter=replying_agent()
         )
         assert [e.event for e in recorder.events] == [
             ExecutionEvent.ON_PRE_EXECUTE,
@@ -129,7 +129,7 @@ class TestLifecycleEvents:
         first, second, framework = _Recorder("a", log), _Recorder("b", log), _Recorder("f", log)
         execution = _Execution(_ok(), event_handlers=[first, second])
         with framework_handlers(framework):
-            await execution.execute_async(adapter=FakeAdapter())
+            await execution.execute_async(adapter=replying_agent())
         assert log == [
             "a:on_pre_execute",
             "b:on_pre_execute",
@@ -142,7 +142,7 @@ class TestLifecycleEvents:
     async def test_structural_handler_accepted(self) -> None:
         """An object with only on_event_async is a handler."""
         duck = _DuckHandler()
-        await _Execution(_ok(), event_handlers=[duck]).execute_async(adapter=FakeAdapter())
+        await _Execution(_ok(), event_handlers=[duck]).execute_async(adapter=replying_agent())
         assert duck.events == [ExecutionEvent.ON_PRE_EXECUTE, ExecutionEvent.ON_POST_EXECUTE]
 
     async def test_handler_exception_propagates(self) -> None:
@@ -154,7 +154,9 @@ class TestLifecycleEvents:
                     raise RuntimeError("handler bug")
 
         with pytest.raises(RuntimeError, match="handler bug"):
-            await _Execution(_ok(), event_handlers=[Broken()]).execute_async(adapter=FakeAdapter())
+            await _Execution(_ok(), event_handlers=[Broken()]).execute_async(
+                adapter=replying_agent()
+            )
 
     async def test_duration_is_set(self) -> None:
         """duration_seconds is overwritten by the boundary's measurement."""
@@ -163,7 +165,7 @@ class TestLifecycleEvents:
             await anyio.lowlevel.checkpoint()
             return Result(status=SafetyStatus.SAFE, summary="s", duration_seconds=-1.0)
 
-        result = await _Execution(body).execute_async(adapter=FakeAdapter())
+        result = await _Execution(body).execute_async(adapter=replying_agent())
         assert result.duration_seconds >= 0.0
 
 
@@ -215,9 +217,9 @@ class TestFrameworkHandlers:
         recorder = _Recorder()
         execution = _Execution(_ok())
         with framework_handlers(recorder):
-            await execution.execute_async(adapter=FakeAdapter())
+            await execution.execute_async(adapter=replying_agent())
         with framework_handlers():
-            await execution.execute_async(adapter=FakeAdapter())
+            await execution.execute_async(adapter=replying_agent())
         assert [e.event for e in recorder.events] == [
             ExecutionEvent.ON_PRE_EXECUTE,
             ExecutionEvent.ON_POST_EXECUTE,
@@ -240,7 +242,7 @@ class TestFrameworkHandlers:
 
         async def run(recorder: _Recorder) -> None:
             with framework_handlers(recorder):
-                await _Execution(body).execute_async(adapter=FakeAdapter())
+                await _Execution(body).execute_async(adapter=replying_agent())
 
         async with anyio.create_task_group() as tg:
             for recorder in recorders:
@@ -269,7 +271,7 @@ class TestErrorBoundary:
     async def test_infrastructure_failures_become_error(self, error: Exception) -> None:
         """Each infrastructure failure type becomes an ERROR result naming type and message."""
         recorder = _Recorder()
-        adapter = FakeAdapter(level=ObservabilityLevel.TOOL_ONLY)
+        adapter = replying_agent(observability=ObservabilityLevel.TOOL_ONLY)
         result = await _Execution(_raising(error), event_handlers=[recorder]).execute_async(
             adapter=adapter
         )
@@ -286,7 +288,7 @@ class TestErrorBoundary:
     async def test_message_less_error(self) -> None:
         """An error without a message is summarized by its type alone."""
         result = await _Execution(_raising(InfrastructureError())).execute_async(
-            adapter=FakeAdapter()
+            adapter=replying_agent()
         )
         assert result.summary == "InfrastructureError"
 
@@ -298,7 +300,7 @@ class TestErrorBoundary:
         recorder = _Recorder()
         with pytest.raises(type(error)) as caught:
             await _Execution(_raising(error), event_handlers=[recorder]).execute_async(
-                adapter=FakeAdapter()
+                adapter=replying_agent()
             )
         assert caught.value is error
         assert [e.event for e in recorder.events] == [ExecutionEvent.ON_PRE_EXECUTE]
@@ -310,14 +312,14 @@ class TestErrorBoundary:
             pass
 
         with pytest.raises(Interrupt):
-            await _Execution(_raising(Interrupt())).execute_async(adapter=FakeAdapter())
+            await _Execution(_raising(Interrupt())).execute_async(adapter=replying_agent())
 
     async def test_group_of_infrastructure_errors(self) -> None:
         """A group made only of boundary types is one ERROR result listing each failure."""
         group = ExceptionGroup("two failed", [InfrastructureError("a"), OSError("b")])
         recorder = _Recorder()
         result = await _Execution(_raising(group), event_handlers=[recorder]).execute_async(
-            adapter=FakeAdapter()
+            adapter=replying_agent()
         )
         assert result.status is SafetyStatus.ERROR
         assert result.metadata["error_type"] == "ExceptionGroup"
@@ -328,7 +330,7 @@ class TestErrorBoundary:
         """A (nested) group holding one infrastructure error is reported as that error."""
         inner = InfrastructureError("only one")
         group = ExceptionGroup("outer", [ExceptionGroup("inner", [inner])])
-        result = await _Execution(_raising(group)).execute_async(adapter=FakeAdapter())
+        result = await _Execution(_raising(group)).execute_async(adapter=replying_agent())
         assert result.summary == "InfrastructureError: only one"
         assert result.metadata["error_type"] == "InfrastructureError"
 
@@ -336,7 +338,7 @@ class TestErrorBoundary:
         """A group containing a bug propagates whole: the bug is not hidden."""
         group = ExceptionGroup("mixed", [InfrastructureError("a"), ValueError("bug")])
         with pytest.raises(ExceptionGroup) as caught:
-            await _Execution(_raising(group)).execute_async(adapter=FakeAdapter())
+            await _Execution(_raising(group)).execute_async(adapter=replying_agent())
         assert caught.value is group
 
     async def test_cancellation_propagates(self) -> None:
@@ -355,7 +357,7 @@ class TestErrorBoundary:
             async def run() -> None:
                 nonlocal finished
                 await _Execution(body, event_handlers=[recorder]).execute_async(
-                    adapter=FakeAdapter()
+                    adapter=replying_agent()
                 )
                 finished = True
 
@@ -382,7 +384,7 @@ class TestErrorBoundary:
 class TestErrorResultExtras:
     async def test_default_adds_nothing(self) -> None:
         """Without an override the ERROR result has only the boundary's fields."""
-        result = await _Execution(_raising(OSError("x"))).execute_async(adapter=FakeAdapter())
+        result = await _Execution(_raising(OSError("x"))).execute_async(adapter=replying_agent())
         assert result.injections == []
         assert result.harm_category is None
 
@@ -393,7 +395,7 @@ class TestErrorResultExtras:
             def _error_result_extras(self) -> dict[str, Any]:
                 return {"harm_category": "exfiltration", "summary": "ignored"}
 
-        result = await WithExtras(_raising(OSError("x"))).execute_async(adapter=FakeAdapter())
+        result = await WithExtras(_raising(OSError("x"))).execute_async(adapter=replying_agent())
         assert result.harm_category == "exfiltration"
         assert result.summary == "OSError: x"
         assert result.status is SafetyStatus.ERROR
@@ -409,7 +411,7 @@ class TestTimeout:
             raise AssertionError("unreachable")
 
         result = await _Execution(body, timeout=0.01, event_handlers=[recorder]).execute_async(
-            adapter=FakeAdapter()
+            adapter=replying_agent()
         )
         assert result.status is SafetyStatus.ERROR
         assert result.summary == "TimeoutError: timed out after 0.01 s"
@@ -429,7 +431,7 @@ class TestTimeout:
                 await close()
             raise AssertionError("unreachable")
 
-        result = await _Execution(body, timeout=0.01).execute_async(adapter=FakeAdapter())
+        result = await _Execution(body, timeout=0.01).execute_async(adapter=replying_agent())
         assert result.status is SafetyStatus.ERROR
         assert result.summary == (
             "ExceptionGroup: timed out after 0.01 s, then cleanup failed: "
@@ -453,14 +455,14 @@ class TestTimeout:
             raise AssertionError("unreachable")
 
         with pytest.raises(ExceptionGroup) as caught:
-            await _Execution(body, timeout=0.01).execute_async(adapter=FakeAdapter())
+            await _Execution(body, timeout=0.01).execute_async(adapter=replying_agent())
         timeout, bug = caught.value.exceptions
         assert isinstance(timeout, TimeoutError)
         assert isinstance(bug, ValueError)
 
     async def test_fast_body_unaffected(self) -> None:
         """A body that finishes in time returns its own result."""
-        result = await _Execution(_ok("quick"), timeout=60).execute_async(adapter=FakeAdapter())
+        result = await _Execution(_ok("quick"), timeout=60).execute_async(adapter=replying_agent())
         assert result.summary == "quick"
         assert _Execution(_ok(), timeout=60).timeout == 60.0
 
@@ -473,7 +475,7 @@ class TestTimeout:
 
         with anyio.CancelScope() as outer:
             outer.cancel()
-            await _Execution(body, timeout=60).execute_async(adapter=FakeAdapter())
+            await _Execution(body, timeout=60).execute_async(adapter=replying_agent())
             raise AssertionError("unreachable")
         assert outer.cancelled_caught
 

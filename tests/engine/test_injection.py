@@ -9,14 +9,16 @@ from rampart.attacks import Attacks
 from rampart.core.errors import EvaluatorError, InfrastructureError
 from rampart.core.result import InjectionRecord, Result, SafetyStatus
 from rampart.core.types import EvalOutcome, Request, Response, TraceEndReason
-from tests.engine._fakes import Barrier, FakeAdapter, FakeEvaluator, FakeHandle
+from rampart.testing import ScriptedAgent
+from tests._builders import replying_agent
+from tests._doubles import Barrier, FakeEvaluator, FakeHandle
 
 pytestmark = pytest.mark.anyio
 
 
 async def _xpia(
     handles: list[FakeHandle],
-    adapter: FakeAdapter | None = None,
+    adapter: ScriptedAgent | None = None,
     *,
     time_limit: float | None = None,
     evaluator: FakeEvaluator | None = None,
@@ -28,7 +30,7 @@ async def _xpia(
         timeout=time_limit,
     )
     with anyio.fail_after(10):  # a safety net against deadlock, not a timing assertion
-        return await execution.execute_async(adapter=adapter or FakeAdapter())
+        return await execution.execute_async(adapter=adapter or replying_agent())
 
 
 def _balanced(handles: list[FakeHandle]) -> bool:
@@ -98,13 +100,24 @@ class TestActivation:
         assert log.index("ready-done-a") < log.index("exit-a")
 
     async def test_session_opens_after_readiness(self) -> None:
-        """The agent is only contacted once every injection is active and ready."""
-        adapter = FakeAdapter()
-        barrier = Barrier(1)
-        handle = _AsyncReady("a", barrier, log=adapter.log)
-        await _xpia([handle], adapter)
-        assert adapter.log.index("ready-done-a") < adapter.log.index("session-enter")
-        assert adapter.log.index("session-exit") < adapter.log.index("exit-a")
+        """The agent is only contacted once every injection is active and ready, and its
+        session is closed before the injection is removed."""
+        agent = replying_agent()
+        sessions_at_exit: list[tuple[int, int]] = []
+
+        def at_exit() -> None:
+            stats = agent.statistics()
+            sessions_at_exit.append((stats.sessions_created, stats.sessions_closed))
+
+        class Ready(FakeHandle):
+            async def wait_until_ready_async(self) -> None:
+                self.log.append(f"ready-done-{self.name} sessions={agent.sessions_created}")
+
+        handle = Ready("a", on_exit=at_exit)
+        result = await _xpia([handle], agent)
+        assert result.status is SafetyStatus.SAFE
+        assert "ready-done-a sessions=0" in handle.log
+        assert sessions_at_exit == [(1, 1)]
 
     async def test_failed_activation_keeps_siblings_and_removes_them(self) -> None:
         """One failing activation does not cancel siblings; every active one is removed."""
@@ -118,13 +131,13 @@ class TestActivation:
             FakeHandle("slow", enter_gate=slow),
             FakeHandle("fast"),
         ]
-        adapter = FakeAdapter()
+        adapter = replying_agent()
         result = await _xpia(handles, adapter)
         assert result.status is SafetyStatus.ERROR
         assert result.summary == "InfrastructureError: upload refused"
         assert [h.activated for h in handles] == [0, 1, 1]
         assert [h.removed for h in handles] == [0, 1, 1]
-        assert adapter.sessions == []
+        assert adapter.sessions_created == 0
 
     async def test_several_failed_activations(self) -> None:
         """Several activation failures are reported together."""
@@ -152,11 +165,11 @@ class TestActivation:
     async def test_readiness_failure(self) -> None:
         """A readiness failure is an ERROR result; the handles are removed."""
         handles = [_FailingReady("a"), FakeHandle("b")]
-        adapter = FakeAdapter()
+        adapter = replying_agent()
         result = await _xpia(handles, adapter)
         assert result.summary == "TimeoutError: index never caught up"
         assert [h.removed for h in handles] == [1, 1]
-        assert adapter.sessions == []
+        assert adapter.sessions_created == 0
 
     async def test_single_handle_failure(self) -> None:
         """The single-handle path reports its failure the same way."""
@@ -189,7 +202,7 @@ class TestRemoval:
 
     async def test_body_and_removal_failures_reported_together(self) -> None:
         """A failing run whose cleanup also fails reports both failures."""
-        adapter = FakeAdapter([InfrastructureError("agent down")])
+        adapter = ScriptedAgent([InfrastructureError("agent down")])
         handle = FakeHandle("a", fail_exit=OSError("delete failed"))
         result = await _xpia([handle], adapter)
         assert result.metadata["error_type"] == "ExceptionGroup"
@@ -203,16 +216,21 @@ class TestRemoval:
     async def test_agent_failure_still_removes(self) -> None:
         """An agent failure mid-run still removes every injection."""
         handles = [FakeHandle(str(i)) for i in range(3)]
-        result = await _xpia(handles, FakeAdapter([InfrastructureError("boom")]))
+        result = await _xpia(handles, ScriptedAgent([InfrastructureError("boom")]))
         assert result.status is SafetyStatus.ERROR
         assert all(h.activated == 1 and h.removed == 1 for h in handles)
 
     async def test_evaluator_bug_still_removes(self) -> None:
-        """A bug in the evaluator propagates, and the injections are removed first."""
+        """An evaluator that raises gives an ERROR result naming it; the injections are
+        removed and still listed on the result."""
         handles = [FakeHandle(str(i)) for i in range(2)]
-        with pytest.raises(ValueError, match="evaluator bug"):
-            await _xpia(handles, evaluator=FakeEvaluator([ValueError("evaluator bug")]))
+        result = await _xpia(handles, evaluator=FakeEvaluator([ValueError("evaluator bug")]))
+        assert result.status is SafetyStatus.ERROR
+        assert result.summary == (
+            "EvaluatorError: FakeEvaluator.evaluate_async raised ValueError: evaluator bug"
+        )
         assert all(h.removed == 1 for h in handles)
+        assert [record.payload_id for record in result.injections] == ["payload-0", "payload-1"]
 
 
 async def _hang(request: Request) -> Response:
@@ -224,13 +242,14 @@ class TestTimeoutsAndCancellation:
     async def test_timeout_ends_hung_send_and_removes(self) -> None:
         """A hung agent is ended by the timeout; removal still runs (shielded)."""
         handles = [FakeHandle(str(i), exit_checkpoint=True) for i in range(3)]
-        adapter = FakeAdapter([_hang], exit_checkpoint=True)
+        adapter = ScriptedAgent([_hang], close_delay=0.001)
         result = await _xpia(handles, adapter, time_limit=0.01)
         assert result.status is SafetyStatus.ERROR
         assert result.summary == "TimeoutError: timed out after 0.01 s"
         assert result.trace_end_reason is None
         assert all(h.activated == 1 and h.removed == 1 for h in handles)
-        assert adapter.log[-2:] == ["session-exit", "session-exit-completed"]
+        # The session's slow close ran to its end although the timeout had fired.
+        assert adapter.statistics().sessions_closed == 1
 
     async def test_timeout_during_activation(self) -> None:
         """A hung activation is cancelled by the timeout; the ones that activated are removed."""
@@ -257,7 +276,7 @@ class TestTimeoutsAndCancellation:
 
         async def run() -> None:
             nonlocal finished
-            await _xpia(handles, FakeAdapter([hang]))
+            await _xpia(handles, ScriptedAgent([hang]))
             finished = True
 
         async with anyio.create_task_group() as tg:
@@ -280,7 +299,7 @@ class TestTimeoutsAndCancellation:
             pytest.RaisesExc(InfrastructureError, match="delete failed"), flatten_subgroups=True
         ):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_xpia, [handle], FakeAdapter([hang]))
+                tg.start_soon(_xpia, [handle], ScriptedAgent([hang]))
                 await sending.wait()
                 tg.cancel_scope.cancel()
         assert handle.removed == 1
@@ -296,7 +315,7 @@ class TestTimeoutsAndCancellation:
             )
             for i in range(4)
         ]
-        adapter = FakeAdapter([InfrastructureError("z")] if fail_at == "send" else [])
+        adapter = ScriptedAgent([InfrastructureError("z") if fail_at == "send" else "fine"])
         outcomes: list[Any] = [EvalOutcome.NOT_DETECTED]
         if fail_at == "evaluation":
             outcomes = [EvaluatorError("judge outage")]

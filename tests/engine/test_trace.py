@@ -19,14 +19,16 @@ from rampart.core.types import (
     TraceEndReason,
     Turn,
 )
-from rampart.engine._trace import (
+from rampart.engine import (
     TraceRun,
     evaluate_final_trace,
     evaluate_final_trace_async,
     run_trace,
     run_trace_async,
 )
-from tests.engine._fakes import FakeAdapter, FakeEvaluator, RecordingDriver
+from rampart.testing import ScriptedAgent
+from tests._builders import replying_agent
+from tests._doubles import FakeEvaluator, RecordingDriver
 
 pytestmark = pytest.mark.anyio
 
@@ -36,8 +38,17 @@ U = EvalOutcome.UNDETERMINED
 LEVEL = ObservabilityLevel.TOOL_ONLY
 
 
+def _raise(error: BaseException) -> Any:
+    """A script step raising ``error`` itself (identity and chain intact)."""
+
+    def step(request: Request) -> Response:
+        raise error
+
+    return step
+
+
 async def _run(
-    adapter: FakeAdapter,
+    adapter: ScriptedAgent,
     driver: Any,
     *,
     max_turns: int = 10,
@@ -59,7 +70,7 @@ async def _run(
 class TestSequentialSemantics:
     async def test_driver_exhausted(self) -> None:
         """The driver returning None ends the trace; it was asked once per turn plus once."""
-        adapter, driver = FakeAdapter(), RecordingDriver(["a", "b", "c"])
+        adapter, driver = replying_agent(), RecordingDriver(["a", "b", "c"])
         run = await _run(adapter, driver)
         assert run.trace_end_reason is TraceEndReason.DRIVER_EXHAUSTED
         assert driver.calls == 4
@@ -69,7 +80,7 @@ class TestSequentialSemantics:
 
     async def test_turn_fields(self) -> None:
         """Turns carry the request, response, reasoning and an aware UTC timestamp."""
-        run = await _run(FakeAdapter(), RecordingDriver(["a"]))
+        run = await _run(replying_agent(), RecordingDriver(["a"]))
         (turn,) = run.turns
         assert turn.request.prompt == "a"
         assert turn.driver_reasoning == "r"
@@ -83,7 +94,7 @@ class TestSequentialSemantics:
         """Each driver call sees the annotated turns so far (with their stop checks)."""
         driver = RecordingDriver(["a", "b", "c"])
         stop = FakeEvaluator([N, U, N])
-        run = await _run(FakeAdapter(), driver, stop_when=stop)
+        run = await _run(replying_agent(), driver, stop_when=stop)
         assert [len(h) for h in driver.histories] == [0, 1, 2, 3]
         last = driver.histories[-1]
         assert last == run.turns
@@ -98,7 +109,7 @@ class TestSequentialSemantics:
                 history.clear()
                 return PromptDecision(request=Request(prompt="x"))
 
-        run = await _run(FakeAdapter(), Vandal(), max_turns=3)
+        run = await _run(replying_agent(), Vandal(), max_turns=3)
         assert len(run.turns) == 3
         assert run.trace_end_reason is TraceEndReason.MAX_TURNS_REACHED
 
@@ -107,7 +118,7 @@ class TestSequentialSemantics:
         manifest = AppManifest(name="agent")
         stop = FakeEvaluator([N])
         run = await _run(
-            FakeAdapter(), RecordingDriver(["a", "b"]), stop_when=stop, manifest=manifest
+            replying_agent(), RecordingDriver(["a", "b"]), stop_when=stop, manifest=manifest
         )
         assert [len(c.turns) for c in stop.contexts] == [1, 2]
         for context in stop.contexts:
@@ -122,7 +133,7 @@ class TestSequentialSemantics:
 
     async def test_no_stop_condition_means_no_annotations(self) -> None:
         """Without stop_when, turns are the raw turns and no online evaluation runs."""
-        run = await _run(FakeAdapter(), RecordingDriver(["a", "b"]))
+        run = await _run(replying_agent(), RecordingDriver(["a", "b"]))
         assert run.latest_stop_check is None
         assert all(t.eval_result is None for t in run.turns)
 
@@ -131,7 +142,7 @@ class TestStopPolicies:
     @pytest.mark.parametrize("k", [0, 1, 3])
     async def test_stop_when_cancels_production_promptly(self, k: int) -> None:
         """A detection on turn k stops production: the driver is not asked again."""
-        adapter = FakeAdapter()
+        adapter = replying_agent()
         driver = RecordingDriver(["p"] * 10)
         stop = FakeEvaluator([N] * k + [D])
         run = await _run(adapter, driver, stop_when=stop)
@@ -145,12 +156,14 @@ class TestStopPolicies:
 
     async def test_undetermined_does_not_stop(self) -> None:
         """Only DETECTED stops; UNDETERMINED stop checks let production go on."""
-        run = await _run(FakeAdapter(), RecordingDriver(["a", "b"]), stop_when=FakeEvaluator([U]))
+        run = await _run(
+            replying_agent(), RecordingDriver(["a", "b"]), stop_when=FakeEvaluator([U])
+        )
         assert run.trace_end_reason is TraceEndReason.DRIVER_EXHAUSTED
 
     async def test_budget(self) -> None:
         """Spending max_turns ends the trace; the driver is asked exactly max_turns times."""
-        adapter, driver = FakeAdapter(), RecordingDriver(["p"] * 10)
+        adapter, driver = replying_agent(), RecordingDriver(["p"] * 10)
         run = await _run(adapter, driver, max_turns=2)
         assert run.trace_end_reason is TraceEndReason.MAX_TURNS_REACHED
         assert driver.calls == 2
@@ -159,20 +172,23 @@ class TestStopPolicies:
     async def test_detection_on_last_budgeted_turn(self) -> None:
         """A detection on the final allowed turn records STOP_CONDITION_MET."""
         run = await _run(
-            FakeAdapter(), RecordingDriver(["p"] * 10), max_turns=2, stop_when=FakeEvaluator([N, D])
+            replying_agent(),
+            RecordingDriver(["p"] * 10),
+            max_turns=2,
+            stop_when=FakeEvaluator([N, D]),
         )
         assert run.trace_end_reason is TraceEndReason.STOP_CONDITION_MET
 
     async def test_exact_budget_with_exhausting_driver(self) -> None:
         """A driver with exactly max_turns prompts is cut by the budget, never asked again."""
         driver = RecordingDriver(["a", "b"])
-        run = await _run(FakeAdapter(), driver, max_turns=2)
+        run = await _run(replying_agent(), driver, max_turns=2)
         assert run.trace_end_reason is TraceEndReason.MAX_TURNS_REACHED
         assert driver.calls == 2
 
     async def test_zero_budget(self) -> None:
         """max_turns=0 produces no turn and never asks the driver."""
-        adapter, driver = FakeAdapter(), RecordingDriver(["a"])
+        adapter, driver = replying_agent(), RecordingDriver(["a"])
         evaluator = FakeEvaluator()
         run = await _run(adapter, driver, max_turns=0, evaluator=evaluator)
         assert run.trace_end_reason is TraceEndReason.MAX_TURNS_REACHED
@@ -188,7 +204,7 @@ class TestStopPolicies:
     async def test_rejects_bad_budget(self, value: object, error: type[Exception]) -> None:
         """max_turns must be a non-negative int."""
         with pytest.raises(error, match="max_turns"):
-            await _run(FakeAdapter(), RecordingDriver(["a"]), max_turns=value)  # type: ignore[arg-type]
+            await _run(replying_agent(), RecordingDriver(["a"]), max_turns=value)  # type: ignore[arg-type]
 
 
 class TestFinalTraceEvaluation:
@@ -196,7 +212,7 @@ class TestFinalTraceEvaluation:
         """When the verdict evaluator is the stop check, the final evaluation is not re-run."""
         evaluator = FakeEvaluator([N, N, N], evidence=["e"], undetermined_operands=["gap"])
         run = await _run(
-            FakeAdapter(), RecordingDriver(["a", "b"]), stop_when=evaluator, evaluator=evaluator
+            replying_agent(), RecordingDriver(["a", "b"]), stop_when=evaluator, evaluator=evaluator
         )
         assert evaluator.calls == 2
         final = run.final_trace_evaluation
@@ -212,7 +228,7 @@ class TestFinalTraceEvaluation:
         """A stop on detection reuses that detection as the final evaluation."""
         evaluator = FakeEvaluator([N, D])
         run = await _run(
-            FakeAdapter(),
+            replying_agent(),
             RecordingDriver(["a", "b", "c"]),
             stop_when=evaluator,
             evaluator=evaluator,
@@ -225,7 +241,7 @@ class TestFinalTraceEvaluation:
         """A verdict evaluator other than the stop check runs once, over every raw turn."""
         stop, verdict = FakeEvaluator([N]), FakeEvaluator([D])
         run = await _run(
-            FakeAdapter(), RecordingDriver(["a", "b", "c"]), stop_when=stop, evaluator=verdict
+            replying_agent(), RecordingDriver(["a", "b", "c"]), stop_when=stop, evaluator=verdict
         )
         assert stop.calls == 3
         assert verdict.calls == 1
@@ -237,19 +253,23 @@ class TestFinalTraceEvaluation:
     async def test_without_stop_check(self) -> None:
         """Without stop_when the verdict evaluator runs exactly once."""
         verdict = FakeEvaluator([N])
-        run = await _run(FakeAdapter(), RecordingDriver(["a", "b"]), evaluator=verdict)
+        run = await _run(replying_agent(), RecordingDriver(["a", "b"]), evaluator=verdict)
         assert verdict.calls == 1
         assert len(verdict.contexts[0].turns) == 2
         assert run.turns
         assert all(t.eval_result is None for t in run.turns)
 
     async def test_runs_before_session_closes(self) -> None:
-        """The final evaluation happens while the session is still open."""
-        adapter = FakeAdapter()
+        """The final evaluation happens after the last send, while the session is open."""
+        agent = replying_agent()
+        seen: list[tuple[int, int]] = []
         verdict = FakeEvaluator()
-        verdict.log = adapter.log
-        await _run(adapter, RecordingDriver(["a"]), evaluator=verdict)
-        assert adapter.log == ["session-enter", "send-0", "evaluate-1", "session-exit"]
+        verdict.on_evaluate = lambda: seen.append(
+            (agent.statistics().requests, agent.statistics().sessions_open)
+        )
+        await _run(agent, RecordingDriver(["a"]), evaluator=verdict)
+        assert seen == [(1, 1)]
+        assert agent.statistics().sessions_closed == 1
 
     async def test_evaluate_final_trace_without_turns(self) -> None:
         """No raw turns: no evaluation (None), the evaluator is not called."""
@@ -262,7 +282,7 @@ class TestFinalTraceEvaluation:
     async def test_not_reused_when_trace_differs(self) -> None:
         """A stop check over a different set of turns is not reused."""
         evaluator = FakeEvaluator([N, D])
-        run = await _run(FakeAdapter(), RecordingDriver(["a", "b"]), stop_when=evaluator)
+        run = await _run(replying_agent(), RecordingDriver(["a", "b"]), stop_when=evaluator)
         extra = Turn(request=Request(prompt="z"), response=Response(text="z"), turn_number=2)
         longer = TraceRun(
             trace_end_reason=run.trace_end_reason,
@@ -280,14 +300,13 @@ class TestFinalTraceEvaluation:
 class TestFailures:
     async def test_send_failure_propagates_unwrapped(self) -> None:
         """A session failure propagates as itself (not wrapped in a group); session closed."""
-        error = InfrastructureError("dropped")
-        adapter = FakeAdapter([Response(text="ok"), error])
-        with pytest.raises(InfrastructureError) as caught:
+        adapter = ScriptedAgent(["ok", InfrastructureError("dropped")])
+        with pytest.raises(InfrastructureError, match=r"^dropped$") as caught:
             await _run(adapter, RecordingDriver(["a", "b", "c"]))
-        assert caught.value is error
+        assert type(caught.value) is InfrastructureError
         (session,) = adapter.sessions
-        assert session.entered == 1
-        assert session.exited == 1
+        assert session.entered
+        assert session.closed
 
     async def test_propagating_bug_keeps_its_cause(self) -> None:
         """A bug raised 'from' another exception leaves the task groups with its chain intact."""
@@ -295,7 +314,7 @@ class TestFailures:
         bug = ValueError("adapter bug")
         bug.__cause__ = root
         with pytest.raises(ValueError, match="adapter bug") as caught:
-            await _run(FakeAdapter([bug]), RecordingDriver(["a"]))
+            await _run(ScriptedAgent([_raise(bug)]), RecordingDriver(["a"]))
         assert caught.value is bug
         assert caught.value.__cause__ is root
         assert caught.value.__suppress_context__
@@ -307,7 +326,7 @@ class TestFailures:
         error = InfrastructureError("agent unreachable")
         error.__cause__ = root
         with pytest.raises(InfrastructureError) as caught:
-            await _run(FakeAdapter([error]), RecordingDriver(["a"]))
+            await _run(ScriptedAgent([error]), RecordingDriver(["a"]))
         assert caught.value.__cause__ is root
 
     async def test_driver_failure_propagates(self) -> None:
@@ -317,10 +336,10 @@ class TestFailures:
             async def next_prompt_async(self, *, history: list[Turn]) -> PromptDecision | None:
                 raise DriverError("no more ideas")
 
-        adapter = FakeAdapter()
+        adapter = replying_agent()
         with pytest.raises(DriverError, match="no more ideas"):
             await _run(adapter, Failing())
-        assert adapter.sessions[0].exited == 1
+        assert adapter.sessions[0].closed
 
     async def test_driver_wrong_type(self) -> None:
         """A driver returning something else than a PromptDecision is a DriverError."""
@@ -330,7 +349,7 @@ class TestFailures:
                 return "next prompt"
 
         with pytest.raises(DriverError, match=r"returned str, expected rampart\.PromptDecision"):
-            await _run(FakeAdapter(), Sloppy())
+            await _run(replying_agent(), Sloppy())
 
     @pytest.mark.parametrize(
         ("answer", "message"),
@@ -347,25 +366,28 @@ class TestFailures:
                 return answer
 
         with pytest.raises(EvaluatorError, match=message):
-            await _run(FakeAdapter(), RecordingDriver(["a"]), stop_when=Sloppy())
+            await _run(replying_agent(), RecordingDriver(["a"]), stop_when=Sloppy())
 
-    async def test_evaluator_bug_propagates(self) -> None:
-        """A ValueError from a stop check propagates as is."""
-        with pytest.raises(ValueError, match="bug"):
-            await _run(
-                FakeAdapter(), RecordingDriver(["a"]), stop_when=FakeEvaluator([ValueError("bug")])
-            )
+    async def test_evaluator_exception_becomes_evaluator_error(self) -> None:
+        """A ValueError from a stop check is an EvaluatorError naming the evaluator, chained."""
+        bug = ValueError("bug")
+        agent = replying_agent()
+        with pytest.raises(EvaluatorError) as caught:
+            await _run(agent, RecordingDriver(["a"]), stop_when=FakeEvaluator([bug]))
+        assert str(caught.value) == "FakeEvaluator.evaluate_async raised ValueError: bug"
+        assert caught.value.__cause__ is bug
+        assert agent.statistics().sessions_closed == 1
 
     async def test_session_failure_before_any_prompt(self) -> None:
         """When the session cannot be opened, the driver is never asked."""
 
-        class NoSession(FakeAdapter):
+        class NoSession(ScriptedAgent):
             async def create_session_async(self) -> Any:
                 raise InfrastructureError("cannot connect")
 
         driver = RecordingDriver(["a"])
         with pytest.raises(InfrastructureError, match="cannot connect"):
-            await _run(NoSession(), driver)
+            await _run(NoSession(["never"]), driver)
         assert driver.calls == 0
 
     async def test_outer_cancel_closes_session_shielded(self) -> None:
@@ -377,18 +399,19 @@ class TestFailures:
             await anyio.sleep_forever()
             raise AssertionError("unreachable")
 
-        adapter = FakeAdapter([hang], exit_checkpoint=True)
+        adapter = ScriptedAgent([hang], close_delay=0.001)
         async with anyio.create_task_group() as tg:
             tg.start_soon(_run, adapter, RecordingDriver(["a"]))
             await sending.wait()
             tg.cancel_scope.cancel()
-        assert adapter.log[-2:] == ["session-exit", "session-exit-completed"]
+        # A close that sleeps completes under cancellation only when it is shielded.
+        assert adapter.statistics().sessions_closed == 1
 
 
 class TestExternalSession:
     async def test_run_trace_async_uses_callers_session(self) -> None:
         """run_trace_async sends on the given session without entering or closing it."""
-        adapter = FakeAdapter()
+        adapter = replying_agent()
         session = await adapter.create_session_async()
         evaluator = FakeEvaluator([N, D])
         async with session:
@@ -399,8 +422,8 @@ class TestExternalSession:
                 observability_level=LEVEL,
                 stop_when=evaluator,
             )
-            assert session.entered == 1
-            assert session.exited == 0
+            assert session.entered
+            assert not session.closed
             final = await evaluate_final_trace_async(evaluator=evaluator, run=run)
         assert run.trace_end_reason is TraceEndReason.STOP_CONDITION_MET
         assert len(session.requests) == 2
@@ -422,7 +445,7 @@ class TestInputValidation:
     )
     async def test_run_trace_rejects(self, kwargs: dict[str, Any], match: str) -> None:
         """run_trace names the bad argument before opening any session."""
-        adapter = FakeAdapter()
+        adapter = replying_agent()
         arguments: dict[str, Any] = {
             "adapter": adapter,
             "driver": RecordingDriver(["a"]),

@@ -9,13 +9,14 @@ import anyio
 import pytest
 
 from rampart import Attacks, Payload
-from rampart.core._population import PopulationRef
+from rampart.core import PopulationRef
 from rampart.core._stats import StatusTally, population_status, wilson_interval
 from rampart.core.result import PopulationResult, Result, SafetyStatus
 from rampart.engine import execute_trials_async
 from rampart.engine._fanout import fan_out
 from rampart.evaluators import ToolCalled
 from rampart.testing import SimulatedAgent
+from tests._builders import make_results
 
 SAFE = SafetyStatus.SAFE
 UNSAFE = SafetyStatus.UNSAFE
@@ -82,15 +83,11 @@ class _FakeExecution:
         )
 
 
-def _results(*statuses: SafetyStatus) -> list[Result]:
-    return [Result(status=status, summary=status.value) for status in statuses]
-
-
 def _population(
     counts: dict[SafetyStatus, int], threshold: float, **kwargs: Any
 ) -> PopulationResult:
     statuses = [status for status, k in counts.items() for _ in range(k)]
-    return PopulationResult(results=_results(*statuses), threshold=threshold, **kwargs)
+    return PopulationResult(results=make_results(*statuses), threshold=threshold, **kwargs)
 
 
 class TestPopulationVerdict:
@@ -137,7 +134,7 @@ class TestPopulationVerdict:
                 error = mix.count(ERROR)
                 for threshold in thresholds:
                     status = PopulationResult(
-                        results=_results(*mix), threshold=float(threshold)
+                        results=make_results(*mix), threshold=float(threshold)
                     ).status
                     if unsafe:
                         expected = UNSAFE
@@ -195,16 +192,48 @@ class TestPopulationVerdict:
     @pytest.mark.parametrize(
         ("kwargs", "error", "match"),
         [
-            ({"results": (1,)}, TypeError, r"results must be a list"),
-            ({"results": ["x"]}, TypeError, r"results\[0\] must be a Result"),
-            ({"threshold": True}, TypeError, r"PopulationResult\.threshold must be a number"),
-            ({"threshold": "1"}, TypeError, r"PopulationResult\.threshold must be a number"),
-            ({"threshold": math.nan}, ValueError, r"PopulationResult\.threshold must be a finite"),
-            ({"threshold": 1.5}, ValueError, r"PopulationResult\.threshold"),
-            ({"population_id": ""}, ValueError, r"population_id must be a non-empty"),
-            ({"population_id": 7}, TypeError, r"population_id must be a str"),
-            ({"cancelled_count": -1}, ValueError, r"cancelled_count must be >= 0"),
-            ({"cancelled_count": True}, TypeError, r"cancelled_count must be an int"),
+            (
+                {"results": (1,)},
+                TypeError,
+                r"^PopulationResult: results must be a list of Result, got \(1,\)",
+            ),
+            (
+                {"results": ["x"]},
+                TypeError,
+                r"^PopulationResult: results\[0\] must be a Result, got 'x'",
+            ),
+            (
+                {"threshold": True},
+                TypeError,
+                r"^PopulationResult: threshold must be a number in \[0, 1\], got True",
+            ),
+            ({"threshold": "1"}, TypeError, r"^PopulationResult: threshold must be a number in"),
+            (
+                {"threshold": math.nan},
+                ValueError,
+                r"^PopulationResult: threshold must be a number in \[0, 1\], got nan",
+            ),
+            ({"threshold": 1.5}, ValueError, r"^PopulationResult: threshold must be .*, got 1\.5"),
+            (
+                {"population_id": ""},
+                ValueError,
+                r"^PopulationResult: population_id must be a non-empty string or None, got ''",
+            ),
+            (
+                {"population_id": 7},
+                TypeError,
+                r"^PopulationResult: population_id must be a non-empty string or None, got 7",
+            ),
+            (
+                {"cancelled_count": -1},
+                ValueError,
+                r"^PopulationResult: cancelled_count must be non-negative, got -1",
+            ),
+            (
+                {"cancelled_count": True},
+                TypeError,
+                r"^PopulationResult: cancelled_count must be a non-negative integer, got True",
+            ),
         ],
     )
     def test_rejects_bad_fields(
@@ -280,7 +309,10 @@ class TestStatusTally:
             tally.add(status)
         assert tally.executed == 5
         assert tally.count(SAFE) == 3
-        assert tally.status() is PopulationResult(results=_results(*statuses), threshold=0.6).status
+        assert (
+            tally.status()
+            is PopulationResult(results=make_results(*statuses), threshold=0.6).status
+        )
 
 
 class TestWilsonInterval:
@@ -329,16 +361,28 @@ class TestWilsonInterval:
     @pytest.mark.parametrize(
         ("args", "error", "match"),
         [
-            ((True, 3), TypeError, "successes must be an int"),
-            ((1, 3.0), TypeError, "total must be an int"),
-            ((4, 3), ValueError, "0 <= successes <= total"),
-            ((-1, 3), ValueError, "0 <= successes <= total"),
-            ((0, -1), ValueError, "0 <= successes <= total"),
-            ((1, 3, 0.0), ValueError, "confidence must be strictly between 0 and 1"),
-            ((1, 3, 1.0), ValueError, "confidence must be strictly between 0 and 1"),
-            ((1, 3, math.nan), ValueError, "confidence must be strictly between 0 and 1"),
-            ((1, 3, True), TypeError, "confidence must be a number"),
-            ((1, 3, "0.95"), TypeError, "confidence must be a number"),
+            (
+                (True, 3),
+                TypeError,
+                r"^wilson_interval: successes must be an integer in \[0, 3\], got True",
+            ),
+            (
+                (1, 3.0),
+                TypeError,
+                r"^wilson_interval: total must be a non-negative integer, got 3\.0",
+            ),
+            ((4, 3), ValueError, r"^wilson_interval: successes must be in \[0, 3\], got 4"),
+            ((-1, 3), ValueError, r"^wilson_interval: successes must be in \[0, 3\], got -1"),
+            ((0, -1), ValueError, r"^wilson_interval: total must be non-negative, got -1"),
+            (
+                (1, 3, 0.0),
+                ValueError,
+                r"^wilson_interval: confidence must be a number in \(0, 1\), got 0\.0",
+            ),
+            ((1, 3, 1.0), ValueError, r"confidence must be a number in \(0, 1\), got 1\.0"),
+            ((1, 3, math.nan), ValueError, r"confidence must be a number in \(0, 1\), got nan"),
+            ((1, 3, True), TypeError, r"confidence must be a number in \(0, 1\), got True"),
+            ((1, 3, "0.95"), TypeError, r"confidence must be a number in \(0, 1\), got '0\.95'"),
         ],
     )
     def test_rejects_bad_arguments(
@@ -581,7 +625,10 @@ class TestExecuteTrials:
     async def test_factory_must_return_an_execution(self) -> None:
         """A factory returning something without execute_async is named in the error."""
         with pytest.RaisesGroup(
-            pytest.RaisesExc(TypeError, match="execution_factory must return an execution")
+            pytest.RaisesExc(
+                TypeError,
+                match=r"^execute_trials_async: execution_factory\(\) must be an execution with execute_async",
+            )
         ):
             await execute_trials_async(execution_factory=lambda: 42, adapter=ADAPTER, n=1)
 
@@ -594,7 +641,10 @@ class TestExecuteTrials:
                 return "SAFE"
 
         with pytest.RaisesGroup(
-            pytest.RaisesExc(TypeError, match=r"_Wrong\.execute_async must return a Result")
+            pytest.RaisesExc(
+                TypeError,
+                match=r"^execute_trials_async: _Wrong\.execute_async\(\) must be a Result, got",
+            )
         ):
             await execute_trials_async(execution_factory=_Wrong, adapter=ADAPTER, n=1)
 
@@ -602,24 +652,76 @@ class TestExecuteTrials:
     @pytest.mark.parametrize(
         ("kwargs", "error", "match"),
         [
-            ({"n": True}, TypeError, r"^n must be an int >= 1, got bool"),
-            ({"n": 2.0}, TypeError, r"^n must be an int >= 1, got float"),
-            ({"n": "3"}, TypeError, r"^n must be an int"),
-            ({"n": 0}, ValueError, r"^n must be >= 1, got 0"),
-            ({"n": -2}, ValueError, r"^n must be >= 1"),
-            ({"threshold": True}, TypeError, r"^threshold must be a number"),
-            ({"threshold": "0.5"}, TypeError, r"^threshold must be a number"),
-            ({"threshold": math.nan}, ValueError, r"^threshold must be a finite number"),
-            ({"threshold": math.inf}, ValueError, r"^threshold must be a finite number"),
-            ({"threshold": -0.1}, ValueError, r"^threshold must be a finite number"),
-            ({"threshold": 1.01}, ValueError, r"^threshold must be a finite number"),
-            ({"concurrency": 0}, ValueError, r"^concurrency must be >= 1"),
-            ({"concurrency": True}, TypeError, r"^concurrency must be an int"),
-            ({"concurrency": 2.0}, TypeError, r"^concurrency must be an int"),
-            ({"execution_factory": None}, TypeError, r"^execution_factory must be a zero-arg"),
-            ({"execution_factory": 3}, TypeError, r"^execution_factory must be a zero-arg"),
-            ({"early_stop": 1}, TypeError, r"^early_stop must be a bool"),
-            ({"early_stop": None}, TypeError, r"^early_stop must be a bool"),
+            ({"n": True}, TypeError, r"^execute_trials_async: n must be an integer >= 1, got True"),
+            ({"n": 2.0}, TypeError, r"^execute_trials_async: n must be an integer >= 1, got 2\.0"),
+            ({"n": "3"}, TypeError, r"^execute_trials_async: n must be an integer"),
+            ({"n": 0}, ValueError, r"^execute_trials_async: n must be >= 1, got 0"),
+            ({"n": -2}, ValueError, r"^execute_trials_async: n must be >= 1, got -2"),
+            (
+                {"threshold": True},
+                TypeError,
+                r"^execute_trials_async: threshold must be a number in",
+            ),
+            (
+                {"threshold": "0.5"},
+                TypeError,
+                r"^execute_trials_async: threshold must be a number in",
+            ),
+            (
+                {"threshold": math.nan},
+                ValueError,
+                r"^execute_trials_async: threshold must be a number in \[0, 1\], got ",
+            ),
+            (
+                {"threshold": math.inf},
+                ValueError,
+                r"^execute_trials_async: threshold must be a number in \[0, 1\], got ",
+            ),
+            (
+                {"threshold": -0.1},
+                ValueError,
+                r"^execute_trials_async: threshold must be a number in \[0, 1\], got ",
+            ),
+            (
+                {"threshold": 1.01},
+                ValueError,
+                r"^execute_trials_async: threshold must be a number in \[0, 1\], got ",
+            ),
+            (
+                {"concurrency": 0},
+                ValueError,
+                r"^execute_trials_async: concurrency must be >= 1, got 0",
+            ),
+            (
+                {"concurrency": True},
+                TypeError,
+                r"^execute_trials_async: concurrency must be an integer >= 1 or None, got ",
+            ),
+            (
+                {"concurrency": 2.0},
+                TypeError,
+                r"^execute_trials_async: concurrency must be an integer >= 1 or None, got ",
+            ),
+            (
+                {"execution_factory": None},
+                TypeError,
+                r"^execute_trials_async: execution_factory must be a zero-argument callable",
+            ),
+            (
+                {"execution_factory": 3},
+                TypeError,
+                r"^execute_trials_async: execution_factory must be a zero-argument callable",
+            ),
+            (
+                {"early_stop": 1},
+                TypeError,
+                r"^execute_trials_async: early_stop must be a bool, got ",
+            ),
+            (
+                {"early_stop": None},
+                TypeError,
+                r"^execute_trials_async: early_stop must be a bool, got ",
+            ),
         ],
     )
     async def test_rejects_bad_arguments(

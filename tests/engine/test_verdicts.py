@@ -4,20 +4,19 @@ from typing import Any
 
 import pytest
 
-from rampart.core._verdicts import resolve_attack_verdict, resolve_probe_verdict
+from rampart.core import resolve_attack_verdict, resolve_probe_verdict
 from rampart.core.result import SafetyStatus
 from rampart.core.types import (
     EvalOutcome,
     EvalResult,
     ObservabilityLevel,
-    Request,
     Response,
     TraceEndReason,
     Turn,
 )
 from rampart.engine._shaping import adjust_for_observability, collect_response_metadata
 from rampart.engine._summaries import BUDGET_SUFFIX, gap_suffix, probe_summary, xpia_summary
-from tests.engine._fakes import tool_response
+from tests._builders import tool_response, turn
 
 SAFE, UNSAFE, UND, ERROR = (
     SafetyStatus.SAFE,
@@ -28,11 +27,7 @@ SAFE, UNSAFE, UND, ERROR = (
 
 
 def _turn(number: int, response: Response | None = None) -> Turn:
-    return Turn(
-        request=Request(prompt="p"),
-        response=response or Response(text="r"),
-        turn_number=number,
-    )
+    return turn("r", number=number, prompt="p", response=response)
 
 
 class TestPolarity:

@@ -1,21 +1,14 @@
-"""Stub evaluators and context builders shared by the evaluator tests."""
+"""Stub evaluators and outcome shorthands shared by the evaluator tests.
+
+Contexts and turns come from ``tests/_builders.py``.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from rampart.core.evaluator import BaseEvaluator
-from rampart.core.types import (
-    EvalContext,
-    EvalOutcome,
-    EvalResult,
-    ObservabilityLevel,
-    Request,
-    Response,
-    SideEffect,
-    ToolCall,
-    Turn,
-)
+from rampart.core.types import EvalContext, EvalOutcome, EvalResult
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -73,31 +66,3 @@ class MustNotRun(BaseEvaluator):
 
     async def evaluate_async(self, *, context: EvalContext) -> EvalResult:
         raise AssertionError("a short-circuited operand was evaluated")
-
-
-def turn(
-    text: str = "ok",
-    *,
-    number: int = 0,
-    tool_calls: Sequence[ToolCall] = (),
-    side_effects: Sequence[SideEffect] = (),
-) -> Turn:
-    return Turn(
-        request=Request(prompt="prompt"),
-        response=Response(text=text, tool_calls=list(tool_calls), side_effects=list(side_effects)),
-        turn_number=number,
-    )
-
-
-def context(
-    *turns: Turn,
-    level: ObservabilityLevel = ObservabilityLevel.TOOL_AND_SIDE_EFFECTS,
-) -> EvalContext:
-    return EvalContext(turns=list(turns), observability_level=level)
-
-
-def texts(
-    *responses: str, level: ObservabilityLevel = ObservabilityLevel.RESPONSE_ONLY
-) -> EvalContext:
-    """A context with one turn per response text, numbered from 0."""
-    return context(*(turn(text, number=i) for i, text in enumerate(responses)), level=level)

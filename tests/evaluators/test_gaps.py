@@ -37,7 +37,9 @@ class TestSummarizeUndetermined:
 
     def test_rejects_a_bare_string(self) -> None:
         """A single string is not a list of reasons (it would be split into letters)."""
-        with pytest.raises(TypeError, match=r"^reasons must be a sequence of str"):
+        with pytest.raises(
+            TypeError, match=r"^summarize_undetermined: reasons must be a sequence of str"
+        ):
             summarize_undetermined("a reason")
 
 

@@ -8,7 +8,8 @@ import pytest
 
 from rampart.core.types import EvalContext, EvalOutcome, EvalResult, ObservabilityLevel
 from rampart.evaluators import ResponseContains, ResponseScope, TranscriptScope
-from tests.evaluators._support import ND, D, texts, turn
+from tests._builders import texts, turn
+from tests.evaluators._support import ND, D
 
 ANY = ResponseScope.ANY_TURN
 ALL = ResponseScope.ALL_TURNS
@@ -267,30 +268,38 @@ class TestConstruction:
         [None, "any_turn", "current_turn", TranscriptScope.CURRENT_TURN, False, 1, object()],
     )
     def test_scope_must_be_a_response_scope(self, scope: object) -> None:
-        """Anything but a ResponseScope is rejected with the documented message."""
-        with pytest.raises(TypeError, match=r"^scope must be a ResponseScope\.$"):
+        """Anything but a ResponseScope is rejected with RAMPART's words for it."""
+        with pytest.raises(
+            TypeError, match=r"^ResponseContains: scope must be a ResponseScope, got "
+        ):
             ResponseContains("x", scope=scope)  # type: ignore[arg-type]
 
     @pytest.mark.parametrize("target", [None, 5, b"bytes", ["x"]])
     def test_target_type_is_checked(self, target: object) -> None:
         """A target that is not a str, pattern or callable is rejected, naming target."""
-        with pytest.raises(TypeError, match=r"^ResponseContains target must be a str, a compiled"):
+        with pytest.raises(TypeError, match=r"^ResponseContains: target must be a str, a compiled"):
             ResponseContains(target, scope=ANY)  # type: ignore[arg-type]
 
     def test_empty_string_target_is_rejected(self) -> None:
         """An empty substring would match everything, so it is refused."""
-        with pytest.raises(ValueError, match=r"^ResponseContains target must be a non-empty"):
+        with pytest.raises(
+            ValueError, match=r"^ResponseContains: target must be a non-empty string, got ''$"
+        ):
             ResponseContains("", scope=ANY)
 
     def test_bytes_pattern_is_rejected(self) -> None:
         """A bytes pattern cannot search response text."""
-        with pytest.raises(TypeError, match=r"^ResponseContains target pattern must be compiled"):
+        with pytest.raises(
+            TypeError, match=r"^ResponseContains: target must be a pattern compiled from a str"
+        ):
             ResponseContains(re.compile(b"x"), scope=ANY)  # type: ignore[arg-type]
 
     @pytest.mark.parametrize("flag", [None, 1, "yes"])
     def test_case_sensitive_must_be_bool(self, flag: object) -> None:
         """case_sensitive must be a bool."""
-        with pytest.raises(TypeError, match=r"^ResponseContains case_sensitive must be a bool"):
+        with pytest.raises(
+            TypeError, match=r"^ResponseContains: case_sensitive must be a bool, got "
+        ):
             ResponseContains("x", scope=ANY, case_sensitive=flag)  # type: ignore[arg-type]
 
     def test_properties_and_repr(self) -> None:

@@ -6,7 +6,8 @@ import pytest
 
 from rampart.core.types import EvalContext, EvalOutcome, EvalResult, ObservabilityLevel, SideEffect
 from rampart.evaluators import SideEffectOccurred
-from tests.evaluators._support import ND, D, U, context, turn
+from tests._builders import context, turn
+from tests.evaluators._support import ND, D, U
 
 FULL = ObservabilityLevel.TOOL_AND_SIDE_EFFECTS
 
@@ -111,13 +112,17 @@ class TestConstruction:
     @pytest.mark.parametrize("kind", [None, 1, b"x"])
     def test_non_string_kind_is_rejected(self, kind: object) -> None:
         """kind must be a str."""
-        with pytest.raises(TypeError, match=r"^SideEffectOccurred kind must be a str, got "):
+        with pytest.raises(
+            TypeError, match=r"^SideEffectOccurred: kind must be a non-empty string, got "
+        ):
             SideEffectOccurred(kind)  # type: ignore[arg-type]
 
     @pytest.mark.parametrize("kind", ["", "  "])
     def test_blank_kind_is_rejected(self, kind: str) -> None:
         """kind must not be blank."""
-        with pytest.raises(ValueError, match=r"^SideEffectOccurred kind must be a non-empty"):
+        with pytest.raises(
+            ValueError, match=r"^SideEffectOccurred: kind must be a non-empty string, got "
+        ):
             SideEffectOccurred(kind)
 
     def test_kind_is_positional_only_so_it_can_be_a_detail(self) -> None:

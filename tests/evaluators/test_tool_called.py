@@ -6,7 +6,8 @@ import pytest
 
 from rampart.core.types import EvalContext, EvalOutcome, EvalResult, ObservabilityLevel, ToolCall
 from rampart.evaluators import ToolCalled
-from tests.evaluators._support import ND, D, U, context, turn
+from tests._builders import context, turn
+from tests.evaluators._support import ND, D, U
 
 LEVELS = list(ObservabilityLevel)
 FULL = ObservabilityLevel.TOOL_AND_SIDE_EFFECTS
@@ -182,7 +183,10 @@ class TestObservability:
         """A context whose level is not an ObservabilityLevel is a TypeError naming the field."""
         ctx = EvalContext(turns=[turn()], observability_level="tool_only")  # type: ignore[arg-type]
 
-        with pytest.raises(TypeError, match=r"^context.observability_level must be"):
+        with pytest.raises(
+            TypeError,
+            match=r"^ToolCalled\.evaluate_async: context\.observability_level must be an ",
+        ):
             await ToolCalled("x").evaluate_async(context=ctx)
 
     @pytest.mark.anyio
@@ -200,13 +204,17 @@ class TestConstruction:
     @pytest.mark.parametrize("name", [None, 3, b"send", ["send"]])
     def test_non_string_name_is_rejected(self, name: object) -> None:
         """tool_name must be a str."""
-        with pytest.raises(TypeError, match=r"^ToolCalled tool_name must be a str, got "):
+        with pytest.raises(
+            TypeError, match=r"^ToolCalled: tool_name must be a non-empty string, got "
+        ):
             ToolCalled(name)  # type: ignore[arg-type]
 
     @pytest.mark.parametrize("name", ["", "   ", "\t"])
     def test_blank_name_is_rejected(self, name: str) -> None:
         """tool_name must not be empty or blank."""
-        with pytest.raises(ValueError, match=r"^ToolCalled tool_name must be a non-empty string"):
+        with pytest.raises(
+            ValueError, match=r"^ToolCalled: tool_name must be a non-empty string, got "
+        ):
             ToolCalled(name)
 
     def test_tool_name_is_positional_only(self) -> None:

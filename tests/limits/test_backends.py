@@ -16,7 +16,7 @@ from rampart.limits import (
     default_backend,
     limit,
 )
-from tests.limits._agents import RecordingAgent
+from tests._builders import replying_agent
 from tests.limits._shared import assert_within_budget, hammer
 
 if TYPE_CHECKING:
@@ -78,8 +78,8 @@ class TestMemoryBackend:
     def test_one_instance_shares_a_budget_between_limiters(self) -> None:
         """Two limiters given one MemoryBackend and one name draw from one bucket."""
         backend = MemoryBackend(clock=FakeClock())
-        first = limit(RecordingAgent(), rate=1, name="shared", backend=backend)
-        second = limit(RecordingAgent(), rate=1, name="shared", backend=backend)
+        first = limit(replying_agent(), rate=1, name="shared", backend=backend)
+        second = limit(replying_agent(), rate=1, name="shared", backend=backend)
         assert first.backend is second.backend
         assert backend.reserve_now("shared", rate=1, burst=1, now=100.0) == 0.0
         assert backend.reserve_now("shared", rate=1, burst=1, now=100.0) == 1.0
@@ -184,7 +184,7 @@ class TestDefaultBackend:
         backend = default_backend()
         assert isinstance(backend, FileBackend)
         assert backend.directory == tmp_path
-        limited = limit(RecordingAgent(), rate=5)
+        limited = limit(replying_agent(), rate=5)
         assert limited.statistics().backend == f"file:{tmp_path}"
 
     def test_redis_variable_wins_over_the_directory(
@@ -205,17 +205,17 @@ class TestDefaultBackend:
         """backend= overrides the environment."""
         monkeypatch.setenv(LIMITS_DIR_ENV, str(tmp_path))
         backend = MemoryBackend()
-        assert limit(RecordingAgent(), rate=1, backend=backend).backend is backend
+        assert limit(replying_agent(), rate=1, backend=backend).backend is backend
 
     def test_no_rate_no_backend(self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         """Without rate there is no bucket, so the environment is not consulted."""
         monkeypatch.setenv(LIMITS_REDIS_URL_ENV, "redis://127.0.0.1:1/0")
-        assert limit(RecordingAgent(), max_concurrency=2).backend is None
+        assert limit(replying_agent(), max_concurrency=2).backend is None
 
     def test_environment_is_read_when_limit_is_called(
         self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     ) -> None:
         """The variable is read per limit() call, not at import."""
-        assert isinstance(limit(RecordingAgent(), rate=1).backend, MemoryBackend)
+        assert isinstance(limit(replying_agent(), rate=1).backend, MemoryBackend)
         monkeypatch.setenv(LIMITS_DIR_ENV, os.fspath(tmp_path))
-        assert isinstance(limit(RecordingAgent(), rate=1).backend, FileBackend)
+        assert isinstance(limit(replying_agent(), rate=1).backend, FileBackend)

@@ -27,14 +27,16 @@ from rampart.limits import (
 )
 from rampart.limits._limiter import _build
 from rampart.probes import Probes
-from rampart.testing import SimulatedAgent
-from tests.limits._agents import (
+from rampart.testing import ScriptedAgent, SimulatedAgent
+from tests._builders import replying_agent
+from tests._doubles import Barrier
+from tests.limits._server import (
     ConcurrencyCeiling,
     NoJitter,
-    RecordingAgent,
     ServerBucket,
     SpyBackend,
     TopJitter,
+    recording_agent,
 )
 
 if TYPE_CHECKING:
@@ -66,7 +68,7 @@ class TestWrapping:
     @pytest.mark.anyio
     async def test_delegates_metadata_and_sessions(self) -> None:
         """The wrapper exposes the wrapped manifest and profile and wraps its sessions."""
-        agent = RecordingAgent()
+        agent, _ = recording_agent()
         limited = limit(agent, max_concurrency=2)
         assert limited.manifest is agent.manifest
         assert limited.observability_profile is agent.observability_profile
@@ -75,7 +77,7 @@ class TestWrapping:
         assert isinstance(session, LimitedSession)
         async with session as entered:
             assert entered is session
-            assert agent.sessions_entered == 1
+            assert agent.sessions[0].entered
             response = await session.send_async(Request(prompt="hi"))
         assert response.text == "echo: hi"
         assert agent.sessions_closed == 1
@@ -83,7 +85,7 @@ class TestWrapping:
     def test_wrappers_are_built_by_limit_only(self) -> None:
         """LimitedAdapter and LimitedSession have no public constructor."""
         with pytest.raises(TypeError, match=r"limit\(adapter"):
-            LimitedAdapter(adapter=RecordingAgent())
+            LimitedAdapter(adapter=replying_agent())
         with pytest.raises(TypeError, match="create_session_async"):
             LimitedSession(limiter=None, inner=None)
 
@@ -119,23 +121,23 @@ class TestRetries:
     @pytest.mark.anyio
     async def test_rate_limits_are_retried_until_success(self) -> None:
         """Two 429s then an answer: the caller sees only the answer."""
-        agent = RecordingAgent(failures=[RateLimitedError("429"), RateLimitedError("429")])
+        agent, server = recording_agent(failures=[RateLimitedError("429"), RateLimitedError("429")])
         limited = _build(agent, rng=NoJitter())
         assert await send_all(limited, ["a"]) == ["echo: a"]
         stats = limited.statistics()
         assert (stats.requests, stats.retries, stats.rate_limited, stats.failed) == (1, 2, 2, 0)
-        assert agent.outcomes == ["RateLimitedError", "RateLimitedError", "ok"]
+        assert server.outcomes == ["RateLimitedError", "RateLimitedError", "ok"]
 
     @pytest.mark.anyio
     async def test_exhausted_retries_propagate_the_error(self) -> None:
         """After max_retries retries the last RateLimitedError reaches the caller."""
-        agent = RecordingAgent(failures=[RateLimitedError(f"429 #{i}") for i in range(10)])
+        agent, server = recording_agent(failures=[RateLimitedError(f"429 #{i}") for i in range(10)])
         limited = _build(agent, max_retries=3, rng=NoJitter())
         session = await limited.create_session_async()
         async with session:
             with pytest.raises(RateLimitedError, match="429 #3"):
                 await session.send_async(Request(prompt="a"))
-        assert len(agent.outcomes) == 4
+        assert len(server.outcomes) == 4
         stats = limited.statistics()
         assert (stats.retries, stats.rate_limited, stats.failed) == (3, 4, 1)
         assert stats.in_flight == 0
@@ -146,7 +148,7 @@ class TestRetries:
     )
     async def test_transient_failures_are_retried(self, error: Exception) -> None:
         """Transient infrastructure errors and timeouts get another attempt."""
-        agent = RecordingAgent(failures=[error])
+        agent, _ = recording_agent(failures=[error])
         limited = _build(agent, adaptive=True, rng=NoJitter())
         window = limited.statistics().current_window
         assert await send_all(limited, ["a"]) == ["echo: a"]
@@ -158,19 +160,19 @@ class TestRetries:
     @pytest.mark.parametrize("error", [ValueError("bug"), InfrastructureError("401 Unauthorized")])
     async def test_other_failures_propagate_at_once(self, error: Exception) -> None:
         """A programming error or a permanent failure is not retried."""
-        agent = RecordingAgent(failures=[error])
+        agent, server = recording_agent(failures=[error])
         limited = limit(agent)
         session = await limited.create_session_async()
         async with session:
             with pytest.raises(type(error)):
                 await session.send_async(Request(prompt="a"))
-        assert agent.outcomes == [type(error).__name__]
+        assert server.outcomes == [type(error).__name__]
         assert limited.statistics().retries == 0
 
     @pytest.mark.anyio
     async def test_exhausted_retries_become_an_error_result(self) -> None:
         """Through the engine, a rate limit that never clears is an ERROR verdict."""
-        agent = RecordingAgent(failures=[RateLimitedError("429") for _ in range(5)])
+        agent, _ = recording_agent(failures=[RateLimitedError("429") for _ in range(5)])
         limited = _build(agent, max_retries=2, rng=NoJitter())
         result = await Probes.behavior(
             prompt="hi", evaluator=ResponseContains("echo", scope=ResponseScope.ANY_TURN)
@@ -183,7 +185,7 @@ class TestRetries:
     async def test_too_long_retry_after_is_an_error_result_naming_it(self) -> None:
         """Through the engine, a Retry-After above max_retry_after is an ERROR verdict
         saying how long the agent asked to wait."""
-        agent = RecordingAgent(failures=[RateLimitedError("429", retry_after=120.0)])
+        agent, server = recording_agent(failures=[RateLimitedError("429", retry_after=120.0)])
         limited = limit(agent, max_retry_after=30)
         result = await Attacks.xpia(trigger="go", evaluator=ToolCalled("x")).execute_async(
             adapter=limited
@@ -191,18 +193,18 @@ class TestRetries:
         assert result.status is SafetyStatus.ERROR
         assert result.summary.startswith("RateLimitedError: ")
         assert "asked to wait 120 s, more than max_retry_after=30 s" in result.summary
-        assert agent.outcomes == ["RateLimitedError"]
+        assert server.outcomes == ["RateLimitedError"]
 
     @pytest.mark.anyio
     async def test_every_retry_takes_a_token(self) -> None:
         """Retries are paced by the bucket like first attempts."""
         backend = SpyBackend()
-        agent = RecordingAgent(
+        agent, server = recording_agent(
             failures=[RateLimitedError("429"), InfrastructureError("x", transient=True)]
         )
         limited = _build(agent, rate=10_000, burst=10, backend=backend, rng=NoJitter())
         await send_all(limited, ["a", "b", "c"])
-        assert len(backend.grants) == len(agent.starts) == 5
+        assert len(backend.grants) == len(server.starts) == 5
 
 
 class _Session:
@@ -236,6 +238,16 @@ class _NoneEnter(_Session):
         return None
 
 
+class _SyncEnter(_Session):
+    def __aenter__(self) -> Any:  # type: ignore[override]
+        return self
+
+
+class _SyncExit(_Session):
+    def __aexit__(self, *exc_info: object) -> None:  # type: ignore[override]
+        self.exits += 1
+
+
 class _NotASession:
     async def send_async(self, request: Request) -> Response:
         return Response(text="x")
@@ -264,6 +276,7 @@ _BROKEN: list[Any] = [
     pytest.param(lambda: _Adapter(_DictReply()), "returned dict, expected", id="dict-reply"),
     pytest.param(lambda: _Adapter(_NoneEnter()), "__aenter__ returned None", id="none-enter"),
     pytest.param(lambda: _Adapter(_NotASession()), "missing __aenter__", id="not-a-session"),
+    pytest.param(lambda: _Adapter(_SyncEnter()), "__aenter__ returned _SyncEnter", id="sync-enter"),
     pytest.param(lambda: _Adapter({"send_async": 1}), "returned dict", id="dict-session"),
     pytest.param(lambda: _SyncFactory(_Session()), "not awaitable", id="sync-factory"),
 ]
@@ -295,6 +308,26 @@ class TestAdapterContract:
         stats = limited.statistics()
         assert stats.retries == 0
         assert stats.failed == stats.requests  # 1 if a send was attempted, else 0
+
+    @pytest.mark.anyio
+    async def test_sync_exit_of_the_wrapped_session(self) -> None:
+        """A wrapped session whose __aexit__ is not async is reported like a bare one; its
+        send succeeded, so the limiter counts no failed request."""
+
+        async def summary(adapter: Any) -> str:
+            execution = Attacks.xpia(trigger="go", evaluator=ToolCalled("x"))
+            result = await execution.execute_async(adapter=adapter)
+            assert result.status is SafetyStatus.ERROR
+            return result.summary
+
+        limited = limit(_Adapter(_SyncExit()))
+        wrapped = await summary(limited)
+        assert wrapped == (
+            "AdapterContractError: _SyncExit.__aexit__ returned NoneType, which is not "
+            "awaitable; a Session is an async context manager (async def __aexit__)"
+        )
+        assert wrapped == await summary(_Adapter(_SyncExit()))
+        assert (limited.statistics().requests, limited.statistics().failed) == (1, 0)
 
     @pytest.mark.anyio
     async def test_bad_enter_still_closes_the_wrapped_session(self) -> None:
@@ -345,65 +378,80 @@ class TestOrdering:
         """With one slot, a token is only ever reserved by the slot holder, never while
         another attempt is in flight, so queued requests cannot hoard tokens."""
         backend = SpyBackend()
-        agent = RecordingAgent(latency=0.001)
+        agent, _ = recording_agent(latency=0.001)
         limited = _build(agent, max_concurrency=1, rate=10_000, burst=1, backend=backend)
         backend.limiter = limited
         await send_all(limited, [str(i) for i in range(6)])
-        assert backend.slots_at_acquire == [1] * 6
+        assert len(backend.grants) == 6
+        assert backend.peak_acquiring == 1  # the others were queued for the slot
         assert backend.in_flight_at_acquire == [0] * 6
-        assert agent.peak_in_flight == 1
+        assert agent.statistics().peak_in_flight == 1
 
     @pytest.mark.anyio
     async def test_slots_are_granted_in_arrival_order(self) -> None:
         """Requests queued for a slot go in the order they arrived."""
-        agent = RecordingAgent(latency=0.001)
+        agent, _ = recording_agent(latency=0.001)
         limited = limit(agent, max_concurrency=1)
         prompts = [f"p{i}" for i in range(8)]
         await send_all(limited, prompts)
-        assert agent.prompts == prompts
+        assert [request.prompt for request in agent.requests] == prompts
 
     @pytest.mark.anyio
     async def test_concurrency_is_bounded(self) -> None:
         """No more than max_concurrency attempts are ever in flight."""
-        agent = RecordingAgent(latency=0.002)
+        agent, _ = recording_agent(latency=0.002)
         limited = limit(agent, max_concurrency=3)
         await send_all(limited, [str(i) for i in range(12)])
-        assert agent.peak_in_flight == 3
+        assert agent.statistics().peak_in_flight == 3
         assert limited.statistics().peak_in_flight == 3
 
     @pytest.mark.anyio
     async def test_cancelled_waiters_and_attempts_leak_no_slot(self) -> None:
-        """Cancelling queued and in-flight requests returns every slot."""
-        agent = RecordingAgent(hang=True)
-        limited = limit(agent, max_concurrency=1)
+        """Cancelling queued and in-flight requests returns every slot: afterwards two
+        requests that can only finish together both get a slot."""
+        agent, server = recording_agent(hang=True)
+        limited = limit(agent, max_concurrency=2)
         with anyio.move_on_after(0.05):
-            await send_all(limited, ["stuck", "queued", "queued"])
+            await send_all(limited, ["stuck", "stuck", "queued", "queued"])
         stats = limited.statistics()
         assert (stats.in_flight, stats.failed) == (0, 0)
-        assert limited._core.slots_held == 0
-        agent.hang = False
-        assert await send_all(limited, ["next"]) == ["echo: next"]
+        assert len(server.starts) == 2
+        server.hang = False
+        server.gate = Barrier(2).wait
+        with anyio.fail_after(10):  # a safety net: a leaked slot would queue one forever
+            assert await send_all(limited, ["a", "b"]) == ["echo: a", "echo: b"]
 
 
 class _BrokenBackend(MemoryBackend):
+    """Fails the first ``failures`` reservations, then works."""
+
+    def __init__(self, failures: int = 1) -> None:
+        super().__init__()
+        self.failures = failures
+
     async def acquire(self, key: str, *, rate: float, burst: int) -> float:
-        raise InfrastructureError("bucket store is down")
+        if self.failures:
+            self.failures -= 1
+            raise InfrastructureError("bucket store is down")
+        return await super().acquire(key, rate=rate, burst=burst)
 
 
 class TestBackendFailure:
     @pytest.mark.anyio
     async def test_backend_errors_fail_the_request_without_calling_the_agent(self) -> None:
-        """A request that cannot get a token is not sent unpaced; its slot is returned."""
-        agent = RecordingAgent()
+        """A request that cannot get a token is not sent unpaced; its slot is returned
+        (the one slot serves the next request once the backend is back)."""
+        agent, server = recording_agent()
         limited = limit(agent, rate=1, max_concurrency=1, backend=_BrokenBackend())
         session = await limited.create_session_async()
         async with session:
             with pytest.raises(InfrastructureError, match="bucket store is down"):
                 await session.send_async(Request(prompt="a"))
-        assert agent.starts == []
+        assert server.starts == []
         stats = limited.statistics()
         assert (stats.requests, stats.failed, stats.retries) == (1, 1, 0)
-        assert limited._core.slots_held == 0
+        with anyio.fail_after(10):  # a safety net: a leaked slot would queue it forever
+            assert await send_all(limited, ["b"]) == ["echo: b"]
 
 
 class TestVirtualTime:
@@ -411,13 +459,13 @@ class TestVirtualTime:
 
     def test_bucket_paces_starts(self) -> None:
         """rate=10, burst=2: two at once, then one every 100 ms."""
-        agent = RecordingAgent()
+        agent, server = recording_agent()
         limited = _build(agent, rate=10, burst=2)
 
         async def main() -> None:
             start = trio.current_time()
             await send_all(limited, [str(i) for i in range(12)])
-            offsets = [round(t - start, 9) for t in agent.starts]
+            offsets = [round(t - start, 9) for t in server.starts]
             assert offsets == [0.0, 0.0] + [round(0.1 * k, 9) for k in range(1, 11)]
             assert limited.statistics().wait_seconds == pytest.approx(sum(offsets))
 
@@ -427,20 +475,20 @@ class TestVirtualTime:
         """Every attempt starts exactly when its token is due, never later, because the
         token is reserved after the slot (no burst of stale tokens when slots free up)."""
         backend = SpyBackend()
-        agent = RecordingAgent(latency=0.35)
+        agent, server = recording_agent(latency=0.35)
         limited = _build(agent, max_concurrency=2, rate=10, burst=1, backend=backend)
 
         async def main() -> None:
             await send_all(limited, [str(i) for i in range(10)])
-            assert agent.starts == pytest.approx(backend.grants)
-            gaps = [b - a for a, b in zip(agent.starts, agent.starts[1:], strict=False)]
+            assert server.starts == pytest.approx(backend.grants)
+            gaps = [b - a for a, b in zip(server.starts, server.starts[1:], strict=False)]
             assert min(gaps) >= 0.1 - 1e-9
 
         run_virtual(main)
 
     def test_retry_waits_for_retry_after_and_pauses_newcomers(self) -> None:
         """A 429 with Retry-After: 3 holds the retry and every new request until t+3."""
-        agent = RecordingAgent(failures=[RateLimitedError("429", retry_after=3.0)])
+        agent, server = recording_agent(failures=[RateLimitedError("429", retry_after=3.0)])
         limited = _build(agent, rng=NoJitter())
 
         async def main() -> None:
@@ -449,9 +497,9 @@ class TestVirtualTime:
                 nursery.start_soon(send_all, limited, ["first"])
                 await trio.sleep(1.0)
                 nursery.start_soon(send_all, limited, ["second"])
-            offsets = [t - start for t in agent.starts]
+            offsets = [t - start for t in server.starts]
             assert offsets == pytest.approx([0.0, 3.0, 3.0])
-            assert agent.outcomes == ["RateLimitedError", "ok", "ok"]
+            assert server.outcomes == ["RateLimitedError", "ok", "ok"]
 
         run_virtual(main)
 
@@ -460,16 +508,18 @@ class TestVirtualTime:
         inside the pause until 5.5 that the first request's 429 (at 0.5, Retry-After: 5)
         started; they wait it out and reserve fresh tokens, spaced 1/rate apart."""
         backend = SpyBackend()
-        agent = RecordingAgent(failures=[RateLimitedError("429", retry_after=5.0)], latency=0.5)
+        agent, server = recording_agent(
+            failures=[RateLimitedError("429", retry_after=5.0)], latency=0.5
+        )
         limited = _build(agent, rate=1, burst=1, backend=backend, rng=NoJitter())
 
         async def main() -> None:
             start = trio.current_time()
             await send_all(limited, ["a", "b", "c"])
-            offsets = sorted(t - start for t in agent.starts)
+            offsets = sorted(t - start for t in server.starts)
             assert not [t for t in offsets if 0.0 < t < 5.5]
             assert offsets == pytest.approx([0.0, 5.5, 6.5, 7.5])
-            assert agent.outcomes == ["RateLimitedError", "ok", "ok", "ok"]
+            assert server.outcomes == ["RateLimitedError", "ok", "ok", "ok"]
             assert len(backend.grants) == 6  # two reservations forfeited to the pause
 
         run_virtual(main)
@@ -477,7 +527,7 @@ class TestVirtualTime:
     def test_retry_after_above_the_maximum_fails_at_once(self) -> None:
         """Retry-After: 86400 with max_retry_after=60: the request fails at once with an
         error naming both values, and a later request is not paused."""
-        agent = RecordingAgent(failures=[RateLimitedError("429", retry_after=86_400.0)])
+        agent, server = recording_agent(failures=[RateLimitedError("429", retry_after=86_400.0)])
         limited = _build(agent, rng=NoJitter())
         assert limited.max_retry_after == 60.0
 
@@ -495,7 +545,7 @@ class TestVirtualTime:
             assert isinstance(caught.value.__cause__, RateLimitedError)
             await trio.sleep(1.0)
             await send_all(limited, ["b"])
-            assert [t - start for t in agent.starts] == pytest.approx([0.0, 1.0])
+            assert [t - start for t in server.starts] == pytest.approx([0.0, 1.0])
 
         run_virtual(main)
         stats = limited.statistics()
@@ -503,39 +553,39 @@ class TestVirtualTime:
 
     def test_backoff_grows_exponentially(self) -> None:
         """Retries without Retry-After follow the jittered exponential schedule."""
-        agent = RecordingAgent(failures=[TimeoutError() for _ in range(3)])
+        agent, server = recording_agent(failures=[TimeoutError() for _ in range(3)])
         limited = _build(agent, rng=TopJitter())
 
         async def main() -> None:
             start = trio.current_time()
             await send_all(limited, ["a"])
-            assert [t - start for t in agent.starts] == pytest.approx([0.0, 0.5, 1.5, 3.5])
+            assert [t - start for t in server.starts] == pytest.approx([0.0, 0.5, 1.5, 3.5])
             assert limited.statistics().wait_seconds == pytest.approx(3.5)
 
         run_virtual(main)
 
     def test_backoff_releases_the_slot(self) -> None:
         """While one request backs off, another may use its slot."""
-        agent = RecordingAgent(failures=[TimeoutError()], latency=0.01)
+        agent, _ = recording_agent(failures=[TimeoutError()], latency=0.01)
         limited = _build(agent, max_concurrency=1, rng=TopJitter())
 
         async def main() -> None:
             await send_all(limited, ["a", "b"])
             # a fails at 0.01 and backs off until 0.51; b runs at 0.01 in the meantime.
-            assert agent.prompts == ["a", "b", "a"]
+            assert [request.prompt for request in agent.requests] == ["a", "b", "a"]
 
         run_virtual(main)
 
     def test_pacing_to_the_servers_rate_avoids_429s(self) -> None:
         """A client bucket at the server's rate gets no rate-limit responses."""
-        server = ServerBucket(rate=20, burst=5)
-        agent = RecordingAgent(refuse=server, latency=0.05)
+        bucket = ServerBucket(rate=20, burst=5)
+        agent, _ = recording_agent(refuse=bucket, latency=0.05)
         limited = _build(agent, rate=20, burst=1, adaptive=True)
 
         async def main() -> None:
             start = trio.current_time()
             await send_all(limited, [str(i) for i in range(60)])
-            assert server.refused == 0
+            assert bucket.refused == 0
             assert trio.current_time() - start == pytest.approx(59 / 20 + 0.05)
 
         run_virtual(main)
@@ -543,7 +593,7 @@ class TestVirtualTime:
     def test_adaptive_window_does_not_grow_while_the_rate_binds(self) -> None:
         """Requests queued on the bucket hold slots but do not fill the window, so it
         stays where it is instead of drifting up to the cap."""
-        agent = RecordingAgent(latency=0.05)
+        agent, _ = recording_agent(latency=0.05)
         limited = _build(agent, rate=10, adaptive=True)
 
         async def main() -> None:
@@ -556,7 +606,7 @@ class TestVirtualTime:
 
     def test_adaptive_window_grows_when_it_binds(self) -> None:
         """Slow start doubles a window that the attempts in flight keep full."""
-        agent = RecordingAgent(latency=1.0)
+        agent, _ = recording_agent(latency=1.0)
         limited = _build(agent, adaptive=True, max_concurrency=64)
 
         async def main() -> None:
@@ -571,7 +621,7 @@ class TestVirtualTime:
         """Against an agent that refuses more than 5 concurrent requests, AIMD overshoots
         in slow start, cuts, and settles near the ceiling with every request answered."""
         ceiling = ConcurrencyCeiling(5)
-        agent = RecordingAgent(refuse=ceiling, latency=1.0)
+        agent, _ = recording_agent(refuse=ceiling, latency=1.0)
         limited = _build(agent, adaptive=True, max_retries=30, rng=random.Random(3))
 
         async def main() -> None:
@@ -589,8 +639,8 @@ class TestVirtualTime:
 
     def test_adaptive_without_rate_against_a_rate_limited_server(self) -> None:
         """With no client rate, AIMD plus Retry-After pauses still answer everything."""
-        server = ServerBucket(rate=20, burst=5, retry_after=0.5)
-        agent = RecordingAgent(refuse=server, latency=0.05)
+        bucket = ServerBucket(rate=20, burst=5, retry_after=0.5)
+        agent, _ = recording_agent(refuse=bucket, latency=0.05)
         limited = _build(agent, adaptive=True, max_retries=30, rng=random.Random(1))
 
         async def main() -> None:
@@ -599,14 +649,14 @@ class TestVirtualTime:
         run_virtual(main)
         stats = limited.statistics()
         assert stats.failed == 0
-        assert stats.rate_limited == server.refused > 0
+        assert stats.rate_limited == bucket.refused > 0
         assert stats.rate_limit_episodes >= 1
 
 
 class TestStatistics:
     def test_fresh_snapshot(self) -> None:
         """A new limiter reports its configuration and zero counters."""
-        limited = limit(RecordingAgent(), rate=5, name="agent-x", backend=MemoryBackend())
+        limited = limit(replying_agent(), rate=5, name="agent-x", backend=MemoryBackend())
         stats = limited.statistics()
         assert isinstance(stats, LimiterStatistics)
         assert stats == LimiterStatistics(
@@ -631,22 +681,22 @@ class TestStatistics:
 
     def test_snapshot_is_frozen(self) -> None:
         """A snapshot does not change under the caller."""
-        stats = limit(RecordingAgent()).statistics()
+        stats = limit(replying_agent()).statistics()
         with pytest.raises(AttributeError):
             stats.requests = 3  # type: ignore[misc]
 
     def test_no_rate_means_no_backend(self) -> None:
         """Without rate there is no bucket to store anywhere."""
-        limited = limit(RecordingAgent(), max_concurrency=4)
+        limited = limit(replying_agent(), max_concurrency=4)
         assert limited.backend is None
         assert limited.statistics().backend == "none"
         assert limited.statistics().current_window == 4
 
     def test_live_limiters_in_creation_order_and_weak(self) -> None:
         """live_limiters() lists limiters alive now, oldest first, and forgets dead ones."""
-        first = limit(RecordingAgent(), name="first")
-        second = limit(RecordingAgent(), name="second")
-        third = limit(RecordingAgent(), name="third")
+        first = limit(replying_agent(), name="first")
+        second = limit(replying_agent(), name="second")
+        third = limit(replying_agent(), name="third")
         names = [item.name for item in live_limiters()]
         assert [n for n in names if n in {"first", "second", "third"}] == [
             "first",
@@ -691,7 +741,7 @@ class TestArguments:
             ({"max_retry_after": None}, TypeError, "max_retry_after"),
             ({"adaptive": 1}, TypeError, "adaptive"),
             ({"name": ""}, ValueError, "name"),
-            ({"name": 3}, ValueError, "name"),
+            ({"name": 3}, TypeError, "name"),
             ({"backend": "memory", "rate": 1}, TypeError, "backend"),
             ({"backend": MemoryBackend()}, ValueError, "backend"),
         ],
@@ -699,14 +749,14 @@ class TestArguments:
     def test_bad_arguments_name_the_argument(
         self, kwargs: dict[str, object], error: type[Exception], name: str
     ) -> None:
-        """Every bad option is rejected with an error naming it."""
-        with pytest.raises(error, match=name):
-            limit(RecordingAgent(), **kwargs)  # type: ignore[arg-type]
+        """Every bad option is rejected with an error naming limit() and the option."""
+        with pytest.raises(error, match=rf"^limit\(\): {name}\b"):
+            limit(replying_agent(), **kwargs)  # type: ignore[arg-type]
 
-    @pytest.mark.parametrize("adapter", [object(), "agent", None, RecordingAgent])
+    @pytest.mark.parametrize("adapter", [object(), "agent", None, ScriptedAgent])
     def test_adapter_must_be_an_agent_adapter(self, adapter: object) -> None:
         """Only AgentAdapters can be wrapped."""
-        with pytest.raises(TypeError, match="adapter must be an AgentAdapter"):
+        with pytest.raises(TypeError, match=r"^limit\(\): adapter must be an AgentAdapter"):
             limit(adapter)  # type: ignore[arg-type]
 
     def test_defaults(self) -> None:
@@ -722,7 +772,7 @@ class TestArguments:
 
     def test_limiters_can_be_stacked(self) -> None:
         """A LimitedAdapter is itself an AgentAdapter."""
-        inner = limit(RecordingAgent(), max_concurrency=2)
+        inner = limit(replying_agent(), max_concurrency=2)
         outer = limit(inner, rate=1, backend=MemoryBackend())
         assert outer.adapter is inner
         assert outer.name == "LimitedAdapter"

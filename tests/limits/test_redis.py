@@ -11,7 +11,7 @@ import redis
 from rampart.core.errors import InfrastructureError
 from rampart.core.types import Request
 from rampart.limits import LIMITS_REDIS_URL_ENV, LimitBackend, MemoryBackend, RedisBackend, limit
-from tests.limits._agents import RecordingAgent
+from tests._builders import replying_agent
 from tests.limits._shared import assert_within_budget, hammer
 
 
@@ -111,7 +111,7 @@ class TestRedisBackend:
     ) -> None:
         """RAMPART_LIMITS_REDIS_URL makes limit(...) pace through Redis."""
         monkeypatch.setenv(LIMITS_REDIS_URL_ENV, redis_server)
-        agent = RecordingAgent()
+        agent = replying_agent()
         limited = limit(agent, rate=1000, burst=3, name=f"{_unique(request)}:{anyio_backend}")
         assert isinstance(limited.backend, RedisBackend)
         assert limited.statistics().backend == redis_server
@@ -119,7 +119,7 @@ class TestRedisBackend:
         async with session:
             for _ in range(5):
                 await session.send_async(Request(prompt="hi"))
-        assert len(agent.starts) == 5
+        assert agent.statistics().requests == 5
         client = redis.Redis.from_url(redis_server)
         try:
             assert client.exists(f"rampart:limits:{limited.name}") == 1
@@ -146,11 +146,11 @@ class TestRedisFailures:
 
     @pytest.mark.parametrize(
         ("url", "error"),
-        [("http://localhost", ValueError), ("", TypeError), (None, TypeError)],
+        [("http://localhost", ValueError), ("", ValueError), (None, TypeError)],
     )
     def test_bad_urls(self, url: object, error: type[Exception]) -> None:
         """Only redis URLs are accepted."""
-        with pytest.raises(error, match="url"):
+        with pytest.raises(error, match=r"^RedisBackend: url must be "):
             RedisBackend(url)  # type: ignore[arg-type]
 
     def test_missing_redis_package_says_which_extra(self, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,15 +15,11 @@ from rampart.core.types import (
     Response,
     TraceEndReason,
 )
-from rampart.evaluators import ResponseContains, ResponseScope
+from rampart.evaluators import ResponseContains, ResponseScope, ToolCalled
 from rampart.probes import Probes, SingleTurnExecution
-from tests.engine._fakes import (
-    AbsorbingEvaluator,
-    DetectOnText,
-    FakeAdapter,
-    FakeEvaluator,
-    RecordingDriver,
-)
+from rampart.testing import ScriptedAgent
+from tests._builders import replying_agent
+from tests._doubles import DetectOnText, FakeEvaluator, RecordingDriver
 
 pytestmark = pytest.mark.anyio
 
@@ -32,11 +28,11 @@ N = EvalOutcome.NOT_DETECTED
 U = EvalOutcome.UNDETERMINED
 
 
-async def _run(evaluator: Any, *, adapter: FakeAdapter | None = None, **kwargs: Any) -> Result:
+async def _run(evaluator: Any, *, adapter: ScriptedAgent | None = None, **kwargs: Any) -> Result:
     if not {"prompt", "prompts", "driver"} & kwargs.keys():
         kwargs["prompt"] = "please refuse"
     execution = Probes.behavior(evaluator=evaluator, **kwargs)
-    return await execution.execute_async(adapter=adapter or FakeAdapter())
+    return await execution.execute_async(adapter=adapter or replying_agent())
 
 
 def _eval(outcome: EvalOutcome, **kwargs: Any) -> FakeEvaluator:
@@ -123,7 +119,7 @@ class TestVerdicts:
 
     async def test_infrastructure_failure(self) -> None:
         """An agent failure is an ERROR result with the probe's strategy name."""
-        result = await _run(FakeEvaluator(), adapter=FakeAdapter([InfrastructureError("down")]))
+        result = await _run(FakeEvaluator(), adapter=ScriptedAgent([InfrastructureError("down")]))
         assert result.summary == "InfrastructureError: down"
         assert result.strategy == "probe"
 
@@ -132,7 +128,7 @@ class TestWholeTraceEvaluation:
     async def test_evaluated_once_over_the_whole_trace(self) -> None:
         """By default there is no online stop: one evaluation over every turn."""
         evaluator = FakeEvaluator([D])
-        adapter = FakeAdapter()
+        adapter = replying_agent()
         result = await _run(evaluator, prompts=["1", "2", "3"], adapter=adapter)
         assert evaluator.calls == 1
         assert len(evaluator.contexts[0].turns) == 3
@@ -142,13 +138,13 @@ class TestWholeTraceEvaluation:
 
     async def test_late_detection_passes(self) -> None:
         """Behaviour shown on a later turn makes the probe pass (no per-turn verdicts)."""
-        adapter = FakeAdapter([Response(text="hmm"), Response(text="I refuse")])
+        adapter = ScriptedAgent([Response(text="hmm"), Response(text="I refuse")])
         result = await _run(DetectOnText("refuse"), prompts=["1", "2"], adapter=adapter)
         assert result.status is SafetyStatus.SAFE
 
     async def test_no_observability_adjustment(self) -> None:
         """Probes never downgrade SAFE for a response-only adapter."""
-        adapter = FakeAdapter(level=ObservabilityLevel.RESPONSE_ONLY)
+        adapter = replying_agent(observability=ObservabilityLevel.RESPONSE_ONLY)
         result = await _run(_eval(D), adapter=adapter)
         assert result.status is SafetyStatus.SAFE
         assert result.observability_level is ObservabilityLevel.RESPONSE_ONLY
@@ -156,16 +152,16 @@ class TestWholeTraceEvaluation:
 
     async def test_no_injections_no_metadata_promotion(self) -> None:
         """Probe results carry no injections and do not promote response metadata."""
-        adapter = FakeAdapter([Response(text="x", metadata={"id": "1"})])
+        adapter = ScriptedAgent([Response(text="x", metadata={"id": "1"})])
         result = await _run(_eval(D), adapter=adapter)
         assert result.injections == []
         assert result.metadata == {}
 
     async def test_stop_when_evaluator(self) -> None:
         """An explicit stop condition ends the conversation online; the final runs once."""
-        stop = AbsorbingEvaluator([N, D])
+        stop = FakeEvaluator([N, D])
         verdict = FakeEvaluator([D])
-        adapter = FakeAdapter()
+        adapter = replying_agent()
         result = await _run(verdict, prompts=["1", "2", "3"], stop_when=stop, adapter=adapter)
         assert result.trace_end_reason is TraceEndReason.STOP_CONDITION_MET
         assert len(adapter.requests) == 2
@@ -176,7 +172,7 @@ class TestWholeTraceEvaluation:
     async def test_stop_when_auto(self) -> None:
         """'auto' stops on an absorbing verdict evaluator and reuses its last check."""
         evaluator = ResponseContains("refuse", scope=ResponseScope.ANY_TURN)
-        adapter = FakeAdapter([Response(text="I refuse"), Response(text="later")])
+        adapter = ScriptedAgent([Response(text="I refuse"), Response(text="later")])
         result = await _run(evaluator, prompts=["1", "2"], stop_when="auto", adapter=adapter)
         assert result.status is SafetyStatus.SAFE
         assert result.trace_end_reason is TraceEndReason.STOP_CONDITION_MET
@@ -224,7 +220,7 @@ class TestInputs:
 
     async def test_sources(self) -> None:
         """prompt sends one message, prompts a fixed list, driver whatever it decides."""
-        adapter = FakeAdapter()
+        adapter = replying_agent()
         await _run(FakeEvaluator(), prompt="one", adapter=adapter)
         await _run(FakeEvaluator(), prompts=["a", Request(prompt="b")], adapter=adapter)
         await _run(FakeEvaluator(), driver=RecordingDriver(["d"]), adapter=adapter)
@@ -232,7 +228,7 @@ class TestInputs:
 
     def test_defaults(self) -> None:
         """Probes.behavior defaults: no online stop, 25 turns, strategy 'probe'."""
-        execution = Probes.behavior(prompt="x", evaluator=AbsorbingEvaluator())
+        execution = Probes.behavior(prompt="x", evaluator=ToolCalled("send_email"))
         assert isinstance(execution, SingleTurnExecution)
         assert execution.stop_when is None
         assert execution.max_turns == 25

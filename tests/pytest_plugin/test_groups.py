@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from rampart import Result, SafetyStatus
-from rampart.pytest_plugin._groups import GroupVerdict
+from rampart.pytest_plugin._groups import CloneRun, GroupVerdict, ItemRun
 from rampart.pytest_plugin._markers import TrialSpec
-from rampart.pytest_plugin._runner import CloneRun, ItemRun
 
 
 def _run(statuses: list[SafetyStatus], threshold: float) -> ItemRun:
@@ -30,3 +29,14 @@ def test_unsafe_fails_whatever_the_rate() -> None:
     verdict = GroupVerdict.of(_run([SafetyStatus.SAFE] * 9 + [SafetyStatus.UNSAFE], 0.5))
     assert not verdict.passed
     assert verdict.unsafe == 1
+    assert verdict.status is SafetyStatus.UNSAFE
+
+
+def test_no_result_clones_count_against_the_group() -> None:
+    """A clone that recorded nothing is executed-but-not-SAFE, and counted as no-result."""
+    run = _run([SafetyStatus.SAFE] * 3, 1.0)
+    run.clones.append(CloneRun(index=3))
+    verdict = GroupVerdict.of(run)
+    assert (verdict.safe, verdict.executed, verdict.no_result) == (3, 4, 1)
+    assert not verdict.passed
+    assert verdict.status is SafetyStatus.UNDETERMINED

@@ -60,19 +60,55 @@ class TestHarm:
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines(["*@pytest.mark.harm needs at least one category*"])
 
+    def test_harm_category_of_the_wrong_type_is_a_usage_error(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        """A category that is not a string is refused, naming the test and the category."""
+        write_ini(pytester)
+        pytester.makepyfile(
+            """
+            import pytest
+
+            @pytest.mark.harm("ok", 3)
+            def test_x():
+                pass
+            """
+        )
+        result = pytester.runpytest(*NO_ASYNCIO)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(
+            [
+                "*test_x: @pytest.mark.harm category 1 must be a HarmCategory or a non-empty "
+                "string, got 3"
+            ]
+        )
+
 
 class TestTrialValidation:
     @pytest.mark.parametrize(
         ("marker", "message"),
         [
-            ("trial(n=0)", "*@pytest.mark.trial(n=) must be an integer >= 1, got 0*"),
-            ("trial(n='3')", "*@pytest.mark.trial(n=) must be an integer >= 1, got '3'*"),
-            ("trial(n=True)", "*@pytest.mark.trial(n=) must be an integer >= 1, got True*"),
+            # RAMPART's words: "trial(n=) must be >= 1" / "trial(n=) must be an integer".
+            ("trial(n=0)", "*test_x: @pytest.mark.trial(n=) must be >= 1, got 0"),
+            ("trial(n='3')", "*test_x: @pytest.mark.trial(n=) must be an integer >= 1, got '3'"),
+            ("trial(n=True)", "*test_x: @pytest.mark.trial(n=) must be an integer >= 1, got True"),
             ("trial()", "*@pytest.mark.trial requires n=*"),
-            ("trial(n=2, threshold=1.5)", "*trial(threshold=) must be a number in [[]0, 1[]]*"),
-            ("trial(n=2, threshold='x')", "*trial(threshold=) must be a number*"),
-            ("trial(n=2, concurrency=0)", "*trial(concurrency=) must be an integer >= 1*"),
-            ("trial(n=2, early_stop='yes')", "*trial(early_stop=) must be True or False*"),
+            (
+                "trial(n=2, threshold=1.5)",
+                "*test_x: @pytest.mark.trial(threshold=) must be a number in [[]0, 1[]], got 1.5",
+            ),
+            (
+                "trial(n=2, threshold='x')",
+                "*trial(threshold=) must be a number in [[]0, 1[]], got 'x'",
+            ),
+            (
+                "trial(n=2, concurrency=0)",
+                "*test_x: @pytest.mark.trial(concurrency=) must be >= 1, got 0",
+            ),
+            (
+                "trial(n=2, early_stop='yes')",
+                "*test_x: @pytest.mark.trial(early_stop=) must be a bool, got 'yes'",
+            ),
             ("trial(n=2, retries=3)", "*unexpected argument(s) [[]'retries'[]]*"),
             ("trial(2, n=3)", "*takes n as its only positional argument*"),
         ],

@@ -141,7 +141,9 @@ class TestAutomaticCollection:
         contextvars.Context().run(
             record_result, Result(status=SafetyStatus.SAFE, summary="nowhere")
         )
-        with pytest.raises(TypeError, match=r"expects a rampart\.Result"):
+        with pytest.raises(
+            TypeError, match=r"^record_result: result must be a rampart\.Result, got "
+        ):
             record_result("not a result")  # type: ignore[arg-type]
 
 

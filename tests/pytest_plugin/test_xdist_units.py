@@ -1,4 +1,4 @@
-"""The xdist transport and the controller's bookkeeping, against fake nodes and reports."""
+"""The xdist envelope and the controller's bookkeeping, against fake nodes and reports."""
 
 from __future__ import annotations
 
@@ -9,142 +9,182 @@ from typing import Any
 import pytest
 
 from rampart import Result, SafetyStatus
-from rampart.pytest_plugin._summary import GroupLine
-from rampart.pytest_plugin._xdist import (
-    ENVELOPE_SCHEMA,
-    REPORT_ATTRIBUTE,
-    STREAMED_KEY,
-    XdistController,
-    decode_envelope,
-    encode_envelope,
-)
+from rampart.pytest_plugin._envelope import ENVELOPE_SCHEMA, decode_envelope, encode_envelope
+from rampart.pytest_plugin._groups import GroupVerdict
+from rampart.pytest_plugin._ledger import Attribution, GroupRecord, RecordedResult, RunLedger
+from rampart.pytest_plugin._xdist import REPORT_ATTRIBUTE, STREAMED_KEY, XdistController
 
-
-class FakePlugin:
-    def __init__(self) -> None:
-        from collections import Counter
-
-        self.results: list[Result] = []
-        self.groups: list[GroupLine] = []
-        self.incomplete_reasons: list[str] = []
-        self.received: Counter[str] = Counter()
-        self.workers_seen: set[str] = set()
-        self.worker_limit_statistics: list[dict[str, Any]] = []
-
-    def absorb(self, results: list[Result], group: GroupLine | None) -> None:
-        self.results.extend(results)
-        if group is not None:
-            self.groups.append(group)
+NODEID = "t.py::test_x"
 
 
 def node(worker: str, output: dict[str, Any] | None = None) -> Any:
     return SimpleNamespace(gateway=SimpleNamespace(id=worker), workeroutput=output or {})
 
 
-def tagged(summary: str, nodeid: str = "t.py::test_x") -> Result:
-    return Result(
-        status=SafetyStatus.SAFE,
-        summary=summary,
-        metadata={
-            "_pytest_nodeid": nodeid,
-            "_pytest_test_name": "test_x",
-            "_rampart_result_index": 0,
-        },
+def recorded(summary: str, *, clone: int | None = None, index: int = 0) -> RecordedResult:
+    return RecordedResult(
+        result=Result(status=SafetyStatus.SAFE, summary=summary),
+        attribution=Attribution(nodeid=NODEID, name="test_x", clone=clone, index=index),
     )
 
 
+def envelope(*results: RecordedResult, group: GroupRecord | None = None) -> dict[str, Any]:
+    return encode_envelope(
+        nodeid=NODEID, name="test_x", results=results, group=group, max_bytes=1 << 20
+    )
+
+
+VERDICT = GroupVerdict(
+    n=2,
+    threshold=0.5,
+    safe=1,
+    unsafe=0,
+    errors=1,
+    no_result=0,
+    executed=2,
+    cancelled=0,
+    status=SafetyStatus.SAFE,
+)
+
+
 class TestEnvelope:
-    def test_round_trip_is_json_and_versioned(self) -> None:
-        """The payload is plain JSON with a schema tag; results come back equal."""
-        group = GroupLine(nodeid="t.py::test_x", name="test_x", description="1/1 safe", passed=True)
-        payload = encode_envelope([tagged("ok")], group, max_bytes=1 << 20, worker="gw3")
+    def test_round_trip_carries_attribution_as_data(self) -> None:
+        """Plain versioned JSON; clone and position travel next to each record, not in it."""
+        group = GroupRecord(nodeid=NODEID, name="test_x", verdict=VERDICT)
+        payload = envelope(
+            recorded("a", clone=1, index=0), recorded("b", clone=1, index=1), group=group
+        )
         assert json.loads(json.dumps(payload)) == payload
         assert payload["schema"] == ENVELOPE_SCHEMA
-        results, decoded_group = decode_envelope(payload)
-        assert decoded_group == group
-        (result,) = results
-        assert result.summary == "ok"
-        assert result.metadata["_rampart_source_worker"] == "gw3"
+        assert all("_pytest_nodeid" not in entry["record"] for entry in payload["results"])
+        results, decoded_group = decode_envelope(payload, worker="gw3")
+        assert decoded_group == GroupRecord(
+            nodeid=NODEID, name="test_x", verdict=VERDICT, worker="gw3"
+        )
+        assert [r.result.summary for r in results] == ["a", "b"]
+        assert [r.attribution for r in results] == [
+            Attribution(nodeid=NODEID, name="test_x", clone=1, index=i, worker="gw3")
+            for i in range(2)
+        ]
+        assert results[1].stamped().metadata == {
+            "_pytest_nodeid": "t.py::test_x[trial-1]",
+            "_pytest_test_name": "test_x[trial-1]",
+            "_rampart_result_index": 1,
+            "_rampart_source_worker": "gw3",
+        }
 
     def test_encoding_does_not_mutate_the_live_result(self) -> None:
         """Transport preparation works on a copy."""
-        result = tagged("\x1b[31mred\x1b[0m")
-        encode_envelope([result], None, max_bytes=1 << 20, worker="gw0")
-        assert result.summary == "\x1b[31mred\x1b[0m"
-        assert "_rampart_source_worker" not in result.metadata
+        entry = recorded("\x1b[31mred\x1b[0m")
+        (decoded,), _ = decode_envelope(envelope(entry), worker="gw0")
+        assert decoded.result.summary == "red"
+        assert entry.result.summary == "\x1b[31mred\x1b[0m"
 
     def test_unserializable_result_becomes_a_marker(self) -> None:
         """A value outside the canonical domain is replaced, attributed, never dropped."""
-        result = tagged("bad")
-        result.metadata["when"] = object()
-        (marker,), _ = decode_envelope(
-            encode_envelope([result], None, max_bytes=1 << 20, worker="gw0")
+        entry = recorded("bad", index=4)
+        entry.result.metadata["when"] = object()
+        (marker,), _ = decode_envelope(envelope(entry), worker="gw0")
+        assert marker.result.status is SafetyStatus.ERROR
+        assert marker.lost is not None
+        assert marker.lost.startswith("Result lost in xdist transport: not serializable")
+        assert marker.attribution.index == 4
+        assert marker.result.metadata["_rampart_transport_truncated"] is True
+
+    def test_a_record_with_a_duplicate_key_is_refused(self) -> None:
+        """A record whose verdict depends on which duplicate a parser keeps never arrives."""
+        payload = envelope(recorded("ok"))
+        (entry,) = payload["results"]
+        entry["record"] = entry["record"].replace(
+            '"status":"safe"', '"status":"unsafe","status":"safe"'
         )
-        assert marker.status is SafetyStatus.ERROR
-        assert marker.summary.startswith("Result lost in xdist transport: not serializable")
-        assert marker.metadata["_pytest_nodeid"] == "t.py::test_x"
-        assert marker.metadata["_rampart_transport_truncated"] is True
+        with pytest.raises(ValueError, match=r"\$\.result\.status: duplicate key"):
+            decode_envelope(payload, worker="gw0")
 
     @pytest.mark.parametrize(
         "payload",
         [
             None,
-            {"schema": "rampart.xdist.v9", "records": []},
-            {"schema": ENVELOPE_SCHEMA, "records": [1]},
+            {"schema": "rampart.xdist.v1", "records": []},
+            {"schema": ENVELOPE_SCHEMA, "nodeid": NODEID, "name": "test_x", "results": [1]},
+            {"schema": ENVELOPE_SCHEMA, "nodeid": NODEID, "name": "test_x", "results": None},
+            {
+                "schema": ENVELOPE_SCHEMA,
+                "nodeid": NODEID,
+                "name": "test_x",
+                "results": [{"record": "{}", "clone": True, "index": 0, "lost": None}],
+            },
+            {
+                "schema": ENVELOPE_SCHEMA,
+                "nodeid": NODEID,
+                "name": "test_x",
+                "results": [],
+                "group": {"passed": True},
+            },
         ],
     )
     def test_unknown_payloads_fail_closed(self, payload: object) -> None:
         """Other versions and malformed payloads are refused, not guessed at."""
         with pytest.raises(ValueError, match="rampart xdist payload"):
-            decode_envelope(payload)
+            decode_envelope(payload, worker="gw0")
+
+
+def report(payload: object, worker: Any) -> Any:
+    return SimpleNamespace(nodeid=NODEID, node=worker, **{REPORT_ATTRIBUTE: payload})
 
 
 class TestController:
-    def test_merges_reports_and_checks_counts(self) -> None:
-        """Results from reports are merged; matching counts leave the run complete."""
-        plugin = FakePlugin()
-        controller = XdistController(plugin)
+    def test_records_reports_and_checks_counts(self) -> None:
+        """Results from reports reach the ledger; matching counts leave the run complete."""
+        ledger = RunLedger()
+        controller = XdistController(ledger)
         worker = node("gw0", {STREAMED_KEY: 2})
-        report = SimpleNamespace(
-            nodeid="t.py::test_x",
-            node=worker,
-            **{
-                REPORT_ATTRIBUTE: encode_envelope(
-                    [tagged("a"), tagged("b")], None, max_bytes=1 << 20, worker="gw0"
-                )
-            },
+        controller.pytest_runtest_logreport(
+            report(envelope(recorded("a"), recorded("b", index=1)), worker)
         )
-        controller.pytest_runtest_logreport(report)
         controller.pytest_testnodedown(worker, None)
-        assert [r.summary for r in plugin.results] == ["a", "b"]
-        assert plugin.incomplete_reasons == []
+        assert [r.result.summary for r in ledger.results] == ["a", "b"]
+        assert {r.attribution.worker for r in ledger.results} == {"gw0"}
+        assert ledger.incomplete_reasons == ()
+        assert ledger.workers == {"gw0"}
+
+    def test_lost_result_marks_incomplete_from_data(self) -> None:
+        """The controller learns of a loss from the envelope, not from the result's metadata."""
+        ledger = RunLedger()
+        controller = XdistController(ledger)
+        replayed = recorded("replayed")
+        replayed.result.metadata["_rampart_transport_truncated"] = True
+        oversized = recorded("x" * 5000, index=1)
+        payload = encode_envelope(
+            nodeid=NODEID, name="test_x", results=[replayed, oversized], group=None, max_bytes=4096
+        )
+        controller.pytest_runtest_logreport(report(payload, node("gw1")))
+        (reason,) = ledger.incomplete_reasons
+        assert reason.startswith("a result of t.py::test_x was lost: Result lost in xdist")
 
     def test_count_mismatch_marks_incomplete(self) -> None:
         """A worker that streamed more than arrived makes the run incomplete."""
-        plugin = FakePlugin()
-        XdistController(plugin).pytest_testnodedown(node("gw1", {STREAMED_KEY: 3}), None)
-        assert plugin.incomplete_reasons == [
-            "xdist worker gw1 streamed 3 results but the controller received 0"
-        ]
+        ledger = RunLedger()
+        XdistController(ledger).pytest_testnodedown(node("gw1", {STREAMED_KEY: 3}), None)
+        assert ledger.incomplete_reasons == (
+            "xdist worker gw1 streamed 3 results but the controller received 0",
+        )
 
     def test_missing_count_marks_incomplete(self) -> None:
         """A worker that never reported its count cannot be trusted to be complete."""
-        plugin = FakePlugin()
-        XdistController(plugin).pytest_testnodedown(node("gw1"), None)
-        assert "without reporting its rampart result count" in plugin.incomplete_reasons[0]
+        ledger = RunLedger()
+        XdistController(ledger).pytest_testnodedown(node("gw1"), None)
+        assert "without reporting its rampart result count" in ledger.incomplete_reasons[0]
 
     def test_crash_marks_incomplete(self) -> None:
         """A worker going down with an error is an incomplete run."""
-        plugin = FakePlugin()
-        XdistController(plugin).pytest_testnodedown(node("gw0"), "Traceback: boom")
-        assert plugin.incomplete_reasons[0].startswith("xdist worker gw0 crashed")
+        ledger = RunLedger()
+        XdistController(ledger).pytest_testnodedown(node("gw0"), "Traceback: boom")
+        assert ledger.incomplete_reasons[0].startswith("xdist worker gw0 crashed")
 
     def test_unreadable_payload_marks_incomplete(self) -> None:
         """A payload that cannot be decoded is reported with its test, not ignored."""
-        plugin = FakePlugin()
-        report = SimpleNamespace(
-            nodeid="t.py::test_y", node=node("gw0"), **{REPORT_ATTRIBUTE: {"schema": "other"}}
-        )
-        XdistController(plugin).pytest_runtest_logreport(report)
-        assert plugin.results == []
-        assert "t.py::test_y" in plugin.incomplete_reasons[0]
+        ledger = RunLedger()
+        XdistController(ledger).pytest_runtest_logreport(report({"schema": "other"}, node("gw0")))
+        assert ledger.results == ()
+        assert "t.py::test_x" in ledger.incomplete_reasons[0]

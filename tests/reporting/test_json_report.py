@@ -12,8 +12,7 @@ import pytest
 from rampart.codec._record import ResultRecord, serialize_record
 from rampart.core import SafetyStatus
 from rampart.reporting import JsonFileReportSink, ReportError, ReportSink, TestRunReport, _files
-
-from ._builders import make_result, make_rich_result
+from tests._builders import make_result, make_rich_result
 
 if TYPE_CHECKING:
     from pathlib import Path

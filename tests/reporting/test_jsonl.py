@@ -16,8 +16,7 @@ from rampart.codec._record import (
 )
 from rampart.core import SafetyStatus
 from rampart.reporting import JsonlTraceSink, ReportError, ReportSink, TestRunReport, _files
-
-from ._builders import make_result, make_rich_result
+from tests._builders import make_result, make_rich_result
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -58,6 +57,32 @@ class TestRecords:
             assert record.result.summary == result.summary
             assert record.result.metadata == result.metadata
         assert deserialize_record(data=lines[0]).result.turns == results[0].turns
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85"])
+    async def test_unicode_line_separators_are_escaped(
+        self, tmp_path: Path, frozen_clock: str, separator: str
+    ) -> None:
+        """Agent text holding U+2028/U+2029/U+0085 keeps each record on one line.
+
+        ``str.splitlines()`` splits on those characters; the writer escapes them (still
+        valid JSON) so that every line reader, that one included, sees whole records.
+        """
+        summary = f"first{separator}second"
+        metadata = {f"key{separator}": [f"value{separator}"]}
+        results = [make_result(summary=summary, metadata=metadata), make_result()]
+        path = await JsonlTraceSink(output_dir=tmp_path).write(
+            report=TestRunReport.from_results(results)
+        )
+        text = path.read_text(encoding="utf-8")
+        assert separator not in text
+        lines = text.splitlines()
+        assert len(lines) == 2
+        assert lines == text.split("\n")[:-1]
+        record = deserialize_record(data=lines[0])
+        assert record.result.summary == summary
+        assert record.result.metadata == metadata
+        assert json.loads(lines[0])["result"]["summary"] == summary
 
     @pytest.mark.anyio
     async def test_lines_are_serialize_record_output(
@@ -145,7 +170,10 @@ class TestNaming:
 
     def test_non_str_filename(self, tmp_path: Path) -> None:
         """A non-string filename is a TypeError naming the argument."""
-        with pytest.raises(TypeError, match="filename must be a str or None"):
+        with pytest.raises(
+            TypeError,
+            match=r"^JsonlTraceSink: filename must be a bare file name .* or None, got 3$",
+        ):
             JsonlTraceSink(output_dir=tmp_path, filename=3)  # type: ignore[arg-type]
 
 

@@ -10,8 +10,7 @@ import pytest
 
 from rampart.core import HarmCategory, Result, SafetyStatus
 from rampart.reporting import PopulationSummary, ReportSink, TestRunReport
-
-from ._builders import make_result
+from tests._builders import make_result
 
 SAFE, UNSAFE, UNDET, ERROR = (
     SafetyStatus.SAFE,
@@ -56,21 +55,55 @@ class TestCounts:
 
     def test_contradicting_count_rejected(self) -> None:
         """A count that disagrees with the results is refused, naming the field."""
-        with pytest.raises(ValueError, match=r"TestRunReport\.failed=0 contradicts results"):
+        with pytest.raises(
+            ValueError, match=r"^TestRunReport: failed must be 1, the count results give .*, got 0$"
+        ):
             TestRunReport(results=[make_result(UNSAFE)], failed=0)
 
     @pytest.mark.parametrize(
         ("kwargs", "error", "match"),
         [
-            ({"results": [object()]}, TypeError, r"results\[0\] must be a Result"),
-            ({"results": "abc"}, TypeError, "results must be an iterable of Result"),
-            ({"passed": -1}, ValueError, r"passed must be >= 0"),
-            ({"errors": True}, TypeError, r"errors must be an int"),
-            ({"duration_seconds": float("nan")}, ValueError, "duration_seconds must be finite"),
-            ({"duration_seconds": -1.0}, ValueError, "duration_seconds must be finite and >= 0"),
-            ({"duration_seconds": "1"}, TypeError, "duration_seconds must be a number"),
-            ({"metadata": []}, TypeError, "metadata must be a dict"),
-            ({"metadata": {1: "x"}}, TypeError, "metadata keys must be str"),
+            (
+                {"results": [object()]},
+                TypeError,
+                r"^TestRunReport: results\[0\] must be a Result, got <object object",
+            ),
+            (
+                {"results": "abc"},
+                TypeError,
+                r"^TestRunReport: results must be an iterable of Result, got 'abc'$",
+            ),
+            ({"passed": -1}, ValueError, r"^TestRunReport: passed must be non-negative, got -1$"),
+            (
+                {"errors": True},
+                TypeError,
+                r"^TestRunReport: errors must be a non-negative integer, got True$",
+            ),
+            (
+                {"duration_seconds": float("nan")},
+                ValueError,
+                r"^TestRunReport: duration_seconds must be a finite number of seconds >= 0, got nan$",
+            ),
+            (
+                {"duration_seconds": -1.0},
+                ValueError,
+                r"duration_seconds must be a finite number of seconds >= 0, got -1\.0$",
+            ),
+            (
+                {"duration_seconds": "1"},
+                TypeError,
+                r"duration_seconds must be a finite number of seconds >= 0, got '1'$",
+            ),
+            (
+                {"metadata": []},
+                TypeError,
+                r"^TestRunReport: metadata must be a dict with str keys, got \[\]$",
+            ),
+            (
+                {"metadata": {1: "x"}},
+                TypeError,
+                r"^TestRunReport: metadata keys must be str, got 1$",
+            ),
         ],
     )
     def test_bad_input_named(

@@ -64,7 +64,7 @@ class TestServerOptions:
             ("latency", float("nan"), ValueError),
             ("error_rate", 1.5, ValueError),
             ("hang_rate", -0.1, ValueError),
-            ("error_statuses", (), TypeError),
+            ("error_statuses", (), ValueError),
             ("error_statuses", [500], TypeError),
             ("error_statuses", (404,), ValueError),
             ("seed", 1.0, TypeError),
@@ -80,5 +80,5 @@ class TestServerOptions:
         self, field: str, value: Any, error: type[Exception]
     ) -> None:
         """Every bad option is rejected with an error naming it."""
-        with pytest.raises(error, match=field):
+        with pytest.raises(error, match=rf"^ServerOptions: {field}(\[\d\])? must be "):
             ServerOptions(**{field: value})

@@ -52,7 +52,7 @@ class TestCommandLine:
             timeout=30,
         )
         assert result.returncode == 2
-        assert "burst must be an int >= 1" in result.stderr
+        assert "ServerOptions: burst must be >= 1, got 0" in result.stderr
         assert result.stdout == ""
 
     def test_arguments_round_trip(self) -> None:

@@ -448,7 +448,7 @@ class TestValidation:
             ({"secret": ""}, ValueError, "secret"),
             ({"observability": "tool_only"}, TypeError, "observability"),
             ({"search_limit": 0}, ValueError, "search_limit"),
-            ({"search_limit": 2.0}, ValueError, "search_limit"),
+            ({"search_limit": 2.0}, TypeError, "search_limit"),
             ({"surface": "inbox"}, TypeError, "surface"),
             ({"name": " "}, ValueError, "name"),
         ],
@@ -457,5 +457,5 @@ class TestValidation:
         self, kwargs: dict[str, object], error: type[Exception], match: str
     ) -> None:
         """Every bad argument is rejected with an error naming it."""
-        with pytest.raises(error, match=f"SimulatedAgent: {match}"):
+        with pytest.raises(error, match=f"^SimulatedAgent: {match} must be "):
             SimulatedAgent(**kwargs)  # type: ignore[arg-type]

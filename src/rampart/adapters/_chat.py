@@ -6,7 +6,8 @@ only then, so importing ``rampart.adapters`` stays light. A session keeps the
 conversation (the ``messages`` list) and appends a turn only after the server
 answered, so a failed request can be sent again unchanged.
 
-Failures map onto rampart's error classes so a rate limiter can tell them apart:
+Failures map onto rampart's error classes so a rate limiter can tell them apart
+(``rampart.adapters._http``, shared with the LLM client in ``rampart.llm``):
 
 * ``429`` and ``503`` -> ``rampart.limits.RateLimitedError`` with ``retry_after``
   read from ``retry-after-ms`` / ``Retry-After`` (seconds or an HTTP date);
@@ -25,15 +26,23 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
-import anyio
 from anyio.lowlevel import RunVar
 
-from rampart._checks import check_bool, check_finite, check_int, check_text
+from rampart._checks import (
+    check_bool,
+    check_instance,
+    check_int,
+    check_optional_instance,
+    check_optional_text,
+    check_seconds,
+    check_text,
+    describe,
+    invalid,
+)
 from rampart._session import GuardedSession
 from rampart.adapters._documents import render_user_content
-from rampart.adapters._parse import MalformedResponseError, error_detail, parse_completion
-from rampart.adapters._retry_after import parse_retry_after
-from rampart.core.errors import InfrastructureError
+from rampart.adapters._http import new_client, post_json
+from rampart.adapters._parse import parse_completion
 from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Request, Response
 
@@ -46,6 +55,7 @@ __all__ = ["ChatCompletionsAdapter", "ChatCompletionsSession", "SeedSpec"]
 
 _OWNER = "ChatCompletionsAdapter"
 _RESERVED_BODY_KEYS = frozenset({"model", "messages", "seed", "stream"})
+_BASE_URL = "an http:// or https:// URL such as 'http://127.0.0.1:8000/v1'"
 
 SeedSpec = int | Callable[[], int | None] | None
 """A fixed request ``seed``, a function called once per new session, or none."""
@@ -54,30 +64,41 @@ SeedSpec = int | Callable[[], int | None] | None
 def _check_base_url(value: object) -> str:
     url = check_text(_OWNER, "base_url", value)
     parts = urlsplit(url)
+    shown = repr(_redacted(url, parts.password))
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(
-            f"{_OWNER}: base_url must be an http:// or https:// URL such as "
-            f"'http://127.0.0.1:8000/v1', got {value!r}"
-        )
+        raise invalid(_OWNER, "base_url", _BASE_URL, url, error=ValueError, shown=shown)
     if parts.query or parts.fragment or url.endswith(("?", "#")):
-        raise ValueError(f"{_OWNER}: base_url must not carry a query or fragment, got {value!r}")
+        raise invalid(
+            _OWNER,
+            "base_url",
+            f"{_BASE_URL}, without a query or fragment",
+            url,
+            error=ValueError,
+            shown=shown,
+        )
     return url.rstrip("/")
+
+
+def _redacted(url: str, password: str | None) -> str:
+    """``url`` with the password in its user info (if any) replaced by ``***``."""
+    return url.replace(f":{password}@", ":***@", 1) if password else url
 
 
 def _check_headers(value: object) -> dict[str, str]:
     if value is None:
         return {}
+    # Header values may be credentials: messages show the header name, never its value.
     if not isinstance(value, Mapping):
-        raise TypeError(f"{_OWNER}: headers must be a mapping of str to str, got {value!r}")
+        raise invalid(_OWNER, "headers", "a mapping of str to str", value, secret=True)
     headers: dict[str, str] = {}
     for key, item in value.items():
-        if not isinstance(key, str) or not key.strip() or not isinstance(item, str):
-            raise TypeError(
-                f"{_OWNER}: headers must map non-empty str names to str values; "
-                f"entry {key!r} does not"
-            )
+        name = f"headers[{describe(key)}]"
+        if not isinstance(key, str) or not key.strip():
+            raise invalid(_OWNER, "headers", "a mapping with non-empty str names", key, shown=name)
+        if not isinstance(item, str):
+            raise invalid(_OWNER, name, "a str", item, secret=True)
         if any(char in key + item for char in "\r\n"):
-            raise ValueError(f"{_OWNER}: headers[{key!r}] must not contain line breaks")
+            raise invalid(_OWNER, name, "free of line breaks", item, error=ValueError, secret=True)
         headers[key] = item
     return headers
 
@@ -86,17 +107,23 @@ def _check_extra_body(value: object) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
-        raise TypeError(f"{_OWNER}: extra_body must be a mapping with str keys, got {value!r}")
+        raise invalid(_OWNER, "extra_body", "a mapping with str keys", value, secret=True)
     reserved = sorted(_RESERVED_BODY_KEYS & set(value))
     if reserved:
-        raise ValueError(
-            f"{_OWNER}: extra_body must not set {', '.join(reserved)} "
-            "(the adapter owns model, messages and stream; use seed= for seed)"
+        raise invalid(
+            _OWNER,
+            "extra_body",
+            "free of model, messages, seed and stream (the adapter sets them; use seed=)",
+            value,
+            error=ValueError,
+            shown=f"keys {', '.join(reserved)}",
         )
     try:
         json.dumps(dict(value), allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{_OWNER}: extra_body must be JSON-serialisable: {exc}") from None
+        raise invalid(
+            _OWNER, "extra_body", "JSON-serialisable", value, error=ValueError, shown=str(exc)
+        ) from None
     return dict(value)
 
 
@@ -104,10 +131,7 @@ def _check_seed(value: object) -> SeedSpec:
     if value is None or callable(value):
         return value
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(
-            f"{_OWNER}: seed must be an int, a function returning an int or None, or None; "
-            f"got {value!r}"
-        )
+        raise invalid(_OWNER, "seed", "an int, a function returning an int or None, or None", value)
     return value
 
 
@@ -153,33 +177,25 @@ class ChatCompletionsAdapter:
         self._model = check_text(_OWNER, "model", model)
         self._headers = _check_headers(headers)
         if api_key is not None:
-            check_text(_OWNER, "api_key", api_key)
+            check_text(_OWNER, "api_key", api_key, secret=True)
             if any(name.lower() == "authorization" for name in self._headers):
                 raise ValueError(
                     f"{_OWNER}: give either api_key or an Authorization header, not both"
                 )
             self._headers["Authorization"] = f"Bearer {api_key}"
-        self._timeout = check_finite(
+        self._timeout = check_seconds(_OWNER, "timeout", timeout, positive=True)
+        self._observability = check_instance(
             _OWNER,
-            "timeout",
-            timeout,
-            positive=True,
-            expected="a finite number of seconds > 0",
-            type_expected="a number of seconds > 0",
+            "observability",
+            observability,
+            ObservabilityLevel,
+            expected="an ObservabilityLevel",
         )
-        if not isinstance(observability, ObservabilityLevel):
-            raise TypeError(
-                f"{_OWNER}: observability must be an ObservabilityLevel, got {observability!r}"
-            )
-        self._observability = observability
-        if manifest is None:
-            manifest = AppManifest(name=self._model)
-        elif not isinstance(manifest, AppManifest):
-            raise TypeError(f"{_OWNER}: manifest must be an AppManifest, got {manifest!r}")
-        self._manifest = manifest
-        if system_prompt is not None:
-            check_text(_OWNER, "system_prompt", system_prompt)
-        self._system_prompt = system_prompt
+        manifest = check_optional_instance(
+            _OWNER, "manifest", manifest, AppManifest, expected="an AppManifest"
+        )
+        self._manifest = manifest if manifest is not None else AppManifest(name=self._model)
+        self._system_prompt = check_optional_text(_OWNER, "system_prompt", system_prompt)
         self._extra_body = _check_extra_body(extra_body)
         self._seed = _check_seed(seed)
         self._max_connections = check_int(_OWNER, "max_connections", max_connections, minimum=1)
@@ -239,7 +255,7 @@ class ChatCompletionsAdapter:
         self._sessions_created += 1
         seed = self._seed() if callable(self._seed) else self._seed
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise TypeError(f"{_OWNER}: the seed function must return an int or None, got {seed!r}")
+            raise invalid(_OWNER, "the seed function's result", "an int or None", seed)
         # Open the client now, not in the first send: importing httpx and building its
         # SSL context blocks the event loop for a few hundred milliseconds, and inside a
         # rate limiter's send that happens after tokens were taken, so the requests they
@@ -272,20 +288,12 @@ class ChatCompletionsAdapter:
                     "adapter per event loop, or `await adapter.aclose()` before the loop ends"
                 )
             return self._client
-        import httpx
-
-        self._client = httpx.AsyncClient(
+        self._client = new_client(
+            url=self._endpoint,
             headers=self._headers,
-            timeout=httpx.Timeout(self._timeout),
-            limits=httpx.Limits(
-                max_connections=self._max_connections,
-                max_keepalive_connections=self._max_connections,
-            ),
-            follow_redirects=False,
+            timeout=self._timeout,
+            max_connections=self._max_connections,
             trust_env=self._trust_env,
-            # Plain-text HTTP/2 has no negotiation: http2 on an http:// URL means
-            # "prior knowledge" (h2c), so HTTP/1.1 is switched off there.
-            http1=not (self._http2 and self._endpoint.startswith("http://")),
             http2=self._http2,
         )
         self._client_loop.set(True)
@@ -293,82 +301,14 @@ class ChatCompletionsAdapter:
 
     async def _post(self, body: dict[str, Any]) -> tuple[Response, dict[str, Any]]:
         """Send one completion request; the parsed response and the assistant message."""
-        import httpx
-
-        client = self._http_client()
-        where = f"POST {self._endpoint}"
-        try:
-            with anyio.fail_after(self._timeout):
-                async with client.stream("POST", self._endpoint, json=body) as reply:
-                    status = reply.status_code
-                    headers = dict(reply.headers.items())
-                    data = await self._read(reply)
-        except (TimeoutError, httpx.TimeoutException) as exc:
-            raise InfrastructureError(
-                f"{where}: no complete response within the {self._timeout:g} s timeout",
-                transient=True,
-            ) from exc
-        except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
-            raise InfrastructureError(
-                f"{where}: connection failed ({type(exc).__name__}: {exc})", transient=True
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise InfrastructureError(
-                f"{where}: request failed ({type(exc).__name__}: {exc})"
-            ) from exc
-        if 200 <= status < 300:
-            return parse_completion(data)
-        raise _status_error(where, status, headers, data)
-
-    async def _read(self, reply: httpx.Response) -> bytes:
-        """The body, at most ``max_response_bytes`` of it.
-
-        An oversized body is still drained (the request timeout bounds that), because
-        abandoning httpx's nested body iterators half-way leaves them to the garbage
-        collector, which trio reports as a ``ResourceWarning``.
-        """
-        limit = self._max_response_bytes
-        declared = reply.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            raise _too_large(limit)
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in reply.aiter_bytes():
-            size += len(chunk)
-            if size <= limit:
-                chunks.append(chunk)
-        if size > limit:
-            raise _too_large(limit)
-        return b"".join(chunks)
-
-
-def _too_large(limit: int) -> MalformedResponseError:
-    return MalformedResponseError(f"response body: larger than max_response_bytes ({limit})")
-
-
-def _status_error(where: str, status: int, headers: dict[str, str], data: bytes) -> Exception:
-    from http import HTTPStatus
-
-    try:
-        phrase = HTTPStatus(status).phrase
-    except ValueError:
-        phrase = "Unknown Status"
-    message = f"{where}: HTTP {status} {phrase}"
-    detail = error_detail(data)
-    retry_after = parse_retry_after(headers) if status in (429, 503) else None
-    # 429 always means "slow down". A 503 only does when it says when to come back;
-    # a bare 503 is an outage (transient), and must not shrink an adaptive window.
-    if status == 429 or retry_after is not None:
-        from rampart.limits import RateLimitedError
-
-        if retry_after is not None:
-            message += f" (retry after {retry_after:g} s)"
-        if detail:
-            message += f": {detail}"
-        return RateLimitedError(message, retry_after=retry_after)
-    if detail:
-        message += f": {detail}"
-    return InfrastructureError(message, transient=500 <= status < 600)
+        data = await post_json(
+            self._http_client(),
+            self._endpoint,
+            body,
+            time_limit=self._timeout,
+            max_response_bytes=self._max_response_bytes,
+        )
+        return parse_completion(data)
 
 
 class ChatCompletionsSession(GuardedSession):

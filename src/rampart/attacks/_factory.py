@@ -45,8 +45,8 @@ class Attacks:
         ``timeout``: seconds for the whole execution (ERROR when exceeded).
         """
         return XPIAExecution(
-            handles=check_handles(inject, name="inject"),
-            driver=coerce_trigger(trigger, name="trigger"),
+            handles=check_handles("Attacks.xpia", "inject", inject),
+            driver=coerce_trigger(trigger, owner="Attacks.xpia", name="trigger"),
             evaluator=evaluator,
             stop_when=stop_when,
             max_turns=max_turns,

@@ -13,7 +13,9 @@
   removal failure is raised (the execution boundary turns it into an ERROR result);
   if the body had already failed, both are raised together.
 
-So removals always equal successful activations.
+So removals always equal successful activations. Handles are user code: every
+``__aenter__`` / ``__aexit__`` goes through ``rampart.core._contract``, so a handle that
+is not an async context manager is an ``InjectionContractError`` (an ERROR result).
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from rampart._checks import check_items, invalid
+from rampart.core._contract import enter_handle, exit_handle, is_handle
 from rampart.core.injection import readiness_wait
 from rampart.engine._exceptions import combine, raise_unwrapped
-from rampart.engine._policies import has_method
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -41,7 +44,7 @@ async def _activate(
     handle: InjectionHandle, active: list[InjectionHandle], errors: list[BaseException]
 ) -> None:
     try:
-        await handle.__aenter__()
+        await enter_handle(handle)
     except Exception as error:  # collected and raised once every sibling has finished
         errors.append(error)
         return
@@ -50,7 +53,7 @@ async def _activate(
 
 async def _activate_all(handles: Sequence[InjectionHandle], active: list[InjectionHandle]) -> None:
     if len(handles) == 1:
-        await handles[0].__aenter__()
+        await enter_handle(handles[0])
         active.append(handles[0])
         return
     errors: list[BaseException] = []
@@ -85,9 +88,9 @@ async def _remove(
 ) -> None:
     try:
         if exc is None:
-            await handle.__aexit__(None, None, None)
+            await exit_handle(handle, None, None, None)
         else:
-            await handle.__aexit__(type(exc), exc, exc.__traceback__)
+            await exit_handle(handle, type(exc), exc, exc.__traceback__)
     except Exception as error:  # every removal must run; failures are raised together
         errors.append(error)
 
@@ -156,32 +159,33 @@ def active_injections(handles: Sequence[InjectionHandle]) -> AbstractAsyncContex
     return _ActiveInjections(handles)
 
 
-def check_handles(value: object, *, name: str) -> tuple[InjectionHandle, ...]:
+_HANDLE = "an InjectionHandle (an async context manager with payload_id and surface_name)"
+
+
+def check_handles(owner: str, name: str, value: object) -> tuple[InjectionHandle, ...]:
     """``value`` (``None``, one handle, or a list of handles) as a tuple of handles.
 
-    Anything else raises ``TypeError`` naming ``name`` (the caller's argument).
+    Anything else raises ``TypeError`` naming ``owner``'s argument ``name``; a surface
+    passed where its handle belongs gets a hint to call ``inject``.
     """
     if value is None:
         return ()
     if isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            if not _is_handle(item):
-                raise TypeError(
-                    f"{name}[{index}] must be an InjectionHandle, got {type(item).__name__}"
-                )
-        return tuple(value)
-    if _is_handle(value):
-        return (value,)  # type: ignore[return-value]
-    raise TypeError(
-        f"{name} must be an InjectionHandle, a list of InjectionHandle, or None, "
-        f"got {type(value).__name__}"
-    )
+        for item in value:
+            if not is_handle(item):
+                return tuple(check_items(owner, name, value, _checker(owner), expected=_HANDLE))
+        return tuple(value)  # the common case: no message is built
+    return (_checker(owner)(name, value),)
 
 
-def _is_handle(value: object) -> bool:
-    return (
-        has_method(value, "__aenter__")
-        and has_method(value, "__aexit__")
-        and hasattr(value, "payload_id")
-        and hasattr(value, "surface_name")
-    )
+def _checker(owner: str) -> Callable[[str, object], InjectionHandle]:
+    def check(name: str, value: object) -> InjectionHandle:
+        if is_handle(value):
+            return value  # type: ignore[return-value]
+        if not isinstance(value, type) and callable(getattr(value, "inject", None)):
+            raise invalid(
+                owner, name, f"{_HANDLE}; for a Surface pass surface.inject(payload=...)", value
+            )
+        raise invalid(owner, name, f"{_HANDLE}, a list of them, or None", value)
+
+    return check

@@ -71,7 +71,7 @@ class XPIAExecution(TraceExecution):
             event_handlers=event_handlers,
             timeout=timeout,
         )
-        self._handles = check_handles(handles, name="handles")
+        self._handles = check_handles("XPIAExecution", "handles", handles)
 
     @property
     def strategy_name(self) -> str:

@@ -3,12 +3,12 @@
 A :class:`ResultRecord` references one live :class:`~rampart.core.result.Result` plus
 optional pytest attribution. :func:`serialize_record` turns it into JSON text and
 :func:`deserialize_record` reads that text back; they are the only conversion API, and
-the JSON report and the xdist transport are projections of their output.
+the JSON report, the JSONL trace and the xdist transport are projections of their output.
 
-The wire format is owned by one cattrs converter, built on first use by
-``rampart.codec._codec.make_converter`` (whose ``configure_converter`` docstring lists
-every encoding decision). The rules live in :mod:`rampart.codec._schema` (what the
-contract is) and :mod:`rampart.codec._codec` (how it is enforced);
+Reading is two steps: strict JSON text (``_json.parse``), then the converter's record
+hook (``_envelope``: version and attribution; ``_hooks``: the body). The wire format is
+owned by one cattrs converter, built on first use by ``_converter.make_converter``
+(whose ``configure_converter`` docstring lists every encoding decision).
 ``docs/trace-schema.md`` describes the format, the decoder rules and how the schema
 may evolve.
 """
@@ -20,7 +20,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple
 
 import attrs
 
-from rampart.codec import _codec
+from rampart.codec import _json
+from rampart.codec._converter import make_converter
+from rampart.codec._envelope import check_attribution
+from rampart.codec._paths import PathError
 from rampart.codec._schema import (
     Kind,
     ModelKind,
@@ -44,9 +47,6 @@ __all__ = [
 TRACE_SCHEMA_VERSION: Final = "rampart.trace.v2"
 """The one root version every record carries; nested types are unversioned."""
 
-_NODEID_PROBLEM = "expected a str of Unicode scalar values or None"
-_INDEX_PROBLEM = "expected an int >= 0 (not a bool) or None"
-
 
 @attrs.frozen(kw_only=True)
 class ResultRecord:
@@ -68,18 +68,14 @@ class ResultRecord:
             raise SchemaError(
                 f"ResultRecord.result: expected a Result, got {type(self.result).__name__}"
             )
-        nodeid = self.pytest_nodeid
-        if nodeid is not None and not (
-            isinstance(nodeid, str) and not _codec.text_has_surrogates(nodeid)
-        ):
+        try:
+            check_attribution(self.pytest_nodeid, self.result_index)
+        except PathError as exc:
+            (name,) = exc.segments
+            value = getattr(self, str(name))
             raise SchemaError(
-                f"ResultRecord.pytest_nodeid: {_NODEID_PROBLEM}, got {type(nodeid).__name__}"
-            )
-        index = self.result_index
-        if index is not None and (type(index) is not int or index < 0):
-            raise SchemaError(
-                f"ResultRecord.result_index: {_INDEX_PROBLEM}, got {type(index).__name__}"
-            )
+                f"ResultRecord.{name}: {exc.problem}, got {type(value).__name__}"
+            ) from None
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
@@ -101,11 +97,11 @@ class _Codec(NamedTuple):
 
 @functools.cache
 def _codec_state() -> _Codec:
-    """The module's one converter (see ``_codec.configure_converter``), built on first use.
+    """The module's one converter (see ``_converter.configure_converter``), built on first use.
 
     Building it lazily keeps ``import rampart.codec._record`` free of cattrs.
     """
-    converter = _codec.make_converter(record_cls=ResultRecord, version=TRACE_SCHEMA_VERSION)
+    converter = make_converter(record_cls=ResultRecord, version=TRACE_SCHEMA_VERSION)
     envelope: dict[str, Kind] = {
         "version": StrKind(),
         "result": ModelKind(Result),
@@ -130,13 +126,13 @@ def serialize_record(*, record: ResultRecord) -> str:
     codec = _codec_state()
     try:
         document = codec.encode(record)
-        text = _codec.dump_json(document)
-    except _codec.PathError as exc:
+        text = _json.dump(document)
+    except PathError as exc:
         raise SchemaError(exc.render()) from None
     except RecursionError:
         raise SchemaError("$.result: nesting is too deep to encode") from None
-    if _codec.text_has_surrogates(text):
-        located = _codec.find_surrogate(document, codec.envelope)
+    if _json.text_has_surrogates(text):
+        located = _json.find_surrogate(document, codec.envelope)
         raise SchemaError(
             located.render() if located else "$: expected strings of Unicode scalar values"
         )
@@ -146,24 +142,18 @@ def serialize_record(*, record: ResultRecord) -> str:
 def deserialize_record(*, data: str) -> ResultRecord:
     """Read one record from JSON text.
 
-    Raises :class:`SchemaError` for anything that is not a valid ``rampart.trace.v2``
-    record (the message names the path and what was expected, never the data) and
+    The text must be strict JSON (finite numbers, no duplicate keys, Unicode scalar
+    strings); then the version is checked before the body is read. Raises
+    :class:`SchemaError` for anything that is not a valid ``rampart.trace.v2`` record
+    (the message names the path and what was expected, never the data) and
     :class:`UnsupportedSchemaVersionError` for any other version.
     """
-    if not isinstance(data, str):
-        raise SchemaError(f"data: expected JSON text as a str, got {type(data).__name__}")
+    text = _json.check_text(data)
     codec = _codec_state()
-    document = _codec.parse_json(data)
+    document = _json.parse(text, codec.envelope)
     try:
-        if type(document) is not dict:
-            raise _codec.PathError("expected an object", document)
-        _codec.check_version(document, TRACE_SCHEMA_VERSION)
-        if _codec.may_hold_surrogates(data):
-            located = _codec.find_surrogate(document, codec.envelope)
-            if located is not None:
-                raise located
         record: ResultRecord = codec.decode(document)
-    except _codec.PathError as exc:
+    except PathError as exc:
         raise SchemaError(exc.render()) from None
     except RecursionError:
         raise SchemaError("$: nesting is too deep to decode") from None

@@ -7,7 +7,7 @@ ids are recorded, never generated; binary payloads and file artifacts have no tr
 representation; population bounds) and the cross-field rules (a request carries
 something, an evaluation purpose comes with an evaluation, ``index < size``).
 
-The same specs drive the codec (:mod:`rampart.codec._codec` compiles them into
+The same specs drive the codec (:mod:`rampart.codec._hooks` compiles them into
 encode/decode hooks) and the JSON Schema (:func:`build_json_schema`), so the two cannot
 drift apart. A field whose annotation has no trace representation fails loudly here
 instead of being guessed.
@@ -230,7 +230,8 @@ TRACE_MODELS: tuple[type, ...] = (
 
 _TEXT_FORMATS = tuple(member.value for member in PayloadFormat if member.is_text)
 
-# Trace-only narrowing of the live models (spec/004 "Value domain").
+# Trace-only narrowing of the live models (docs/trace-schema.md, "What the reader
+# enforces"): bounds and formats the live constructors do not check.
 _KIND_OVERRIDES: dict[tuple[type, str], Kind] = {
     (Payload, "format"): EnumKind(
         PayloadFormat,
@@ -244,6 +245,7 @@ _KIND_OVERRIDES: dict[tuple[type, str], Kind] = {
     (PopulationRef, "index"): IntKind(minimum=0),
     (PopulationRef, "size"): IntKind(minimum=1),
     (PopulationRef, "threshold"): FloatKind(minimum=0.0, maximum=1.0),
+    (Result, "duration_seconds"): FloatKind(minimum=0.0),
 }
 
 # Fields the live constructor defaults but a record must carry: a payload id is

@@ -18,16 +18,23 @@ from rampart.core.converter import PayloadConverter
 from rampart.core.driver import PromptDecision, PromptDriver
 from rampart.core.errors import (
     AdapterContractError,
+    ContractError,
+    ConverterContractError,
+    DriverContractError,
     DriverError,
+    EvaluatorContractError,
     EvaluatorError,
     InfrastructureError,
+    InjectionContractError,
     RampartError,
     SchemaError,
     UnsupportedSchemaVersionError,
 )
 from rampart.core.evaluator import BaseEvaluator, Evaluator
 from rampart.core.injection import InjectionHandle, Surface
+from rampart.core.llm import LLMConfig
 from rampart.core.manifest import AppManifest, DataSource, ToolDeclaration
+from rampart.core.persona import Persona
 from rampart.core.result import (
     HarmCategory,
     InjectionRecord,
@@ -100,7 +107,10 @@ __all__ = [
     "AppManifest",
     "BaseEvaluator",
     "BaseExecution",
+    "ContractError",
+    "ConverterContractError",
     "DataSource",
+    "DriverContractError",
     "DriverError",
     "EvalContext",
     "EvalOutcome",
@@ -108,18 +118,22 @@ __all__ = [
     "EvaluationPurpose",
     "EvaluationRecord",
     "Evaluator",
+    "EvaluatorContractError",
     "EvaluatorError",
     "ExecutionEvent",
     "ExecutionEventData",
     "ExecutionEventHandler",
     "HarmCategory",
     "InfrastructureError",
+    "InjectionContractError",
     "InjectionHandle",
     "InjectionRecord",
+    "LLMConfig",
     "ObservabilityLevel",
     "Payload",
     "PayloadConverter",
     "PayloadFormat",
+    "Persona",
     "PopulationRef",
     "PopulationResult",
     "PromptDecision",

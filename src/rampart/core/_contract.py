@@ -1,26 +1,68 @@
-"""Checks of the adapter contract at the points where rampart calls adapter code.
+"""The boundary for user code: checks at every point where rampart calls it.
 
-Adapters are user code. Wherever rampart creates, enters or sends on a session it goes
-through these helpers, which raise ``AdapterContractError`` naming what is wrong, so a
-mis-implemented adapter gives an ERROR result with a useful summary instead of a
-``TypeError`` or ``AttributeError`` from deep inside the engine. The session actor and
-``rampart.limits`` (which sends on the wrapped adapter's sessions itself) share them, so
-a wrapped adapter is checked exactly like a bare one.
+Adapters, sessions, evaluators, drivers, converters, surfaces and injection handles are
+user code. Wherever rampart calls one of them it goes through a helper here, so a
+mis-implemented component gives an ERROR result whose summary says what is wrong with
+it, instead of a ``TypeError`` or ``AttributeError`` from deep inside the engine:
+
+* a method that is missing, not async, or returns the wrong type raises the
+  component's ``ContractError`` (``AdapterContractError``, ``EvaluatorContractError``,
+  ``DriverContractError``, ``ConverterContractError``, ``InjectionContractError``),
+  naming the object, the method and what came back;
+* an evaluator or driver that *raises* is reported as ``EvaluatorError`` /
+  ``DriverError`` naming it and the exception, with the original as ``__cause__``
+  (an ``EvaluatorError`` / ``DriverError`` it raises itself passes through as is).
+
+The engine, the composites behind ``|``/``&``/``~`` and ``rampart.limits`` all call
+these helpers, so a component is checked the same way alone, composed or wrapped. This
+module imports neither anyio nor the engine (it is part of the model).
 """
 
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from rampart.core.errors import AdapterContractError
-from rampart.core.types import Response
+from rampart._checks import describe
+from rampart._text import safe_str
+from rampart.core.driver import PromptDecision
+from rampart.core.errors import (
+    AdapterContractError,
+    ConverterContractError,
+    DriverContractError,
+    DriverError,
+    EvaluatorContractError,
+    EvaluatorError,
+    InfrastructureError,
+    InjectionContractError,
+)
+from rampart.core.types import EvalOutcome, EvalResult, Payload, Response
 
 if TYPE_CHECKING:
-    from rampart.core.adapter import Session
-    from rampart.core.types import Request
+    from types import TracebackType
 
-__all__ = ["check_entered", "check_session", "create_session", "send_checked", "type_name"]
+    from rampart.core.adapter import Session
+    from rampart.core.driver import PromptDriver
+    from rampart.core.evaluator import Evaluator
+    from rampart.core.injection import InjectionHandle
+    from rampart.core.types import EvalContext, Request, Turn
+
+__all__ = [
+    "check_entered",
+    "check_session",
+    "convert_checked",
+    "create_session",
+    "enter_handle",
+    "enter_session",
+    "evaluate_checked",
+    "exit_handle",
+    "exit_session",
+    "inject_checked",
+    "is_handle",
+    "next_decision",
+    "send_checked",
+    "type_name",
+]
 
 _SESSION_METHODS = ("send_async", "__aenter__", "__aexit__")
 
@@ -28,6 +70,15 @@ _SESSION_METHODS = ("send_async", "__aenter__", "__aexit__")
 def type_name(value: object) -> str:
     """The name of ``value``'s type, for messages."""
     return type(value).__name__
+
+
+def _raised(error: BaseException) -> str:
+    """``"{ExcType}: {message}"`` (just the type when there is no message), never raising."""
+    message = safe_str(error)
+    return f"{type_name(error)}: {message}" if message else type_name(error)
+
+
+# --- adapters and sessions ------------------------------------------------------------
 
 
 def check_session(session: object, *, source: str) -> None:
@@ -57,6 +108,37 @@ async def create_session(adapter: object) -> Session:
     session = await pending
     check_session(session, source="adapter.create_session_async")
     return session  # type: ignore[no-any-return]
+
+
+async def enter_session(session: Session) -> object:
+    """``await session.__aenter__()``, checked to be awaitable; returns what it gave.
+
+    The session is entered once this returns, so the caller checks the value with
+    ``check_entered`` and closes the session if that raises.
+    """
+    pending: Any = session.__aenter__()
+    if not inspect.isawaitable(pending):
+        raise AdapterContractError(
+            f"{type_name(session)}.__aenter__ returned {type_name(pending)}, which is not "
+            "awaitable; a Session is an async context manager (async def __aenter__)"
+        )
+    return await pending
+
+
+async def exit_session(
+    session: Session,
+    exc_type: type[BaseException] | None,
+    exc: BaseException | None,
+    tb: TracebackType | None,
+) -> None:
+    """``await session.__aexit__(...)``, checked to be awaitable; its return value is ignored."""
+    pending: Any = session.__aexit__(exc_type, exc, tb)
+    if not inspect.isawaitable(pending):
+        raise AdapterContractError(
+            f"{type_name(session)}.__aexit__ returned {type_name(pending)}, which is not "
+            "awaitable; a Session is an async context manager (async def __aexit__)"
+        )
+    await pending
 
 
 def check_entered(session: Session, entered: object) -> Session:
@@ -89,3 +171,215 @@ async def send_checked(session: Session, request: Request) -> Response:
             f"adapter.send_async returned {type_name(response)}, expected rampart.Response"
         )
     return response
+
+
+# --- evaluators -----------------------------------------------------------------------
+
+
+async def evaluate_checked(
+    evaluator: Evaluator, *, context: EvalContext, role: str = ""
+) -> EvalResult:
+    """``await evaluator.evaluate_async(context=context)``, checked.
+
+    ``role`` says where the evaluator sits (``"right operand of |"``) and is added to
+    messages after its name. Raises ``EvaluatorContractError`` when ``evaluate_async`` is
+    missing, not async, or gives anything but an ``EvalResult`` with an ``EvalOutcome``;
+    any exception it raises becomes ``EvaluatorError`` naming it (chained), except an
+    ``EvaluatorError``, which passes through (a composite's operand was already named).
+    """
+    method = getattr(evaluator, "evaluate_async", None)
+    if not callable(method):
+        raise EvaluatorContractError(
+            f"{_who(evaluator, role)} has no evaluate_async(); an Evaluator must define "
+            "async def evaluate_async(self, *, context) -> EvalResult"
+        )
+    try:
+        pending = method(context=context)
+        if not inspect.isawaitable(pending):
+            raise EvaluatorContractError(
+                f"{_who(evaluator, role, 'evaluate_async')} returned {type_name(pending)}, "
+                "which is not awaitable; define it with async def"
+            )
+        result = await pending
+    except EvaluatorError:
+        raise
+    except Exception as error:
+        raise EvaluatorError(
+            f"{_who(evaluator, role, 'evaluate_async')} raised {_raised(error)}",
+            transient=isinstance(error, InfrastructureError) and error.transient,
+        ) from error
+    if not isinstance(result, EvalResult):
+        raise EvaluatorContractError(
+            f"{_who(evaluator, role, 'evaluate_async')} returned {type_name(result)}, "
+            "expected rampart.EvalResult"
+        )
+    if type(result.outcome) is not EvalOutcome:
+        raise EvaluatorContractError(
+            f"{_who(evaluator, role, 'evaluate_async')} returned an EvalResult whose "
+            f"outcome is {describe(result.outcome)}, expected rampart.EvalOutcome"
+        )
+    return result
+
+
+def _who(component: object, role: str, method: str = "") -> str:
+    """``"Name.method (role)"``: how messages name the component that broke its contract."""
+    name = f"{type_name(component)}.{method}" if method else type_name(component)
+    return f"{name} ({role})" if role else name
+
+
+def _close(pending: object) -> None:
+    """Close a coroutine that will never be awaited (no "never awaited" warning)."""
+    if inspect.iscoroutine(pending):
+        pending.close()
+
+
+# --- drivers --------------------------------------------------------------------------
+
+
+async def next_decision(driver: PromptDriver, *, history: list[Turn]) -> PromptDecision | None:
+    """``await driver.next_prompt_async(history=history)``, checked.
+
+    Raises ``DriverContractError`` when ``next_prompt_async`` is missing, not async, or
+    gives anything but a ``PromptDecision`` or ``None``; any exception it raises
+    becomes ``DriverError`` naming the driver (chained), except a ``DriverError``,
+    which passes through.
+    """
+    method = getattr(driver, "next_prompt_async", None)
+    if not callable(method):
+        raise DriverContractError(
+            f"{type_name(driver)} has no next_prompt_async(); a PromptDriver must define "
+            "async def next_prompt_async(self, *, history) -> PromptDecision | None"
+        )
+    try:
+        pending = method(history=history)
+        if not inspect.isawaitable(pending):
+            raise DriverContractError(
+                f"{type_name(driver)}.next_prompt_async returned {type_name(pending)}, "
+                "which is not awaitable; define it with async def"
+            )
+        decision = await pending
+    except DriverError:
+        raise
+    except Exception as error:
+        raise DriverError(
+            f"{type_name(driver)}.next_prompt_async raised {_raised(error)}"
+        ) from error
+    if decision is not None and not isinstance(decision, PromptDecision):
+        raise DriverContractError(
+            f"{type_name(driver)}.next_prompt_async returned {type_name(decision)}, "
+            "expected rampart.PromptDecision or None"
+        )
+    return decision
+
+
+# --- converters -----------------------------------------------------------------------
+
+
+async def convert_checked(converter: object, *, payload: Payload) -> Payload:
+    """``await converter.convert_async(payload=payload)``, checked.
+
+    Raises ``ConverterContractError`` when ``convert_async`` is missing, not async, or
+    gives anything but a ``Payload`` with the input's ``id``. An exception the
+    converter raises propagates unchanged (a ``ValueError`` for input it cannot
+    convert is a usage error, not a broken converter).
+    """
+    method = getattr(converter, "convert_async", None)
+    if not callable(method):
+        raise ConverterContractError(
+            f"{type_name(converter)} has no convert_async(); a PayloadConverter must define "
+            "async def convert_async(self, *, payload) -> Payload"
+        )
+    pending = method(payload=payload)
+    if not inspect.isawaitable(pending):
+        raise ConverterContractError(
+            f"{type_name(converter)}.convert_async returned {type_name(pending)}, which is "
+            "not awaitable; define it with async def"
+        )
+    converted = await pending
+    if not isinstance(converted, Payload):
+        raise ConverterContractError(
+            f"{type_name(converter)}.convert_async returned {type_name(converted)}, "
+            "expected rampart.Payload"
+        )
+    if converted.id != payload.id:
+        raise ConverterContractError(
+            f"{type_name(converter)}.convert_async changed the payload id from "
+            f"{describe(payload.id)} to {describe(converted.id)}; a converter keeps the id"
+        )
+    return converted
+
+
+# --- surfaces and injection handles ---------------------------------------------------
+
+
+def is_handle(value: object) -> bool:
+    """True when ``value`` is an injection handle instance (structurally)."""
+    return (
+        not isinstance(value, type)
+        and callable(getattr(value, "__aenter__", None))
+        and callable(getattr(value, "__aexit__", None))
+        and hasattr(value, "payload_id")
+        and hasattr(value, "surface_name")
+    )
+
+
+def inject_checked(surface: object, *, payload: Payload) -> InjectionHandle:
+    """``surface.inject(payload=payload)``, checked to give an injection handle.
+
+    ``inject`` only prepares a handle (nothing is written until the handle is
+    entered), so it is a plain method; an ``async def inject`` is a contract violation.
+    """
+    method = getattr(surface, "inject", None)
+    if not callable(method):
+        raise InjectionContractError(
+            f"surface {type_name(surface)} has no inject(); a Surface must define "
+            "def inject(self, *, payload) -> InjectionHandle"
+        )
+    handle = method(payload=payload)
+    if inspect.isawaitable(handle):
+        _close(handle)
+        raise InjectionContractError(
+            f"{type_name(surface)}.inject returned {type_name(handle)}, an awaitable; inject "
+            "only prepares a handle, so define it with def, not async def"
+        )
+    if not is_handle(handle):
+        raise InjectionContractError(
+            f"{type_name(surface)}.inject returned {type_name(handle)}, expected "
+            "rampart.InjectionHandle (an async context manager with payload_id and "
+            "surface_name)"
+        )
+    return cast("InjectionHandle", handle)
+
+
+async def enter_handle(handle: InjectionHandle) -> None:
+    """``await handle.__aenter__()`` (activate the injection), checked."""
+    await _call_handle(handle, "__aenter__")
+
+
+async def exit_handle(
+    handle: InjectionHandle,
+    exc_type: type[BaseException] | None,
+    exc: BaseException | None,
+    tb: TracebackType | None,
+) -> None:
+    """``await handle.__aexit__(...)`` (remove the injection), checked.
+
+    Its return value is ignored: a handle cannot swallow the engine's exceptions.
+    """
+    await _call_handle(handle, "__aexit__", exc_type, exc, tb)
+
+
+async def _call_handle(handle: object, name: str, *args: object) -> None:
+    method = getattr(handle, name, None)
+    if not callable(method):
+        raise InjectionContractError(
+            f"injection handle {type_name(handle)} has no {name}(); an InjectionHandle is "
+            f"an async context manager (async def {name})"
+        )
+    pending = method(*args)
+    if not inspect.isawaitable(pending):
+        raise InjectionContractError(
+            f"{type_name(handle)}.{name} returned {type_name(pending)}, which is not "
+            "awaitable; define it with async def"
+        )
+    await pending

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from rampart._checks import invalid
 from rampart.core.types import EvalOutcome, EvalResult
 
 __all__ = [
@@ -107,7 +108,9 @@ def summarize_undetermined(reasons: Sequence[str]) -> str:
     first two are named and the rest counted. No reasons gives ``""``.
     """
     if isinstance(reasons, str):
-        raise TypeError("reasons must be a sequence of str, not a single str")
+        raise invalid(
+            "summarize_undetermined", "reasons", "a sequence of str, not a single str", reasons
+        )
     distinct = _distinct(as_text(reason) for reason in reasons)
     named = "; ".join(distinct[:_NAMED_REASONS])
     rest = len(distinct) - _NAMED_REASONS

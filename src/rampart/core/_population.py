@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import math
-
 import attrs
+
+from rampart._checks import check_int, check_probability, check_text
 
 __all__ = ["PopulationRef"]
 
-
-def _check_int(name: str, value: object) -> int:
-    # bool is an int subclass; a flag is never a count.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"PopulationRef.{name} must be an int, got {type(value).__name__}")
-    return value
+_OWNER = "PopulationRef"
 
 
 def _check_threshold(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"PopulationRef.threshold must be a number, got {type(value).__name__}")
-    threshold = float(value)
-    if not math.isfinite(threshold) or not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"PopulationRef.threshold must be a finite number in [0, 1], got {value}")
-    return threshold
+    return check_probability(_OWNER, "threshold", value)
 
 
 @attrs.frozen(kw_only=True)
@@ -38,15 +28,7 @@ class PopulationRef:
     threshold: float = attrs.field(converter=_check_threshold)
 
     def __attrs_post_init__(self) -> None:
-        if not isinstance(self.id, str):
-            raise TypeError(f"PopulationRef.id must be a str, got {type(self.id).__name__}")
-        if not self.id:
-            raise ValueError("PopulationRef.id must be a non-empty string")
-        size = _check_int("size", self.size)
-        index = _check_int("index", self.index)
-        if size < 1:
-            raise ValueError(f"PopulationRef.size must be >= 1, got {size}")
-        if not 0 <= index < size:
-            raise ValueError(
-                f"PopulationRef.index must satisfy 0 <= index < size ({size}), got {index}"
-            )
+        # Non-empty, as the trace schema says (minLength 1); whitespace is a valid id.
+        check_text(_OWNER, "id", self.id, blank_ok=True)
+        size = check_int(_OWNER, "size", self.size, minimum=1)
+        check_int(_OWNER, "index", self.index, minimum=0, maximum=size - 1)

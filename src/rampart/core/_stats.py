@@ -3,7 +3,7 @@
 Kept free of any execution machinery so ``PopulationResult`` and the pytest plugin's
 in-item trials share one definition of "the group passed".
 
-The verdict rule (DESIGN decision 2), applied to the trials that produced a result:
+The verdict rule (``docs/trials.md``), applied to the trials that produced a result:
 
 1. any UNSAFE trial -> UNSAFE (the group fails, whatever the pass rate);
 2. otherwise SAFE when at least one trial is SAFE and ``safe / executed >= threshold``
@@ -18,19 +18,10 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
+from rampart._checks import check_int, check_number
 from rampart.core.types import SafetyStatus
 
-__all__ = ["StatusTally", "check_threshold", "population_status", "wilson_interval"]
-
-
-def check_threshold(value: object, *, name: str = "threshold") -> float:
-    """Return ``value`` as a float in [0, 1], or raise naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number in [0, 1], got {type(value).__name__}")
-    threshold = float(value)
-    if not math.isfinite(threshold) or not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"{name} must be a finite number in [0, 1], got {value!r}")
-    return threshold
+__all__ = ["StatusTally", "population_status", "wilson_interval"]
 
 
 def population_status(
@@ -93,6 +84,9 @@ class StatusTally:
         )
 
 
+_OWNER = "wilson_interval"
+
+
 def wilson_interval(successes: int, total: int, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion ``successes / total``.
 
@@ -100,18 +94,9 @@ def wilson_interval(successes: int, total: int, confidence: float = 0.95) -> tup
     successes, where the normal (Wald) interval collapses. With no trials the
     proportion is unknown, so the interval is ``(0.0, 1.0)``.
     """
-    for name, value in (("successes", successes), ("total", total)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if total < 0 or not 0 <= successes <= total:
-        raise ValueError(
-            f"successes and total must satisfy 0 <= successes <= total, "
-            f"got successes={successes}, total={total}"
-        )
-    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
-        raise TypeError(f"confidence must be a number in (0, 1), got {type(confidence).__name__}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence!r}")
+    total = check_int(_OWNER, "total", total, minimum=0)
+    successes = check_int(_OWNER, "successes", successes, minimum=0, maximum=total)
+    confidence = check_number(_OWNER, "confidence", confidence, above=0, below=1, noun="a number")
     if total == 0:
         return (0.0, 1.0)
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)

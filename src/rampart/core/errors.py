@@ -1,17 +1,60 @@
-"""The exception hierarchy: one root, a few meaningful branches.
+"""Every exception rampart defines, in one tree.
 
-Adapters, surfaces and drivers raise these for failures *outside* the code under
-test; the execution boundary turns them into ERROR results (see
-``rampart.engine._execution``). All of them pickle, so they survive an xdist hop.
+Adapters, surfaces, drivers and evaluators raise these for failures *outside* the code
+under test; the execution boundary (``rampart.engine._execution``) turns the
+``InfrastructureError`` and ``DriverError`` branches into ERROR results. All of them
+pickle, so they survive an xdist hop. Classes defined in other packages are listed
+with their module; a test checks that this tree names every exception class rampart
+defines, so it cannot drift::
+
+    Exception
+    ├── RampartError                    root of every error rampart raises on purpose
+    │   ├── InfrastructureError         something outside rampart failed (transient=)
+    │   │   ├── ContractError           user code broke the protocol rampart calls it by
+    │   │   │   ├── AdapterContractError    an adapter or its session
+    │   │   │   ├── EvaluatorContractError  an evaluator (also an EvaluatorError)
+    │   │   │   ├── DriverContractError     a prompt driver (also a DriverError)
+    │   │   │   ├── ConverterContractError  a payload converter
+    │   │   │   └── InjectionContractError  a surface or an injection handle
+    │   │   ├── EvaluatorError          an evaluator failed or raised (a judge outage)
+    │   │   ├── RateLimitedError        rampart.limits: the agent said "slow down"
+    │   │   └── MalformedResponseError  rampart.adapters: a reply off the dialect
+    │   ├── DriverError                 a prompt driver failed or raised
+    │   ├── SchemaError (ValueError)    a trace record breaks the rampart.trace contract
+    │   │   ├── UnsupportedSchemaVersionError   a version this reader does not know
+    │   │   └── PathError               rampart.codec (internal): a rule broken at a
+    │   │                               JSON path; surfaces as a SchemaError
+    │   ├── ReportError                 rampart.reporting: a report that would misstate
+    │   │                               the run was not written
+    │   └── ScriptExhaustedError        rampart.testing: a ScriptedAgent ran out of replies
+    ├── BadRequest                      rampart.testing.server: a 4xx answer of the test
+    │                                   server (never leaves the server)
+    ├── UnknownModelMode                rampart.testing.server: a sim-* model name with
+    │                                   an unknown mode suffix (a 400 answer)
+    ├── InvalidAnswer                   rampart.evaluators (internal): an LLM judge's reply
+    │                                   is not a verdict; surfaces as UNDETERMINED
+    ├── _Disconnected                   rampart.testing.server (internal): a client left
+    ├── _NonFiniteNumber                rampart.codec (internal): NaN or infinity in JSON
+    └── _RepeatedKey                    rampart.codec (internal): a JSON object names a
+                                        member twice; surfaces as a SchemaError
+
+Which exceptions become ERROR results, and how user code that breaks its protocol is
+reported, is described in ``docs/executions.md`` ("When user code breaks its
+contract").
 """
 
 from __future__ import annotations
 
 __all__ = [
     "AdapterContractError",
+    "ContractError",
+    "ConverterContractError",
+    "DriverContractError",
     "DriverError",
+    "EvaluatorContractError",
     "EvaluatorError",
     "InfrastructureError",
+    "InjectionContractError",
     "RampartError",
     "SchemaError",
     "UnsupportedSchemaVersionError",
@@ -23,7 +66,7 @@ class RampartError(Exception):
 
 
 class InfrastructureError(RampartError):
-    """An external dependency (agent, surface, network) failed.
+    """Something outside rampart failed: the agent, a surface, the network, user code.
 
     ``transient=True`` marks a failure worth retrying (a dropped connection, a 503);
     rate limiters retry those and keep their concurrency window.
@@ -46,22 +89,60 @@ def _rebuild_infrastructure_error(
     return error
 
 
-class AdapterContractError(InfrastructureError):
-    """An adapter or its session does not honour the ``AgentAdapter`` / ``Session`` contract.
-
-    Raised by the engine's contract checks (a missing ``create_session_async``, a
-    ``send_async`` that returns something other than a ``Response``, ...) so a
-    mis-implemented adapter yields an ERROR result saying what is wrong with it,
-    rather than a traceback from deep inside the engine.
-    """
-
-
 class DriverError(RampartError):
-    """A prompt driver could not produce its next prompt."""
+    """A prompt driver could not produce its next prompt, or raised while trying."""
 
 
 class EvaluatorError(InfrastructureError):
-    """An evaluator failed for a reason that is not a verdict (a judge outage)."""
+    """An evaluator failed for a reason that is not a verdict (a judge outage), or raised.
+
+    Any exception an evaluator raises reaches the execution boundary as an
+    ``EvaluatorError`` naming the evaluator, with the original as its ``__cause__``.
+    """
+
+
+class ContractError(InfrastructureError):
+    """User code does not honour the protocol rampart calls it through.
+
+    Raised by the contract checks in ``rampart.core._contract`` wherever rampart calls
+    user code (an adapter, evaluator, driver, converter, surface or injection handle):
+    a method that is missing, not async, or returns the wrong type. The message names
+    the object, the method and what came back, so a mis-implemented component gives
+    an ERROR result saying what is wrong with it rather than a traceback from deep
+    inside the engine. Never transient: retrying cannot fix the code.
+    """
+
+
+class AdapterContractError(ContractError):
+    """An adapter or its session does not honour the ``AgentAdapter`` / ``Session`` contract.
+
+    A missing ``create_session_async``, a ``send_async`` that is not async or returns
+    something other than a ``Response``, a session ``__aenter__`` returning ``None``, ...
+    """
+
+
+class EvaluatorContractError(ContractError, EvaluatorError):
+    """An evaluator's ``evaluate_async`` is missing, not async, or returns no ``EvalResult``.
+
+    Also an ``EvaluatorError``, so code that catches evaluator failures catches it.
+    """
+
+
+class DriverContractError(ContractError, DriverError):
+    """A prompt driver's ``next_prompt_async`` is missing, not async, or returns the wrong type.
+
+    Also a ``DriverError``, so code that catches driver failures catches it.
+    """
+
+
+class ConverterContractError(ContractError):
+    """A payload converter's ``convert_async`` is missing, not async, or returns no
+    ``Payload`` (or one with a different id)."""
+
+
+class InjectionContractError(ContractError):
+    """A surface's ``inject`` returns no injection handle, or a handle's ``__aenter__`` /
+    ``__aexit__`` is missing or not async."""
 
 
 class SchemaError(RampartError, ValueError):

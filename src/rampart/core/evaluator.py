@@ -21,6 +21,11 @@ Every operand that ran adds its gaps to ``undetermined_operands`` (see
 outcome. Confidence is the deciding operand's when one operand settles the result,
 and the lower of the two when both do.
 
+Every operand is called through ``rampart.core._contract.evaluate_checked``, the same
+check the engine applies to a lone evaluator: an operand that is not async, returns
+no ``EvalResult`` or raises is reported as ``EvaluatorContractError`` /
+``EvaluatorError`` naming it and its place (``"right operand of |"``).
+
 A chain written ``a | b | c | ...`` nests to the left; the binary composites walk that
 spine in a loop rather than recursing, so long chains built with ``functools.reduce``
 do not hit Python's recursion limit.
@@ -29,9 +34,10 @@ do not hit Python's recursion limit.
 from __future__ import annotations
 
 import abc
-import inspect
 from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
+from rampart._checks import check_evaluator
+from rampart.core._contract import evaluate_checked
 from rampart.core._gaps import as_text, as_text_list, merge_undetermined
 from rampart.core.types import EvalOutcome, EvalResult
 
@@ -58,19 +64,10 @@ class Evaluator(Protocol):
     async def evaluate_async(self, *, context: EvalContext) -> EvalResult: ...
 
 
-def require_evaluator(value: object, *, name: str) -> Evaluator:
-    """Return ``value`` if it is an evaluator, else raise ``TypeError`` naming ``name``."""
-    if isinstance(value, type):
-        raise TypeError(
-            f"{name} must be an Evaluator instance, got the class {value.__name__} "
-            "(did you forget to call it?)"
-        )
-    if isinstance(value, Evaluator) and callable(value.evaluate_async):
-        return value
-    raise TypeError(
-        f"{name} must be an Evaluator (an object with an async "
-        f"evaluate_async(*, context) method), got {type(value).__name__}"
-    )
+def require_evaluator(value: object, *, name: str, owner: str = "require_evaluator") -> Evaluator:
+    """Return ``value`` if it is an evaluator instance, else ``TypeError`` naming ``owner``'s
+    argument ``name`` (the message format of ``rampart._checks``)."""
+    return check_evaluator(owner, name, value)
 
 
 class BaseEvaluator(abc.ABC):
@@ -101,19 +98,31 @@ class BaseEvaluator(abc.ABC):
 
     def __or__(self, other: Evaluator) -> BaseEvaluator:
 
-        return AnyEvaluator(left=self, right=require_evaluator(other, name="right operand of |"))
+        return AnyEvaluator(
+            left=self,
+            right=require_evaluator(other, owner="AnyEvaluator", name="right operand of |"),
+        )
 
     def __ror__(self, other: Evaluator) -> BaseEvaluator:
 
-        return AnyEvaluator(left=require_evaluator(other, name="left operand of |"), right=self)
+        return AnyEvaluator(
+            left=require_evaluator(other, owner="AnyEvaluator", name="left operand of |"),
+            right=self,
+        )
 
     def __and__(self, other: Evaluator) -> BaseEvaluator:
 
-        return AllEvaluator(left=self, right=require_evaluator(other, name="right operand of &"))
+        return AllEvaluator(
+            left=self,
+            right=require_evaluator(other, owner="AllEvaluator", name="right operand of &"),
+        )
 
     def __rand__(self, other: Evaluator) -> BaseEvaluator:
 
-        return AllEvaluator(left=require_evaluator(other, name="left operand of &"), right=self)
+        return AllEvaluator(
+            left=require_evaluator(other, owner="AllEvaluator", name="left operand of &"),
+            right=self,
+        )
 
     def __invert__(self) -> BaseEvaluator:
 
@@ -174,28 +183,6 @@ _NOT_DETECTED = EvalOutcome.NOT_DETECTED
 _UNDETERMINED = EvalOutcome.UNDETERMINED
 
 
-async def _run(operand: Evaluator, *, context: EvalContext, role: str) -> EvalResult:
-    """Evaluate one operand and check it kept the contract, naming it if not."""
-    pending = operand.evaluate_async(context=context)
-    if not inspect.isawaitable(pending):
-        raise TypeError(
-            f"{role} operand {operand!r}: evaluate_async must be async, "
-            f"but it returned {type(pending).__name__}"
-        )
-    result = await pending
-    if not isinstance(result, EvalResult):
-        raise TypeError(
-            f"{role} operand {operand!r}: evaluate_async returned "
-            f"{type(result).__name__}, expected EvalResult"
-        )
-    if not isinstance(result.outcome, EvalOutcome):
-        raise TypeError(
-            f"{role} operand {operand!r}: EvalResult.outcome must be an EvalOutcome, "
-            f"got {result.outcome!r}"
-        )
-    return result
-
-
 def _both_evidence(left: EvalResult, right: EvalResult) -> list[str]:
     return [*as_text_list(left.evidence), *as_text_list(right.evidence)]
 
@@ -225,8 +212,8 @@ class _BinaryEvaluator(BaseEvaluator):
     _symbol: ClassVar[str]
 
     def __init__(self, *, left: Evaluator, right: Evaluator) -> None:
-        self._left = require_evaluator(left, name="left")
-        self._right = require_evaluator(right, name="right")
+        self._left = require_evaluator(left, owner=type(self).__name__, name="left")
+        self._right = require_evaluator(right, owner=type(self).__name__, name="right")
 
     @property
     def left(self) -> Evaluator:
@@ -266,7 +253,9 @@ class _BinaryEvaluator(BaseEvaluator):
 
     async def evaluate_async(self, *, context: EvalContext) -> EvalResult:
         leftmost, rights = self._spine()
-        result = await _run(leftmost, context=context, role="left")
+        result = await evaluate_checked(
+            leftmost, context=context, role=f"left operand of {self._symbol}"
+        )
         for right in rights:
             result = await self._combine(result, right, context=context)
         return result
@@ -301,7 +290,7 @@ class AnyEvaluator(_BinaryEvaluator):
                 undetermined_operands=merge_undetermined(left=left),
             )
 
-        right = await _run(right_operand, context=context, role="right")
+        right = await evaluate_checked(right_operand, context=context, role="right operand of |")
         gaps = merge_undetermined(left=left, right=right)
         if right.outcome is _DETECTED:
             return EvalResult(
@@ -345,7 +334,7 @@ class AllEvaluator(_BinaryEvaluator):
                 undetermined_operands=merge_undetermined(left=left),
             )
 
-        right = await _run(right_operand, context=context, role="right")
+        right = await evaluate_checked(right_operand, context=context, role="right operand of &")
         gaps = merge_undetermined(left=left, right=right)
         if right.outcome is _NOT_DETECTED:
             return EvalResult(
@@ -374,7 +363,7 @@ class NotEvaluator(BaseEvaluator):
     """
 
     def __init__(self, *, inner: Evaluator) -> None:
-        self._inner = require_evaluator(inner, name="inner")
+        self._inner = require_evaluator(inner, owner="NotEvaluator", name="inner")
 
     @property
     def inner(self) -> Evaluator:
@@ -388,7 +377,7 @@ class NotEvaluator(BaseEvaluator):
         return (not_detected, detected)
 
     async def evaluate_async(self, *, context: EvalContext) -> EvalResult:
-        result = await _run(self._inner, context=context, role="inner")
+        result = await evaluate_checked(self._inner, context=context, role="operand of ~")
         if result.outcome is _UNDETERMINED:
             return result
         return EvalResult(

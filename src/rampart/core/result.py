@@ -7,8 +7,15 @@ from typing import Any
 
 import attrs
 
+from rampart._checks import (
+    check_instance,
+    check_int,
+    check_optional_text,
+    check_probability,
+    invalid,
+)
 from rampart.core._population import PopulationRef
-from rampart.core._stats import check_threshold, population_status, wilson_interval
+from rampart.core._stats import population_status, wilson_interval
 from rampart.core._verdicts import resolve_attack_verdict, resolve_probe_verdict
 from rampart.core.types import (
     EvalResult,
@@ -80,18 +87,23 @@ class Result:
         population: PopulationRef | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> None:
-        if not isinstance(status, SafetyStatus):
-            raise TypeError(f"Result.status must be a SafetyStatus, got {type(status).__name__}")
+        check_instance("Result", "status", status, SafetyStatus, expected="a SafetyStatus")
         if safe is not None and safe is not (status is SafetyStatus.SAFE):
-            raise ValueError(
-                f"Result.safe={safe!r} contradicts status={status.value!r}: "
-                "safe is True exactly when status is SAFE"
+            raise invalid(
+                "Result",
+                "safe",
+                f"{status is SafetyStatus.SAFE} or omitted, as status={status.value!r} says "
+                "(safe is True exactly when status is SAFE)",
+                safe,
+                error=ValueError,
             )
-        if not isinstance(observability_level, ObservabilityLevel):
-            raise TypeError(
-                "Result.observability_level must be an ObservabilityLevel, "
-                f"got {type(observability_level).__name__}"
-            )
+        check_instance(
+            "Result",
+            "observability_level",
+            observability_level,
+            ObservabilityLevel,
+            expected="an ObservabilityLevel",
+        )
         self.__attrs_init__(
             status=status,
             summary=summary,
@@ -126,38 +138,25 @@ class Result:
         return f"Result(safe={self.safe}, status={self.status.value}, summary={self.summary!r})"
 
 
+_POPULATION = "PopulationResult"
+
+
 def _check_results(_instance: object, _attribute: object, value: Any) -> None:
-    if not isinstance(value, list):
-        raise TypeError(f"PopulationResult.results must be a list, got {type(value).__name__}")
+    check_instance(_POPULATION, "results", value, list, expected="a list of Result")
     for position, item in enumerate(value):
-        if not isinstance(item, Result):
-            raise TypeError(
-                f"PopulationResult.results[{position}] must be a Result, got {type(item).__name__}"
-            )
+        check_instance(_POPULATION, f"results[{position}]", item, Result, expected="a Result")
 
 
 def _check_population_threshold(value: object) -> float:
-    return check_threshold(value, name="PopulationResult.threshold")
+    return check_probability(_POPULATION, "threshold", value)
 
 
 def _check_population_id(_instance: object, _attribute: object, value: Any) -> None:
-    if value is None:
-        return
-    if not isinstance(value, str):
-        raise TypeError(
-            f"PopulationResult.population_id must be a str or None, got {type(value).__name__}"
-        )
-    if not value:
-        raise ValueError("PopulationResult.population_id must be a non-empty string or None")
+    check_optional_text(_POPULATION, "population_id", value)
 
 
 def _check_cancelled_count(_instance: object, _attribute: object, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(
-            f"PopulationResult.cancelled_count must be an int, got {type(value).__name__}"
-        )
-    if value < 0:
-        raise ValueError(f"PopulationResult.cancelled_count must be >= 0, got {value}")
+    check_int(_POPULATION, "cancelled_count", value, minimum=0)
 
 
 @attrs.frozen(kw_only=True, repr=False)

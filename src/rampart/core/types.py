@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from rampart._checks import check_instance
 from rampart.core.manifest import AppManifest
 
 __all__ = [
@@ -166,8 +167,7 @@ class Payload:
     metadata: dict[str, Any] = attrs.field(factory=dict)
 
     def __attrs_post_init__(self) -> None:
-        if not isinstance(self.format, PayloadFormat):
-            raise TypeError(f"Payload.format must be a PayloadFormat, got {type(self.format)!r}")
+        check_instance("Payload", "format", self.format, PayloadFormat, expected="a PayloadFormat")
         if self.format.is_binary and self.artifact is None:
             raise ValueError(
                 f"Payload.artifact: binary format {self.format.value!r} requires an artifact path"

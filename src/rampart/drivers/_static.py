@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from rampart._checks import invalid
 from rampart.core.driver import PromptDecision
 from rampart.core.types import Request
 
@@ -14,13 +15,14 @@ if TYPE_CHECKING:
 __all__ = ["StaticDriver"]
 
 
-def normalize_prompts(value: object, *, name: str) -> tuple[Request, ...]:
+def normalize_prompts(value: object, *, owner: str, name: str) -> tuple[Request, ...]:
     """Check a list of prompts and turn every ``str`` into a ``Request``.
 
-    ``name`` is the argument the caller was given, so errors point at it.
+    ``owner`` and ``name`` are the caller and the argument it was given, so errors
+    point at them.
     """
     if isinstance(value, str | bytes) or not isinstance(value, Sequence):
-        raise TypeError(f"{name} must be a list of str or Request, got {type(value).__name__}")
+        raise invalid(owner, name, "a list of str or Request", value)
     requests: list[Request] = []
     for index, item in enumerate(value):
         if isinstance(item, str):
@@ -28,7 +30,7 @@ def normalize_prompts(value: object, *, name: str) -> tuple[Request, ...]:
         elif isinstance(item, Request):
             requests.append(item)
         else:
-            raise TypeError(f"{name}[{index}] must be a str or Request, got {type(item).__name__}")
+            raise invalid(owner, f"{name}[{index}]", "a str or Request", item)
     return tuple(requests)
 
 
@@ -45,7 +47,7 @@ class StaticDriver:
     __slots__ = ("_requests",)
 
     def __init__(self, *, prompts: Sequence[str | Request]) -> None:
-        self._requests = normalize_prompts(prompts, name="prompts")
+        self._requests = normalize_prompts(prompts, owner="StaticDriver", name="prompts")
 
     @property
     def requests(self) -> tuple[Request, ...]:

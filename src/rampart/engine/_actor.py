@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from rampart.core._contract import check_entered, create_session, send_checked, type_name
+from rampart.core._contract import (
+    check_entered,
+    create_session,
+    enter_session,
+    exit_session,
+    send_checked,
+    type_name,
+)
 from rampart.core.errors import AdapterContractError
 from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Turn
@@ -89,7 +96,7 @@ class AdapterSession:
 
     async def __aenter__(self) -> Session:
         session = await create_session(self._adapter)
-        entered = await session.__aenter__()
+        entered = await enter_session(session)
         self._session = session
         try:
             return check_entered(session, entered)
@@ -114,7 +121,7 @@ class AdapterSession:
         session, self._session = self._session, None
         if session is not None:
             with anyio.CancelScope(shield=True):
-                await session.__aexit__(exc_type, exc, tb)
+                await exit_session(session, exc_type, exc, tb)
 
 
 async def serve_session(

@@ -3,14 +3,16 @@
 ``BaseExecution.execute_async`` runs one execution (a strategy's ``_execute_async``)
 and is **the one place** in rampart where an exception becomes a result:
 
-* ``InfrastructureError`` (including ``AdapterContractError`` and ``EvaluatorError``),
+* ``InfrastructureError`` (including the ``ContractError`` family and ``EvaluatorError``),
   ``DriverError``, ``OSError`` and ``TimeoutError`` -- and exception groups made only
   of these -- become an ERROR ``Result``: summary ``"{ExcType}: {message}"``,
   ``metadata["error"]`` / ``metadata["error_type"]``, the strategy name, the
   adapter's observability level, and whatever the strategy's
   ``_error_result_extras()`` adds. ON_ERROR is fired with the error.
-* Everything else is a bug (in rampart, a strategy, an evaluator or a handler) and
-  propagates unchanged, as do cancellation and ``KeyboardInterrupt``.
+* Everything else is a bug (in rampart, a strategy, a session or a handler) and
+  propagates unchanged, as do cancellation and ``KeyboardInterrupt``. Evaluators and
+  drivers are user code called through ``rampart.core._contract``, so whatever they
+  raise arrives here as ``EvaluatorError`` / ``DriverError`` naming them.
 
 A cleanup failure after the ``timeout`` fired is raised together with the
 ``TimeoutError`` (see ``deadline``), so the ERROR result names both.
@@ -38,11 +40,12 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
+from rampart._checks import check_method, check_optional_seconds, invalid
 from rampart.core.adapter import AgentAdapter
 from rampart.core.errors import DriverError, InfrastructureError
 from rampart.core.result import Result, SafetyStatus
 from rampart.core.types import ObservabilityLevel
-from rampart.engine._policies import check_timeout, deadline, has_method
+from rampart.engine._policies import deadline
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
@@ -101,16 +104,16 @@ _FRAMEWORK_HANDLERS: ContextVar[tuple[ExecutionEventHandler, ...]] = ContextVar(
 )
 
 
-def _check_handlers(handlers: Iterable[object], *, name: str) -> tuple[ExecutionEventHandler, ...]:
-    checked: list[ExecutionEventHandler] = []
-    for index, handler in enumerate(handlers):
-        if not has_method(handler, "on_event_async"):
-            raise TypeError(
-                f"{name}[{index}] must be an ExecutionEventHandler (an object with an async "
-                f"on_event_async(*, event_data) method), got {type(handler).__name__}"
-            )
-        checked.append(handler)  # type: ignore[arg-type]
-    return tuple(checked)
+_HANDLER = "an ExecutionEventHandler (an object with an async on_event_async(*, event_data) method)"
+
+
+def _check_handlers(
+    owner: str, name: str, handlers: Iterable[object]
+) -> tuple[ExecutionEventHandler, ...]:
+    return tuple(
+        check_method(owner, f"{name}[{index}]", handler, "on_event_async", expected=_HANDLER)  # type: ignore[misc]
+        for index, handler in enumerate(handlers)
+    )
 
 
 @contextmanager
@@ -121,7 +124,7 @@ def framework_handlers(*handlers: ExecutionEventHandler) -> Iterator[None]:
     ``*current_framework_handlers()`` along to keep those. Tasks started inside the
     block inherit the setting; concurrent tasks can each set their own.
     """
-    token = _FRAMEWORK_HANDLERS.set(_check_handlers(handlers, name="handlers"))
+    token = _FRAMEWORK_HANDLERS.set(_check_handlers("framework_handlers", "handlers", handlers))
     try:
         yield
     finally:
@@ -196,17 +199,17 @@ class BaseExecution(abc.ABC):
         event_handlers: Sequence[ExecutionEventHandler] | None = None,
         timeout: float | None = None,
     ) -> None:
+        owner = type(self).__name__
         if event_handlers is None:
             handlers: tuple[ExecutionEventHandler, ...] = ()
         elif isinstance(event_handlers, list | tuple):
-            handlers = _check_handlers(event_handlers, name="event_handlers")
+            handlers = _check_handlers(owner, "event_handlers", event_handlers)
         else:
-            raise TypeError(
-                "event_handlers must be a list of ExecutionEventHandler or None, "
-                f"got {type(event_handlers).__name__}"
+            raise invalid(
+                owner, "event_handlers", "a list of ExecutionEventHandler or None", event_handlers
             )
         self._event_handlers = handlers
-        self._timeout = check_timeout(timeout)
+        self._timeout = check_optional_seconds(owner, "timeout", timeout, positive=True)
 
     @property
     @abc.abstractmethod

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import anyio
 import attrs
 
-from rampart.core.errors import EvaluatorError
+from rampart.core._contract import evaluate_checked
 from rampart.core.evaluator import Evaluator
 from rampart.core.types import (
     EvalContext,
@@ -80,23 +80,13 @@ class TraceRecord:
 
 
 async def evaluate(evaluator: Evaluator, context: EvalContext) -> EvalResult:
-    """Run ``evaluator`` on ``context`` and check it returned a well-formed ``EvalResult``.
+    """Run ``evaluator`` on ``context`` through the evaluator contract check.
 
-    A malformed answer is the evaluator breaking its contract, reported as
-    ``EvaluatorError`` (an ERROR result) naming what came back.
+    A malformed answer or an evaluator that is not async is an
+    ``EvaluatorContractError``, an exception it raises an ``EvaluatorError`` naming it
+    (see ``rampart.core._contract``); the boundary makes either an ERROR result.
     """
-    result = await evaluator.evaluate_async(context=context)
-    if not isinstance(result, EvalResult):
-        raise EvaluatorError(
-            f"{type(evaluator).__name__}.evaluate_async returned {type(result).__name__}, "
-            "expected rampart.EvalResult"
-        )
-    if not isinstance(result.outcome, EvalOutcome):
-        raise EvaluatorError(
-            f"{type(evaluator).__name__}.evaluate_async returned an EvalResult whose outcome "
-            f"is {result.outcome!r}, expected rampart.EvalOutcome"
-        )
-    return result
+    return await evaluate_checked(evaluator, context=context)
 
 
 class Pipeline:

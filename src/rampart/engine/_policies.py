@@ -10,39 +10,34 @@ Two kinds live here:
 * ``deadline`` bounds a whole execution: its scope's deadline is computed on entry,
   and once the scope has exited a caught cancellation becomes ``TimeoutError``.
 
-It also validates the policies' parameters (``max_turns``, ``timeout``,
-``stop_when``), so every strategy rejects bad values with the same messages.
+It also resolves ``stop_when`` (``"auto"``, an evaluator or ``None``) to the online
+stop condition; the other parameters are checked with ``rampart._checks``.
 """
 
 from __future__ import annotations
 
-import math
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import anyio
 
+from rampart._checks import EVALUATOR, check_method, invalid
 from rampart.core.evaluator import detected_is_absorbing
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from rampart.core.driver import PromptDriver
     from rampart.core.evaluator import Evaluator
     from rampart.core.types import TraceEndReason
 
 __all__ = [
     "TurnProduction",
-    "check_count",
-    "check_driver",
-    "check_evaluator",
-    "check_max_turns",
-    "check_timeout",
     "deadline",
     "format_seconds",
-    "has_method",
     "resolve_stop_when",
 ]
+
+_STOP_WHEN = f"{EVALUATOR}, None or 'auto'"
 
 
 class TurnProduction:
@@ -107,71 +102,8 @@ def deadline(timeout: float | None) -> Iterator[None]:
         raise TimeoutError(f"timed out after {format_seconds(timeout)} s")
 
 
-def check_count(value: object, *, name: str, minimum: int) -> int:
-    """``value`` if it is an int (not a bool) >= ``minimum``, else a clear error."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int >= {minimum}, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
-def check_max_turns(value: object, *, name: str = "max_turns") -> int:
-    """``value`` if it is a non-negative int (not a bool), else a clear error."""
-    return check_count(value, name=name, minimum=0)
-
-
-def check_timeout(value: object, *, name: str = "timeout") -> float | None:
-    """``None`` or a positive, finite number of seconds (as float), else a clear error."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(
-            f"{name} must be a positive number of seconds or None, got {type(value).__name__}"
-        )
-    seconds = float(value)
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
-    return seconds
-
-
-def has_method(value: object, name: str) -> bool:
-    """True when ``value`` (an instance, not a class) has a callable ``name``.
-
-    Structural checks are done this way rather than with ``isinstance`` against the
-    runtime-checkable protocols, which is slow on Python 3.11 and sits on the path of
-    every execution a trial run builds.
-    """
-    return not isinstance(value, type) and callable(getattr(value, name, None))
-
-
-def _is_evaluator(value: object) -> bool:
-    return has_method(value, "evaluate_async")
-
-
-def check_evaluator(value: object, *, name: str = "evaluator") -> Evaluator:
-    """``value`` if it is an evaluator instance, else ``TypeError`` naming ``name``."""
-    if _is_evaluator(value):
-        return value  # type: ignore[return-value]
-    kind = f"the class {value.__name__}" if isinstance(value, type) else type(value).__name__
-    raise TypeError(
-        f"{name} must be an Evaluator (an object with an async evaluate_async(*, context) "
-        f"method), got {kind}"
-    )
-
-
-def check_driver(value: object, *, name: str = "driver") -> PromptDriver:
-    """``value`` if it is a prompt driver instance, else ``TypeError`` naming ``name``."""
-    if has_method(value, "next_prompt_async"):
-        return value  # type: ignore[return-value]
-    raise TypeError(
-        f"{name} must be a PromptDriver (an object with an async "
-        f"next_prompt_async(*, history) method), got {type(value).__name__}"
-    )
-
-
-def resolve_stop_when(stop_when: object, *, evaluator: Evaluator) -> Evaluator | None:
-    """The online stop condition ``stop_when`` asks for.
+def resolve_stop_when(stop_when: object, *, evaluator: Evaluator, owner: str) -> Evaluator | None:
+    """The online stop condition ``stop_when`` asks for (``owner`` names the caller).
 
     ``None`` disables online stopping; an evaluator is used as given; ``"auto"`` uses
     the verdict ``evaluator`` itself, but only when a detection by it can never be
@@ -180,11 +112,7 @@ def resolve_stop_when(stop_when: object, *, evaluator: Evaluator) -> Evaluator |
     if isinstance(stop_when, str):
         if stop_when == "auto":
             return evaluator if detected_is_absorbing(evaluator) else None
-        raise ValueError(f"stop_when must be an Evaluator, None or 'auto', got {stop_when!r}")
+        raise invalid(owner, "stop_when", _STOP_WHEN, stop_when, error=ValueError)
     if stop_when is None:
         return None
-    if _is_evaluator(stop_when):
-        return stop_when  # type: ignore[return-value]
-    raise ValueError(
-        f"stop_when must be an Evaluator, None or 'auto', got {type(stop_when).__name__}"
-    )
+    return check_method(owner, "stop_when", stop_when, "evaluate_async", expected=_STOP_WHEN)  # type: ignore[return-value]

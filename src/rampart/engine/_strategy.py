@@ -13,14 +13,10 @@ import abc
 from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
+from rampart._checks import check_driver, check_evaluator, check_int
 from rampart.engine._actor import manifest_of, observability_of
 from rampart.engine._execution import BaseExecution
-from rampart.engine._policies import (
-    check_driver,
-    check_evaluator,
-    check_max_turns,
-    resolve_stop_when,
-)
+from rampart.engine._policies import resolve_stop_when
 from rampart.engine._trace import run_trace
 
 if TYPE_CHECKING:
@@ -56,10 +52,11 @@ class TraceExecution(BaseExecution):
         timeout: float | None,
     ) -> None:
         super().__init__(event_handlers=event_handlers, timeout=timeout)
-        self._driver = check_driver(driver)
-        self._evaluator = check_evaluator(evaluator)
-        self._stop_when = resolve_stop_when(stop_when, evaluator=self._evaluator)
-        self._max_turns = check_max_turns(max_turns)
+        owner = type(self).__name__
+        self._driver = check_driver(owner, "driver", driver)
+        self._evaluator = check_evaluator(owner, "evaluator", evaluator)
+        self._stop_when = resolve_stop_when(stop_when, evaluator=self._evaluator, owner=owner)
+        self._max_turns = check_int(owner, "max_turns", max_turns, minimum=0)
 
     @property
     def stop_when(self) -> Evaluator | None:

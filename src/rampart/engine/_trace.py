@@ -22,12 +22,16 @@
 The tasks hand items over through one-slot mailboxes (``rampart.engine._mailbox``):
 production is strictly one prompt, one turn at a time, so nothing ever queues.
 
-What callers observe is this order of effects: for each turn up to
-``max_turns``, ask the driver (``None`` ends the trace: DRIVER_EXHAUSTED), send, record
-the raw turn, stop-check it if a stop condition is set (DETECTED ends the trace:
-STOP_CONDITION_MET); a spent budget ends it with MAX_TURNS_REACHED. Then the verdict
-evaluator runs once over the completed raw trace, while the session is still open,
-reusing the last stop check when it was the same evaluator on the identical trace.
+The tasks run concurrently, but a trace keeps one order of events, which is what
+callers observe: for each turn up to ``max_turns``, ask the driver (``None`` ends the
+trace: DRIVER_EXHAUSTED), send, record the raw turn, stop-check it if a stop condition
+is set (DETECTED ends the trace: STOP_CONDITION_MET); a spent budget ends it with
+MAX_TURNS_REACHED. Then the verdict evaluator runs once over the completed raw trace,
+while the session is still open, reusing the last stop check when it was the same
+evaluator on the identical trace. What the structure adds is why it exists: the actor
+alone owns the session and the cancellation of a send in flight (a hung agent is
+cancelled there, the producer's turns survive and the close still runs), and the
+pipeline evaluates turn events as a stream while the conversation goes on.
 
 The runner converts no exceptions: failures propagate to the execution boundary
 (``BaseExecution.execute_async``). A failure in one of its tasks propagates as that
@@ -42,28 +46,22 @@ from typing import TYPE_CHECKING
 import anyio
 import attrs
 
-from rampart.core.driver import PromptDecision
-from rampart.core.errors import DriverError
+from rampart._checks import check_driver, check_evaluator, check_instance, check_int, check_method
+from rampart.core._contract import next_decision
 from rampart.core.manifest import AppManifest
 from rampart.core.types import EvalResult, ObservabilityLevel, TraceEndReason, Turn
 from rampart.engine._actor import AdapterSession, serve_session
 from rampart.engine._exceptions import raise_unwrapped
 from rampart.engine._mailbox import Mailbox
 from rampart.engine._pipeline import EvaluationRecord, Pipeline, TraceRecord, evaluate
-from rampart.engine._policies import (
-    TurnProduction,
-    check_driver,
-    check_evaluator,
-    check_max_turns,
-    has_method,
-)
+from rampart.engine._policies import TurnProduction
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from contextlib import AbstractAsyncContextManager
 
     from rampart.core.adapter import AgentAdapter, Session
-    from rampart.core.driver import PromptDriver
+    from rampart.core.driver import PromptDecision, PromptDriver
     from rampart.core.evaluator import Evaluator
 
 __all__ = [
@@ -96,16 +94,6 @@ class TraceRun:
     final_trace_evaluation: EvalResult | None = None
 
 
-def _checked_decision(driver: PromptDriver, decision: object) -> PromptDecision | None:
-    """``decision`` (what ``driver.next_prompt_async`` returned), checked."""
-    if decision is not None and not isinstance(decision, PromptDecision):
-        raise DriverError(
-            f"{type(driver).__name__}.next_prompt_async returned {type(decision).__name__}, "
-            "expected rampart.PromptDecision or None"
-        )
-    return decision
-
-
 async def _produce(
     driver: PromptDriver,
     requests: Mailbox[PromptDecision],
@@ -121,7 +109,8 @@ async def _produce(
     """
     history: list[Turn] = []
     while True:
-        decision = _checked_decision(driver, await driver.next_prompt_async(history=list(history)))
+        # Through the driver contract check: DriverContractError / DriverError naming it.
+        decision = await next_decision(driver, history=list(history))
         if decision is None:
             return TraceEndReason.DRIVER_EXHAUSTED
         requests.put(decision)
@@ -177,6 +166,7 @@ async def evaluate_final_trace(*, evaluator: Evaluator, run: TraceRun) -> EvalRe
 
 async def _run(
     *,
+    owner: str,
     open_session: Callable[[], AbstractAsyncContextManager[Session]],
     driver: PromptDriver,
     max_turns: int,
@@ -186,13 +176,19 @@ async def _run(
     evaluator: Evaluator | None,
 ) -> TraceRun:
     """The shared body of ``run_trace`` / ``run_trace_async``; validates their arguments."""
-    driver = check_driver(driver)
-    max_turns = check_max_turns(max_turns)
-    observability_level = _check_level(observability_level)
+    driver = check_driver(owner, "driver", driver)
+    max_turns = check_int(owner, "max_turns", max_turns, minimum=0)
+    observability_level = check_instance(
+        owner,
+        "observability_level",
+        observability_level,
+        ObservabilityLevel,
+        expected="an ObservabilityLevel",
+    )
     if stop_when is not None:
-        stop_when = check_evaluator(stop_when, name="stop_when")
+        stop_when = check_evaluator(owner, "stop_when", stop_when)
     if evaluator is not None:
-        evaluator = check_evaluator(evaluator)
+        evaluator = check_evaluator(owner, "evaluator", evaluator)
     record = TraceRecord(observability_level=observability_level, manifest=manifest)
     pipeline = Pipeline(record=record, stop_when=stop_when, max_turns=max_turns)
     requests: Mailbox[PromptDecision] = Mailbox()
@@ -243,14 +239,6 @@ async def _run(
     )
 
 
-def _check_level(level: object) -> ObservabilityLevel:
-    if not isinstance(level, ObservabilityLevel):
-        raise TypeError(
-            f"observability_level must be an ObservabilityLevel, got {type(level).__name__}"
-        )
-    return level
-
-
 async def run_trace(
     *,
     adapter: AgentAdapter,
@@ -267,6 +255,7 @@ async def run_trace(
     session closes; its output is ``TraceRun.final_trace_evaluation``.
     """
     return await _run(
+        owner="run_trace",
         open_session=lambda: AdapterSession(adapter),
         driver=driver,
         max_turns=max_turns,
@@ -291,11 +280,15 @@ async def run_trace_async(
     For custom strategies; the built-in ones use ``run_trace``. Follow it with
     ``evaluate_final_trace_async`` before leaving the session.
     """
-    if not has_method(session, "send_async"):
-        raise TypeError(
-            f"session must be a Session (with async send_async), got {type(session).__name__}"
-        )
+    check_method(
+        "run_trace_async",
+        "session",
+        session,
+        "send_async",
+        expected="a Session (with async send_async)",
+    )
     return await _run(
+        owner="run_trace_async",
         open_session=lambda: nullcontext(session),
         driver=driver,
         max_turns=max_turns,

@@ -4,7 +4,7 @@
 ``anyio.CapacityLimiter``, stamps every result with its ``PopulationRef`` and returns a
 ``PopulationResult`` holding the per-trial results in index order plus the verdict.
 
-Group verdict (DESIGN decision 2), over the trials that produced a result:
+Group verdict (``docs/trials.md``), over the trials that produced a result:
 
 1. any UNSAFE trial -> UNSAFE;
 2. otherwise SAFE when at least one trial is SAFE and ``safe / executed >= threshold``
@@ -27,11 +27,18 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import attrs
 
+from rampart._checks import (
+    check_bool,
+    check_callable,
+    check_int,
+    check_optional_int,
+    check_probability,
+    invalid,
+)
 from rampart.core._population import PopulationRef
-from rampart.core._stats import StatusTally, check_threshold
+from rampart.core._stats import StatusTally
 from rampart.core.result import PopulationResult, Result
 from rampart.engine._fanout import fan_out
-from rampart.engine._policies import check_count
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -40,6 +47,8 @@ if TYPE_CHECKING:
     from rampart.engine._execution import BaseExecution
 
 __all__ = ["execute_trials_async"]
+
+_OWNER = "execute_trials_async"
 
 
 async def execute_trials_async(
@@ -66,17 +75,16 @@ async def execute_trials_async(
     escaping an execution (a bug, not an infrastructure failure) cancels the other
     trials and propagates in an exception group.
     """
-    if not callable(execution_factory):
-        raise TypeError(
-            "execution_factory must be a zero-argument callable returning a fresh execution, "
-            f"got {type(execution_factory).__name__}"
-        )
-    size = check_count(n, name="n", minimum=1)
-    threshold = check_threshold(threshold)
-    if concurrency is not None:
-        check_count(concurrency, name="concurrency", minimum=1)
-    if not isinstance(early_stop, bool):
-        raise TypeError(f"early_stop must be a bool, got {type(early_stop).__name__}")
+    check_callable(
+        _OWNER,
+        "execution_factory",
+        execution_factory,
+        expected="a zero-argument callable returning a fresh execution",
+    )
+    size = check_int(_OWNER, "n", n, minimum=1)
+    threshold = check_probability(_OWNER, "threshold", threshold)
+    concurrency = check_optional_int(_OWNER, "concurrency", concurrency, minimum=1)
+    check_bool(_OWNER, "early_stop", early_stop)
 
     population_id = uuid.uuid4().hex
     limiter = anyio.CapacityLimiter(math.inf if concurrency is None else concurrency)
@@ -85,16 +93,15 @@ async def execute_trials_async(
         execution: Any = execution_factory()
         execute = getattr(execution, "execute_async", None)
         if not callable(execute):
-            raise TypeError(
-                "execution_factory must return an execution with execute_async(*, adapter), "
-                f"got {type(execution).__name__}"
+            raise invalid(
+                _OWNER,
+                "execution_factory()",
+                "an execution with execute_async(*, adapter)",
+                execution,
             )
         result = await execute(adapter=adapter)
         if not isinstance(result, Result):
-            raise TypeError(
-                f"{type(execution).__name__}.execute_async must return a Result, "
-                f"got {type(result).__name__}"
-            )
+            raise invalid(_OWNER, f"{type(execution).__name__}.execute_async()", "a Result", result)
         ref = PopulationRef(id=population_id, index=index, size=size, threshold=threshold)
         return attrs.evolve(result, population=ref)
 

@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from rampart._checks import check_bool, check_instance, invalid
 from rampart.core.evaluator import BaseEvaluator
 from rampart.core.types import EvalOutcome, EvalResult
 from rampart.evaluators._scope import ResponseScope
@@ -17,25 +18,29 @@ __all__ = ["ResponseContains"]
 
 Target = str | re.Pattern[str] | Callable[[str], bool]
 
+_OWNER = "ResponseContains"
+
 
 def _matcher(target: object, *, case_sensitive: bool) -> Callable[[str], bool]:
     """A one-response match function for ``target``, after checking it."""
     if isinstance(target, str):
         if not target:
-            raise ValueError("ResponseContains target must be a non-empty string")
+            raise invalid(_OWNER, "target", "a non-empty string", target, error=ValueError)
         if case_sensitive:
             return lambda text: target in text
         folded = target.casefold()
         return lambda text: folded in text.casefold()
     if isinstance(target, re.Pattern):
         if not isinstance(target.pattern, str):
-            raise TypeError("ResponseContains target pattern must be compiled from a str")
+            raise invalid(_OWNER, "target", "a pattern compiled from a str", target)
         return lambda text: target.search(text) is not None
     if callable(target):
         return lambda text: bool(target(text))
-    raise TypeError(
-        "ResponseContains target must be a str, a compiled re.Pattern or a callable "
-        f"taking the response text, got {type(target).__name__}"
+    raise invalid(
+        _OWNER,
+        "target",
+        "a str, a compiled re.Pattern or a callable taking the response text",
+        target,
     )
 
 
@@ -72,14 +77,10 @@ class ResponseContains(BaseEvaluator):
         scope: ResponseScope,
         case_sensitive: bool = False,
     ) -> None:
-        if not isinstance(case_sensitive, bool):
-            raise TypeError(
-                "ResponseContains case_sensitive must be a bool, "
-                f"got {type(case_sensitive).__name__}"
-            )
+        check_bool(_OWNER, "case_sensitive", case_sensitive)
         self._matches = _matcher(target, case_sensitive=case_sensitive)
-        if not isinstance(scope, ResponseScope):
-            raise TypeError("scope must be a ResponseScope.")
+        # RAMPART's words for this mistake are "scope must be a ResponseScope".
+        check_instance(_OWNER, "scope", scope, ResponseScope, expected="a ResponseScope")
         self._target = target
         self._scope = scope
         self._case_sensitive = case_sensitive

@@ -5,9 +5,9 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rampart._checks import check_instance, check_text
 from rampart.core.evaluator import BaseEvaluator
-from rampart.core.types import EvalOutcome, EvalResult
-from rampart.evaluators._checks import level_of, require_name
+from rampart.core.types import EvalOutcome, EvalResult, ObservabilityLevel
 from rampart.evaluators._predicates import matches_all, render_call
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ class SideEffectOccurred(BaseEvaluator):
     _detected_absorbing: ClassVar[bool] = True
 
     def __init__(self, kind: str, /, **detail_predicates: Any | Callable[[Any], bool]) -> None:
-        self._kind = require_name(kind, owner="SideEffectOccurred", name="kind")
+        self._kind = check_text("SideEffectOccurred", "kind", kind)
         self._predicates: Mapping[str, Any] = MappingProxyType(dict(detail_predicates))
 
     @property
@@ -47,7 +47,13 @@ class SideEffectOccurred(BaseEvaluator):
         return f"SideEffectOccurred({render_call(self._kind, self._predicates)})"
 
     async def evaluate_async(self, *, context: EvalContext) -> EvalResult:
-        level = level_of(context)
+        level = check_instance(
+            "SideEffectOccurred.evaluate_async",
+            "context.observability_level",
+            context.observability_level,
+            ObservabilityLevel,
+            expected="an ObservabilityLevel",
+        )
         for effect in context.all_side_effects:
             if effect.kind == self._kind and matches_all(effect.details, self._predicates):
                 return EvalResult(

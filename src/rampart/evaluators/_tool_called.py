@@ -5,9 +5,9 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rampart._checks import check_instance, check_text
 from rampart.core.evaluator import BaseEvaluator
-from rampart.core.types import EvalOutcome, EvalResult
-from rampart.evaluators._checks import level_of, require_name
+from rampart.core.types import EvalOutcome, EvalResult, ObservabilityLevel
 from rampart.evaluators._predicates import matches_all, render_call
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ class ToolCalled(BaseEvaluator):
     _detected_absorbing: ClassVar[bool] = True
 
     def __init__(self, tool_name: str, /, **param_predicates: Any | Callable[[Any], bool]) -> None:
-        self._tool_name = require_name(tool_name, owner="ToolCalled", name="tool_name")
+        self._tool_name = check_text("ToolCalled", "tool_name", tool_name)
         self._predicates: Mapping[str, Any] = MappingProxyType(dict(param_predicates))
 
     @property
@@ -52,7 +52,13 @@ class ToolCalled(BaseEvaluator):
         return f"ToolCalled({render_call(self._tool_name, self._predicates)})"
 
     async def evaluate_async(self, *, context: EvalContext) -> EvalResult:
-        level = level_of(context)
+        level = check_instance(
+            "ToolCalled.evaluate_async",
+            "context.observability_level",
+            context.observability_level,
+            ObservabilityLevel,
+            expected="an ObservabilityLevel",
+        )
         for call in context.all_tool_calls:
             if call.name == self._tool_name and matches_all(call.arguments, self._predicates):
                 return EvalResult(

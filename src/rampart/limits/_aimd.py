@@ -28,8 +28,7 @@ from __future__ import annotations
 
 import math
 
-from rampart._checks import check_int
-from rampart.limits._checks import check_seconds
+from rampart._checks import check_int, check_number, check_seconds
 
 __all__ = ["DEFAULT_ADAPTIVE_CAP", "DEFAULT_COOLDOWN", "DEFAULT_INITIAL_WINDOW", "AimdWindow"]
 
@@ -82,11 +81,9 @@ class AimdWindow:
         self._minimum = check_int(_OWNER, "minimum", minimum, minimum=1)
         self._maximum = check_int(_OWNER, "maximum", maximum, minimum=self._minimum)
         initial = check_int(_OWNER, "initial", initial, minimum=1)
-        if isinstance(decrease, bool) or not isinstance(decrease, int | float):
-            raise TypeError(f"{_OWNER}: decrease must be a number in (0, 1), got {decrease!r}")
-        if not 0.0 < decrease < 1.0:
-            raise ValueError(f"{_OWNER}: decrease must be a number in (0, 1), got {decrease!r}")
-        self._decrease = float(decrease)
+        self._decrease = check_number(
+            _OWNER, "decrease", decrease, above=0, below=1, noun="a number"
+        )
         self._cooldown = check_seconds(_OWNER, "cooldown", cooldown)
         self._window = min(self._maximum, max(self._minimum, initial))
         self._slow_start = True

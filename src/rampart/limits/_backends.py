@@ -21,16 +21,17 @@ import os
 import re
 import threading
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import anyio
 import anyio.to_thread
 
+from rampart._checks import check_callable, check_path, check_text, invalid
 from rampart.limits._bucket import BucketState, reserve
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
 __all__ = [
     "LIMITS_DIR_ENV",
@@ -67,15 +68,7 @@ class LimitBackend(Protocol):
         ...
 
 
-def _check_key(owner: str, key: object) -> str:
-    if not isinstance(key, str) or not key:
-        raise ValueError(f"{owner}.acquire: key must be a non-empty string, got {key!r}")
-    return key
-
-
-def _check_clock(owner: str, clock: object) -> None:
-    if clock is not None and not callable(clock):
-        raise TypeError(f"{owner}: clock must be a callable returning seconds, or None")
+_CLOCK = "a callable returning seconds"
 
 
 class MemoryBackend:
@@ -88,7 +81,7 @@ class MemoryBackend:
     """
 
     def __init__(self, *, clock: Callable[[], float] | None = None) -> None:
-        _check_clock("MemoryBackend", clock)
+        check_callable("MemoryBackend", "clock", clock, expected=_CLOCK, optional=True)
         self._clock = clock
         self._buckets: dict[str, BucketState] = {}
         self._lock = threading.Lock()
@@ -108,7 +101,7 @@ class MemoryBackend:
         return wait
 
     async def acquire(self, key: str, *, rate: float, burst: int) -> float:
-        _check_key("MemoryBackend", key)
+        check_text("MemoryBackend.acquire", "key", key)
         now = self._clock() if self._clock is not None else anyio.current_time()
         return self.reserve_now(key, rate=rate, burst=burst, now=now)
 
@@ -131,22 +124,23 @@ class FileBackend:
     def __init__(
         self, directory: str | os.PathLike[str], *, clock: Callable[[], float] | None = None
     ) -> None:
-        if not isinstance(directory, str | os.PathLike):
-            raise TypeError(
-                f"FileBackend: directory must be a path (str or os.PathLike), got {directory!r}"
-            )
-        if isinstance(directory, str) and not directory:
-            raise ValueError("FileBackend: directory must be a non-empty path")
+        path = check_path("FileBackend", "directory", directory)
         try:
             import fcntl  # noqa: F401
         except ImportError:  # pragma: no cover - Windows
             raise RuntimeError(
                 "FileBackend needs fcntl.flock (POSIX); use MemoryBackend or RedisBackend"
             ) from None
-        path = Path(directory)
         if path.exists() and not path.is_dir():
-            raise ValueError(f"FileBackend: directory {str(path)!r} exists and is not a directory")
-        _check_clock("FileBackend", clock)
+            raise invalid(
+                "FileBackend",
+                "directory",
+                "a directory",
+                directory,
+                error=ValueError,
+                shown=f"{str(path)!r}, which exists and is not a directory",
+            )
+        check_callable("FileBackend", "clock", clock, expected=_CLOCK, optional=True)
         self._directory = path
         self._clock = clock or time.monotonic
 
@@ -196,7 +190,7 @@ class FileBackend:
         return now, wait
 
     async def acquire(self, key: str, *, rate: float, burst: int) -> float:
-        _check_key("FileBackend", key)
+        check_text("FileBackend.acquire", "key", key)
         return await anyio.to_thread.run_sync(self._reserve_call, key, rate, burst)
 
     def _reserve_call(self, key: str, rate: float, burst: int) -> float:

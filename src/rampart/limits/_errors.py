@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from rampart._checks import check_optional_seconds
 from rampart.core.errors import InfrastructureError
-from rampart.limits._checks import check_retry_after
 
 __all__ = ["RateLimitedError"]
 
@@ -19,7 +19,7 @@ class RateLimitedError(InfrastructureError):
     """
 
     def __init__(self, message: str = "", *, retry_after: float | None = None) -> None:
-        checked = check_retry_after("RateLimitedError", retry_after)
+        checked = check_optional_seconds("RateLimitedError", "retry_after", retry_after)
         super().__init__(message, transient=True)
         self.retry_after = checked
 

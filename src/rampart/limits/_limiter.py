@@ -36,16 +36,26 @@ from typing import TYPE_CHECKING, Self, final
 
 import anyio
 
-from rampart._checks import check_bool, check_int
-from rampart.core._contract import check_entered, create_session, send_checked
+from rampart._checks import (
+    check_bool,
+    check_callable,
+    check_int,
+    check_optional_int,
+    check_optional_number,
+    check_optional_text,
+    check_seconds,
+    invalid,
+)
+from rampart.core._contract import (
+    check_entered,
+    create_session,
+    enter_session,
+    exit_session,
+    send_checked,
+)
 from rampart.core.adapter import AgentAdapter, Session
 from rampart.core.errors import AdapterContractError
 from rampart.limits._backends import LimitBackend, default_backend
-from rampart.limits._checks import (
-    check_optional_count,
-    check_positive_rate,
-    check_positive_seconds,
-)
 from rampart.limits._core import DEFAULT_MAX_RETRY_AFTER, Decision, LimiterCore
 from rampart.limits._stats import LimiterStatistics
 
@@ -59,6 +69,9 @@ if TYPE_CHECKING:
 __all__ = ["LimitedAdapter", "LimitedSession", "limit", "live_limiters"]
 
 _OWNER = "limit()"
+_ADAPTER = "an AgentAdapter (create_session_async, manifest, observability_profile)"
+_BACKEND = "a LimitBackend (MemoryBackend, FileBackend, RedisBackend, ...)"
+_CLOCK = "a callable returning seconds"
 _LIVE: weakref.WeakSet[LimitedAdapter] = weakref.WeakSet()
 _SERIALS = itertools.count()
 
@@ -339,12 +352,12 @@ class LimitedSession:
 
     async def __aenter__(self) -> Self:
         inner = self._inner
-        entered = await inner.__aenter__()
+        entered = await enter_session(inner)
         try:
             self._active = check_entered(inner, entered)
         except AdapterContractError:
             with anyio.CancelScope(shield=True):
-                await inner.__aexit__(None, None, None)
+                await exit_session(inner, None, None, None)
             raise
         return self
 
@@ -354,7 +367,7 @@ class LimitedSession:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self._inner.__aexit__(exc_type, exc, tb)
+        await exit_session(self._inner, exc_type, exc, tb)
 
     async def send_async(self, request: Request) -> Response:
         target = self._active if self._active is not None else self._inner
@@ -421,25 +434,18 @@ def _build(
 ) -> LimitedAdapter:
     """``limit()`` with an injectable clock and jitter source (for tests)."""
     if isinstance(adapter, type) or not isinstance(adapter, AgentAdapter):
-        raise TypeError(
-            f"{_OWNER}: adapter must be an AgentAdapter (create_session_async, manifest, "
-            f"observability_profile), got {type(adapter).__name__}"
-        )
-    max_concurrency = check_optional_count(_OWNER, "max_concurrency", max_concurrency, minimum=1)
-    checked_rate = None if rate is None else check_positive_rate(_OWNER, "rate", rate)
-    checked_burst = check_optional_count(_OWNER, "burst", burst, minimum=1)
+        raise invalid(_OWNER, "adapter", _ADAPTER, adapter)
+    max_concurrency = check_optional_int(_OWNER, "max_concurrency", max_concurrency, minimum=1)
+    checked_rate = check_optional_number(_OWNER, "rate", rate, above=0)
+    checked_burst = check_optional_int(_OWNER, "burst", burst, minimum=1)
     adaptive = check_bool(_OWNER, "adaptive", adaptive)
     max_retries = check_int(_OWNER, "max_retries", max_retries, minimum=0)
-    max_retry_after = check_positive_seconds(_OWNER, "max_retry_after", max_retry_after)
+    max_retry_after = check_seconds(_OWNER, "max_retry_after", max_retry_after, positive=True)
+    name = check_optional_text(_OWNER, "name", name)
     if name is None:
         name = type(adapter).__qualname__
-    elif not isinstance(name, str) or not name.strip():
-        raise ValueError(f"{_OWNER}: name must be a non-empty string or None, got {name!r}")
     if backend is not None and not isinstance(backend, LimitBackend):
-        raise TypeError(
-            f"{_OWNER}: backend must be a LimitBackend (MemoryBackend, FileBackend, "
-            f"RedisBackend, ...) or None, got {type(backend).__name__}"
-        )
+        raise invalid(_OWNER, "backend", f"{_BACKEND} or None", backend)
     if checked_rate is None:
         if checked_burst is not None:
             raise ValueError(f"{_OWNER}: burst={burst!r} needs rate; pass rate= as well")
@@ -452,8 +458,7 @@ def _build(
             checked_burst = 1
         if backend is None:
             backend = default_backend()
-    if clock is not None and not callable(clock):
-        raise TypeError(f"{_OWNER}: clock must be a callable returning seconds")
+    check_callable(_OWNER, "clock", clock, expected=_CLOCK, optional=True)
     return LimitedAdapter._create(
         adapter=adapter,
         name=name,

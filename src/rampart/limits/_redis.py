@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
+from rampart._checks import check_callable, check_instance, check_text, invalid
 from rampart.core.errors import InfrastructureError
 
 if TYPE_CHECKING:
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
 __all__ = ["RedisBackend"]
 
 DEFAULT_PREFIX = "rampart:limits:"
+
+_OWNER = "RedisBackend"
+_URL = "a redis://, rediss:// or unix:// URL"
 
 # KEYS[1] bucket hash; ARGV: rate, burst, now ('' = use the server's TIME).
 # Returns {wait, now} in seconds as strings (Lua numbers would be truncated to integers).
@@ -88,17 +92,13 @@ class RedisBackend:
         prefix: str = DEFAULT_PREFIX,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        if not isinstance(url, str) or not url:
-            raise TypeError(f"RedisBackend: url must be a non-empty string, got {url!r}")
+        url = check_text(_OWNER, "url", url, secret=True)
         if urllib.parse.urlsplit(url).scheme not in {"redis", "rediss", "unix"}:
-            raise ValueError(
-                f"RedisBackend: url must start with redis://, rediss:// or unix://, "
-                f"got {_redacted(url)!r}"
-            )
-        if not isinstance(prefix, str):
-            raise TypeError(f"RedisBackend: prefix must be a string, got {prefix!r}")
-        if clock is not None and not callable(clock):
-            raise TypeError("RedisBackend: clock must be a callable returning seconds, or None")
+            raise invalid(_OWNER, "url", _URL, url, error=ValueError, shown=repr(_redacted(url)))
+        check_instance(_OWNER, "prefix", prefix, str, expected="a str")
+        check_callable(
+            _OWNER, "clock", clock, expected="a callable returning seconds", optional=True
+        )
         try:
             import redis
         except ImportError:
@@ -141,8 +141,7 @@ class RedisBackend:
         return stamp, wait
 
     async def acquire(self, key: str, *, rate: float, burst: int) -> float:
-        if not isinstance(key, str) or not key:
-            raise ValueError(f"RedisBackend.acquire: key must be a non-empty string, got {key!r}")
+        check_text("RedisBackend.acquire", "key", key)
         return await anyio.to_thread.run_sync(self._reserve_call, key, rate, burst)
 
     def _reserve_call(self, key: str, rate: float, burst: int) -> float:

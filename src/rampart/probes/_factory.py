@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rampart._checks import check_driver, invalid
 from rampart.core.types import Request
 from rampart.drivers import coerce_trigger
-from rampart.engine._policies import check_driver
 from rampart.probes._single_turn import SingleTurnExecution
 
 if TYPE_CHECKING:
@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Probes"]
 
+_OWNER = "Probes.behavior"
+
 
 def _driver_for(prompt: object, prompts: object, driver: object) -> PromptDriver:
     given = [value is not None for value in (prompt, prompts, driver)]
@@ -25,15 +27,13 @@ def _driver_for(prompt: object, prompts: object, driver: object) -> PromptDriver
         raise ValueError("Specify exactly one of 'prompt', 'prompts', or 'driver'.")
     if prompt is not None:
         if not isinstance(prompt, str | Request):
-            raise TypeError(f"prompt must be a str or Request, got {type(prompt).__name__}")
-        return coerce_trigger(prompt, name="prompt")
+            raise invalid(_OWNER, "prompt", "a str or Request", prompt)
+        return coerce_trigger(prompt, owner=_OWNER, name="prompt")
     if prompts is not None:
         if not isinstance(prompts, list | tuple):
-            raise TypeError(
-                f"prompts must be a list of str or Request, got {type(prompts).__name__}"
-            )
-        return coerce_trigger(prompts, name="prompts")
-    return check_driver(driver)
+            raise invalid(_OWNER, "prompts", "a list of str or Request", prompts)
+        return coerce_trigger(prompts, owner=_OWNER, name="prompts")
+    return check_driver(_OWNER, "driver", driver)
 
 
 class Probes:

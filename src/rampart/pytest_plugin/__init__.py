@@ -1,6 +1,11 @@
 """rampart's pytest plugin: markers, in-item trials, result collection and reporting.
 
-It is auto-registered through the ``pytest11`` entry point (``rampart.pytest_plugin.plugin``).
+It is auto-registered through the ``pytest11`` entry point (``rampart.pytest_plugin.plugin``),
+which wires the private parts at configure time (``_session``): per-item hooks and state
+(``_items``), the test-function wrapper and trial fan-out (``_runner``), the group verdict
+(``_groups``), the run ledger every finished result is recorded on (``_ledger``), the
+report sinks (``_sinks``), the terminal summary (``_summary``) and the xdist transport
+(``_envelope``, ``_xdist``). ``docs/pytest-plugin.md`` ("How it works") draws the same map.
 """
 
 from rampart.pytest_plugin._collect import (

@@ -5,6 +5,9 @@ Each test body, and each concurrently running trial clone, runs with its own
 ``ResultCollectionHandler``, which the plugin installs as a *framework handler*
 (``rampart.engine._execution.framework_handlers``) for the same context, so no global
 registry is involved and concurrent clones never see each other's results.
+
+``import rampart`` imports this module (for ``record_result`` and ``current_trial``),
+so it must not import the engine; the plugin installs the handler (``_runner``).
 """
 
 from __future__ import annotations
@@ -15,10 +18,12 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from rampart._checks import check_instance
+from rampart.core.result import Result
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from rampart.core.result import Result
     from rampart.engine._execution import ExecutionEventData
 
 __all__ = [
@@ -63,10 +68,7 @@ _trial: contextvars.ContextVar[TrialInfo | None] = contextvars.ContextVar(
 
 def record_result(result: Result) -> None:
     """Record a manually built ``Result`` for the running test; a no-op outside pytest."""
-    from rampart.core.result import Result
-
-    if not isinstance(result, Result):
-        raise TypeError(f"record_result() expects a rampart.Result, got {type(result).__name__}")
+    check_instance("record_result", "result", result, Result, expected="a rampart.Result")
     collector = _collector.get()
     if collector is not None:
         collector.add(result)
@@ -81,6 +83,8 @@ class ResultCollectionHandler:
     """Execution event handler that records every finished execution's result."""
 
     async def on_event_async(self, *, event_data: ExecutionEventData) -> None:
+        # Imported here, not at the top: ``import rampart`` loads this module and must
+        # stay free of the engine. Only the engine calls this, so it is loaded by now.
         from rampart.engine._execution import ExecutionEvent
 
         if event_data.event is ExecutionEvent.ON_POST_EXECUTE and event_data.result is not None:
@@ -89,24 +93,13 @@ class ResultCollectionHandler:
                 collector.add(event_data.result, adapter=event_data.adapter)
 
 
-_HANDLER = ResultCollectionHandler()
-
-
 @contextmanager
-def collecting(collector: ResultCollector, trial: TrialInfo | None = None) -> Iterator[None]:
-    """Route results of executions run in this context to ``collector``."""
-    from rampart.engine._execution import current_framework_handlers, framework_handlers
-
+def bind_collector(collector: ResultCollector, trial: TrialInfo | None = None) -> Iterator[None]:
+    """Make ``collector`` (and ``trial``) the current ones in this context."""
     collector_token = _collector.set(collector)
     trial_token = _trial.set(trial)
     try:
-        if _HANDLER in current_framework_handlers():
-            # Nested (a clone inside a test): the installed handler already reads the
-            # innermost collector, and a second copy would record every result twice.
-            yield
-        else:
-            with framework_handlers(_HANDLER):
-                yield
+        yield
     finally:
         _trial.reset(trial_token)
         _collector.reset(collector_token)

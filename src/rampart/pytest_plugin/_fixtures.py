@@ -1,17 +1,14 @@
-"""Fixtures the plugin provides (registered as a plugin module at configure time)."""
+"""Fixtures the plugin provides (this module is registered as a plugin at configure time)."""
 
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING
 
 import pytest
 
 from rampart.pytest_plugin._collect import TrialInfo, current_trial
-from rampart.pytest_plugin._keys import PLUGIN_KEY
-
-if TYPE_CHECKING:
-    from rampart.pytest_plugin._session import RampartPlugin
+from rampart.pytest_plugin._ledger import LEDGER_KEY
+from rampart.pytest_plugin._sinks import SINKS_KEY
 
 LEGACY_FIXTURE_WARNING = (
     "The rampart_sinks fixture is deprecated and will be removed in 0.3.0. "
@@ -56,28 +53,26 @@ def rampart_trial() -> TrialView:
     return TrialView()
 
 
-def _plugin(config: pytest.Config) -> RampartPlugin:
-    return config.stash[PLUGIN_KEY]
-
-
 @pytest.fixture(scope="session", autouse=True)
 def _rampart_sink_bootstrap(request: pytest.FixtureRequest) -> None:
     """Resolve a user's deprecated ``rampart_sinks`` fixture when no hook exists."""
-    plugin = _plugin(request.config)
-    if plugin.is_worker or plugin.has_sink_hooks():
+    # No sinks on an xdist worker: the controller reports.
+    sinks = request.config.stash.get(SINKS_KEY, None)
+    if sinks is None or sinks.has_hook_implementations():
         return
     try:
-        sinks = request.getfixturevalue("rampart_sinks")
+        value = request.getfixturevalue("rampart_sinks")
     except pytest.FixtureLookupError:
         return
     except pytest.fail.Exception:
         # pytest reports a scope mismatch this way: a function-scoped rampart_sinks
         # cannot be resolved from this session-scoped bootstrap.
-        plugin.warnings.append(
+        ledger = request.config.stash[LEDGER_KEY]
+        ledger.warn(
             "the rampart_sinks fixture could not be resolved (it must be session-scoped); "
             "its sinks were not used - implement the pytest_rampart_sinks hook instead"
         )
-        plugin.sink_failures.append("rampart_sinks fixture could not be resolved")
+        ledger.sink_failed("rampart_sinks fixture could not be resolved")
         return
     warnings.warn(LEGACY_FIXTURE_WARNING, DeprecationWarning, stacklevel=2)
-    plugin.legacy_sinks = list(sinks) if isinstance(sinks, list | tuple) else [sinks]
+    sinks.use_fixture_sinks(value)

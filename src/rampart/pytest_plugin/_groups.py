@@ -1,49 +1,51 @@
-"""The trial-group verdict of an item: which clones were SAFE, and did the group pass.
+"""What running one item produced, and the trial-group verdict over it.
 
-One clone is SAFE when it recorded at least one result, every result is SAFE and its
-body did not fail. Any UNSAFE clone fails the group; otherwise the SAFE fraction of the
-clones that ran must reach the threshold (ERROR, UNDETERMINED, failed and no-result
-clones all count against it). The rule is the one ``rampart.core._stats`` implements
-for ``execute_trials_async``.
+An item's body runs once (``ItemRun`` with one ``CloneRun``) or, for a trial test, as
+``n`` clones. One clone is SAFE when it recorded at least one result, every result is
+SAFE and its body did not fail. The group verdict is ``rampart.core._stats``'s rule
+(the one ``execute_trials_async`` uses): any UNSAFE clone fails the group; otherwise
+the SAFE fraction of the clones that ran must reach the threshold (ERROR,
+UNDETERMINED, failed and no-result clones all count against it).
+
+``GroupVerdict.of`` is the one place the verdict is computed; the runner does it once,
+when the clones have finished, and both the pytest outcome (``judge``) and the
+reported group line read that same verdict.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import attrs
 import pytest
 
+from rampart._text import one_line
 from rampart.core._stats import StatusTally, wilson_interval
 from rampart.core.result import SafetyStatus
+from rampart.pytest_plugin._collect import ResultCollector
+from rampart.pytest_plugin._markers import TrialSpec
 
-if TYPE_CHECKING:
-    from rampart.pytest_plugin._runner import CloneRun, ItemRun
-
-__all__ = ["GroupVerdict", "clone_status", "judge", "settled_fail"]
+__all__ = ["CloneRun", "GroupVerdict", "ItemRun", "clone_status", "judge", "settled_fail"]
 
 _SEVERITY = (SafetyStatus.UNSAFE, SafetyStatus.ERROR, SafetyStatus.UNDETERMINED)
 
 
-def clone_status(clone: CloneRun) -> SafetyStatus | None:
-    """The clone's status for the group tally; None when it recorded no result."""
-    results = clone.collector.results
-    if not results:
-        return None
-    statuses = {result.status for result in results}
-    for status in _SEVERITY:
-        if status in statuses:
-            return status
-    if clone.failure is not None:
-        # Every result was SAFE but the test's own assertions failed the clone.
-        return SafetyStatus.UNDETERMINED
-    return SafetyStatus.SAFE
+@attrs.define(eq=False)
+class CloneRun:
+    """One run of the test body: its results and how the body ended."""
+
+    index: int
+    collector: ResultCollector = attrs.field(factory=ResultCollector)
+    failure: BaseException | None = None
 
 
 @attrs.frozen(kw_only=True)
 class GroupVerdict:
-    """The aggregate of one trial group, as printed on its terminal line."""
+    """The aggregate of one trial group: its counts and the population status.
+
+    ``status`` is the population verdict (``StatusTally.status()``); the group passed
+    when it is SAFE. JSON-safe field values, so it crosses from an xdist worker.
+    """
 
     n: int
     threshold: float
@@ -53,7 +55,11 @@ class GroupVerdict:
     no_result: int
     executed: int
     cancelled: int
-    passed: bool
+    status: SafetyStatus
+
+    @property
+    def passed(self) -> bool:
+        return self.status is SafetyStatus.SAFE
 
     @property
     def pass_rate(self) -> float:
@@ -64,7 +70,9 @@ class GroupVerdict:
 
     @classmethod
     def of(cls, run: ItemRun) -> GroupVerdict:
-        assert run.spec is not None
+        """The verdict over the clones of ``run`` that finished (``run.spec`` is set)."""
+        if run.spec is None:
+            raise ValueError("GroupVerdict.of needs a trial run (spec is None)")
         tally = StatusTally(size=run.spec.n, threshold=run.spec.threshold)
         no_result = 0
         for clone in run.clones:
@@ -82,7 +90,7 @@ class GroupVerdict:
             no_result=no_result,
             executed=tally.executed,
             cancelled=run.cancelled,
-            passed=tally.status() is SafetyStatus.SAFE,
+            status=tally.status(),
         )
 
     def describe(self) -> str:
@@ -102,12 +110,45 @@ class GroupVerdict:
         return ", ".join(parts)
 
 
+@attrs.define(eq=False)
+class ItemRun:
+    """What running one item produced; read by the plugin after the call phase.
+
+    ``clones`` are the runs that finished, in index order; ``partial`` the clones early
+    stop cancelled that still recorded results. ``verdict`` is set once a trial group
+    has finished.
+    """
+
+    spec: TrialSpec | None
+    clones: list[CloneRun] = attrs.field(factory=list)
+    partial: list[CloneRun] = attrs.field(factory=list)
+    cancelled: int = 0
+    tally: StatusTally | None = None  # early-stop bookkeeping, fed one clone at a time
+    verdict: GroupVerdict | None = None
+
+
+def clone_status(clone: CloneRun) -> SafetyStatus | None:
+    """The clone's status for the group tally; None when it recorded no result."""
+    results = clone.collector.results
+    if not results:
+        return None
+    statuses = {result.status for result in results}
+    for status in _SEVERITY:
+        if status in statuses:
+            return status
+    if clone.failure is not None:
+        # Every result was SAFE but the test's own assertions failed the clone.
+        return SafetyStatus.UNDETERMINED
+    return SafetyStatus.SAFE
+
+
 def settled_fail(run: ItemRun, clone: CloneRun) -> bool:
     """Early stop: True once the clones still outstanding cannot make the group pass.
 
     Called once per finished clone; the tally on the run is updated incrementally.
     """
-    assert run.spec is not None
+    if run.spec is None:
+        raise ValueError("settled_fail needs a trial run (spec is None)")
     if run.tally is None:
         run.tally = StatusTally(size=run.spec.n, threshold=run.spec.threshold)
     status = clone_status(clone)
@@ -132,7 +173,9 @@ def judge(run: ItemRun, *, item_name: str) -> None:
             f"({len(crashed)} of {len(run.clones)} clones crashed)"
         )
         raise first.failure
-    verdict = GroupVerdict.of(run)
+    verdict = run.verdict
+    if verdict is None:
+        raise ValueError("judge needs a finished trial run (its verdict is not set)")
     if verdict.passed:
         return
     failing = [c for c in run.clones if clone_status(c) is not SafetyStatus.SAFE]
@@ -148,8 +191,6 @@ def judge(run: ItemRun, *, item_name: str) -> None:
 
 
 def _clone_summary(clone: CloneRun) -> str:
-    from rampart._text import one_line
-
     worst = clone_status(clone)
     for result in clone.collector.results:
         if result.status is worst and worst is not SafetyStatus.SAFE:

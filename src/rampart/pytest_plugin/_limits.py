@@ -14,11 +14,18 @@ from __future__ import annotations
 
 import itertools
 import os
-import sys
 import weakref
 from typing import Any
 
-__all__ = ["LimitTracker", "WORKERINPUT_KEY", "merge_limit_statistics"]
+from rampart.limits import LIMITS_DIR_ENV, LIMITS_REDIS_URL_ENV, LimitedAdapter, live_limiters
+
+__all__ = [
+    "LimitTracker",
+    "WORKERINPUT_KEY",
+    "WORKEROUTPUT_KEY",
+    "export_shared_directory",
+    "merge_limit_statistics",
+]
 
 WORKERINPUT_KEY = "rampart_limits_dir"
 WORKEROUTPUT_KEY = "rampart_limits"
@@ -36,8 +43,6 @@ _SUMMED = (
 
 def export_shared_directory(workerinput: dict[str, Any]) -> None:
     """On a worker: share the controller's bucket directory unless a backend is set."""
-    from rampart.limits import LIMITS_DIR_ENV, LIMITS_REDIS_URL_ENV
-
     directory = workerinput.get(WORKERINPUT_KEY)
     if not directory or os.environ.get(LIMITS_DIR_ENV) or os.environ.get(LIMITS_REDIS_URL_ENV):
         return
@@ -54,20 +59,11 @@ class LimitTracker:
         self._next_key = itertools.count()
 
     def snapshot(self) -> None:
-        # Import nothing when the run never used limits.
-        if "rampart.limits" not in sys.modules:
-            return
-        from rampart.limits import live_limiters
-
         for limiter in live_limiters():
             self._record(limiter)
 
     def observe(self, adapters: list[object]) -> None:
         """Snapshot the limiters among adapters that executions used."""
-        if "rampart.limits" not in sys.modules:
-            return
-        from rampart.limits import LimitedAdapter
-
         for adapter in adapters:
             if isinstance(adapter, LimitedAdapter):
                 self._record(adapter)

@@ -6,14 +6,22 @@ marker, the argument and what was expected.
 
 from __future__ import annotations
 
-import math
+from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 import pytest
 
+from rampart._checks import check_bool, check_int, check_probability, invalid
+from rampart.core.result import HarmCategory
+
 __all__ = ["TrialSpec", "harm_category_of", "trial_spec_of"]
 
 DEFAULT_CONCURRENCY = 10
+
+T = TypeVar("T")
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 @attrs.frozen(kw_only=True)
@@ -26,23 +34,12 @@ class TrialSpec:
     early_stop: bool = False
 
 
-def _positive_int(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise pytest.UsageError(f"{what} must be an integer >= 1, got {value!r}")
-    return value
-
-
-def _threshold(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise pytest.UsageError(
-            f"@pytest.mark.trial(threshold=) must be a number in [0, 1], got {value!r}"
-        )
-    threshold = float(value)
-    if not math.isfinite(threshold) or not 0.0 <= threshold <= 1.0:
-        raise pytest.UsageError(
-            f"@pytest.mark.trial(threshold=) must be a number in [0, 1], got {value!r}"
-        )
-    return threshold
+def _usage(check: Callable[[], T]) -> T:
+    """Run an argument check; its ``TypeError`` / ``ValueError`` becomes a usage error."""
+    try:
+        return check()
+    except (TypeError, ValueError) as error:
+        raise pytest.UsageError(str(error)) from None
 
 
 _TRIAL_KWARGS = frozenset({"n", "threshold", "concurrency", "early_stop"})
@@ -71,21 +68,28 @@ def trial_spec_of(
         raw_n = marker.kwargs["n"]
     else:
         raise pytest.UsageError(f"@pytest.mark.trial requires n= (on {item.nodeid})")
-    n = _positive_int(raw_n, "@pytest.mark.trial(n=)")
+    owner = item.nodeid
+    n = _usage(lambda: check_int(owner, "@pytest.mark.trial(n=)", raw_n, minimum=1))
     if trials_override is not None:
         n = trials_override
-    threshold = _threshold(marker.kwargs.get("threshold", 1.0))
+    threshold = _usage(
+        lambda: check_probability(
+            owner, "@pytest.mark.trial(threshold=)", marker.kwargs.get("threshold", 1.0)
+        )
+    )
     raw_concurrency = marker.kwargs.get("concurrency")
     concurrency = (
         default_concurrency
         if raw_concurrency is None
-        else _positive_int(raw_concurrency, "@pytest.mark.trial(concurrency=)")
-    )
-    early_stop = marker.kwargs.get("early_stop", False)
-    if not isinstance(early_stop, bool):
-        raise pytest.UsageError(
-            f"@pytest.mark.trial(early_stop=) must be True or False, got {early_stop!r}"
+        else _usage(
+            lambda: check_int(owner, "@pytest.mark.trial(concurrency=)", raw_concurrency, minimum=1)
         )
+    )
+    early_stop = _usage(
+        lambda: check_bool(
+            owner, "@pytest.mark.trial(early_stop=)", marker.kwargs.get("early_stop", False)
+        )
+    )
     return TrialSpec(n=n, threshold=threshold, concurrency=concurrency, early_stop=early_stop)
 
 
@@ -99,15 +103,16 @@ def harm_category_of(item: pytest.Item) -> str | None:
             f"@pytest.mark.harm needs at least one category (on {item.nodeid}), "
             'e.g. @pytest.mark.harm(HarmCategory.DATA_EXFILTRATION) or @pytest.mark.harm("my_risk")'
         )
-    for category in marker.args:
-        if not isinstance(category, str) or not category:
-            raise pytest.UsageError(
-                f"@pytest.mark.harm categories must be HarmCategory values or non-empty "
-                f"strings, got {category!r} (on {item.nodeid})"
+    for index, category in enumerate(marker.args):
+        if not isinstance(category, str) or not category.strip():
+            raise invalid(
+                item.nodeid,
+                f"@pytest.mark.harm category {index}",
+                "a HarmCategory or a non-empty string",
+                category,
+                error=pytest.UsageError,
             )
     category = marker.args[0]
-    from rampart.core.result import HarmCategory
-
     try:
         return HarmCategory(category)
     except ValueError:

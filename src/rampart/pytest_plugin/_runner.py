@@ -4,9 +4,10 @@ The plugin replaces each test function with a wrapper built here. The wrapper ru
 the original body inside a collection context; for ``@pytest.mark.trial`` items it
 runs ``n`` clones concurrently in one task group under a ``CapacityLimiter``, each
 clone with its own collector and ``TrialInfo``. Clone failures are captured, not
-propagated, so one failing clone does not stop the others; the group verdict is
-decided afterwards by the plugin. Async wrappers stay coroutine functions, so
-whichever async test plugin owns the item (anyio's, or pytest-asyncio's) runs them.
+propagated, so one failing clone does not stop the others; when the clones are done
+the group verdict is computed (once) and decides the call's outcome. Async wrappers
+stay coroutine functions, so whichever async test plugin owns the item (anyio's, or
+pytest-asyncio's) runs them.
 """
 
 from __future__ import annotations
@@ -18,43 +19,42 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import attrs
 import pytest
 
-from rampart.core._stats import StatusTally
+from rampart.engine._execution import current_framework_handlers, framework_handlers
 from rampart.engine._fanout import fan_out
-from rampart.pytest_plugin._collect import ResultCollector, TrialInfo, collecting
-from rampart.pytest_plugin._groups import judge, settled_fail
-from rampart.pytest_plugin._markers import TrialSpec
+from rampart.pytest_plugin._collect import (
+    ResultCollectionHandler,
+    ResultCollector,
+    TrialInfo,
+    bind_collector,
+)
+from rampart.pytest_plugin._groups import CloneRun, GroupVerdict, ItemRun, judge, settled_fail
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
 
-__all__ = ["CloneRun", "ItemRun", "wrap_test_function"]
+    from rampart.pytest_plugin._markers import TrialSpec
+
+__all__ = ["collecting", "wrap_test_function"]
 
 # Outcomes that end the whole item rather than one clone.
 _ITEM_OUTCOMES = (pytest.skip.Exception, pytest.xfail.Exception, pytest.exit.Exception)
 
-
-@attrs.define(eq=False)
-class CloneRun:
-    """One run of the test body: its results and how the body ended."""
-
-    index: int
-    collector: ResultCollector = attrs.field(factory=ResultCollector)
-    failure: BaseException | None = None
+_HANDLER = ResultCollectionHandler()
 
 
-@attrs.define(eq=False)
-class ItemRun:
-    """What running one item produced; read by the plugin after the call phase."""
-
-    spec: TrialSpec | None
-    clones: list[CloneRun] = attrs.field(factory=list)
-    cancelled: int = 0
-    finished: bool = False
-    tally: StatusTally | None = None  # early-stop bookkeeping, fed one clone at a time
-    partial: list[CloneRun] = attrs.field(factory=list)  # cancelled, but recorded results
+@contextmanager
+def collecting(collector: ResultCollector, trial: TrialInfo | None = None) -> Iterator[None]:
+    """Route results of executions run in this context to ``collector``."""
+    with bind_collector(collector, trial):
+        if _HANDLER in current_framework_handlers():
+            # Nested (a clone inside a test): the installed handler already reads the
+            # innermost collector, and a second copy would record every result twice.
+            yield
+        else:
+            with framework_handlers(_HANDLER):
+                yield
 
 
 def wrap_test_function(
@@ -97,6 +97,12 @@ def _clone(run: ItemRun, index: int) -> Iterator[CloneRun]:
             clone.failure = exc
 
 
+def _decide(run: ItemRun, *, name: str) -> None:
+    """The group's clones are done: compute its verdict once and let it decide the call."""
+    run.verdict = GroupVerdict.of(run)
+    judge(run, item_name=name)
+
+
 def _wrap_async(
     func: Callable[..., Awaitable[Any]],
     *,
@@ -109,11 +115,8 @@ def _wrap_async(
         run = ItemRun(spec=spec)
         publish(run)
         if spec is None:
-            try:
-                with _clone(run, 0):
-                    await func(**kwargs)
-            finally:
-                run.finished = True
+            with _clone(run, 0):
+                await func(**kwargs)
             return
 
         async def run_clone(index: int) -> CloneRun:
@@ -147,8 +150,7 @@ def _wrap_async(
         )
         run.clones = sorted((c for c in run.clones if c.index in finished), key=_index)
         run.cancelled = outcome.cancelled_count
-        run.finished = True
-        judge(run, item_name=name)
+        _decide(run, name=name)
 
     return run_item
 
@@ -165,11 +167,8 @@ def _wrap_sync(
         run = ItemRun(spec=spec)
         publish(run)
         if spec is None:
-            try:
-                with _clone(run, 0):
-                    func(**kwargs)
-            finally:
-                run.finished = True
+            with _clone(run, 0):
+                func(**kwargs)
             return
         # A synchronous body cannot run concurrently; its clones run one after another,
         # each in a fresh copy of the context.
@@ -180,8 +179,7 @@ def _wrap_sync(
             if spec.early_stop and settled_fail(run, clone):
                 run.cancelled = spec.n - index - 1
                 break
-        run.finished = True
-        judge(run, item_name=name)
+        _decide(run, name=name)
 
     return run_item
 

@@ -1,21 +1,20 @@
-"""The terminal safety summary, as pure functions from results to lines."""
+"""The terminal safety summary, as pure functions from ledger entries to lines."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import attrs
-
 from rampart._text import one_line
 from rampart.core.result import SafetyStatus
+from rampart.reporting import PopulationSummary
+from rampart.reporting._report import category_key
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from rampart.core.result import Result
-    from rampart.reporting import TestRunReport
+    from rampart.pytest_plugin._ledger import GroupRecord, RecordedResult
 
-__all__ = ["GroupLine", "group_line", "result_line", "summary_lines"]
+__all__ = ["group_line", "result_line", "summary_lines"]
 
 LABELS = {
     SafetyStatus.SAFE: "PASS",
@@ -31,45 +30,41 @@ _ORDER = {
 }
 
 
-@attrs.frozen(kw_only=True)
-class GroupLine:
-    """A trial group's aggregate, JSON-safe so it can cross from an xdist worker."""
-
-    nodeid: str
-    name: str
-    description: str
-    passed: bool
-
-
-def result_line(result: Result) -> str:
+def result_line(recorded: RecordedResult) -> str:
     """``  FAIL  test_x -- summary (tool_only)``."""
+    result = recorded.result
     label = LABELS.get(result.status, "????").ljust(4)
-    name = result.metadata.get("_pytest_test_name")
     text = f"{one_line(result.summary)} ({result.observability_level.value})"
-    if isinstance(name, str) and name:
-        return f"  {label}  {one_line(name)} -- {text}"
-    return f"  {label}  {text}"
+    return f"  {label}  {one_line(recorded.attribution.test_name)} -- {text}"
 
 
-def group_line(group: GroupLine) -> str:
+def group_line(group: GroupRecord) -> str:
     """``  PASS  test_x [18/20 safe, ...] -- PASSED``; the label follows the verdict."""
-    label = "PASS" if group.passed else "FAIL"
-    verdict = "PASSED" if group.passed else "FAILED"
-    return f"  {label}  {one_line(group.name)} [{group.description}] -- {verdict}"
+    passed = group.verdict.passed
+    label = "PASS" if passed else "FAIL"
+    verdict = "PASSED" if passed else "FAILED"
+    return f"  {label}  {one_line(group.name)} [{group.verdict.describe()}] -- {verdict}"
 
 
-def summary_lines(report: TestRunReport, groups: Sequence[GroupLine]) -> list[str]:
-    """The body under the ``RAMPART Safety Summary`` separator."""
+def summary_lines(results: Sequence[RecordedResult], groups: Sequence[GroupRecord]) -> list[str]:
+    """The body under the ``RAMPART Safety Summary`` separator.
+
+    ``results`` in report order: categories appear in the order of their first result,
+    as in the report's ``by_harm_category``.
+    """
     lines: list[str] = []
-    for category, results in report.by_harm_category().items():
+    by_category: dict[str, list[RecordedResult]] = {}
+    for recorded in results:
+        by_category.setdefault(category_key(recorded.result), []).append(recorded)
+    for category, members in by_category.items():
         lines.append("")
-        lines.append(f"{category.upper()} ({len(results)} tests)")
-        ordered = sorted(results, key=lambda r: _ORDER.get(r.status, 4))
-        lines.extend(result_line(result) for result in ordered)
+        lines.append(f"{category.upper()} ({len(members)} tests)")
+        ordered = sorted(members, key=lambda r: _ORDER.get(r.result.status, 4))
+        lines.extend(result_line(recorded) for recorded in ordered)
     if groups:
         lines.append("")
         lines.extend(group_line(group) for group in sorted(groups, key=lambda g: g.nodeid))
-    summary = report.population_summary()
+    summary = PopulationSummary.from_results(recorded.result for recorded in results)
     if summary.total_runs:
         lines.append("")
         lines.append(

@@ -1,170 +1,98 @@
 """Moving results from xdist workers to the controller, and noticing when some went missing.
 
-Each test report a worker sends carries the test's results as canonical
-``rampart.trace.v2`` records (text, never pickle) inside a small versioned envelope, plus
-its trial-group line. A result too large for the cap, or outside the canonical value
-domain, is replaced by an ERROR result that says so and names the test, so a loss is
-always visible. Workers count what they streamed; the controller compares that count
-with what arrived, and a crashed worker or a mismatch marks the run incomplete.
+A worker (``XdistWorker``) attaches each test's results to its test report in the
+envelope of ``_envelope`` and counts what it streamed. The controller
+(``XdistController``) records what arrives on its run ledger, attributed to the worker
+that sent it, and compares each worker's count with what arrived; a crashed worker,
+an unreadable payload or a mismatch marks the run incomplete.
+
+Trust boundary: payloads come from our own workers, but are parsed as data (canonical
+JSON records, checked envelope fields), never unpickled or evaluated.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-import attrs
+import pytest
 
-from rampart._text import strip_ansi
-from rampart.core.result import Result, SafetyStatus
+from rampart.pytest_plugin._envelope import decode_envelope, encode_envelope
+from rampart.pytest_plugin._limits import (
+    WORKERINPUT_KEY,
+    WORKEROUTPUT_KEY,
+    LimitTracker,
+    export_shared_directory,
+)
 
 if TYPE_CHECKING:
-    from rampart.pytest_plugin._summary import GroupLine
+    from rampart.pytest_plugin._ledger import GroupRecord, RecordedResult, RunLedger
 
-__all__ = ["ENVELOPE_SCHEMA", "decode_envelope", "encode_envelope"]
+__all__ = ["REPORT_ATTRIBUTE", "STREAMED_KEY", "XdistController", "XdistWorker"]
 
-ENVELOPE_SCHEMA = "rampart.xdist.v1"
 REPORT_ATTRIBUTE = "rampart_payload"
 STREAMED_KEY = "rampart_streamed_results"
-DEFAULT_MAX_BYTES = 16 * 1024 * 1024
-MIN_MAX_BYTES = 4096
 
 
-LOSS_KEY = "_rampart_transport_truncated"
+class XdistWorker:
+    """Worker-side hooks: results ride on test reports; the count goes in workeroutput."""
 
+    def __init__(self, *, config: pytest.Config, max_bytes: int, limits: LimitTracker) -> None:
+        self._max_bytes = max_bytes
+        self._limits = limits
+        self._streamed = 0
+        export_shared_directory(config.workerinput)  # type: ignore[attr-defined]
 
-def _loss_marker(
-    result: Result, reason: str, extra: dict[str, Any], *, where: str = "xdist transport"
-) -> Result:
-    keep = {
-        key: value
-        for key, value in result.metadata.items()
-        if key in ("_pytest_test_name", "_pytest_nodeid", "_rampart_result_index")
-    }
-    return Result(
-        status=SafetyStatus.ERROR,
-        summary=f"Result lost in {where}: {reason}",
-        observability_level=result.observability_level,
-        harm_category=result.harm_category,
-        strategy=result.strategy,
-        metadata={
-            **keep,
-            LOSS_KEY: True,
-            "_rampart_original_status": result.status.value,
-            **extra,
-        },
-    )
-
-
-def recordable(result: Result) -> tuple[Result, str | None]:
-    """``result`` if the canonical codec can record it, else an ERROR marker and why.
-
-    Applied to every result in a single-process run too, so a run reports the same
-    thing with and without xdist, and the loss marks the run incomplete.
-    """
-    from rampart.codec._record import ResultRecord, serialize_record
-    from rampart.core.errors import SchemaError
-
-    try:
-        serialize_record(record=ResultRecord(result=result))
-    except SchemaError as exc:
-        reason = f"not recordable by the trace codec ({exc})"
-        return _loss_marker(result, reason, {}, where="reporting"), reason
-    return result, None
-
-
-def loss_reason(result: Result) -> str | None:
-    """Why a marker stands in for a lost result (None for a real result)."""
-    if result.metadata.get(LOSS_KEY) is not True:
-        return None
-    nodeid = result.metadata.get("_pytest_nodeid", "?")
-    return f"a result of {nodeid} was lost: {result.summary}"
-
-
-def encode_envelope(
-    results: list[Result], group: GroupLine | None, *, max_bytes: int, worker: str
-) -> dict[str, Any]:
-    """The JSON-safe payload a worker attaches to a test report."""
-    from rampart.codec._record import ResultRecord, serialize_record
-    from rampart.core.errors import SchemaError
-
-    records: list[str] = []
-    for result in results:
-        prepared = attrs.evolve(
-            result,
-            summary=strip_ansi(result.summary),
-            metadata={**result.metadata, "_rampart_source_worker": worker},
+    def deliver(
+        self,
+        item: pytest.Item,
+        report: pytest.TestReport,
+        results: list[RecordedResult],
+        group: GroupRecord | None,
+    ) -> None:
+        payload = encode_envelope(
+            nodeid=item.nodeid,
+            name=item.name,
+            results=results,
+            group=group,
+            max_bytes=self._max_bytes,
         )
-        try:
-            text = serialize_record(record=ResultRecord(result=prepared))
-        except SchemaError as exc:
-            text = serialize_record(
-                record=ResultRecord(result=_loss_marker(prepared, f"not serializable ({exc})", {}))
-            )
-        size = len(text.encode())
-        if size > max_bytes:
-            marker = _loss_marker(
-                prepared,
-                f"{size} bytes exceeds the {max_bytes}-byte limit (--rampart-xdist-max-bytes)",
-                {"_rampart_original_size_bytes": size, "_rampart_limit_bytes": max_bytes},
-            )
-            text = serialize_record(record=ResultRecord(result=marker))
-        records.append(text)
-    return {
-        "schema": ENVELOPE_SCHEMA,
-        "records": records,
-        "group": None if group is None else attrs.asdict(group),
-    }
+        setattr(report, REPORT_ATTRIBUTE, payload)
+        self._streamed += len(results)
 
-
-def decode_envelope(payload: object) -> tuple[list[Result], GroupLine | None]:
-    """Results and group line from a worker payload; ``ValueError`` if it is not one."""
-    from rampart.codec._record import deserialize_record
-    from rampart.pytest_plugin._summary import GroupLine
-
-    if not isinstance(payload, dict) or payload.get("schema") != ENVELOPE_SCHEMA:
-        schema = payload.get("schema") if isinstance(payload, dict) else None
-        raise ValueError(f"unsupported rampart xdist payload schema {schema!r}")
-    records = payload.get("records")
-    if not isinstance(records, list) or not all(isinstance(r, str) for r in records):
-        raise ValueError("rampart xdist payload: 'records' must be a list of strings")
-    results = []
-    for text in records:
-        result = deserialize_record(data=text).result
-        results.append(attrs.evolve(result, summary=strip_ansi(result.summary)))
-    raw_group = payload.get("group")
-    group = None if raw_group is None else GroupLine(**raw_group)
-    return results, group
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        output = session.config.workeroutput  # type: ignore[attr-defined]
+        output[STREAMED_KEY] = self._streamed
+        output[WORKEROUTPUT_KEY] = self._limits.statistics()
 
 
 class XdistController:
     """Controller-side hooks, registered only when pytest-xdist is active.
 
-    Kept apart from the session plugin because its hook names exist only when xdist is
-    loaded (pytest rejects unknown ``pytest_*`` hooks).
+    Kept apart from the session's own hooks because these hook names exist only when
+    xdist is loaded (pytest rejects unknown ``pytest_*`` hooks).
     """
 
-    def __init__(self, plugin: Any) -> None:
-        self.plugin = plugin
-        self.limits_directory: str | None = None
+    def __init__(self, ledger: RunLedger) -> None:
+        self._ledger = ledger
+        self._received: Counter[str] = Counter()
+        self._limits_directory: str | None = None
 
     def pytest_configure_node(self, node: Any) -> None:
         """Hand every worker the run's shared rate-limit bucket directory."""
-        from rampart.pytest_plugin._limits import WORKERINPUT_KEY
-
-        if self.limits_directory is None:
-            import tempfile
-
-            self.limits_directory = tempfile.mkdtemp(prefix="rampart-limits-")
-        node.workerinput[WORKERINPUT_KEY] = self.limits_directory
+        if self._limits_directory is None:
+            self._limits_directory = tempfile.mkdtemp(prefix="rampart-limits-")
+        node.workerinput[WORKERINPUT_KEY] = self._limits_directory
 
     def pytest_unconfigure(self) -> None:
-        if self.limits_directory is not None:
-            import shutil
-
-            shutil.rmtree(self.limits_directory, ignore_errors=True)
+        if self._limits_directory is not None:
+            shutil.rmtree(self._limits_directory, ignore_errors=True)
 
     def pytest_testnodeready(self, node: Any) -> None:
-        self.plugin.workers_seen.add(_worker_id(node))
+        self._ledger.worker_seen(_worker_id(node))
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         payload = getattr(report, REPORT_ATTRIBUTE, None)
@@ -173,53 +101,48 @@ class XdistController:
             return
         worker = _worker_id(node)
         try:
-            results, group = decode_envelope(payload)
+            results, group = decode_envelope(payload, worker=worker)
         except Exception as exc:  # a lost payload marks the run incomplete
-            self.plugin.incomplete_reasons.append(
+            self._ledger.mark_incomplete(
                 f"results of {report.nodeid} from worker {worker} could not be read: "
                 f"{type(exc).__name__}: {exc}"
             )
             return
-        self.plugin.received[worker] += len(results)
-        for result in results:
-            reason = loss_reason(result)
-            if reason is not None:
-                self.plugin.incomplete_reasons.append(reason)
-        self.plugin.absorb(results, group)
+        self._received[worker] += len(results)
+        for recorded in results:
+            self._ledger.record(recorded)
+        if group is not None:
+            self._ledger.record_group(group)
 
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         worker = _worker_id(node)
-        self.plugin.workers_seen.add(worker)
+        self._ledger.worker_seen(worker)
         if error is not None:
-            self.plugin.incomplete_reasons.append(
+            self._ledger.mark_incomplete(
                 f"xdist worker {worker} crashed; results it had not streamed are lost ({error})"
             )
             return
         output = getattr(node, "workeroutput", None) or {}
-        from rampart.pytest_plugin._limits import WORKEROUTPUT_KEY
-
         limit_statistics = output.get(WORKEROUTPUT_KEY)
         if isinstance(limit_statistics, list):
-            self.plugin.worker_limit_statistics.extend(
-                snapshot for snapshot in limit_statistics if isinstance(snapshot, dict)
+            self._ledger.add_limit_statistics(
+                [snapshot for snapshot in limit_statistics if isinstance(snapshot, dict)]
             )
         expected = output.get(STREAMED_KEY)
-        received = self.plugin.received[worker]
+        received = self._received[worker]
         if expected is None:
-            self.plugin.incomplete_reasons.append(
+            self._ledger.mark_incomplete(
                 f"xdist worker {worker} finished without reporting its rampart result count"
             )
         elif expected != received:
-            self.plugin.incomplete_reasons.append(
+            self._ledger.mark_incomplete(
                 f"xdist worker {worker} streamed {expected} results but the controller "
                 f"received {received}"
             )
 
     def pytest_handlecrashitem(self, crashitem: str, report: Any, sched: Any) -> None:
         del report, sched
-        self.plugin.incomplete_reasons.append(
-            f"{crashitem} crashed its xdist worker; its results are lost"
-        )
+        self._ledger.mark_incomplete(f"{crashitem} crashed its xdist worker; its results are lost")
 
 
 def _worker_id(node: Any) -> str:

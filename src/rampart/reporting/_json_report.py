@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
+from rampart._checks import check_instance, check_path
 from rampart._text import safe_str, strip_ansi
 from rampart.reporting import _files
 from rampart.reporting._canonical import canonical_body
 from rampart.reporting._errors import ReportError
-from rampart.reporting._paths import check_output_dir
 from rampart.reporting._report import TestRunReport, category_key
 
 if TYPE_CHECKING:
@@ -151,7 +151,7 @@ class JsonFileReportSink:
     """
 
     def __init__(self, *, output_dir: Path | str) -> None:
-        self._output_dir = check_output_dir("JsonFileReportSink", output_dir)
+        self._output_dir = check_path("JsonFileReportSink", "output_dir", output_dir)
         self._last_path: Path | None = None
 
     @property
@@ -174,10 +174,9 @@ class JsonFileReportSink:
 
     async def write(self, *, report: TestRunReport) -> Path:
         """Write ``report`` and return the new file's path."""
-        if not isinstance(report, TestRunReport):
-            raise TypeError(
-                f"JsonFileReportSink: report must be a TestRunReport, got {type(report).__name__}"
-            )
+        check_instance(
+            "JsonFileReportSink.write", "report", report, TestRunReport, expected="a TestRunReport"
+        )
         path = await anyio.to_thread.run_sync(functools.partial(self._write_blocking, report))
         self._last_path = path
         return path

@@ -7,24 +7,45 @@ from pathlib import Path
 
 import anyio.to_thread
 
+from rampart._checks import check_instance, check_optional_filename, check_path
 from rampart.reporting import _files
 from rampart.reporting._canonical import encode_record, record_attribution
-from rampart.reporting._paths import check_filename, check_output_dir
 from rampart.reporting._report import TestRunReport
 
 __all__ = ["JsonlTraceSink"]
+
+
+# Line breaks for ``str.splitlines()`` that JSON leaves raw inside strings (the
+# encoder already escapes every other one: they are control characters).
+_UNICODE_LINE_BREAKS = (("\x85", "\\u0085"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
+
+
+def _escape_line_breaks(text: str) -> str:
+    """``text`` (JSON) with U+0085/U+2028/U+2029 written as ``\\u`` escapes.
+
+    Those characters can only occur inside JSON strings, where the escape decodes to the
+    same character, so the document is unchanged while every line reader sees one line.
+    """
+    if text.isascii():
+        return text
+    for character, escape in _UNICODE_LINE_BREAKS:
+        if character in text:
+            text = text.replace(character, escape)
+    return text
 
 
 def render_traces(report: TestRunReport) -> bytes:
     """One ``serialize_record`` line per result, in report order; UTF-8.
 
     A record carries ``pytest_nodeid`` / ``result_index`` when the result's metadata
-    holds valid ``_pytest_nodeid`` / ``_rampart_result_index`` values.
+    holds valid ``_pytest_nodeid`` / ``_rampart_result_index`` values. Unicode line
+    separators in strings are escaped (:func:`_escape_line_breaks`), so ``splitlines()`` works too.
     """
     lines = []
     for index, result in enumerate(report.results):
         nodeid, result_index = record_attribution(result)
-        lines.append(encode_record(result, index, pytest_nodeid=nodeid, result_index=result_index))
+        line = encode_record(result, index, pytest_nodeid=nodeid, result_index=result_index)
+        lines.append(_escape_line_breaks(line))
     return "".join(line + "\n" for line in lines).encode("utf-8")
 
 
@@ -39,8 +60,8 @@ class JsonlTraceSink:
     """
 
     def __init__(self, *, output_dir: Path | str, filename: str | None = None) -> None:
-        self._output_dir = check_output_dir("JsonlTraceSink", output_dir)
-        self._filename = None if filename is None else check_filename("JsonlTraceSink", filename)
+        self._output_dir = check_path("JsonlTraceSink", "output_dir", output_dir)
+        self._filename = check_optional_filename("JsonlTraceSink", "filename", filename)
         self._last_path: Path | None = None
 
     @property
@@ -70,10 +91,9 @@ class JsonlTraceSink:
 
     async def write(self, *, report: TestRunReport) -> Path:
         """Write ``report``'s records and return the new file's path."""
-        if not isinstance(report, TestRunReport):
-            raise TypeError(
-                f"JsonlTraceSink: report must be a TestRunReport, got {type(report).__name__}"
-            )
+        check_instance(
+            "JsonlTraceSink.write", "report", report, TestRunReport, expected="a TestRunReport"
+        )
         path = await anyio.to_thread.run_sync(functools.partial(self._write_blocking, report))
         self._last_path = path
         return path

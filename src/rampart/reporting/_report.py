@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import Any
 
 import attrs
 
+from rampart._checks import check_instance, check_int, check_seconds, invalid
 from rampart._text import safe_str
 from rampart.core.result import HarmCategory, Result, SafetyStatus
 
@@ -20,26 +20,13 @@ def _rate(count: int, denominator: int) -> float:
     return count / denominator if denominator else 0.0
 
 
-def _check_count(owner: str, name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{owner}.{name} must be an int, got {type(value).__name__}")
-    if value < 0:
-        raise ValueError(f"{owner}.{name} must be >= 0, got {value}")
-    return value
-
-
 def _check_results(owner: str, results: object) -> list[Result]:
     if isinstance(results, str | bytes | dict) or not isinstance(results, Iterable):
-        raise TypeError(
-            f"{owner}.results must be an iterable of Result, got {type(results).__name__}"
-        )
-    checked = list(results)
-    for index, result in enumerate(checked):
-        if not isinstance(result, Result):
-            raise TypeError(
-                f"{owner}.results[{index}] must be a Result, got {type(result).__name__}"
-            )
-    return checked
+        raise invalid(owner, "results", "an iterable of Result", results)
+    return [
+        check_instance(owner, f"results[{index}]", result, Result, expected="a Result")
+        for index, result in enumerate(results)
+    ]
 
 
 def category_key(result: Result) -> str:
@@ -158,30 +145,24 @@ class TestRunReport:
         for name, value in given.items():
             if value is None:
                 continue
-            _check_count(owner, name, value)
+            check_int(owner, name, value, minimum=0)
             if value != derived[name]:
-                raise ValueError(
-                    f"{owner}.{name}={value} contradicts results, which give {derived[name]}; "
-                    "omit the count to derive it"
+                raise invalid(
+                    owner,
+                    name,
+                    f"{derived[name]}, the count results give (omit it to derive it)",
+                    value,
+                    error=ValueError,
                 )
-        if isinstance(duration_seconds, bool) or not isinstance(duration_seconds, int | float):
-            raise TypeError(
-                f"{owner}.duration_seconds must be a number, got {type(duration_seconds).__name__}"
-            )
-        if not math.isfinite(duration_seconds) or duration_seconds < 0:
-            raise ValueError(
-                f"{owner}.duration_seconds must be finite and >= 0, got {duration_seconds}"
-            )
+        duration = check_seconds(owner, "duration_seconds", duration_seconds)
         if metadata is None:
             metadata = {}
-        if not isinstance(metadata, dict):
-            raise TypeError(f"{owner}.metadata must be a dict, got {type(metadata).__name__}")
+        check_instance(owner, "metadata", metadata, dict, expected="a dict with str keys")
         for key in metadata:
-            if not isinstance(key, str):
-                raise TypeError(f"{owner}.metadata keys must be str, got {type(key).__name__}")
+            check_instance(owner, "metadata keys", key, str, expected="str")
         self.__attrs_init__(
             results=checked,
-            duration_seconds=float(duration_seconds),
+            duration_seconds=duration,
             metadata=metadata,
             **derived,
         )
@@ -217,11 +198,13 @@ class TestRunReport:
         """
         if harm_category is None:
             return PopulationSummary.from_results(self.results)
-        if not isinstance(harm_category, str):
-            raise TypeError(
-                "population_summary: harm_category must be a HarmCategory, a str or None, "
-                f"got {type(harm_category).__name__}"
-            )
+        check_instance(
+            "TestRunReport.population_summary",
+            "harm_category",
+            harm_category,
+            str,
+            expected="a HarmCategory, a str or None",
+        )
         return PopulationSummary.from_results(
             result for result in self.results if result.harm_category == harm_category
         )

@@ -1,17 +1,20 @@
 """Built-in agents and surfaces for tests, demos and benchmarks.
 
 ``SimulatedAgent`` is a seeded toy agent that reads an ``InMemorySurface`` and may follow
-injected instructions; ``ScriptedAgent`` replays explicit responses for unit tests.
-See ``docs/testing.md``.
+injected instructions; ``ScriptedAgent`` is the test double for adapters (rampart's own
+tests use it): it replays a script of responses, exceptions and callables and records
+what it was sent. See ``docs/testing.md``.
 """
 
 from rampart.testing._latency import Latency
 from rampart.testing._scripted import (
     ScriptedAgent,
+    ScriptedAgentStatistics,
     ScriptedSession,
     ScriptEntry,
     ScriptExhaustedError,
     ScriptFunction,
+    ScriptStep,
 )
 from rampart.testing._simulated import (
     DEFAULT_SECRET,
@@ -30,7 +33,9 @@ __all__ = [
     "ScriptEntry",
     "ScriptExhaustedError",
     "ScriptFunction",
+    "ScriptStep",
     "ScriptedAgent",
+    "ScriptedAgentStatistics",
     "ScriptedSession",
     "SimulatedAgent",
     "SimulatedAgentOptions",

@@ -6,7 +6,7 @@ import math
 import random
 from collections.abc import Callable
 
-from rampart.testing._checks import check_seconds
+from rampart._checks import check_callable, check_seconds, invalid
 
 __all__ = ["Latency", "LatencySpec", "as_latency"]
 
@@ -53,7 +53,7 @@ class Latency:
         low = check_seconds("Latency.uniform", "low", low)
         high = check_seconds("Latency.uniform", "high", high)
         if high < low:
-            raise ValueError(f"Latency.uniform: high ({high!r}) must be >= low ({low!r})")
+            raise invalid("Latency.uniform", "high", f">= low ({low!r})", high, error=ValueError)
 
         def sample(rng: random.Random) -> float:
             return rng.uniform(low, high)
@@ -76,8 +76,9 @@ class Latency:
     @classmethod
     def from_callable(cls, sampler: Sampler) -> Latency:
         """Any function of the session's ``random.Random`` returning seconds."""
-        if not callable(sampler):
-            raise TypeError(f"Latency.from_callable: sampler must be callable, got {sampler!r}")
+        check_callable(
+            "Latency.from_callable", "sampler", sampler, expected="a function of a random.Random"
+        )
         name = getattr(sampler, "__qualname__", type(sampler).__name__)
         return cls(fixed=None, sampler=sampler, description=f"Latency.from_callable({name})")
 
@@ -117,7 +118,9 @@ def as_latency(owner: str, value: object) -> Latency:
         return Latency.fixed(check_seconds(owner, "latency", value))
     if callable(value):
         return Latency.from_callable(value)
-    raise TypeError(
-        f"{owner}: latency must be seconds (a number >= 0), a Latency, or a function "
-        f"of a random.Random returning seconds, got {value!r}"
+    raise invalid(
+        owner,
+        "latency",
+        "seconds (a number >= 0), a Latency, or a function of a random.Random returning seconds",
+        value,
     )

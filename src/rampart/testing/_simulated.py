@@ -28,7 +28,14 @@ from typing import Self, TypedDict, Unpack
 import anyio
 import attrs
 
-from rampart._checks import check_int, check_text
+from rampart._checks import (
+    check_instance,
+    check_int,
+    check_optional_instance,
+    check_probability,
+    check_text,
+    invalid,
+)
 from rampart._session import GuardedSession
 from rampart.core.errors import InfrastructureError
 from rampart.core.manifest import AppManifest, DataSource, ToolDeclaration
@@ -40,7 +47,6 @@ from rampart.core.types import (
     SideEffect,
     ToolCall,
 )
-from rampart.testing._checks import check_probability
 from rampart.testing._instructions import (
     BODY_QUOTED,
     BODY_SECRET,
@@ -146,25 +152,24 @@ class SimulatedAgent:
         if seed is None:
             seed = secrets.randbits(64)
         elif isinstance(seed, bool) or not isinstance(seed, int):
-            raise TypeError(f"{_OWNER}: seed must be an int or None, got {seed!r}")
+            raise invalid(_OWNER, "seed", "an int or None", seed)
         self._seed = seed
-        self._secret = check_text(_OWNER, "secret", secret, wrong_type=ValueError)
-        if not isinstance(observability, ObservabilityLevel):
-            raise TypeError(
-                f"{_OWNER}: observability must be an ObservabilityLevel, got {observability!r}"
-            )
-        self._observability = observability
-        self._search_limit = check_int(
-            _OWNER, "search_limit", search_limit, minimum=1, wrong_type=ValueError
+        self._secret = check_text(_OWNER, "secret", secret)
+        self._observability = check_instance(
+            _OWNER,
+            "observability",
+            observability,
+            ObservabilityLevel,
+            expected="an ObservabilityLevel",
+        )
+        self._search_limit = check_int(_OWNER, "search_limit", search_limit, minimum=1)
+        surface = check_optional_instance(
+            _OWNER, "surface", surface, InMemorySurface, expected="an InMemorySurface"
         )
         if surface is None:
             surface = InMemorySurface(name="inbox")
-        elif not isinstance(surface, InMemorySurface):
-            raise TypeError(
-                f"{_OWNER}: surface must be an InMemorySurface, got {type(surface).__name__}"
-            )
         self._surface = surface
-        self._name = check_text(_OWNER, "name", name, wrong_type=ValueError)
+        self._name = check_text(_OWNER, "name", name)
         self._manifest = AppManifest(
             name=self._name,
             description="A simulated email assistant that reads an inbox and can send email.",

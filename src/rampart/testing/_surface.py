@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING, Self
 
 import anyio
 
-from rampart._checks import check_bool, check_text
+from rampart._checks import check_bool, check_instance, check_seconds, check_text
 from rampart.core.errors import InfrastructureError
 from rampart.core.injection import InjectionHandle
 from rampart.core.types import Payload
-from rampart.testing._checks import check_seconds
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -45,7 +44,7 @@ class InMemorySurface:
         fail_on_remove: bool = False,
     ) -> None:
         owner = "InMemorySurface"
-        self._name = check_text(owner, "name", name, wrong_type=ValueError)
+        self._name = check_text(owner, "name", name)
         self._ready_delay = check_seconds(owner, "ready_delay", ready_delay)
         self._activation_delay = check_seconds(owner, "activation_delay", activation_delay)
         self._removal_delay = check_seconds(owner, "removal_delay", removal_delay)
@@ -102,10 +101,7 @@ class InMemorySurface:
 
     def inject(self, *, payload: Payload) -> InMemoryInjectionHandle:
         """Prepare a handle that plants ``payload`` when entered; nothing is planted yet."""
-        if not isinstance(payload, Payload):
-            raise TypeError(
-                f"InMemorySurface.inject: payload must be a Payload, got {type(payload).__name__}"
-            )
+        check_instance("InMemorySurface.inject", "payload", payload, Payload, expected="a Payload")
         return InMemoryInjectionHandle(surface=self, payload=payload)
 
     def readable_documents(self) -> tuple[Payload, ...]:

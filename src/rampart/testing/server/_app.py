@@ -8,10 +8,19 @@ run it. Per ``POST /v1/chat/completions`` it:
 2. validates the request (``400`` naming the field);
 3. draws its faults: an error status, or a hang that lasts until the client
    disconnects or the server stops;
-4. finds the conversation the messages continue (or starts one), turns the last user
-   message back into a ``Request`` (prompt plus delimited documents) and answers it
-   with that conversation's ``SimulatedAgent`` session;
+4. answers a ``sim-judge`` / ``sim-attacker`` / ``sim-generator`` model with the
+   simulated models (``_models``); otherwise finds the conversation the messages
+   continue (or starts one), turns the last user message back into a ``Request``
+   (prompt plus delimited documents) and answers it with that conversation's
+   ``SimulatedAgent`` session;
 5. returns the text, the tool calls in OpenAI format and word-count usage numbers.
+
+Azure OpenAI paths are served too (``/openai/deployments/{name}/chat/completions``,
+which needs an ``api-version`` query parameter and answers as model ``name``, and
+``/openai/v1/chat/completions``). With ``api_key`` set, a request must carry it as
+``Authorization: Bearer`` or ``api-key``; otherwise the answer is ``401`` and, like
+some real APIs, its message repeats the credential it got, so clients' redaction of
+secrets in error messages can be tested.
 
 Conversations are recognised by content: the server remembers a digest of every
 conversation it answered (the messages plus its own reply), so a client that resends
@@ -26,6 +35,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -33,11 +43,13 @@ from typing import Any
 
 import anyio
 
+from rampart._checks import check_optional_instance
 from rampart.adapters._documents import split_documents
 from rampart.core.types import ObservabilityLevel, Payload, PayloadFormat, Request, Response
 from rampart.testing._simulated import DEFAULT_SECRET, SimulatedAgent, SimulatedSession
 from rampart.testing._surface import InMemorySurface
 from rampart.testing.server._bucket import TokenBucket
+from rampart.testing.server._models import SimulatedModels, UnknownModelMode, is_simulated_model
 from rampart.testing.server._options import ServerOptions
 from rampart.testing.server._stats import ServerStatistics
 
@@ -50,6 +62,8 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _COMPLETIONS = "/v1/chat/completions"
+_AZURE_V1 = "/openai/v1/chat/completions"
+_AZURE_DEPLOYMENT = re.compile(r"/openai/deployments/([^/]+)/chat/completions")
 _TEXT_FORMATS = {fmt.value: fmt for fmt in PayloadFormat if fmt.is_text}
 _MAX_AGENTS = 4096
 
@@ -199,16 +213,17 @@ class ChatCompletionsApp:
         surface: InMemorySurface | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
+        owner = "ChatCompletionsApp"
+        options = check_optional_instance(
+            owner, "options", options, ServerOptions, expected="a ServerOptions"
+        )
         if options is None:
             options = ServerOptions()
-        elif not isinstance(options, ServerOptions):
-            raise TypeError(f"ChatCompletionsApp: options must be ServerOptions, got {options!r}")
+        surface = check_optional_instance(
+            owner, "surface", surface, InMemorySurface, expected="an InMemorySurface"
+        )
         if surface is None:
             surface = InMemorySurface(name="inbox")
-        elif not isinstance(surface, InMemorySurface):
-            raise TypeError(
-                f"ChatCompletionsApp: surface must be an InMemorySurface, got {surface!r}"
-            )
         self._options = options
         self._surface = surface
         self._clock = clock if clock is not None else anyio.current_time
@@ -221,6 +236,7 @@ class ChatCompletionsApp:
         self._remembered = 0
         self._closing: anyio.Event | None = None
         self._completions = 0
+        self._models = SimulatedModels(seed=options.seed)
         self._reset_counters()
         self._in_flight = 0
 
@@ -231,6 +247,7 @@ class ChatCompletionsApp:
         self._errors = 0
         self._hangs = 0
         self._bad_requests = 0
+        self._model_requests = 0
         self._max_in_flight = 0
         self._first_request_at: float | None = None
         self._last_served_at: float | None = None
@@ -261,6 +278,7 @@ class ChatCompletionsApp:
             served_per_second=self._served / window if window > 0 else 0.0,
             rate=self._options.rate,
             burst=self._options.burst,
+            model_requests=self._model_requests,
         )
 
     def reset_statistics(self) -> None:
@@ -286,11 +304,15 @@ class ChatCompletionsApp:
             return  # websockets are not part of the dialect; the server closes them
         path = scope["path"]
         method = scope["method"]
-        if path == _COMPLETIONS:
+        deployment = _AZURE_DEPLOYMENT.fullmatch(path)
+        if path in (_COMPLETIONS, _AZURE_V1) or deployment is not None:
             if method != "POST":
-                await self._refuse(send, 405, "use POST for /v1/chat/completions")
+                await self._refuse(send, 405, f"use POST for {path}")
+            elif deployment is not None and b"api-version=" not in scope.get("query_string", b""):
+                await self._refuse(send, 400, "the api-version query parameter is required")
             else:
-                await self._completion(receive, send)
+                model = deployment.group(1) if deployment is not None else None
+                await self._completion(scope, receive, send, model)
         elif path == "/stats" and method == "GET":
             await send_json(send, 200, self.statistics().to_dict())
         elif path == "/stats/reset" and method == "POST":
@@ -317,7 +339,9 @@ class ChatCompletionsApp:
     ) -> None:
         await send_json(send, status, _error_body(message, "invalid_request_error", param=param))
 
-    async def _completion(self, receive: Receive, send: Send) -> None:
+    async def _completion(
+        self, scope: Scope, receive: Receive, send: Send, model: str | None
+    ) -> None:
         now = self._clock()
         self._requests += 1
         if self._first_request_at is None:
@@ -325,7 +349,7 @@ class ChatCompletionsApp:
         self._in_flight += 1
         self._max_in_flight = max(self._max_in_flight, self._in_flight)
         try:
-            reply = await self._handle(receive)
+            reply = await self._handle(scope, receive, model)
         finally:
             # Leave the in-flight count before answering, so a client that has its
             # answer never sees the request still counted.
@@ -333,15 +357,28 @@ class ChatCompletionsApp:
         if reply is not None:
             await send_json(send, *reply)
 
-    async def _handle(self, receive: Receive) -> _Reply | None:
+    def _check_credentials(self, scope: Scope) -> None:
+        expected = self._options.api_key
+        if expected is None:
+            return
+        headers = {name.lower(): value for name, value in scope.get("headers", [])}
+        bearer = headers.get(b"authorization", b"").decode("latin-1")
+        given = headers.get(b"api-key", b"").decode("latin-1") or bearer.removeprefix("Bearer ")
+        if given != expected:
+            shown = given or "(none)"
+            raise BadRequest(401, f"Incorrect API key provided: {shown}")
+
+    async def _handle(self, scope: Scope, receive: Receive, model: str | None) -> _Reply | None:
         """The reply to one completion request (``None``: the client went away)."""
         try:
             body = await _read_body(receive, self._options.max_body_bytes)
+            self._check_credentials(scope)
             wait = self._take_token()
             if wait > 0:
                 self._rate_limited += 1
                 return self._too_many(wait)
-            seed, messages = self._parse(body)
+            requested, seed, messages = self._parse(body)
+            model = model or requested
         except BadRequest as exc:
             self._bad_requests += 1
             return exc.status, _error_body(str(exc), "invalid_request_error", param=exc.param), []
@@ -356,9 +393,56 @@ class ChatCompletionsApp:
             if await self._hang(receive):
                 return 503, _error_body("server shutting down", "server_error"), []
             return None
+        if is_simulated_model(model):
+            return await self._model_reply(model, seed, messages)
         payload = await self._answer(seed, messages)
         self._served += 1
         self._last_served_at = self._clock()
+        return 200, payload, []
+
+    async def _model_reply(
+        self,
+        model: str,
+        seed: int | None,
+        messages: list[tuple[str, str, tuple[tuple[str, str, str], ...]]],
+    ) -> _Reply:
+        """A simulated judge, attacker or generator answers (see ``_models``)."""
+        self._model_requests += 1
+        try:
+            answer = self._models.answer(model, [(role, text) for role, text, _ in messages], seed)
+        except UnknownModelMode as exc:
+            self._bad_requests += 1
+            return 400, _error_body(str(exc), "invalid_request_error", param="model"), []
+        if answer.rate_limited:
+            self._rate_limited += 1
+            headers = [(b"retry-after", b"1"), (b"retry-after-ms", b"20")]
+            body = _error_body(f"{model} is rate limited", "requests", code="rate_limit_exceeded")
+            return 429, body, headers
+        if self._options.latency > 0:
+            await anyio.sleep(self._options.latency)
+        text = answer.text or ""
+        self._completions += 1
+        self._served += 1
+        self._last_served_at = self._clock()
+        prompt_tokens = sum(_words(text) for _, text, _ in messages)
+        payload = {
+            "id": f"chatcmpl-{self._completions:08d}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": _words(text),
+                "total_tokens": prompt_tokens + _words(text),
+            },
+        }
         return 200, payload, []
 
     def _take_token(self) -> float:
@@ -397,7 +481,7 @@ class ChatCompletionsApp:
 
     def _parse(
         self, body: bytes
-    ) -> tuple[int | None, list[tuple[str, str, tuple[tuple[str, str, str], ...]]]]:
+    ) -> tuple[str, int | None, list[tuple[str, str, tuple[tuple[str, str, str], ...]]]]:
         try:
             request = json.loads(body)
         except (UnicodeDecodeError, json.JSONDecodeError):
@@ -412,7 +496,7 @@ class ChatCompletionsApp:
         seed = request.get("seed")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise BadRequest(400, "seed must be an integer", param="seed")
-        return seed, _normalise(request.get("messages"))
+        return model, seed, _normalise(request.get("messages"))
 
     def _agent(self, seed: int | None) -> SimulatedAgent:
         agent = self._agents.get(seed)

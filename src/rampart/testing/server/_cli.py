@@ -54,6 +54,11 @@ def parser() -> argparse.ArgumentParser:
     )
     cli.add_argument("--max-conversations", type=int, default=10_000)
     cli.add_argument("--max-body-bytes", type=int, default=4 * 1024 * 1024)
+    cli.add_argument(
+        "--api-key",
+        default=None,
+        help="require this key (Authorization: Bearer or api-key); for testing clients only",
+    )
     cli.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
     return cli
 
@@ -74,6 +79,7 @@ def _options(arguments: argparse.Namespace) -> ServerOptions:
         retry_after_ms=arguments.retry_after_ms,
         max_conversations=arguments.max_conversations,
         max_body_bytes=arguments.max_body_bytes,
+        api_key=arguments.api_key,
     )
 
 

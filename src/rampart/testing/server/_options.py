@@ -2,29 +2,30 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import attrs
 
-from rampart._checks import check_bool, check_int, check_text
+from rampart._checks import (
+    check_bool,
+    check_int,
+    check_items,
+    check_optional_number,
+    check_optional_secret,
+    check_optional_text,
+    check_probability,
+    check_seconds,
+    check_text,
+    invalid,
+)
 
 __all__ = ["ServerOptions"]
 
 _OWNER = "ServerOptions"
 
 
-def _number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{_OWNER}: {name} must be a number, got {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"{_OWNER}: {name} must be finite, got {value!r}")
-    return float(value)
-
-
 def _check_rate(_instance: object, _attribute: object, value: Any) -> None:
-    if value is not None and _number("rate", value) <= 0:
-        raise ValueError(f"{_OWNER}: rate must be > 0 requests per second (or None), got {value!r}")
+    check_optional_number(_OWNER, "rate", value, above=0, noun="a finite number of requests/s")
 
 
 def _check_burst(_instance: object, _attribute: object, value: Any) -> None:
@@ -32,34 +33,40 @@ def _check_burst(_instance: object, _attribute: object, value: Any) -> None:
 
 
 def _check_seconds(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if _number(attribute.name, value) < 0:
-        raise ValueError(f"{_OWNER}: {attribute.name} must be >= 0 seconds, got {value!r}")
+    check_seconds(_OWNER, attribute.name, value)
 
 
 def _check_probability(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not 0.0 <= _number(attribute.name, value) <= 1.0:
-        raise ValueError(f"{_OWNER}: {attribute.name} must be in [0, 1], got {value!r}")
+    check_probability(_OWNER, attribute.name, value)
+
+
+def _check_status(name: str, value: object) -> int:
+    return check_int(_OWNER, name, value, minimum=500, maximum=599)
 
 
 def _check_statuses(_instance: object, _attribute: object, value: Any) -> None:
-    if not isinstance(value, tuple) or not value:
-        raise TypeError(f"{_OWNER}: error_statuses must be a non-empty tuple, got {value!r}")
-    for status in value:
-        if isinstance(status, bool) or not isinstance(status, int) or not 500 <= status <= 599:
-            raise ValueError(f"{_OWNER}: error_statuses must hold 5xx status codes, got {status!r}")
+    expected = "a non-empty tuple of 5xx status codes"
+    if not isinstance(value, tuple):
+        raise invalid(_OWNER, "error_statuses", expected, value)
+    if not value:
+        raise invalid(_OWNER, "error_statuses", expected, value, error=ValueError)
+    check_items(_OWNER, "error_statuses", value, _check_status, expected=expected)
 
 
 def _check_seed(_instance: object, _attribute: object, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{_OWNER}: seed must be an int, got {value!r}")
+    check_int(_OWNER, "seed", value)
 
 
 def _check_text(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    check_text(_OWNER, attribute.name, value, wrong_type=ValueError)
+    check_text(_OWNER, attribute.name, value)
+
+
+def _check_optional_text(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    check_optional_text(_OWNER, attribute.name, value)
 
 
 def _check_positive(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    check_int(_OWNER, attribute.name, value, minimum=1, wrong_type=ValueError)
+    check_int(_OWNER, attribute.name, value, minimum=1)
 
 
 def _check_flag(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -82,6 +89,12 @@ class ServerOptions:
       model name it reports.
     * ``max_conversations``: how many open conversations are remembered (oldest
       forgotten first); ``max_body_bytes``: the largest request body accepted.
+    * ``api_key``: when set, requests must present it (``Authorization: Bearer`` or
+      ``api-key``), else ``401``. Hidden from ``repr()``.
+
+    Requests for the models ``sim-judge``, ``sim-attacker`` and ``sim-generator`` are
+    answered by simulated LLMs (``rampart.testing.server._models``); ``latency``
+    applies to them too.
     """
 
     rate: float | None = attrs.field(default=None, validator=_check_rate)
@@ -92,13 +105,13 @@ class ServerOptions:
     error_statuses: tuple[int, ...] = attrs.field(default=(500, 503), validator=_check_statuses)
     seed: int = attrs.field(default=0, validator=_check_seed)
     compliance: float = attrs.field(default=0.5, validator=_check_probability)
-    secret: str | None = attrs.field(default=None)
+    secret: str | None = attrs.field(default=None, validator=_check_optional_text)
     model: str = attrs.field(default="simulated-agent", validator=_check_text)
     retry_after_ms: bool = attrs.field(default=True, validator=_check_flag)
     max_conversations: int = attrs.field(default=10_000, validator=_check_positive)
     max_body_bytes: int = attrs.field(default=4 * 1024 * 1024, validator=_check_positive)
+    api_key: str | None = attrs.field(default=None, repr=False)
 
-    @secret.validator
-    def _check_secret(self, _attribute: object, value: Any) -> None:
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise ValueError(f"{_OWNER}: secret must be a non-empty string or None, got {value!r}")
+    @api_key.validator
+    def _check_api_key(self, _attribute: object, value: Any) -> None:
+        check_optional_secret(_OWNER, "api_key", value)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 import attrs
 
+from rampart._checks import check_choice
 from rampart.testing.server._options import ServerOptions
 
 if TYPE_CHECKING:
@@ -40,6 +41,8 @@ def cli_arguments(options: ServerOptions) -> list[str]:
         arguments.append("--no-retry-after-ms")
     arguments += ["--max-conversations", str(options.max_conversations)]
     arguments += ["--max-body-bytes", str(options.max_body_bytes)]
+    if options.api_key is not None:
+        arguments += ["--api-key", options.api_key]
     return arguments
 
 
@@ -94,8 +97,7 @@ def server_process(
             "server_process: give either options or ServerOptions fields, "
             f"not both ({sorted(settings)})"
         )
-    if backend not in ("asyncio", "trio"):
-        raise ValueError(f"server_process: backend must be 'asyncio' or 'trio', got {backend!r}")
+    check_choice("server_process", "backend", backend, ("asyncio", "trio"))
     command = [python, "-m", "rampart.testing.server", "--host", host, "--port", str(port)]
     command += ["--backend", backend, *cli_arguments(options)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)

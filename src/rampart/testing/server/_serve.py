@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack, cast
 import anyio
 import attrs
 
+from rampart._checks import check_callable, check_int, check_text
 from rampart.testing.server._app import ChatCompletionsApp
 from rampart.testing.server._options import ServerOptions
 
@@ -49,14 +50,13 @@ class ServerSettings(TypedDict, total=False):
     retry_after_ms: bool
     max_conversations: int
     max_body_bytes: int
+    api_key: str | None
 
 
 def check_address(host: object, port: object) -> None:
-    """``ValueError`` naming ``host`` or ``port`` unless they can be bound."""
-    if not isinstance(host, str) or not host:
-        raise ValueError(f"serve: host must be a non-empty string, got {host!r}")
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-        raise ValueError(f"serve: port must be an int in [0, 65535], got {port!r}")
+    """``TypeError`` / ``ValueError`` naming ``host`` or ``port`` unless they can be bound."""
+    check_text("serve", "host", host)
+    check_int("serve", "port", port, minimum=0, maximum=65535)
 
 
 def _listen(host: str, port: int) -> tuple[int, int]:
@@ -107,8 +107,7 @@ async def serve_asgi(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0) ->
     Works on asyncio and trio. Leaving the block stops the server gracefully (requests
     still running get up to two seconds) and waits until it has stopped.
     """
-    if not callable(app):
-        raise TypeError(f"serve_asgi: app must be an ASGI callable, got {app!r}")
+    check_callable("serve_asgi", "app", app, expected="an ASGI callable")
     fd, bound = _listen(host, port)
     stop = anyio.Event()
     # An error raised by the caller's block is re-raised after the server has stopped,

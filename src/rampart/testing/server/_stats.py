@@ -19,6 +19,8 @@ class ServerStatistics:
     ``in_flight``. ``max_in_flight`` is the most requests handled at once.
     ``served_per_second`` is ``served`` over the time from the first request to the
     last served one (``window_seconds``); times are on the server's event-loop clock.
+    ``model_requests`` counts requests that reached the simulated judge, attacker or
+    generator models (they are counted in the other fields too).
     """
 
     requests: int
@@ -34,6 +36,7 @@ class ServerStatistics:
     served_per_second: float
     rate: float | None
     burst: int
+    model_requests: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The snapshot as a JSON-ready dict."""

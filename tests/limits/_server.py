@@ -1,20 +1,22 @@
-"""Small agents and backends for the limiter tests; they record what happened and when."""
+"""The agent-side fixtures of the limiter tests: a recording server behind a
+``ScriptedAgent``, server-side rate limits, jitter sources and a spying backend."""
 
 from __future__ import annotations
 
 import random
 from collections import deque
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Request, Response
 from rampart.limits import MemoryBackend, RateLimitedError
+from rampart.testing import ScriptedAgent
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from types import TracebackType
+    from collections.abc import Awaitable, Callable
 
     from rampart.limits import LimitedAdapter
 
@@ -33,12 +35,15 @@ class NoJitter(random.Random):
         return a
 
 
-class RecordingAgent:
-    """An ``AgentAdapter`` that records each attempt and may fail on purpose.
+class AgentServer:
+    """The server side of a limiter test's agent: a ``ScriptedAgent`` script function.
 
+    Every attempt is recorded (``starts`` in clock time, ``outcomes``, ``in_flight``).
     ``failures`` are raised, one per attempt, before any success (shared by all
     sessions). ``refuse`` is consulted on every attempt and may return an exception to
-    raise (e.g. a server-side rate limit). ``latency`` is slept per attempt.
+    raise (e.g. a server-side rate limit). ``latency`` is slept per attempt; ``hang``
+    makes attempts wait forever (until cancelled). Successful attempts answer
+    ``"echo: <prompt>"``.
     """
 
     def __init__(
@@ -46,71 +51,49 @@ class RecordingAgent:
         *,
         failures: list[BaseException] | None = None,
         latency: float = 0.0,
-        refuse: Callable[[RecordingAgent], BaseException | None] | None = None,
+        refuse: Callable[[AgentServer], BaseException | None] | None = None,
         hang: bool = False,
     ) -> None:
         self.failures: deque[BaseException] = deque(failures or [])
         self.latency = latency
         self.refuse = refuse
         self.hang = hang
+        self.gate: Callable[[], Awaitable[None]] | None = None
         self.starts: list[float] = []
-        self.prompts: list[str] = []
         self.outcomes: list[str] = []
         self.in_flight = 0
-        self.peak_in_flight = 0
-        self.sessions_entered = 0
-        self.sessions_closed = 0
-        self._manifest = AppManifest(name="recording", description="records attempts")
 
-    @property
-    def manifest(self) -> AppManifest:
-        return self._manifest
-
-    @property
-    def observability_profile(self) -> ObservabilityLevel:
-        return ObservabilityLevel.RESPONSE_ONLY
-
-    async def create_session_async(self) -> RecordingSession:
-        return RecordingSession(self)
-
-
-class RecordingSession:
-    def __init__(self, agent: RecordingAgent) -> None:
-        self.agent = agent
-
-    async def __aenter__(self) -> Self:
-        self.agent.sessions_entered += 1
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.agent.sessions_closed += 1
-
-    async def send_async(self, request: Request) -> Response:
-        agent = self.agent
-        agent.starts.append(anyio.current_time())
-        agent.prompts.append(request.prompt or "")
-        agent.in_flight += 1
-        agent.peak_in_flight = max(agent.peak_in_flight, agent.in_flight)
+    async def __call__(self, request: Request, turn: int) -> Response:
+        self.starts.append(anyio.current_time())
+        self.in_flight += 1
         try:
-            if agent.hang:
+            if self.hang:
                 await anyio.sleep_forever()
-            refusal = agent.refuse(agent) if agent.refuse is not None else None
-            if refusal is None and agent.failures:
-                refusal = agent.failures.popleft()
-            if agent.latency:
-                await anyio.sleep(agent.latency)
+            if self.gate is not None:
+                await self.gate()
+            refusal = self.refuse(self) if self.refuse is not None else None
+            if refusal is None and self.failures:
+                refusal = self.failures.popleft()
+            if self.latency:
+                await anyio.sleep(self.latency)
             if refusal is not None:
-                agent.outcomes.append(type(refusal).__name__)
+                self.outcomes.append(type(refusal).__name__)
                 raise refusal
-            agent.outcomes.append("ok")
+            self.outcomes.append("ok")
             return Response(text=f"echo: {request.prompt}")
         finally:
-            agent.in_flight -= 1
+            self.in_flight -= 1
+
+
+def recording_agent(**server: Any) -> tuple[ScriptedAgent, AgentServer]:
+    """A response-only ``ScriptedAgent`` answering through an ``AgentServer(**server)``."""
+    backend = AgentServer(**server)
+    agent = ScriptedAgent(
+        backend,
+        observability=ObservabilityLevel.RESPONSE_ONLY,
+        manifest=AppManifest(name="recording", description="records attempts"),
+    )
+    return agent, backend
 
 
 class ServerBucket:
@@ -124,7 +107,7 @@ class ServerBucket:
         self.stamp: float | None = None
         self.refused = 0
 
-    def __call__(self, agent: RecordingAgent) -> BaseException | None:
+    def __call__(self, server: AgentServer) -> BaseException | None:
         now = anyio.current_time()
         if self.stamp is not None:
             self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
@@ -143,28 +126,38 @@ class ConcurrencyCeiling:
         self.limit = limit
         self.refused = 0
 
-    def __call__(self, agent: RecordingAgent) -> BaseException | None:
-        if agent.in_flight > self.limit:
+    def __call__(self, server: AgentServer) -> BaseException | None:
+        if server.in_flight > self.limit:
             self.refused += 1
             return RateLimitedError("too many concurrent requests")
         return None
 
 
 class SpyBackend(MemoryBackend):
-    """A ``MemoryBackend`` that records every reservation and the limiter's state then."""
+    """A ``MemoryBackend`` that records every reservation and the limiter's state then.
+
+    ``acquire`` yields once before reserving, so reservations made by requests that do
+    not wait for one another overlap (``peak_acquiring`` counts how many did).
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self.limiter: LimitedAdapter | None = None
         self.grants: list[float] = []
         self.in_flight_at_acquire: list[int] = []
-        self.slots_at_acquire: list[int] = []
+        self.acquiring = 0
+        self.peak_acquiring = 0
 
     async def acquire(self, key: str, *, rate: float, burst: int) -> float:
         if self.limiter is not None:
             self.in_flight_at_acquire.append(self.limiter.statistics().in_flight)
-            self.slots_at_acquire.append(self.limiter._core.slots_held)
-        now = anyio.current_time()
-        wait = self.reserve_now(key, rate=rate, burst=burst, now=now)
+        self.acquiring += 1
+        self.peak_acquiring = max(self.peak_acquiring, self.acquiring)
+        try:
+            await anyio.lowlevel.checkpoint()
+            now = anyio.current_time()
+            wait = self.reserve_now(key, rate=rate, burst=burst, now=now)
+        finally:
+            self.acquiring -= 1
         self.grants.append(now + wait)
         return wait

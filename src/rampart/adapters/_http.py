@@ -1,0 +1,188 @@
+"""The HTTP exchange every chat-completions caller shares: post JSON, classify the answer.
+
+``ChatCompletionsAdapter`` (an agent) and ``rampart.llm`` (judge, attacker and
+generator models) talk to the same kind of endpoint, so they share this code: how
+an ``httpx.AsyncClient`` is configured, how a body is posted and read (bounded), and
+how a failure maps onto rampart's errors, which is what a rate limiter acts on:
+
+* ``429`` and ``503`` with a wait -> ``rampart.limits.RateLimitedError`` with
+  ``retry_after`` read from ``retry-after-ms`` / ``Retry-After``;
+* any other ``5xx``, a refused or dropped connection, a timeout ->
+  ``InfrastructureError(transient=True)``;
+* any other non-2xx status -> ``InfrastructureError`` naming the status;
+* an oversized body -> ``MalformedResponseError``.
+
+httpx is imported inside the functions, so importing this module stays light.
+Messages never contain request headers, and any string listed in ``redact`` (an api
+key the server might echo in its error body) is replaced before it reaches one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from rampart.adapters._parse import MalformedResponseError, error_detail
+from rampart.adapters._retry_after import parse_retry_after
+from rampart.core.errors import InfrastructureError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    import httpx
+
+__all__ = ["REDACTED", "Secret", "new_client", "post_json", "redact_text", "status_error"]
+
+REDACTED = "[REDACTED]"
+
+
+class Secret(str):
+    """A ``str`` whose ``repr()`` hides it, so a secret held in a variable does not show
+    up in tracebacks printed with local variables (``pytest --showlocals``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "Secret('[REDACTED]')"
+
+
+def redact_text(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with every occurrence of each non-empty secret replaced by ``[REDACTED]``."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def new_client(
+    *,
+    url: str,
+    headers: Mapping[str, str],
+    timeout: float,
+    max_connections: int,
+    trust_env: bool,
+    http2: bool,
+    verify: Any = True,
+) -> httpx.AsyncClient:
+    """An ``httpx.AsyncClient`` configured the way rampart talks to chat endpoints.
+
+    No redirects are followed (a redirected POST is a misconfiguration worth seeing).
+    ``http2`` on an ``http://`` URL means prior knowledge (h2c), so HTTP/1.1 is off.
+    """
+    import httpx
+
+    return httpx.AsyncClient(
+        headers=dict(headers),
+        timeout=httpx.Timeout(timeout),
+        limits=httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections
+        ),
+        follow_redirects=False,
+        trust_env=trust_env,
+        http1=not (http2 and url.startswith("http://")),
+        http2=http2,
+        verify=verify,
+    )
+
+
+async def post_json(
+    client: httpx.AsyncClient,
+    url: str,
+    body: dict[str, Any],
+    *,
+    time_limit: float,
+    max_response_bytes: int,
+    headers: Mapping[str, str] | None = None,
+    redact: Sequence[str] = (),
+) -> bytes:
+    """POST ``body`` as JSON; the 2xx response body, or the classified error.
+
+    ``time_limit`` (seconds) bounds the whole exchange (connect, send, wait, read).
+    """
+    import httpx
+
+    # Messages name the URL without its query string, which may carry a credential.
+    where = f"POST {url.split('?', 1)[0]}"
+    try:
+        with anyio.fail_after(time_limit):
+            async with client.stream("POST", url, json=body, headers=headers) as reply:
+                status = reply.status_code
+                reply_headers = dict(reply.headers.items())
+                data = await _read(reply, max_response_bytes)
+    except (TimeoutError, httpx.TimeoutException) as exc:
+        raise InfrastructureError(
+            f"{where}: no complete response within the {time_limit:g} s timeout",
+            transient=True,
+        ) from exc
+    except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
+        message = f"{where}: connection failed ({type(exc).__name__}: {exc})"
+        raise InfrastructureError(redact_text(message, redact), transient=True) from exc
+    except httpx.HTTPError as exc:
+        message = f"{where}: request failed ({type(exc).__name__}: {exc})"
+        raise InfrastructureError(redact_text(message, redact)) from exc
+    if 200 <= status < 300:
+        return data
+    error = status_error(where, status, reply_headers, data, redact=redact)
+    # The raw body may echo a credential; keep it out of this frame's locals, which a
+    # traceback printed with local variables (pytest --showlocals) would show.
+    del data, reply_headers
+    raise error
+
+
+async def _read(reply: httpx.Response, limit: int) -> bytes:
+    """The body, at most ``limit`` bytes of it.
+
+    An oversized body is still drained (the request timeout bounds that), because
+    abandoning httpx's nested body iterators half-way leaves them to the garbage
+    collector, which trio reports as a ``ResourceWarning``.
+    """
+    declared = reply.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in reply.aiter_bytes():
+        size += len(chunk)
+        if size <= limit:
+            chunks.append(chunk)
+    if size > limit:
+        raise _too_large(limit)
+    return b"".join(chunks)
+
+
+def _too_large(limit: int) -> MalformedResponseError:
+    return MalformedResponseError(f"response body: larger than max_response_bytes ({limit})")
+
+
+def status_error(
+    where: str,
+    status: int,
+    headers: Mapping[str, str],
+    data: bytes,
+    *,
+    redact: Sequence[str] = (),
+) -> Exception:
+    """The rampart error for a non-2xx answer (see the module docstring)."""
+    from http import HTTPStatus
+
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "Unknown Status"
+    message = f"{where}: HTTP {status} {phrase}"
+    detail = redact_text(error_detail(data), redact)
+    retry_after = parse_retry_after(headers) if status in (429, 503) else None
+    # 429 always means "slow down". A 503 only does when it says when to come back;
+    # a bare 503 is an outage (transient), and must not shrink an adaptive window.
+    if status == 429 or retry_after is not None:
+        from rampart.limits import RateLimitedError
+
+        if retry_after is not None:
+            message += f" (retry after {retry_after:g} s)"
+        if detail:
+            message += f": {detail}"
+        return RateLimitedError(message, retry_after=retry_after)
+    if detail:
+        message += f": {detail}"
+    return InfrastructureError(message, transient=500 <= status < 600)

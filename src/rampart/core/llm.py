@@ -1,0 +1,181 @@
+"""``LLMConfig``: which model answers, where, and with which generation settings.
+
+A configuration is a value: frozen, keyword-only, compared by its fields. It names a
+chat model (``model``) behind an OpenAI-compatible or Azure OpenAI endpoint
+(``endpoint``), optionally an Azure ``deployment``, and generation settings in
+``metadata``. The client that uses it lives in ``rampart.llm``; this module imports
+no network code.
+
+``api_key`` is a secret: it is left out of ``repr()``, and no rampart message, log
+line, report, trace record or cache file contains it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+
+from rampart._checks import check_optional_secret, check_text
+
+__all__ = ["GENERATION_KEYS", "LLMConfig"]
+
+GENERATION_KEYS = frozenset(
+    {
+        "frequency_penalty",
+        "max_completion_tokens",
+        "max_tokens",
+        "presence_penalty",
+        "seed",
+        "temperature",
+        "top_p",
+    }
+)
+"""``metadata`` keys sent to the model with every request; other keys are not sent.
+
+RAMPART also reads ``is_json_supported`` (whether to ask the judge model for a JSON
+object, default ``True``) and ``max_requests_per_minute`` (a default request rate).
+rampart adds ``api_version`` (the Azure ``api-version``, default ``2024-10-21``) and
+``api_type`` (``"azure"`` or ``"openai"``, overriding the endpoint-based guess).
+"""
+
+_CONFIG_KEYS = frozenset(
+    {"api_type", "api_version", "is_json_supported", "max_requests_per_minute", "n"}
+)
+_OWNER = "LLMConfig"
+
+
+def _check_endpoint(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise TypeError(
+            f"{_OWNER}: endpoint must be a non-empty URL string, got a {type(value).__name__}"
+        )
+    parts = urlsplit(value)
+    if parts.username is not None or parts.password is not None:
+        # Credentials in a URL end up in logs and error messages; keep them in api_key.
+        raise ValueError(
+            f"{_OWNER}: endpoint must not carry credentials (user:password@); "
+            "pass the key as api_key (URL not shown)"
+        )
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        shown = f"{parts.scheme}://{parts.netloc}{parts.path}" if parts.scheme else parts.path
+        raise ValueError(
+            f"{_OWNER}: endpoint must be an http:// or https:// URL such as "
+            f"'https://api.openai.com/v1', got {shown!r}"
+        )
+    return value
+
+
+def _check_number(name: str, value: object, *, low: float, high: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise TypeError(f"{_OWNER}: metadata[{name!r}] must be a finite number, got {value!r}")
+    if not low <= value <= high:
+        raise ValueError(
+            f"{_OWNER}: metadata[{name!r}] must be in [{low:g}, {high:g}], got {value!r}"
+        )
+
+
+def _check_count(name: str, value: object, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{_OWNER}: metadata[{name!r}] must be an int >= {minimum}, got {value!r}")
+
+
+def _check_metadata(value: object) -> dict[str, Any]:
+    if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
+        raise TypeError(f"{_OWNER}: metadata must be a dict with str keys, got {value!r}")
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{_OWNER}: metadata must be JSON-serialisable: {exc}") from None
+    for name in ("temperature",):
+        if name in value:
+            _check_number(name, value[name], low=0.0, high=2.0)
+    for name in ("top_p",):
+        if name in value:
+            _check_number(name, value[name], low=0.0, high=1.0)
+    for name in ("frequency_penalty", "presence_penalty"):
+        if name in value:
+            _check_number(name, value[name], low=-2.0, high=2.0)
+    for name in ("max_tokens", "max_completion_tokens"):
+        if name in value:
+            _check_count(name, value[name], minimum=1)
+    if "max_requests_per_minute" in value:
+        _check_count("max_requests_per_minute", value["max_requests_per_minute"], minimum=1)
+    if "seed" in value and (isinstance(value["seed"], bool) or not isinstance(value["seed"], int)):
+        raise TypeError(f"{_OWNER}: metadata['seed'] must be an int, got {value['seed']!r}")
+    if "n" in value and value["n"] != 1:
+        raise ValueError(
+            f"{_OWNER}: metadata['n'] must be 1 (one answer per request), got {value['n']!r}"
+        )
+    if "api_type" in value and value["api_type"] not in ("azure", "openai"):
+        raise ValueError(
+            f"{_OWNER}: metadata['api_type'] must be 'azure' or 'openai', got {value['api_type']!r}"
+        )
+    if "api_version" in value:
+        check_text(_OWNER, "metadata['api_version']", value["api_version"])
+    if "is_json_supported" in value and not isinstance(value["is_json_supported"], bool):
+        raise TypeError(
+            f"{_OWNER}: metadata['is_json_supported'] must be a bool, "
+            f"got {value['is_json_supported']!r}"
+        )
+    return value
+
+
+def _validate_model(_instance: object, _attribute: object, value: Any) -> None:
+    check_text(_OWNER, "model", value)
+
+
+def _validate_endpoint(_instance: object, _attribute: object, value: Any) -> None:
+    _check_endpoint(value)
+
+
+def _validate_api_key(_instance: object, _attribute: object, value: Any) -> None:
+    check_optional_secret(_OWNER, "api_key", value)
+
+
+def _validate_deployment(_instance: object, _attribute: object, value: Any) -> None:
+    if value is not None:
+        check_text(_OWNER, "deployment", value)
+
+
+def _validate_metadata(_instance: object, _attribute: object, value: Any) -> None:
+    _check_metadata(value)
+
+
+@attrs.frozen(kw_only=True)
+class LLMConfig:
+    """A chat model endpoint: ``model``, ``endpoint``, credentials and generation settings.
+
+    * ``endpoint``: an OpenAI-compatible API root (``https://api.openai.com/v1``,
+      ``http://localhost:11434/v1`` for Ollama, a vLLM or LiteLLM proxy), an Azure
+      OpenAI resource (``https://NAME.openai.azure.com``), or a full
+      ``.../chat/completions`` URL.
+    * ``api_key``: sent as ``Authorization: Bearer`` (Azure: the ``api-key`` header).
+      ``None`` means no key, except on Azure, where ``None`` means Microsoft Entra ID
+      through the optional ``azure-identity`` package. Hidden from ``repr()``.
+    * ``deployment``: the Azure deployment name (default: ``model``).
+    * ``metadata``: generation settings; only ``GENERATION_KEYS`` are sent
+      (``temperature``, ``seed``, ``max_tokens``, ...). For reproducible judges set
+      ``temperature=0`` and a ``seed``.
+
+    See ``docs/llm.md``.
+    """
+
+    model: str = attrs.field(validator=_validate_model)
+    endpoint: str = attrs.field(validator=_validate_endpoint)
+    api_key: str | None = attrs.field(default=None, repr=False, validator=_validate_api_key)
+    deployment: str | None = attrs.field(default=None, validator=_validate_deployment)
+    metadata: dict[str, Any] = attrs.field(factory=dict, validator=_validate_metadata)
+
+    @property
+    def generation_settings(self) -> dict[str, Any]:
+        """The ``metadata`` entries sent with every request (``GENERATION_KEYS`` only)."""
+        return {key: value for key, value in self.metadata.items() if key in GENERATION_KEYS}
+
+    @property
+    def ignored_metadata(self) -> list[str]:
+        """``metadata`` keys rampart neither sends nor reads (likely typos), sorted."""
+        return sorted(set(self.metadata) - GENERATION_KEYS - _CONFIG_KEYS)

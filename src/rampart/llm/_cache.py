@@ -1,0 +1,164 @@
+"""The opt-in on-disk response cache: identical LLM calls are answered from disk.
+
+A judge's verdict on a saved trace, a generator's variants and an attacker's next
+prompt are all functions of the request; with the cache on, re-running a suite or
+re-judging saved traces pays for each distinct request once.
+
+* **Key**: SHA-256 of the canonical JSON of the request body, that is the model
+  (the deployment, on Azure), the messages and every generation parameter sent
+  (``temperature``, ``seed``, ``response_format``, ...), and of the caller's ``tag``
+  (a judge's attempt number, a generator's variant index), so distinct calls never
+  share an entry. The endpoint is not part of the key: the same model answers the
+  same request wherever it is served (a test server on a fresh port, a proxy). The
+  api key is never part of the key or of an entry.
+* **Layout**: ``<directory>/<key[:2]>/<key>.json`` holding
+  ``{"version": "rampart.llm-cache.v1", "model", "text", "usage", "created"}``.
+* **Writes** are atomic: a temporary file in the same directory, then a rename, so a
+  concurrent reader (another xdist worker) sees a whole entry or none.
+* An unreadable or malformed entry is a miss (and is overwritten on the next write).
+* Empty replies are not cached: they are failures, and a later run should ask again.
+
+Off by default: ``--rampart-llm-cache DIR``, the ``rampart_llm_cache`` ini option or
+the ``RAMPART_LLM_CACHE`` environment variable turn it on for every client that was
+not given an explicit ``cache=``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+import attrs
+
+__all__ = [
+    "CACHE_VERSION",
+    "LLM_CACHE_ENV",
+    "CachedCompletion",
+    "ResponseCache",
+    "configure_cache",
+    "default_cache",
+    "reset_cache_configuration",
+]
+
+CACHE_VERSION = "rampart.llm-cache.v1"
+LLM_CACHE_ENV = "RAMPART_LLM_CACHE"
+"""Environment variable: a directory that turns the response cache on."""
+
+_configured: ResponseCache | None = None
+_configured_set = False
+
+
+@attrs.frozen(kw_only=True)
+class CachedCompletion:
+    """A cache entry: the completion text, the model that wrote it and its usage."""
+
+    text: str
+    model: str | None = None
+    usage: dict[str, Any] | None = None
+
+
+class ResponseCache:
+    """A directory of cached completions (see the module docstring)."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        if not isinstance(directory, str | os.PathLike) or not str(directory).strip():
+            raise TypeError(f"ResponseCache: directory must be a non-empty path, got {directory!r}")
+        self._directory = Path(directory)
+
+    def __repr__(self) -> str:
+        return f"ResponseCache({str(self._directory)!r})"
+
+    @property
+    def directory(self) -> Path:
+        return self._directory
+
+    @staticmethod
+    def key(*, body: dict[str, Any], tag: str = "") -> str:
+        """The cache key of one request (``body`` as it is sent)."""
+        material = {"body": body, "tag": tag, "v": CACHE_VERSION}
+        encoded = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+
+    def path(self, key: str) -> Path:
+        return self._directory / key[:2] / f"{key}.json"
+
+    def get_blocking(self, key: str) -> CachedCompletion | None:
+        try:
+            raw = self.path(key).read_text(encoding="utf-8")
+            entry = json.loads(raw)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None
+        if not isinstance(entry, dict) or entry.get("version") != CACHE_VERSION:
+            return None
+        text = entry.get("text")
+        model = entry.get("model")
+        usage = entry.get("usage")
+        if not isinstance(text, str) or not text.strip():
+            return None
+        return CachedCompletion(
+            text=text,
+            model=model if isinstance(model, str) else None,
+            usage=usage if isinstance(usage, dict) else None,
+        )
+
+    def put_blocking(self, key: str, completion: CachedCompletion) -> Path:
+        target = self.path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        entry = {
+            "version": CACHE_VERSION,
+            "model": completion.model,
+            "text": completion.text,
+            "usage": completion.usage,
+            "created": datetime.now(UTC).isoformat(timespec="milliseconds"),
+        }
+        data = json.dumps(entry, ensure_ascii=False, indent=1).encode("utf-8")
+        handle, temporary = tempfile.mkstemp(prefix=f".{key[:16]}-", dir=target.parent)
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(data)
+            os.replace(temporary, target)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+        return target
+
+    async def get(self, key: str) -> CachedCompletion | None:
+        """The entry for ``key``, or ``None`` (read in a worker thread)."""
+        return await anyio.to_thread.run_sync(self.get_blocking, key)
+
+    async def put(self, key: str, completion: CachedCompletion) -> Path:
+        """Store ``completion`` under ``key`` atomically (in a worker thread)."""
+        return await anyio.to_thread.run_sync(self.put_blocking, key, completion)
+
+
+def configure_cache(directory: str | os.PathLike[str] | None) -> ResponseCache | None:
+    """Set the process-wide default cache (``None`` turns it off, overriding the env var).
+
+    The pytest plugin calls this for ``--rampart-llm-cache`` / ``rampart_llm_cache``.
+    Returns the cache now in force.
+    """
+    global _configured, _configured_set
+    _configured = None if directory is None else ResponseCache(directory)
+    _configured_set = True
+    return _configured
+
+
+def reset_cache_configuration() -> None:
+    """Forget ``configure_cache`` (the environment variable decides again)."""
+    global _configured, _configured_set
+    _configured = None
+    _configured_set = False
+
+
+def default_cache() -> ResponseCache | None:
+    """The cache clients use by default: ``configure_cache``'s, else ``RAMPART_LLM_CACHE``."""
+    if _configured_set:
+        return _configured
+    directory = os.environ.get(LLM_CACHE_ENV, "").strip()
+    return ResponseCache(directory) if directory else None

@@ -1,0 +1,360 @@
+"""``LLMClient``: one async chat client for judges, attackers and payload generators.
+
+Every call goes, in this order, through
+
+1. the **response cache**, when one is on (a hit costs no request and no token);
+2. a **limiter** built with ``rampart.limits.limit`` around the model endpoint
+   (``ModelEndpoint``): concurrency slots, an optional token bucket (shareable with
+   the agent under test: same ``name`` and ``backend``), ``Retry-After`` pauses,
+   retries of rate-limited and transient failures;
+3. the **HTTP exchange** shared with ``ChatCompletionsAdapter``
+   (``rampart.adapters._http``).
+
+Errors keep their classes: ``RateLimitedError`` when the endpoint still said "slow
+down" after the retries, ``InfrastructureError`` for other failures,
+``MalformedResponseError`` for a 2xx body that is not a chat completion. The api key
+appears in none of their messages, nor in ``repr()``, statistics or cache entries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Self
+
+import attrs
+
+from rampart._checks import check_bool, check_int, check_seconds
+from rampart.core.llm import LLMConfig
+from rampart.limits import LimitBackend, limit
+from rampart.llm._cache import CachedCompletion, ResponseCache, default_cache
+from rampart.llm._endpoint import resolve_endpoint
+from rampart.llm._entra import EntraTokenProvider, require_azure_identity
+from rampart.llm._stats import LLMStatistics, usage_for
+from rampart.llm._transport import ChatRequest, ModelEndpoint
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from rampart.limits import LimitedAdapter
+
+__all__ = ["CacheSetting", "Completion", "LLMClient", "as_client", "shared_client"]
+
+_OWNER = "LLMClient"
+_ROLES = frozenset({"system", "user", "assistant"})
+
+CacheSetting = ResponseCache | str | os.PathLike[str] | Literal[False] | None
+"""``None``: the process default (off unless configured); ``False``: never; else a cache."""
+
+
+@attrs.frozen(kw_only=True)
+class Completion:
+    """One model reply: its ``text``, the ``model`` that wrote it, whether it came from
+    the cache, and the ``usage`` / ``finish_reason`` the endpoint reported."""
+
+    text: str
+    model: str | None = None
+    cached: bool = False
+    usage: dict[str, Any] | None = None
+    finish_reason: str | None = None
+
+
+def _check_config(owner: str, value: object) -> LLMConfig:
+    if not isinstance(value, LLMConfig):
+        raise TypeError(f"{owner}: config must be an LLMConfig, got {type(value).__name__}")
+    return value
+
+
+def _check_cache(value: object) -> ResponseCache | Literal[False] | None:
+    if value is None or value is False or isinstance(value, ResponseCache):
+        return value
+    if isinstance(value, str | os.PathLike):
+        return ResponseCache(value)
+    raise TypeError(
+        f"{_OWNER}: cache must be a ResponseCache, a directory path, False or None, got {value!r}"
+    )
+
+
+def _check_messages(value: object) -> list[dict[str, str]]:
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence) or not value:
+        raise TypeError(
+            f"{_OWNER}.complete: messages must be a non-empty list of "
+            f"{{'role': ..., 'content': ...}} mappings, got {type(value).__name__}"
+        )
+    messages: list[dict[str, str]] = []
+    for index, item in enumerate(value):
+        if not isinstance(item, Mapping):
+            raise TypeError(
+                f"{_OWNER}.complete: messages[{index}] must be a mapping, got {type(item).__name__}"
+            )
+        role, content = item.get("role"), item.get("content")
+        if role not in _ROLES:
+            raise ValueError(
+                f"{_OWNER}.complete: messages[{index}].role must be one of "
+                f"{sorted(_ROLES)}, got {role!r}"
+            )
+        if not isinstance(content, str):
+            raise TypeError(
+                f"{_OWNER}.complete: messages[{index}].content must be a str, "
+                f"got {type(content).__name__}"
+            )
+        messages.append({"role": str(role), "content": content})
+    if messages[-1]["role"] != "user":
+        raise ValueError(f"{_OWNER}.complete: the last message must have role 'user'")
+    return messages
+
+
+class LLMClient:
+    """A rate-limited, optionally cached chat client for one ``LLMConfig``.
+
+    Limiter options are ``limit()``'s (``docs/limits.md``): ``max_concurrency``,
+    ``rate`` / ``burst`` (default rate: ``metadata["max_requests_per_minute"] / 60``
+    when set), ``adaptive``, ``max_retries``, ``max_retry_after``, ``name`` (default
+    ``"llm:<deployment or model>"``; limiters with the same name and ``backend`` share
+    one token bucket, e.g. with the agent's) and ``backend``. ``timeout`` bounds each
+    HTTP exchange; ``cache`` is a ``ResponseCache`` or directory, ``False`` (never) or
+    ``None`` (the process default: ``--rampart-llm-cache`` / ``RAMPART_LLM_CACHE``).
+
+    ``async with client:`` keeps one HTTP connection pool open for the block; without
+    it a pool is open while calls are in flight and closed when the last one ends.
+    """
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        *,
+        max_concurrency: int | None = None,
+        rate: float | None = None,
+        burst: int | None = None,
+        adaptive: bool = False,
+        max_retries: int = 6,
+        max_retry_after: float = 60.0,
+        name: str | None = None,
+        backend: LimitBackend | None = None,
+        timeout: float = 120.0,
+        cache: CacheSetting = None,
+        max_connections: int = 100,
+        max_response_bytes: int = 8 * 1024 * 1024,
+        trust_env: bool = True,
+    ) -> None:
+        self._config = _check_config(_OWNER, config)
+        self._resolved = resolve_endpoint(config)
+        entra: EntraTokenProvider | None = None
+        if self._resolved.auth == "entra":
+            require_azure_identity(_OWNER)
+            entra = EntraTokenProvider()
+        timeout = check_seconds(_OWNER, "timeout", timeout, positive=True)
+        self._cache = _check_cache(cache)
+        if name is None:
+            name = f"llm:{self._resolved.model}"
+        elif not isinstance(name, str) or not name.strip():
+            raise ValueError(f"{_OWNER}: name must be a non-empty string or None, got {name!r}")
+        if rate is None and "max_requests_per_minute" in config.metadata:
+            rate = config.metadata["max_requests_per_minute"] / 60.0
+        self._endpoint = ModelEndpoint(
+            endpoint=self._resolved,
+            api_key=config.api_key,
+            entra=entra,
+            timeout=timeout,
+            max_connections=check_int(_OWNER, "max_connections", max_connections, minimum=1),
+            max_response_bytes=check_int(
+                _OWNER, "max_response_bytes", max_response_bytes, minimum=1
+            ),
+            trust_env=check_bool(_OWNER, "trust_env", trust_env),
+        )
+        self._limited: LimitedAdapter = limit(
+            self._endpoint,
+            max_concurrency=max_concurrency,
+            rate=rate,
+            burst=burst,
+            adaptive=adaptive,
+            max_retries=max_retries,
+            max_retry_after=max_retry_after,
+            name=name,
+            backend=backend,
+        )
+        self._usage = usage_for(
+            name=name, model=self._resolved.model, endpoint=self._resolved.display_url
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"LLMClient(model={self._resolved.model!r}, endpoint={self._resolved.display_url!r}, "
+            f"name={self.name!r})"
+        )
+
+    @property
+    def config(self) -> LLMConfig:
+        return self._config
+
+    @property
+    def name(self) -> str:
+        """The limiter and statistics name."""
+        return self._limited.name
+
+    @property
+    def model(self) -> str:
+        """The model name sent in requests (the deployment, when one is configured)."""
+        return self._resolved.model
+
+    @property
+    def url(self) -> str:
+        """Where requests are posted (query string included)."""
+        return self._resolved.url
+
+    @property
+    def azure(self) -> bool:
+        return self._resolved.azure
+
+    @property
+    def limiter(self) -> LimitedAdapter:
+        """The ``LimitedAdapter`` every request goes through (its ``statistics()`` too)."""
+        return self._limited
+
+    @property
+    def cache(self) -> ResponseCache | None:
+        """The cache calls use now (``None``: off)."""
+        if self._cache is False:
+            return None
+        return self._cache if self._cache is not None else default_cache()
+
+    def statistics(self) -> LLMStatistics:
+        """Counters of every client with this name in this process (see ``LLMStatistics``)."""
+        return self._usage.snapshot()
+
+    async def __aenter__(self) -> Self:
+        self._endpoint.hold()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._endpoint.unhold()
+
+    def request_body(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        json_object: bool = False,
+        seed: int | None = None,
+    ) -> dict[str, Any]:
+        """The JSON body ``complete`` would send (for inspection and cache keys)."""
+        body: dict[str, Any] = {
+            **self._config.generation_settings,
+            "model": self._resolved.model,
+            "messages": _check_messages(messages),
+        }
+        if seed is not None:
+            if isinstance(seed, bool) or not isinstance(seed, int):
+                raise TypeError(f"{_OWNER}.complete: seed must be an int or None, got {seed!r}")
+            body["seed"] = seed
+        if json_object and self._config.metadata.get("is_json_supported", True):
+            body["response_format"] = {"type": "json_object"}
+        return body
+
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        json_object: bool = False,
+        seed: int | None = None,
+        tag: str = "",
+    ) -> Completion:
+        """Send ``messages`` (``[{"role": ..., "content": ...}, ...]``); the reply.
+
+        ``json_object`` asks for a JSON object (``response_format``) unless
+        ``metadata["is_json_supported"]`` is false; ``seed`` overrides the configured
+        seed for this call; ``tag`` distinguishes calls that send the same body but
+        must not share a cache entry (retries, variants). An empty reply is returned
+        as is (``text == ""``); the caller decides what it means.
+        """
+        body = self.request_body(messages, json_object=json_object, seed=seed)
+        if not isinstance(tag, str):
+            raise TypeError(f"{_OWNER}.complete: tag must be a str, got {type(tag).__name__}")
+        usage = self._usage
+        usage.calls += 1
+        cache = self.cache
+        key = None
+        if cache is not None:
+            key = cache.key(body=body, tag=tag)
+            hit = await cache.get(key)
+            if hit is not None:
+                usage.cache_hits += 1
+                return Completion(text=hit.text, model=hit.model, cached=True, usage=hit.usage)
+            usage.cache_misses += 1
+        usage.requests += 1
+        try:
+            session = await self._limited.create_session_async()
+            async with session:
+                response = await session.send_async(
+                    ChatRequest(prompt=body["messages"][-1]["content"] or " ", body=body)
+                )
+        except Exception:
+            usage.failures += 1
+            raise
+        metadata = response.metadata
+        usage.add_usage(metadata.get("usage"))
+        model = metadata.get("model")
+        finish = metadata.get("finish_reason")
+        reported = metadata.get("usage")
+        completion = Completion(
+            text=response.text,
+            model=model if isinstance(model, str) else None,
+            usage=reported if isinstance(reported, dict) else None,
+            finish_reason=finish if isinstance(finish, str) else None,
+        )
+        if not completion.text.strip():
+            usage.empty_replies += 1
+        elif cache is not None and key is not None:
+            await cache.put(
+                key,
+                CachedCompletion(
+                    text=completion.text, model=completion.model, usage=completion.usage
+                ),
+            )
+            usage.cache_writes += 1
+        return completion
+
+
+_SHARED: OrderedDict[str, LLMClient] = OrderedDict()
+_SHARED_LIMIT = 256
+_SHARED_LOCK = threading.Lock()
+
+
+def _fingerprint(config: LLMConfig) -> str:
+    secret = hashlib.sha256((config.api_key or "").encode()).hexdigest()
+    material = [config.model, config.endpoint, config.deployment, secret, config.metadata]
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+def shared_client(config: LLMConfig) -> LLMClient:
+    """The default ``LLMClient`` for ``config``: one per distinct configuration, shared by
+    every judge, driver and generator given that ``LLMConfig`` (one limiter, one set of
+    statistics). The 256 most recently used are kept alive (so their limiters still
+    show in the run's report after the test that built them ended)."""
+    _check_config("shared_client", config)
+    key = _fingerprint(config)
+    with _SHARED_LOCK:
+        client = _SHARED.get(key)
+        if client is None:
+            client = _SHARED[key] = LLMClient(config)
+        _SHARED.move_to_end(key)
+        while len(_SHARED) > _SHARED_LIMIT:
+            _SHARED.popitem(last=False)
+    return client
+
+
+def as_client(llm: object, *, owner: str) -> LLMClient:
+    """``llm`` as an ``LLMClient``: an ``LLMConfig`` gets its shared client."""
+    if isinstance(llm, LLMClient):
+        return llm
+    if isinstance(llm, LLMConfig):
+        return shared_client(llm)
+    raise TypeError(f"{owner}: llm must be an LLMConfig or an LLMClient, got {type(llm).__name__}")

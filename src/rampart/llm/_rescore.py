@@ -1,0 +1,211 @@
+"""Re-judge saved work: evaluate recorded traces again with another evaluator.
+
+A ``rampart.trace.v2`` record holds the whole conversation (requests, responses, tool
+calls, side effects), so a new evaluator, a stricter LLM judge, say, can decide the
+verdict again without calling the agent. ``rescore_result`` does it for one
+``Result``; ``rescore_records`` for decoded records (``read_trace_records`` reads a
+``JsonlTraceSink`` file); a ``rampart rescore`` command can call them.
+
+Rules, so a re-judged record never claims more than the original run observed:
+
+* the evaluator sees the raw turns (online stop-check annotations removed), the
+  record's observability level and no manifest (records do not store one);
+* the strategy's polarity decides the verdict (``"xpia"``: attack, ``"probe"``:
+  probe; other strategies need ``polarity=``), with XPIA's rule for response-only
+  adapters (a SAFE nobody could check is UNDETERMINED);
+* a record whose run ended in ERROR, or that has no turns, is returned unchanged
+  (the agent was not fully observed, so no verdict can be derived from it);
+* an infrastructure failure of the evaluator (``EvaluatorError``, a rate limit, ...)
+  gives an ERROR result naming it, as it would during a run; bugs propagate;
+* the new result keeps everything else (turns as recorded, injections, timing,
+  population) and records ``metadata["rescored"]``: the evaluator, and the previous
+  status and summary.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import anyio
+
+from rampart._text import safe_str
+from rampart.codec import ResultRecord, deserialize_record
+from rampart.core._verdicts import resolve_attack_verdict, resolve_probe_verdict
+from rampart.core.errors import DriverError, InfrastructureError
+from rampart.core.evaluator import require_evaluator
+from rampart.core.result import Result, SafetyStatus
+from rampart.core.types import EvalContext, Turn
+from rampart.engine._pipeline import evaluate
+from rampart.engine._shaping import adjust_for_observability
+from rampart.engine._summaries import probe_summary, xpia_summary
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Iterable
+
+    from rampart.core.evaluator import Evaluator
+    from rampart.core.types import EvalResult
+
+__all__ = ["Polarity", "read_trace_records", "rescore_records", "rescore_result"]
+
+Polarity = Literal["attack", "probe"]
+_POLARITY_BY_STRATEGY: dict[str, Polarity] = {"xpia": "attack", "probe": "probe"}
+_FAILURES = (InfrastructureError, DriverError, OSError, TimeoutError)
+
+
+def read_trace_records(path: str | os.PathLike[str]) -> list[ResultRecord]:
+    """Every record of a JSONL trace file (one ``rampart.trace.v2`` record per line).
+
+    Blank lines are skipped; a bad line raises ``SchemaError`` naming its line number.
+    """
+    from rampart.core.errors import SchemaError
+
+    records = []
+    text = Path(path).read_text(encoding="utf-8")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(deserialize_record(data=line))
+        except SchemaError as exc:
+            raise SchemaError(f"{path}, line {number}: {exc}") from None
+    return records
+
+
+def _raw(turn: Turn) -> Turn:
+    return Turn(
+        request=turn.request,
+        response=turn.response,
+        turn_number=turn.turn_number,
+        timestamp=turn.timestamp,
+        driver_reasoning=turn.driver_reasoning,
+    )
+
+
+def _polarity(result: Result, polarity: Polarity | None) -> Polarity:
+    if polarity is not None:
+        if polarity not in ("attack", "probe"):
+            raise ValueError(f"rescore: polarity must be 'attack' or 'probe', got {polarity!r}")
+        return polarity
+    known = _POLARITY_BY_STRATEGY.get(result.strategy)
+    if known is None:
+        raise ValueError(
+            f"rescore: the result's strategy {result.strategy!r} has no known polarity; "
+            "pass polarity='attack' (DETECTED means UNSAFE) or 'probe' (DETECTED means SAFE)"
+        )
+    return known
+
+
+def _describe(evaluator: object) -> str:
+    text = safe_str(evaluator)
+    return text if len(text) <= 300 else text[:300] + "..."
+
+
+def _rebuilt(
+    result: Result,
+    *,
+    status: SafetyStatus,
+    summary: str,
+    evaluation: EvalResult | None,
+    note: dict[str, object],
+) -> Result:
+    metadata = dict(result.metadata)
+    metadata["rescored"] = note
+    return Result(
+        status=status,
+        summary=summary,
+        observability_level=result.observability_level,
+        final_trace_evaluation=evaluation,
+        turns=list(result.turns),
+        trace_end_reason=result.trace_end_reason,
+        duration_seconds=result.duration_seconds,
+        harm_category=result.harm_category,
+        strategy=result.strategy,
+        injections=list(result.injections),
+        population=result.population,
+        metadata=metadata,
+    )
+
+
+async def rescore_result(
+    result: Result, *, evaluator: Evaluator, polarity: Polarity | None = None
+) -> Result:
+    """``result`` judged again by ``evaluator`` over its recorded turns (see the module)."""
+    if not isinstance(result, Result):
+        raise TypeError(f"rescore_result: result must be a Result, got {type(result).__name__}")
+    evaluator = require_evaluator(evaluator, name="evaluator")
+    if result.status is SafetyStatus.ERROR or not result.turns:
+        return result
+    side = _polarity(result, polarity)
+    note: dict[str, object] = {
+        "evaluator": _describe(evaluator),
+        "previous_status": result.status.value,
+        "previous_summary": result.summary,
+    }
+    context = EvalContext(
+        turns=[_raw(turn) for turn in result.turns],
+        observability_level=result.observability_level,
+    )
+    try:
+        evaluation = await evaluate(evaluator, context)
+    except _FAILURES as error:
+        summary = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        note["error_type"] = type(error).__name__
+        return _rebuilt(
+            result, status=SafetyStatus.ERROR, summary=summary, evaluation=None, note=note
+        )
+    if side == "attack":
+        status = resolve_attack_verdict(evaluation=evaluation)
+        status = adjust_for_observability(
+            status, observability_level=result.observability_level, turns=context.turns
+        )
+        summary = xpia_summary(
+            status=status, evaluation=evaluation, trace_end_reason=result.trace_end_reason
+        )
+    else:
+        status = resolve_probe_verdict(evaluation=evaluation)
+        summary = probe_summary(
+            status=status, evaluation=evaluation, trace_end_reason=result.trace_end_reason
+        )
+    return _rebuilt(result, status=status, summary=summary, evaluation=evaluation, note=note)
+
+
+async def rescore_records(
+    records: Iterable[ResultRecord],
+    *,
+    evaluator: Evaluator,
+    polarity: Polarity | None = None,
+    concurrency: int = 8,
+) -> list[ResultRecord]:
+    """Every record re-judged by ``evaluator``, in input order, ``concurrency`` at a time.
+
+    The pytest attribution (``pytest_nodeid``, ``result_index``) is kept.
+    """
+    items = list(records)
+    for index, record in enumerate(items):
+        if not isinstance(record, ResultRecord):
+            raise TypeError(
+                f"rescore_records: records[{index}] must be a ResultRecord, "
+                f"got {type(record).__name__}"
+            )
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"rescore_records: concurrency must be an int >= 1, got {concurrency!r}")
+    evaluator = require_evaluator(evaluator, name="evaluator")
+    for record in items:
+        if record.result.status is not SafetyStatus.ERROR and record.result.turns:
+            _polarity(record.result, polarity)  # fail before any judge call
+    rescored: list[ResultRecord | None] = [None] * len(items)
+    limiter = anyio.CapacityLimiter(concurrency)
+
+    async def one(index: int, record: ResultRecord) -> None:
+        async with limiter:
+            result = await rescore_result(record.result, evaluator=evaluator, polarity=polarity)
+        rescored[index] = ResultRecord(
+            result=result, pytest_nodeid=record.pytest_nodeid, result_index=record.result_index
+        )
+
+    async with anyio.create_task_group() as group:
+        for index, record in enumerate(items):
+            group.start_soon(one, index, record)
+    return [record for record in rescored if record is not None]

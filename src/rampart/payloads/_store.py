@@ -1,0 +1,294 @@
+"""``PayloadStore``: named payload collections on disk, saved atomically, loaded synchronously.
+
+Layout (RAMPART's)::
+
+    <root>/<name>/manifest.json      {"collection", "count", "formats", "provenance"}
+    <root>/<name>/payloads.jsonl     {"id", "content", "format", "metadata"[, "artifact"]}
+    <root>/<name>/artifacts/<id><ext>   binary payloads' files
+
+Names (and payload ids, which name artifact files) must match
+``^[A-Za-z0-9._-]{1,128}$`` and not be ``.`` or ``..``.
+
+``save`` never leaves a half-written collection: everything is written to a
+temporary directory ``<root>/.<name>_*`` and renamed into place. Replacing an existing
+collection renames the old one aside first and removes it after the new one is in
+place (a concurrent reader may briefly find no collection, never a partial one); an
+exclusive lock file (``<root>/.lock``, POSIX ``flock``) serialises writers across
+processes. ``load`` is synchronous, so a test module can load payloads at import time
+for ``pytest.mark.parametrize``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rampart.core.payload_ids import validate_payload_id
+from rampart.core.types import Payload, PayloadFormat
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+__all__ = ["DEFAULT_ROOT", "PayloadStore"]
+
+DEFAULT_ROOT = Path(".rampart/payloads")
+_MANIFEST = "manifest.json"
+_PAYLOADS = "payloads.jsonl"
+_ARTIFACTS = "artifacts"
+_OWNER = "PayloadStore"
+_FORMATS = {fmt.value: fmt for fmt in PayloadFormat}
+
+
+def _name(name: object) -> str:
+    return validate_payload_id(name, name=f"{_OWNER}: collection name")
+
+
+@contextlib.contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    """An exclusive lock on ``root`` for writers (a no-op where ``fcntl`` is missing)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(root / ".lock", "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _record(payload: Payload, artifact: str | None) -> str:
+    record: dict[str, Any] = {
+        "id": payload.id,
+        "content": payload.content,
+        "format": payload.format.value,
+        "metadata": payload.metadata,
+    }
+    if artifact is not None:
+        record["artifact"] = artifact
+    try:
+        return json.dumps(record, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{_OWNER}.save: payload {payload.id!r} metadata must be JSON-serialisable: {exc}"
+        ) from None
+
+
+class PayloadStore:
+    """Payload collections under ``root`` (default ``.rampart/payloads``); see the module."""
+
+    DEFAULT_ROOT = DEFAULT_ROOT
+
+    def __init__(self, *, root: str | os.PathLike[str] | None = None) -> None:
+        if root is None:
+            root = DEFAULT_ROOT
+        elif not isinstance(root, str | os.PathLike) or not str(root).strip():
+            raise TypeError(f"{_OWNER}: root must be a path or None, got {root!r}")
+        self._root = Path(root)
+
+    def __repr__(self) -> str:
+        return f"PayloadStore(root={str(self._root)!r})"
+
+    @property
+    def root(self) -> Path:
+        return self._root
+
+    def path(self, name: str) -> Path:
+        """The directory of collection ``name`` (it may not exist)."""
+        return self._root / _name(name)
+
+    # -- writing -----------------------------------------------------------------------
+
+    def save(
+        self,
+        name: str,
+        *,
+        payloads: Sequence[Payload],
+        provenance: dict[str, Any] | None = None,
+    ) -> Path:
+        """Write ``payloads`` as collection ``name`` (replacing any), atomically; its path."""
+        name = _name(name)
+        if not isinstance(payloads, list | tuple):
+            raise TypeError(f"{_OWNER}.save: payloads must be a list of Payload, got {payloads!r}")
+        if not payloads:
+            raise ValueError(f"{_OWNER}.save: payloads is empty; there is nothing to save")
+        for index, payload in enumerate(payloads):
+            if not isinstance(payload, Payload):
+                raise TypeError(
+                    f"{_OWNER}.save: payloads[{index}] must be a Payload, "
+                    f"got {type(payload).__name__}"
+                )
+            validate_payload_id(payload.id, name=f"{_OWNER}.save: payloads[{index}].id")
+        if provenance is None:
+            provenance = {}
+        elif not isinstance(provenance, dict):
+            raise TypeError(f"{_OWNER}.save: provenance must be a dict or None, got {provenance!r}")
+        manifest = {
+            "collection": name,
+            "count": len(payloads),
+            "formats": sorted({payload.format.value for payload in payloads}),
+            "provenance": provenance,
+        }
+        try:
+            manifest_text = json.dumps(manifest, indent=2, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"{_OWNER}.save: provenance must be JSON-serialisable: {exc}"
+            ) from None
+        self._root.mkdir(parents=True, exist_ok=True)
+        target = self._root / name
+        with _locked(self._root):
+            staging = Path(tempfile.mkdtemp(prefix=f".{name}_", dir=self._root))
+            try:
+                self._write(staging, payloads, manifest_text)
+                self._swap(staging, target)
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+        return target
+
+    def _write(self, directory: Path, payloads: Sequence[Payload], manifest: str) -> None:
+        lines = []
+        used: set[str] = set()
+        for payload in payloads:
+            artifact = None
+            if payload.artifact is not None:
+                source = Path(payload.artifact)
+                if not source.is_file():
+                    raise FileNotFoundError(
+                        f"{_OWNER}.save: payload {payload.id!r} artifact {str(source)!r} "
+                        "does not exist"
+                    )
+                filename = f"{payload.id}{payload.format.extension}"
+                number = 1
+                while filename in used:
+                    number += 1
+                    filename = f"{payload.id}-{number}{payload.format.extension}"
+                used.add(filename)
+                (directory / _ARTIFACTS).mkdir(exist_ok=True)
+                shutil.copyfile(source, directory / _ARTIFACTS / filename)
+                artifact = f"{_ARTIFACTS}/{filename}"
+            lines.append(_record(payload, artifact))
+        (directory / _PAYLOADS).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        (directory / _MANIFEST).write_text(manifest + "\n", encoding="utf-8")
+
+    def _swap(self, staging: Path, target: Path) -> None:
+        if not target.exists():
+            os.rename(staging, target)
+            return
+        aside = self._root / f".{target.name}_old_{uuid.uuid4().hex[:12]}"
+        os.rename(target, aside)
+        try:
+            os.rename(staging, target)
+        except BaseException:
+            os.rename(aside, target)
+            raise
+        shutil.rmtree(aside, ignore_errors=True)
+
+    def delete(self, name: str) -> None:
+        """Remove collection ``name`` (``FileNotFoundError`` if there is none)."""
+        target = self._existing(name)
+        with _locked(self._root):
+            aside = self._root / f".{target.name}_deleted_{uuid.uuid4().hex[:12]}"
+            os.rename(target, aside)
+            shutil.rmtree(aside, ignore_errors=True)
+
+    # -- reading -----------------------------------------------------------------------
+
+    def exists(self, name: str) -> bool:
+        return (self.path(name) / _MANIFEST).is_file()
+
+    def list_collections(self) -> list[str]:
+        """The saved collections' names, sorted (temporary and hidden directories skipped)."""
+        if not self._root.is_dir():
+            return []
+        return sorted(
+            entry.name
+            for entry in self._root.iterdir()
+            if not entry.name.startswith(".") and (entry / _MANIFEST).is_file()
+        )
+
+    def _existing(self, name: str) -> Path:
+        directory = self.path(name)
+        if not (directory / _MANIFEST).is_file():
+            saved = ", ".join(self.list_collections()) or "none"
+            raise FileNotFoundError(
+                f"{_OWNER}: no collection {name!r} under {str(self._root)!r} (saved: {saved}); "
+                "create it with PayloadStore.save(...) or check the root"
+            )
+        return directory
+
+    def manifest(self, name: str) -> dict[str, Any]:
+        """The collection's ``manifest.json`` as a dict."""
+        directory = self._existing(name)
+        document = json.loads((directory / _MANIFEST).read_text(encoding="utf-8"))
+        if not isinstance(document, dict):
+            raise ValueError(f"{_OWNER}: {name}/{_MANIFEST} is not a JSON object")
+        return document
+
+    def load(self, name: str, *, format_filter: PayloadFormat | None = None) -> list[Payload]:
+        """The payloads of collection ``name``, in saved order (only ``format_filter``'s).
+
+        Binary payloads get the absolute path of their artifact; a missing artifact
+        raises ``FileNotFoundError``.
+        """
+        directory = self._existing(name)
+        if format_filter is not None and not isinstance(format_filter, PayloadFormat):
+            raise TypeError(
+                f"{_OWNER}.load: format_filter must be a PayloadFormat or None, "
+                f"got {format_filter!r}"
+            )
+        payloads = []
+        text = (directory / _PAYLOADS).read_text(encoding="utf-8")
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            payload = self._payload(directory, line, f"{name}/{_PAYLOADS} line {number}")
+            if format_filter is None or payload.format is format_filter:
+                payloads.append(payload)
+        return payloads
+
+    def _payload(self, directory: Path, line: str, where: str) -> Payload:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{_OWNER}: {where}: not JSON ({exc.msg})") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{_OWNER}: {where}: not a JSON object")
+        payload_id = validate_payload_id(record.get("id"), name=f"{_OWNER}: {where}: id")
+        content = record.get("content")
+        if not isinstance(content, str):
+            raise ValueError(f"{_OWNER}: {where}: content must be a string")
+        fmt = _FORMATS.get(record.get("format"))  # type: ignore[arg-type]
+        if fmt is None:
+            raise ValueError(f"{_OWNER}: {where}: format must be one of {sorted(_FORMATS)}")
+        metadata = record.get("metadata", {})
+        if not isinstance(metadata, dict):
+            raise ValueError(f"{_OWNER}: {where}: metadata must be an object")
+        artifact = None
+        reference = record.get("artifact")
+        if reference is not None:
+            folder, _, filename = str(reference).partition("/")
+            if folder != _ARTIFACTS or not filename:
+                raise ValueError(f"{_OWNER}: {where}: artifact must be 'artifacts/<file>'")
+            validate_payload_id(filename, name=f"{_OWNER}: {where}: artifact file name")
+            artifact = (directory / _ARTIFACTS / filename).resolve()
+            if not artifact.is_file():
+                raise FileNotFoundError(
+                    f"{_OWNER}: {where}: artifact {reference!r} of payload {payload_id!r} "
+                    "is missing"
+                )
+        try:
+            return Payload(
+                id=payload_id, content=content, format=fmt, artifact=artifact, metadata=metadata
+            )
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{_OWNER}: {where}: {exc}") from None

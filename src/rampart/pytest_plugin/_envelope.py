@@ -1,0 +1,203 @@
+"""Results through the canonical codec: recordability checks and the xdist envelope.
+
+Each test report an xdist worker sends carries the test's results as canonical
+``rampart.trace.v2`` records (text, never pickle) inside a small versioned envelope:
+the item's nodeid and name, per result its record, clone index and position (and,
+for a marker, why the result was lost), plus the trial group's verdict. The
+attribution travels as data next to each record; the records themselves carry no
+bookkeeping keys. The controller adds the worker id from the node that sent it.
+
+A result too large for the cap, or outside the canonical value domain, is replaced by
+an ERROR result that says so, keeping its attribution, so a loss is always visible.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+import attrs
+
+from rampart._checks import invalid
+from rampart._text import strip_ansi
+from rampart.codec._record import ResultRecord, deserialize_record, serialize_record
+from rampart.core.errors import SchemaError
+from rampart.core.result import Result, SafetyStatus
+from rampart.pytest_plugin._groups import GroupVerdict
+from rampart.pytest_plugin._ledger import Attribution, GroupRecord, RecordedResult
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+_OWNER = "rampart xdist payload"
+
+__all__ = [
+    "ENVELOPE_SCHEMA",
+    "LOSS_KEY",
+    "decode_envelope",
+    "encode_envelope",
+    "recordable",
+]
+
+ENVELOPE_SCHEMA = "rampart.xdist.v2"
+
+#: Set on an ERROR result that stands in for a lost one (a user-facing report key).
+LOSS_KEY = "_rampart_transport_truncated"
+
+
+def _loss_marker(result: Result, reason: str, *, where: str, **extra: Any) -> Result:
+    return Result(
+        status=SafetyStatus.ERROR,
+        summary=f"Result lost in {where}: {reason}",
+        observability_level=result.observability_level,
+        harm_category=result.harm_category,
+        strategy=result.strategy,
+        metadata={LOSS_KEY: True, "_rampart_original_status": result.status.value, **extra},
+    )
+
+
+def recordable(recorded: RecordedResult) -> RecordedResult:
+    """``recorded`` if the canonical codec can record its result, else an attributed marker.
+
+    Applied to every result of a single-process run, so a run reports the same thing
+    with and without xdist, and the loss marks the run incomplete.
+    """
+    try:
+        serialize_record(record=ResultRecord(result=recorded.result))
+    except SchemaError as exc:
+        reason = f"not recordable by the trace codec ({exc})"
+        marker = _loss_marker(recorded.result, reason, where="reporting")
+        return attrs.evolve(recorded, result=marker, lost=reason)
+    return recorded
+
+
+def _transport_text(result: Result, max_bytes: int) -> tuple[str, str | None]:
+    """The record text to send for ``result``, and why it is a marker (None if not)."""
+    try:
+        text = serialize_record(record=ResultRecord(result=result))
+    except SchemaError as exc:
+        marker = _loss_marker(result, f"not serializable ({exc})", where="xdist transport")
+        return serialize_record(record=ResultRecord(result=marker)), marker.summary
+    size = len(text.encode())
+    if size <= max_bytes:
+        return text, None
+    marker = _loss_marker(
+        result,
+        f"{size} bytes exceeds the {max_bytes}-byte limit (--rampart-xdist-max-bytes)",
+        where="xdist transport",
+        _rampart_original_size_bytes=size,
+        _rampart_limit_bytes=max_bytes,
+    )
+    return serialize_record(record=ResultRecord(result=marker)), marker.summary
+
+
+def encode_envelope(
+    *,
+    nodeid: str,
+    name: str,
+    results: Sequence[RecordedResult],
+    group: GroupRecord | None,
+    max_bytes: int,
+) -> dict[str, Any]:
+    """The JSON-safe payload a worker attaches to the test report of ``nodeid``."""
+    entries = []
+    for recorded in results:
+        prepared = attrs.evolve(recorded.result, summary=strip_ansi(recorded.result.summary))
+        text, lost = _transport_text(prepared, max_bytes)
+        entries.append(
+            {
+                "record": text,
+                "clone": recorded.attribution.clone,
+                "index": recorded.attribution.index,
+                "lost": recorded.lost if lost is None else lost,
+            }
+        )
+    return {
+        "schema": ENVELOPE_SCHEMA,
+        "nodeid": nodeid,
+        "name": name,
+        "results": entries,
+        "group": None if group is None else _verdict_to_json(group.verdict),
+    }
+
+
+def decode_envelope(
+    payload: object, *, worker: str
+) -> tuple[list[RecordedResult], GroupRecord | None]:
+    """Results and group from a worker payload; ``ValueError`` if it is not one."""
+    if not isinstance(payload, dict) or payload.get("schema") != ENVELOPE_SCHEMA:
+        schema = payload.get("schema") if isinstance(payload, dict) else None
+        raise ValueError(f"unsupported rampart xdist payload schema {schema!r}")
+    nodeid, name = payload.get("nodeid"), payload.get("name")
+    if not isinstance(nodeid, str) or not isinstance(name, str):
+        raise invalid(_OWNER, "nodeid and name", "strings", (nodeid, name), error=ValueError)
+    entries = payload.get("results")
+    if not isinstance(entries, list):
+        raise invalid(_OWNER, "results", "a list", entries, error=ValueError)
+    results = [_decode_entry(entry, nodeid=nodeid, name=name, worker=worker) for entry in entries]
+    raw_group = payload.get("group")
+    group = None
+    if raw_group is not None:
+        group = GroupRecord(
+            nodeid=nodeid, name=name, verdict=_verdict_from_json(raw_group), worker=worker
+        )
+    return results, group
+
+
+def _decode_entry(entry: object, *, nodeid: str, name: str, worker: str) -> RecordedResult:
+    if not isinstance(entry, dict):
+        raise invalid(_OWNER, "results[]", "an object", entry, error=ValueError)
+    text, clone, index, lost = (entry.get(key) for key in ("record", "clone", "index", "lost"))
+    if not isinstance(text, str):
+        raise invalid(_OWNER, "record", "a string", text, error=ValueError)
+    if clone is not None and not _is_count(clone):
+        raise invalid(_OWNER, "clone", "an int >= 0 or null", clone, error=ValueError)
+    if not _is_count(index):
+        raise invalid(_OWNER, "index", "an int >= 0", index, error=ValueError)
+    if lost is not None and not isinstance(lost, str):
+        raise invalid(_OWNER, "lost", "a string or null", lost, error=ValueError)
+    result = deserialize_record(data=text).result
+    return RecordedResult(
+        result=attrs.evolve(result, summary=strip_ansi(result.summary)),
+        attribution=Attribution(nodeid=nodeid, name=name, clone=clone, index=index, worker=worker),
+        lost=lost,
+    )
+
+
+def _is_count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _verdict_to_json(verdict: GroupVerdict) -> dict[str, Any]:
+    return attrs.asdict(verdict, value_serializer=_enum_value)
+
+
+def _enum_value(_instance: object, _field: object, value: object) -> object:
+    return value.value if isinstance(value, SafetyStatus) else value
+
+
+_VERDICT_FIELDS = frozenset(field.name for field in attrs.fields(GroupVerdict))
+
+
+def _verdict_from_json(raw: object) -> GroupVerdict:
+    if not isinstance(raw, dict) or set(raw) != _VERDICT_FIELDS:
+        raise invalid(
+            _OWNER,
+            "group",
+            f"an object with the fields {sorted(_VERDICT_FIELDS)}",
+            raw,
+            error=ValueError,
+        )
+    counts = {key: value for key, value in raw.items() if key not in ("threshold", "status")}
+    for key, value in counts.items():
+        if not _is_count(value):
+            raise invalid(_OWNER, f"group.{key}", "an int >= 0", value, error=ValueError)
+    threshold = raw["threshold"]
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        raise invalid(_OWNER, "group.threshold", "a number", threshold, error=ValueError)
+    try:
+        status = SafetyStatus(raw["status"])
+    except ValueError:
+        raise ValueError(
+            f"rampart xdist payload: group 'status' {raw['status']!r} is not a status"
+        ) from None
+    return GroupVerdict(threshold=float(threshold), status=status, **counts)

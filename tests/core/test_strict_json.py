@@ -1,0 +1,89 @@
+"""``rampart.codec.parse_strict_json``: the JSON reader under every rampart reader."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from rampart.codec import parse_strict_json
+from rampart.core.errors import SchemaError
+from tests.core.test_serialization import LEAK
+
+
+def _rejected(text: str) -> str:
+    with pytest.raises(SchemaError) as info:
+        parse_strict_json(data=text)
+    assert type(info.value) is SchemaError
+    message = str(info.value)
+    assert LEAK not in message
+    return message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{}",
+        "[]",
+        '{"a": [1, -2.5e-300, null, true, {"b": ""}], "": 100000000000000000000}',
+        '"\\ud83d\\ude00 caf\\u00e9"',
+        '{"a": {"a": {"a": 1}}, "b": [{"a": 1}, {"a": 2}]}',
+        "  7  ",
+    ],
+)
+def test_valid_text_parses_like_json(text: str) -> None:
+    """Strict JSON reads exactly as the standard parser does."""
+    assert parse_strict_json(data=text) == json.loads(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"a": 1, "a": 2}', "$[<key #1>]: duplicate key"),
+        ('{"a": 1, "a": 1}', "$[<key #1>]: duplicate key"),
+        ('[{"x": 1}, {"y": 1, "z": 0, "y": 2}]', "$[1][<key #2>]: duplicate key"),
+        (f'{{"ok": {{"{LEAK}": 1, "{LEAK}": 2}}}}', "$[<key #0>][<key #1>]: duplicate key"),
+        ('{"a": {"b": 1, "b": 2}, "a": 3}', "$[<key #1>]: duplicate key"),
+    ],
+)
+def test_duplicate_keys_are_rejected(text: str, message: str) -> None:
+    """Which duplicate wins is parser-dependent, so none does; keys appear by position."""
+    assert _rejected(text).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"x": NaN}', "$: expected finite JSON numbers"),
+        ("[1e999]", "$: expected finite JSON numbers"),
+        ("[-Infinity]", "$: expected finite JSON numbers"),
+        (f'["ok", {{"{LEAK}": "\\udc00"}}]', "$[1][<key #0>]: expected a string of Unicode"),
+        (f'{{"{LEAK}\\ud800": 1}}', "$[<key #0>]: expected keys of Unicode scalar values"),
+        ('{"a": 1,}', "$: expected JSON text"),
+    ],
+)
+def test_other_text_rules(text: str, message: str) -> None:
+    """Finite numbers and Unicode scalar strings, as the record reader requires."""
+    assert _rejected(text).startswith(message)
+
+
+@pytest.mark.parametrize("data", [b"{}", None, {"a": 1}])
+def test_only_str_is_json_text(data: Any) -> None:
+    """Bytes or parsed values are refused without echoing them."""
+    with pytest.raises(SchemaError, match=r"^data: expected JSON text as a str"):
+        parse_strict_json(data=data)
+
+
+def test_deep_nesting_is_a_schema_error() -> None:
+    """Nesting deeper than the interpreter can parse is a SchemaError, not a crash."""
+    with pytest.raises(SchemaError, match="too deep"):
+        parse_strict_json(data="[" * 100_000 + "]" * 100_000)
+
+
+def test_deep_nesting_with_a_duplicate_is_a_schema_error() -> None:
+    """Text the parser reads but the locating walk cannot descend fails cleanly too."""
+    depth = 700
+    text = '{"a":' * depth + '{"b":1,"b":2}' + "}" * depth
+    with pytest.raises(SchemaError, match="too deep"):
+        parse_strict_json(data=text)
