@@ -57,7 +57,6 @@ from rampart.engine._pipeline import EvaluationRecord, Pipeline, TraceRecord, ev
 from rampart.engine._policies import TurnProduction
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from contextlib import AbstractAsyncContextManager
 
     from rampart.core.adapter import AgentAdapter, Session
@@ -94,32 +93,89 @@ class TraceRun:
     final_trace_evaluation: EvalResult | None = None
 
 
-async def _produce(
-    driver: PromptDriver,
-    requests: Mailbox[PromptDecision],
-    replies: Mailbox[Turn],
-    inline: Pipeline | None,
-) -> TraceEndReason:
-    """Ask the driver, hand the prompt to the actor, wait for the turn; repeat.
+class _Producer:
+    """The producing task of one trace run.
 
-    ``replies`` carries acknowledged (annotated) turns from the pipeline task, or,
-    when ``inline`` is given, raw turn events straight from the actor, which this
-    task then runs through the pipeline step itself. Returns why production ended by
-    itself (the pipeline task ends it by cancelling the production scope instead).
+    ``run`` asks the driver for the next prompt (showing it the annotated turns so
+    far), hands it to the actor and waits for the turn, until the driver has nothing
+    more to say or a stop policy ends production. Then it runs the verdict evaluator
+    over the completed trace, while the session is still open, and closes the request
+    mailbox, which lets the actor close the session. ``reason`` and ``evaluation`` are
+    what it found. (An object rather than a closure: at 200 concurrent trials every
+    captured name would be one more cell for the garbage collector to walk.)
     """
-    history: list[Turn] = []
-    while True:
-        # Through the driver contract check: DriverContractError / DriverError naming it.
-        decision = await next_decision(driver, history=list(history))
-        if decision is None:
-            return TraceEndReason.DRIVER_EXHAUSTED
-        requests.put(decision)
-        turn = await replies.get()
-        if inline is not None:
-            turn, stop = await inline.step(turn)
-            if stop is not None:
-                return stop
-        history.append(turn)
+
+    __slots__ = (
+        "_driver",
+        "_evaluator",
+        "_max_turns",
+        "_pipeline",
+        "_production",
+        "_replies",
+        "_requests",
+        "evaluation",
+        "reason",
+    )
+
+    def __init__(
+        self,
+        *,
+        driver: PromptDriver,
+        max_turns: int,
+        pipeline: Pipeline,
+        production: TurnProduction | None,
+        evaluator: Evaluator | None,
+        requests: Mailbox[PromptDecision],
+        replies: Mailbox[Turn],
+    ) -> None:
+        self._driver = driver
+        self._max_turns = max_turns
+        self._pipeline = pipeline
+        self._production = production
+        self._evaluator = evaluator
+        self._requests = requests
+        self._replies = replies
+        self.reason: TraceEndReason | None = None
+        self.evaluation: EvalResult | None = None
+
+    async def run(self) -> None:
+        production = self._production
+        if self._max_turns == 0:
+            self.reason = TraceEndReason.MAX_TURNS_REACHED
+        elif production is None:
+            # Nothing to evaluate online: the pipeline step runs here, inline.
+            self.reason = await self._produce(self._pipeline)
+        else:
+            with production.scope:
+                production.finish(await self._produce(None))
+            self.reason = production.reason
+        if self._evaluator is not None:
+            # While the session (and any injection) is still live.
+            self.evaluation = await _evaluate_final(self._evaluator, self._pipeline.record)
+        self._requests.close()  # the actor stops serving, which ends the turn-event stream
+
+    async def _produce(self, inline: Pipeline | None) -> TraceEndReason:
+        """The production loop; returns why production ended by itself.
+
+        ``replies`` carries acknowledged (annotated) turns from the pipeline task, or,
+        when ``inline`` is given, raw turn events straight from the actor, which this
+        task runs through the pipeline step itself. (The pipeline task ends
+        production by cancelling the production scope instead.)
+        """
+        driver, requests, replies = self._driver, self._requests, self._replies
+        history: list[Turn] = []
+        while True:
+            # Through the driver contract check: DriverContractError / DriverError naming it.
+            decision = await next_decision(driver, history=list(history))
+            if decision is None:
+                return TraceEndReason.DRIVER_EXHAUSTED
+            requests.put(decision)
+            turn = await replies.get()
+            if inline is not None:
+                turn, stop = await inline.step(turn)
+                if stop is not None:
+                    return stop
+            history.append(turn)
 
 
 def _detached(result: EvalResult) -> EvalResult:
@@ -167,7 +223,7 @@ async def evaluate_final_trace(*, evaluator: Evaluator, run: TraceRun) -> EvalRe
 async def _run(
     *,
     owner: str,
-    open_session: Callable[[], AbstractAsyncContextManager[Session]],
+    session_scope: AbstractAsyncContextManager[Session],
     driver: PromptDriver,
     max_turns: int,
     observability_level: ObservabilityLevel,
@@ -197,35 +253,26 @@ async def _run(
     # The producer reads raw turn events itself when there is no online stop check
     # (applying the pipeline step inline), else the pipeline task's acknowledgements.
     replies: Mailbox[Turn] = events if production is None else Mailbox()
-    reason: TraceEndReason | None = None
-    evaluation: EvalResult | None = None
-
-    async def producer() -> None:
-        """Produce the trace, evaluate it, then let the actor close the session."""
-        nonlocal reason, evaluation
-        if max_turns == 0:
-            reason = TraceEndReason.MAX_TURNS_REACHED
-        elif production is None:
-            reason = await _produce(driver, requests, replies, pipeline)
-        else:
-            with production.scope:
-                production.finish(await _produce(driver, requests, replies, None))
-            reason = production.reason
-        if evaluator is not None:
-            # While the session (and any injection) is still live.
-            evaluation = await _evaluate_final(evaluator, record)
-        requests.close()  # the actor stops serving, which ends the turn-event stream
-
+    producer = _Producer(
+        driver=driver,
+        max_turns=max_turns,
+        pipeline=pipeline,
+        production=production,
+        evaluator=evaluator,
+        requests=requests,
+        replies=replies,
+    )
     try:
         # The calling task is the session actor. Production starts once the session
         # is open, so no driver is asked for a prompt that no session could receive.
-        async with open_session() as session, anyio.create_task_group() as tg:
-            tg.start_soon(producer)
+        async with session_scope as session, anyio.create_task_group() as tg:
+            tg.start_soon(producer.run)
             if production is not None:
                 tg.start_soon(pipeline.run, events, replies, production)
             await serve_session(session, requests, events)
     except BaseExceptionGroup as group:
         raise_unwrapped(group)
+    reason = producer.reason
     if reason is None:  # pragma: no cover - production only ends through a policy
         raise AssertionError("turn production ended without a recorded reason")
     return TraceRun(
@@ -235,7 +282,7 @@ async def _run(
         turns=record.turns,
         raw_turns=record.raw_turns,
         latest_stop_check=record.latest_stop_check,
-        final_trace_evaluation=evaluation,
+        final_trace_evaluation=producer.evaluation,
     )
 
 
@@ -256,7 +303,7 @@ async def run_trace(
     """
     return await _run(
         owner="run_trace",
-        open_session=lambda: AdapterSession(adapter),
+        session_scope=AdapterSession(adapter),
         driver=driver,
         max_turns=max_turns,
         observability_level=observability_level,
@@ -289,7 +336,7 @@ async def run_trace_async(
     )
     return await _run(
         owner="run_trace_async",
-        open_session=lambda: nullcontext(session),
+        session_scope=nullcontext(session),
         driver=driver,
         max_turns=max_turns,
         observability_level=observability_level,
