@@ -433,9 +433,9 @@ def main(argv: list[str] | None = None) -> int:
         print(reference)
         print(_load())
     print(
-        "  cpu = process CPU time during the best run. When every trial starts at once the\n"
-        "  event loop runs them in lockstep: each step of every trial waits for that step\n"
-        "  of all the others, so wall - ideal is about n x cpu/trial (docs/benchmarks.md)."
+        "  cpu = process CPU time during the best run (the agent's included). One core runs\n"
+        "  all the trials, so the CPU they need is what stands between the wall and the\n"
+        "  ideal when many start at once (docs/benchmarks.md explains the c = n case)."
     )
     if n_c1 != trials:
         print(f"  (concurrency 1 uses n={n_c1} to keep the run short; --full-c1 runs all {trials})")
