@@ -177,6 +177,9 @@ class TestConstruction:
             ({"headers": {"Authorization": "Bearer sk-live\r\n"}}, "sk-live"),
             ({"headers": [("Authorization", "Bearer sk-live")]}, "sk-live"),
             ({"api_key": "   "}, "   "),
+            ({"api_key": "sk-live-0123\r\n"}, "sk-live-0123"),
+            ({"api_key": "sk-live-0123\nX-Injected: 1"}, "sk-live-0123"),
+            ({"api_key": b"sk-live-0123"}, "sk-live-0123"),
             ({"extra_body": {1: "sk-live"}}, "sk-live"),
         ],
     )
@@ -192,6 +195,19 @@ class TestConstruction:
         assert message.startswith("ChatCompletionsAdapter: ")
         assert f"got {secret!r}" not in message
         assert secret.strip() == "" or secret not in message
+
+    @pytest.mark.parametrize(
+        ("api_key", "error"),
+        [("sk-live-0123\n", ValueError), ("  ", ValueError), (12345, TypeError)],
+    )
+    def test_rejected_api_key_shows_only_its_type(self, api_key: object, error: type) -> None:
+        """A bad api_key (a stray newline would split the header) is named, never shown."""
+        with pytest.raises(error) as caught:
+            ChatCompletionsAdapter(base_url="http://127.0.0.1:1/v1", model="m", api_key=api_key)  # type: ignore[arg-type]
+        assert str(caught.value) == (
+            "ChatCompletionsAdapter: api_key must be a non-empty string without line breaks, "
+            f"or None, got <{type(api_key).__name__}, not shown>"
+        )
 
     def test_importing_does_not_import_httpx(self) -> None:
         """rampart, rampart.adapters and rampart.testing.server load no HTTP library."""

@@ -33,6 +33,7 @@ from rampart._checks import (
     check_instance,
     check_int,
     check_optional_instance,
+    check_optional_secret,
     check_optional_text,
     check_seconds,
     check_text,
@@ -176,8 +177,9 @@ class ChatCompletionsAdapter:
         self._endpoint = f"{self._base_url}/chat/completions"
         self._model = check_text(_OWNER, "model", model)
         self._headers = _check_headers(headers)
+        # A rejected key may still be a real secret: the message shows only its type.
+        api_key = check_optional_secret(_OWNER, "api_key", api_key)
         if api_key is not None:
-            check_text(_OWNER, "api_key", api_key, secret=True)
             if any(name.lower() == "authorization" for name in self._headers):
                 raise ValueError(
                     f"{_OWNER}: give either api_key or an Authorization header, not both"

@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from rampart._checks import check_text
+from rampart._checks import check_instance, check_text
 
 __all__ = ["Persona"]
 
@@ -16,8 +16,7 @@ def _validate_name(_instance: object, _attribute: object, value: Any) -> None:
 
 
 def _validate_text(_instance: object, attribute: attrs.Attribute[str], value: Any) -> None:
-    if not isinstance(value, str):
-        raise TypeError(f"Persona: {attribute.name} must be a str, got {value!r}")
+    check_instance("Persona", attribute.name, value, str, expected="a str")
 
 
 @attrs.frozen(kw_only=True)

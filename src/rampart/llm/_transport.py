@@ -26,6 +26,7 @@ import anyio
 import attrs
 from anyio.lowlevel import RunVar
 
+from rampart._checks import check_instance
 from rampart._session import GuardedSession
 from rampart.adapters._http import Secret, new_client, post_json
 from rampart.adapters._parse import parse_completion
@@ -207,8 +208,7 @@ class ModelCall(GuardedSession):
 
     async def send_async(self, request: Request) -> Response:
         self._check_send(request)
-        if not isinstance(request, ChatRequest):
-            raise TypeError(
-                f"ModelCall.send_async: request must be a ChatRequest, got {type(request).__name__}"
-            )
-        return await self._endpoint.post(request.body)
+        chat = check_instance(
+            "ModelCall.send_async", "request", request, ChatRequest, expected="a ChatRequest"
+        )
+        return await self._endpoint.post(chat.body)

@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from rampart._checks import check_text
+from rampart._checks import check_instance, check_text, invalid
 
 __all__ = ["PayloadTemplate"]
 
@@ -18,15 +18,14 @@ def _text(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> Non
 
 
 def _string(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not isinstance(value, str):
-        raise TypeError(f"{_OWNER}: {attribute.name} must be a str, got {value!r}")
+    check_instance(_OWNER, attribute.name, value, str, expected="a str")
 
 
 def _variables(_instance: object, _attribute: object, value: Any) -> None:
     if not isinstance(value, dict) or not all(
         isinstance(key, str) and isinstance(item, str) for key, item in value.items()
     ):
-        raise TypeError(f"{_OWNER}: variables must be a dict of str to str, got {value!r}")
+        raise invalid(_OWNER, "variables", "a dict of str to str", value)
 
 
 @attrs.frozen(kw_only=True)
