@@ -9,7 +9,8 @@
 * **readiness** waits (``wait_until_ready_async`` or ``wait_until_ready``, whichever
   the handle defines) run concurrently once every handle is active.
 * **removal** exits every handle that activated, exactly once, concurrently and
-  shielded from cancellation: on success, on error and on cancellation alike. A
+  shielded from cancellation (by the session actor's cleanup scope, which leaves this
+  context; see ``_ActiveInjections``): on success, on error and on cancellation alike. A
   removal failure is raised (the execution boundary turns it into an ERROR result);
   if the body had already failed, both are raised together.
 
@@ -98,25 +99,27 @@ async def _remove(
 async def _remove_all(
     active: list[InjectionHandle], exc: BaseException | None
 ) -> list[BaseException]:
+    """Exit every active handle; the caller shields this from cancellation."""
     errors: list[BaseException] = []
-    if not active:
-        return errors
-    with anyio.CancelScope(shield=True):
-        if len(active) == 1:
-            await _remove(active[0], exc, errors)
-        else:
-            async with anyio.create_task_group() as tg:
-                for handle in active:
-                    tg.start_soon(_remove, handle, exc, errors)
+    if len(active) == 1:
+        await _remove(active[0], exc, errors)
+    elif active:
+        async with anyio.create_task_group() as tg:
+            for handle in active:
+                tg.start_soon(_remove, handle, exc, errors)
     return errors
 
 
 class _ActiveInjections:
     """What ``active_injections`` returns.
 
-    A class rather than an ``@asynccontextmanager`` generator: it is entered once per
-    execution, and the generator machinery cost about 2 us each time
-    (``benchmarks/bench_engine.py``).
+    Its exit expects to run shielded from cancellation: XPIA returns it as its trace
+    scope, which the session actor leaves inside the shielded scope it closes the
+    session in (``TraceExecution._trace_scope``), so removal costs no cancel scope of
+    its own. A failed activation is cleaned up under a shield of its own, since that
+    happens before the engine's cleanup. (A class rather than an
+    ``@asynccontextmanager`` generator: it is entered once per execution, and the
+    generator machinery cost about 2 us each time; ``benchmarks/bench_engine.py``.)
     """
 
     __slots__ = ("_active", "_handles")
@@ -132,7 +135,8 @@ class _ActiveInjections:
             await _activate_all(self._handles, self._active)
             await _wait_until_ready(self._handles)
         except BaseException as exc:
-            await self._remove(exc)  # removal must run however activation ended
+            with anyio.CancelScope(shield=True):  # removal must run however activation ended
+                await self._remove(exc)
             raise
 
     async def __aexit__(

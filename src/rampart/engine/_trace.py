@@ -262,16 +262,18 @@ async def _run(
         requests=requests,
         replies=replies,
     )
-    try:
-        # The calling task is the session actor. Production starts once the session
-        # is open, so no driver is asked for a prompt that no session could receive.
-        async with session_scope as session, anyio.create_task_group() as tg:
-            tg.start_soon(producer.run)
-            if production is not None:
-                tg.start_soon(pipeline.run, events, replies, production)
-            await serve_session(session, requests, events)
-    except BaseExceptionGroup as group:
-        raise_unwrapped(group)
+    # The calling task is the session actor. Production starts once the session is
+    # open, so no driver is asked for a prompt that no session could receive. The
+    # session's cleanup sees a failure as itself, not as the task group's wrapper.
+    async with session_scope as session:
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(producer.run)
+                if production is not None:
+                    tg.start_soon(pipeline.run, events, replies, production)
+                await serve_session(session, requests, events)
+        except BaseExceptionGroup as group:
+            raise_unwrapped(group)
     reason = producer.reason
     if reason is None:  # pragma: no cover - production only ends through a policy
         raise AssertionError("turn production ended without a recorded reason")
@@ -304,6 +306,35 @@ async def run_trace(
     return await _run(
         owner="run_trace",
         session_scope=AdapterSession(adapter),
+        driver=driver,
+        max_turns=max_turns,
+        observability_level=observability_level,
+        manifest=manifest,
+        stop_when=stop_when,
+        evaluator=evaluator,
+    )
+
+
+async def run_trace_around(
+    *,
+    around: AbstractAsyncContextManager[object],
+    adapter: AgentAdapter,
+    driver: PromptDriver,
+    max_turns: int,
+    observability_level: ObservabilityLevel,
+    manifest: AppManifest | None,
+    stop_when: Evaluator | None,
+    evaluator: Evaluator | None,
+) -> TraceRun:
+    """``run_trace`` inside ``around`` (a strategy's trace scope, e.g. live injections).
+
+    ``around`` is entered before the session is opened and left after it is closed, in
+    the same shielded cleanup (see ``AdapterSession``), which is what ``TraceExecution``
+    needs: the session and the strategy's scope cleaned up with one cancel scope.
+    """
+    return await _run(
+        owner="run_trace",
+        session_scope=AdapterSession(adapter, around=around),
         driver=driver,
         max_turns=max_turns,
         observability_level=observability_level,
