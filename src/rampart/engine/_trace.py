@@ -245,6 +245,28 @@ async def _run(
         stop_when = check_evaluator(owner, "stop_when", stop_when)
     if evaluator is not None:
         evaluator = check_evaluator(owner, "evaluator", evaluator)
+    return await _trace(
+        session_scope=session_scope,
+        driver=driver,
+        max_turns=max_turns,
+        observability_level=observability_level,
+        manifest=manifest,
+        stop_when=stop_when,
+        evaluator=evaluator,
+    )
+
+
+async def _trace(
+    *,
+    session_scope: AbstractAsyncContextManager[Session],
+    driver: PromptDriver,
+    max_turns: int,
+    observability_level: ObservabilityLevel,
+    manifest: AppManifest | None,
+    stop_when: Evaluator | None,
+    evaluator: Evaluator | None,
+) -> TraceRun:
+    """Produce, evaluate and return one trace over ``session_scope`` (arguments checked)."""
     record = TraceRecord(observability_level=observability_level, manifest=manifest)
     pipeline = Pipeline(record=record, stop_when=stop_when, max_turns=max_turns)
     requests: Mailbox[PromptDecision] = Mailbox()
@@ -330,10 +352,10 @@ async def run_trace_around(
 
     ``around`` is entered before the session is opened and left after it is closed, in
     the same shielded cleanup (see ``AdapterSession``), which is what ``TraceExecution``
-    needs: the session and the strategy's scope cleaned up with one cancel scope.
+    needs: the session and the strategy's scope cleaned up with one cancel scope. Its
+    arguments are not checked again: ``TraceExecution`` checked them when it was built.
     """
-    return await _run(
-        owner="run_trace",
+    return await _trace(
         session_scope=AdapterSession(adapter, around=around),
         driver=driver,
         max_turns=max_turns,
