@@ -266,7 +266,7 @@ async def _trace(
     stop_when: Evaluator | None,
     evaluator: Evaluator | None,
 ) -> TraceRun:
-    """Produce and evaluate one trace over ``session_scope``; the arguments are checked."""
+    """Produce and evaluate one trace over ``session_scope`` (callers checked the arguments)."""
     record = TraceRecord(observability_level=observability_level, manifest=manifest)
     pipeline = Pipeline(record=record, stop_when=stop_when, max_turns=max_turns)
     requests: Mailbox[PromptDecision] = Mailbox()
