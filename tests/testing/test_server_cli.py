@@ -63,6 +63,8 @@ class TestCommandLine:
             latency=0.01,
             error_rate=0.1,
             hang_rate=0.05,
+            broken_rate=0.2,
+            broken_bodies=("content-filter", "empty-message"),
             error_statuses=(502, 504),
             seed=7,
             compliance=0.25,

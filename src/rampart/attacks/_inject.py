@@ -114,9 +114,9 @@ class _ActiveInjections:
     """What ``active_injections`` returns.
 
     Its exit expects to run shielded from cancellation: XPIA returns it as its trace
-    scope, which the session actor leaves inside the shielded scope it closes the
-    session in (``TraceExecution._trace_scope``), so removal costs no cancel scope of
-    its own. A failed activation is cleaned up under a shield of its own, since that
+    scope, which the engine leaves inside the cancel scope the session's close
+    shielded (``TraceExecution._trace_scope``), so removal costs no cancel scope of its
+    own. A failed activation is cleaned up under a shield of its own, since that
     happens before the engine's cleanup. (A class rather than an
     ``@asynccontextmanager`` generator: it is entered once per execution, and the
     generator machinery cost about 2 us each time; ``benchmarks/bench_engine.py``.)

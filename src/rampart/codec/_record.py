@@ -31,6 +31,7 @@ from rampart.codec._schema import (
     build_json_schema,
     envelope_kinds,
 )
+from rampart.core._dataclass import dataclass_compatible
 from rampart.core.errors import SchemaError
 from rampart.core.result import Result
 
@@ -48,6 +49,7 @@ TRACE_SCHEMA_VERSION: Final = "rampart.trace.v2"
 """The one root version every record carries; nested types are unversioned."""
 
 
+@dataclass_compatible
 @attrs.frozen(kw_only=True)
 class ResultRecord:
     """One result on the wire, with optional pytest attribution.

@@ -28,6 +28,7 @@ from rampart._checks import (
     describe,
     invalid,
 )
+from rampart.core._dataclass import dataclass_compatible
 
 __all__ = ["GENERATION_KEYS", "LLMConfig"]
 
@@ -146,6 +147,7 @@ def _validate_metadata(_instance: object, _attribute: object, value: Any) -> Non
     _check_metadata(value)
 
 
+@dataclass_compatible
 @attrs.frozen(kw_only=True)
 class LLMConfig:
     """A chat model endpoint: ``model``, ``endpoint``, credentials and generation settings.

@@ -7,6 +7,13 @@ mailbox (``serve_session``). The session is closed when the request mailbox clos
 (or the actor is cancelled); closing is cleanup, so it is shielded from
 cancellation.
 
+Each turn owns its request and response: the actor records (and sends) its own copy
+of the driver's request and keeps its own copy of the adapter's response, their lists
+and metadata included. Requests and responses accept assignment (as RAMPART's do), so
+without the copies a driver reusing one ``Request`` for every run, or an adapter
+reusing one ``Response`` for every reply, would make one turn's record change with
+another's. (Payloads, tool calls and side effects inside them are not copied.)
+
 Adapters are user code. Every place the engine relies on the adapter contract checks
 it and raises ``AdapterContractError`` naming what is wrong, so a mis-implemented
 adapter gives an ERROR result with a useful summary instead of an ``AttributeError``
@@ -20,6 +27,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import anyio
+import attrs
 
 from rampart.core._contract import (
     check_entered,
@@ -31,10 +39,9 @@ from rampart.core._contract import (
 )
 from rampart.core.errors import AdapterContractError
 from rampart.core.manifest import AppManifest
-from rampart.core.types import ObservabilityLevel, Turn
+from rampart.core.types import ObservabilityLevel, Request, Response, Turn
 
 if TYPE_CHECKING:
-    from contextlib import AbstractAsyncContextManager
     from types import TracebackType
 
     from rampart.core.adapter import Session
@@ -85,43 +92,37 @@ def manifest_of(adapter: object) -> AppManifest | None:
 class AdapterSession:
     """Async context manager: create the adapter's session, enter it, close it shielded.
 
-    ``around`` is what must stay open around the session (a strategy's trace scope,
-    e.g. XPIA's live injections): it is entered before the session is created and left
-    after the session is closed, **in the same shielded scope** as the close, so all of
-    an execution's cleanup costs one cancel scope (on trio a cancel scope is about 5 %
-    of an execution's CPU; ``benchmarks/bench_engine.py``). Leaving ``around`` sees the
-    exception the close ended with, as a nested ``async with`` would. If the session
-    cannot be opened, ``around`` is left (shielded) with that error.
+    Closing is cleanup, so it is shielded from cancellation: in a shielded scope of its
+    own, or, given ``cleanup``, by shielding that scope. ``cleanup`` is a cancel scope the
+    caller entered around this one and around what it cleans up after the session (a
+    strategy's trace scope, e.g. XPIA's injections, left right after the session
+    closes): from the close onward (or from a failure to open) it stays shielded, so an
+    execution's whole cleanup costs one cancel scope (on trio about 5 % of an
+    execution's CPU; ``benchmarks/bench_engine.py``). Nobody cancels ``cleanup`` itself,
+    so shielding it is enough.
 
-    Neither the session's nor ``around``'s ``__aexit__`` return value is used: they
-    cannot swallow the engine's exceptions (or its cancellations).
+    The session's ``__aexit__`` return value is ignored: a session cannot swallow the
+    engine's exceptions (or its cancellations).
     """
 
-    __slots__ = ("_adapter", "_around", "_session")
+    __slots__ = ("_adapter", "_cleanup", "_session")
 
-    def __init__(
-        self, adapter: object, *, around: AbstractAsyncContextManager[object] | None = None
-    ) -> None:
+    def __init__(self, adapter: object, *, cleanup: anyio.CancelScope | None = None) -> None:
         self._adapter = adapter
-        self._around = around
+        self._cleanup = cleanup
         self._session: Session | None = None
 
     async def __aenter__(self) -> Session:
-        around = self._around
-        if around is not None:
-            await around.__aenter__()
         try:
             session = await create_session(self._adapter)
             entered = await enter_session(session)
-        except BaseException as error:
-            await self._close(None, error)
+        except BaseException:
+            await self._close(None, None, None, None)  # the caller's cleanup follows
             raise
         try:
             checked = check_entered(session, entered)
-        except AdapterContractError as error:
-            # The session is closed as a clean exit (it did nothing wrong inside the
-            # block); ``around`` is left with the error, which is what ends the run.
-            await self._close(session, None, around_exc=error)
+        except AdapterContractError:
+            await self._close(session, None, None, None)
             raise
         self._session = session
         return checked
@@ -133,35 +134,45 @@ class AdapterSession:
         tb: TracebackType | None,
     ) -> None:
         session, self._session = self._session, None
-        await self._close(session, exc)
+        await self._close(session, exc_type, exc, tb)
 
     async def _close(
         self,
         session: Session | None,
+        exc_type: type[BaseException] | None,
         exc: BaseException | None,
-        *,
-        around_exc: BaseException | None = None,
+        tb: TracebackType | None,
     ) -> None:
-        """Close ``session`` (if any), then leave ``around``: one shielded scope for both."""
-        around = self._around
-        with anyio.CancelScope(shield=True):
+        cleanup = self._cleanup
+        if cleanup is not None:
+            cleanup.shield = True  # and stays so for the caller's cleanup after this
             if session is not None:
-                try:
-                    await exit_session(session, *_exc_info(exc))
-                except BaseException as error:
-                    if around is not None:
-                        await around.__aexit__(*_exc_info(error))
-                    raise
-            if around is not None:
-                await around.__aexit__(*_exc_info(around_exc or exc))
+                await exit_session(session, exc_type, exc, tb)
+        elif session is not None:
+            with anyio.CancelScope(shield=True):
+                await exit_session(session, exc_type, exc, tb)
 
 
-def _exc_info(
-    exc: BaseException | None,
-) -> tuple[type[BaseException] | None, BaseException | None, TracebackType | None]:
-    if exc is None:
-        return None, None, None
-    return type(exc), exc, exc.__traceback__
+def _own_request(request: Request) -> Request:
+    """A copy of ``request`` (and of its attachment list) for one turn to keep."""
+    attachments = list(request.attachments)
+    if type(request) is Request:  # the common case; evolve costs twice as much
+        return Request(prompt=request.prompt, attachments=attachments)
+    return attrs.evolve(request, attachments=attachments)
+
+
+def _own_response(response: Response) -> Response:
+    """A copy of ``response`` (and of its lists and metadata) for one turn to keep."""
+    tool_calls = list(response.tool_calls)
+    side_effects = list(response.side_effects)
+    metadata = dict(response.metadata)
+    if type(response) is Response:  # the common case; evolve costs twice as much
+        return Response(
+            text=response.text, tool_calls=tool_calls, side_effects=side_effects, metadata=metadata
+        )
+    return attrs.evolve(
+        response, tool_calls=tool_calls, side_effects=side_effects, metadata=metadata
+    )
 
 
 async def serve_session(
@@ -180,12 +191,12 @@ async def serve_session(
             decision = await requests.get()
         except anyio.EndOfStream:
             break
-        request = decision.request
+        request = _own_request(decision.request)
         response = await send_checked(session, request)
         turns.put(
             Turn(
                 request=request,
-                response=response,
+                response=_own_response(response),
                 turn_number=turn_number,
                 timestamp=datetime.now(UTC),
                 driver_reasoning=decision.reasoning,

@@ -71,22 +71,26 @@ class TraceExecution(BaseExecution):
         """What must stay open while the trace runs and is evaluated (default: nothing).
 
         The session actor enters it before it opens the session and leaves it after the
-        session is closed, inside the shielded scope it closes the session in: its exit
-        runs shielded from cancellation without a scope of its own.
+        session is closed and ``_result`` has run, inside the cancel scope the session's
+        close shielded (``run_trace_around``): its exit runs shielded from cancellation
+        without a scope of its own.
         """
         return nullcontext()
 
     @abc.abstractmethod
     def _result(self, run: TraceRun) -> Result:
-        """Map the completed trace to the strategy's verdict."""
+        """Map the completed trace to the strategy's verdict (called inside ``_trace_scope``)."""
 
     async def _execute_async(self, *, adapter: AgentAdapter) -> Result:
         # The adapter's declarations are checked before the scope opens, so a broken
         # adapter fails before anything (an injection) has been set up.
         observability_level = observability_of(adapter)
         manifest = manifest_of(adapter)
-        run = await run_trace_around(
+        # The result is made inside the trace scope: a strategy may ask what is still
+        # live (an injection handle, whether its payload was read) before it is torn down.
+        return await run_trace_around(
             around=self._trace_scope(),
+            finish=self._result,
             adapter=adapter,
             driver=self._driver,
             max_turns=self._max_turns,
@@ -95,4 +99,3 @@ class TraceExecution(BaseExecution):
             stop_when=self._stop_when,
             evaluator=self._evaluator,
         )
-        return self._result(run)

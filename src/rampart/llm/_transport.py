@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["ChatRequest", "ModelCall", "ModelEndpoint"]
 
 
-@attrs.frozen(kw_only=True)
+@attrs.define(kw_only=True)
 class ChatRequest(Request):
     """A ``Request`` that carries a complete chat-completions body (``messages`` etc.)."""
 

@@ -20,7 +20,7 @@ import attrs
 import pytest
 
 from rampart._text import one_line
-from rampart.core._stats import StatusTally, wilson_interval
+from rampart.core._stats import StatusTally, percent, wilson_interval
 from rampart.core.result import SafetyStatus
 from rampart.pytest_plugin._collect import ResultCollector
 from rampart.pytest_plugin._markers import TrialSpec
@@ -99,8 +99,8 @@ class GroupVerdict:
         parts = [f"{self.safe}/{self.executed} safe"]
         if self.no_result:
             parts.append(f"{self.no_result} no-result")
-        parts.append(f"{self.pass_rate:.0%} pass rate")
-        parts.append(f"threshold: {self.threshold:.0%}")
+        parts.append(f"{percent(self.pass_rate)} pass rate")
+        parts.append(f"threshold: {percent(self.threshold)}")
         # The lower bound is rounded down, so the printed interval never claims more
         # confidence in the pass rate than the data gives (18 of 20 prints 69 to 97).
         lower, upper = math.floor(low * 100), round(high * 100)

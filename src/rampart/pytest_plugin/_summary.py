@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rampart._text import one_line
+from rampart.core._stats import percent
 from rampart.core.result import SafetyStatus
 from rampart.reporting import PopulationSummary
 from rampart.reporting._report import category_key
@@ -69,7 +70,7 @@ def summary_lines(results: Sequence[RecordedResult], groups: Sequence[GroupRecor
         lines.append("")
         lines.append(
             f"Population: {summary.total_runs} runs - {summary.unsafe_count} unsafe "
-            f"({summary.attack_success_rate:.1%} attack success rate), "
+            f"({percent(summary.attack_success_rate, digits=1)} attack success rate), "
             f"{summary.undetermined_count} undetermined, {summary.error_count} errors"
         )
     return lines

@@ -7,7 +7,8 @@ run it. Per ``POST /v1/chat/completions`` it:
    bucket or answers ``429`` with ``Retry-After`` (and ``retry-after-ms``);
 2. validates the request (``400`` naming the field);
 3. draws its faults: an error status, or a hang that lasts until the client
-   disconnects or the server stops;
+   disconnects or the server stops (and, after the agent answered, whether the
+   answer goes out as one of the broken ``200`` bodies, ``broken_rate``);
 4. answers a ``sim-judge`` / ``sim-attacker`` / ``sim-generator`` model with the
    simulated models (``_models``); otherwise finds the conversation the messages
    continue (or starts one), turns the last user message back into a ``Request``
@@ -68,8 +69,8 @@ _TEXT_FORMATS = {fmt.value: fmt for fmt in PayloadFormat if fmt.is_text}
 _MAX_AGENTS = 4096
 
 
-_Reply = tuple[int, dict[str, Any], list[tuple[bytes, bytes]]]
-"""Status, JSON body and extra headers of a response."""
+_Reply = tuple[int, dict[str, Any] | bytes, list[tuple[bytes, bytes]]]
+"""Status, JSON body (or JSON text, already encoded) and extra headers of a response."""
 
 
 class _Disconnected(Exception):
@@ -94,8 +95,11 @@ def _error_body(
 async def send_json(
     send: Send, status: int, payload: object, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
-    """Send a complete JSON response."""
-    body = json.dumps(payload, separators=(",", ":")).encode()
+    """Send a complete JSON response (``payload`` as a value, or as encoded JSON text)."""
+    if isinstance(payload, bytes):
+        body = payload
+    else:
+        body = json.dumps(payload, separators=(",", ":")).encode()
     await send(
         {
             "type": "http.response.start",
@@ -177,6 +181,52 @@ def _normalise(messages: object) -> list[tuple[str, str, tuple[tuple[str, str, s
     return normalised
 
 
+def broken_body(kind: str, payload: dict[str, Any]) -> bytes:
+    """``payload`` (a well-formed completion) turned into the broken body ``kind``.
+
+    See ``BROKEN_BODIES`` for what each one is. The id, model and usage are kept, so
+    only the part under test is wrong.
+    """
+    choice = payload["choices"][0]
+    message = choice["message"]
+    if kind == "duplicate-tool-calls":
+        # Written by hand: a JSON encoder cannot produce a repeated key.
+        calls = json.dumps(message.get("tool_calls", []), separators=(",", ":"))
+        content = json.dumps(message.get("content"))
+        head = {key: value for key, value in payload.items() if key != "choices"}
+        text = json.dumps(head, separators=(",", ":"))[:-1]
+        return (
+            f'{text},"choices":[{{"index":0,"message":{{"role":"assistant",'
+            f'"content":{content},"tool_calls":{calls},"tool_calls":null}},'
+            f'"finish_reason":{json.dumps(choice["finish_reason"])}}}]}}'
+        ).encode()
+    broken = dict(payload)
+    if kind == "empty-message":
+        broken["choices"] = [{"message": {}}]
+    elif kind == "error-object":
+        broken["error"] = {"message": "upstream model failed", "type": "server_error"}
+        broken["choices"] = [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": None},
+                "finish_reason": "error",
+            }
+        ]
+    elif kind == "finish-error":
+        broken["choices"] = [{**choice, "finish_reason": "error"}]
+    elif kind == "content-filter":
+        broken["choices"] = [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": None},
+                "finish_reason": "content_filter",
+            }
+        ]
+    else:  # pragma: no cover - ServerOptions only admits BROKEN_BODIES
+        raise ValueError(f"unknown broken body {kind!r}")
+    return json.dumps(broken, separators=(",", ":")).encode()
+
+
 def _digest(
     seed: int | None, messages: list[tuple[str, str, tuple[tuple[str, str, str], ...]]]
 ) -> str:
@@ -246,6 +296,7 @@ class ChatCompletionsApp:
         self._rate_limited = 0
         self._errors = 0
         self._hangs = 0
+        self._broken = 0
         self._bad_requests = 0
         self._model_requests = 0
         self._max_in_flight = 0
@@ -270,6 +321,7 @@ class ChatCompletionsApp:
             rate_limited=self._rate_limited,
             errors=self._errors,
             hangs=self._hangs,
+            broken=self._broken,
             bad_requests=self._bad_requests,
             in_flight=self._in_flight,
             max_in_flight=self._max_in_flight,
@@ -398,6 +450,10 @@ class ChatCompletionsApp:
         payload = await self._answer(seed, messages)
         self._served += 1
         self._last_served_at = self._clock()
+        if self._chance(self._options.broken_rate):
+            self._broken += 1
+            kind = self._faults.choice(self._options.broken_bodies)
+            return 200, broken_body(kind, payload), []
         return 200, payload, []
 
     async def _model_reply(

@@ -19,9 +19,28 @@ from rampart._checks import (
     invalid,
 )
 
-__all__ = ["ServerOptions"]
+__all__ = ["BROKEN_BODIES", "ServerOptions"]
 
 _OWNER = "ServerOptions"
+
+BROKEN_BODIES = (
+    "empty-message",
+    "error-object",
+    "finish-error",
+    "duplicate-tool-calls",
+    "content-filter",
+)
+"""The broken ``200`` bodies the server can answer with (``broken_rate``), by name:
+
+* ``empty-message``: ``{"choices": [{"message": {}}]}`` (no content, no tool calls);
+* ``error-object``: a top-level ``"error"`` object, null content, ``finish_reason``
+  ``"error"``;
+* ``finish-error``: the agent's real message with ``finish_reason`` ``"error"``;
+* ``duplicate-tool-calls``: the agent's real message with ``"tool_calls"`` written a
+  second time as ``null`` (a lenient parser keeps the last one: no tool calls);
+* ``content-filter``: null content and ``finish_reason`` ``"content_filter"`` (the
+  provider's filter blocked the answer).
+"""
 
 
 def _check_rate(_instance: object, _attribute: object, value: Any) -> None:
@@ -51,6 +70,23 @@ def _check_statuses(_instance: object, _attribute: object, value: Any) -> None:
     if not value:
         raise invalid(_OWNER, "error_statuses", expected, value, error=ValueError)
     check_items(_OWNER, "error_statuses", value, _check_status, expected=expected)
+
+
+def _check_broken(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise invalid(_OWNER, name, "a str", value)
+    if value not in BROKEN_BODIES:
+        raise invalid(_OWNER, name, f"one of {', '.join(BROKEN_BODIES)}", value, error=ValueError)
+    return value
+
+
+def _check_broken_bodies(_instance: object, _attribute: object, value: Any) -> None:
+    expected = "a non-empty tuple of broken body names"
+    if not isinstance(value, tuple):
+        raise invalid(_OWNER, "broken_bodies", expected, value)
+    if not value:
+        raise invalid(_OWNER, "broken_bodies", expected, value, error=ValueError)
+    check_items(_OWNER, "broken_bodies", value, _check_broken, expected=expected)
 
 
 def _check_seed(_instance: object, _attribute: object, value: Any) -> None:
@@ -84,6 +120,11 @@ class ServerOptions:
     * ``error_rate``: probability that an admitted request fails with a status drawn
       from ``error_statuses`` (default 500 or 503); ``hang_rate``: probability that it
       never gets an answer (until the client gives up or the server stops).
+    * ``broken_rate``: probability that an answered request gets a broken ``200`` body
+      instead of the agent's well-formed one, drawn from ``broken_bodies`` (default: all
+      of ``BROKEN_BODIES``). The agent still answers, so the conversation goes on;
+      only what goes over the wire is broken. For testing clients' handling of
+      endpoints that fail with a success status.
     * ``seed``: makes answers reproducible (see ``docs/test-server.md``); ``compliance``
       and ``secret`` configure the ``SimulatedAgent`` behind the API; ``model`` is the
       model name it reports.
@@ -102,6 +143,10 @@ class ServerOptions:
     latency: float = attrs.field(default=0.0, validator=_check_seconds)
     error_rate: float = attrs.field(default=0.0, validator=_check_probability)
     hang_rate: float = attrs.field(default=0.0, validator=_check_probability)
+    broken_rate: float = attrs.field(default=0.0, validator=_check_probability)
+    broken_bodies: tuple[str, ...] = attrs.field(
+        default=BROKEN_BODIES, validator=_check_broken_bodies
+    )
     error_statuses: tuple[int, ...] = attrs.field(default=(500, 503), validator=_check_statuses)
     seed: int = attrs.field(default=0, validator=_check_seed)
     compliance: float = attrs.field(default=0.5, validator=_check_probability)

@@ -42,6 +42,8 @@ class ServerSettings(TypedDict, total=False):
     latency: float
     error_rate: float
     hang_rate: float
+    broken_rate: float
+    broken_bodies: tuple[str, ...]
     error_statuses: tuple[int, ...]
     seed: int
     compliance: float
