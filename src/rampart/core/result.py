@@ -21,6 +21,7 @@ from rampart._checks import (
     check_probability,
     invalid,
 )
+from rampart._redact import redact
 from rampart.core._dataclass import dataclass_compatible
 from rampart.core._population import PopulationRef
 from rampart.core._stats import percent, population_status, wilson_interval
@@ -161,7 +162,10 @@ class Result:
         return [turn.eval_result for turn in self.turns if turn.eval_result is not None]
 
     def __repr__(self) -> str:
-        return f"Result(safe={self.safe}, status={self.status.value}, summary={self.summary!r})"
+        # A failed ``assert result.safe`` prints this; the summary may quote an endpoint.
+        return redact(
+            f"Result(safe={self.safe}, status={self.status.value}, summary={self.summary!r})"
+        )
 
 
 def resolve_as_attack(*, eval_results: list[EvalResult]) -> SafetyStatus:

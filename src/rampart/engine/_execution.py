@@ -8,7 +8,10 @@ and is **the one place** in rampart where an exception becomes a result:
   of these -- become an ERROR ``Result``: summary ``"{ExcType}: {message}"``,
   ``metadata["error"]`` / ``metadata["error_type"]``, the strategy name, the
   adapter's observability level, and whatever the strategy's
-  ``_error_result_extras()`` adds. ON_ERROR is fired with the error.
+  ``_error_result_extras()`` adds. ON_ERROR is fired with the error. The summary
+  and ``metadata["error"]`` pass the redaction policy (``rampart._redact``): an
+  error message that carries a credential (a URL with a password, a key the
+  endpoint echoed) never reaches a result.
 * Everything else is a bug (in rampart, a strategy, a session or a handler) and
   propagates unchanged, as do cancellation and ``KeyboardInterrupt``. Evaluators and
   drivers are user code called through ``rampart.core._contract``, so whatever they
@@ -48,6 +51,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import attrs
 
 from rampart._checks import check_callable, check_method, check_optional_seconds, invalid
+from rampart._redact import redact
 from rampart.core._dataclass import dataclass_compatible
 from rampart.core.adapter import AgentAdapter
 from rampart.core.errors import DriverError, InfrastructureError
@@ -344,10 +348,10 @@ class BaseExecution(abc.ABC):
         fields = self._error_result_extras()
         fields.update(
             status=SafetyStatus.ERROR,
-            summary=_describe(error),
+            summary=redact(_describe(error)),
             strategy=self.strategy_name,
             observability_level=_level_or_default(adapter),
-            metadata={"error": _message(error), "error_type": type(error).__name__},
+            metadata={"error": redact(_message(error)), "error_type": type(error).__name__},
         )
         return Result(**fields)
 

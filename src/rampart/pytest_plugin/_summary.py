@@ -1,9 +1,15 @@
-"""The terminal safety summary, as pure functions from ledger entries to lines."""
+"""The terminal safety summary, as pure functions from ledger entries to lines.
+
+Every line is sanitized (``one_line``) and then passes the redaction policy
+(``rampart._redact``), in that order, so an escape sequence cannot split a secret
+past the policy.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rampart._redact import redact
 from rampart._text import one_line
 from rampart.core._stats import percent
 from rampart.core.result import SafetyStatus
@@ -36,7 +42,7 @@ def result_line(recorded: RecordedResult) -> str:
     result = recorded.result
     label = LABELS.get(result.status, "????").ljust(4)
     text = f"{one_line(result.summary)} ({result.observability_level.value})"
-    return f"  {label}  {one_line(recorded.attribution.test_name)} -- {text}"
+    return redact(f"  {label}  {one_line(recorded.attribution.test_name)} -- {text}")
 
 
 def group_line(group: GroupRecord) -> str:
@@ -44,7 +50,7 @@ def group_line(group: GroupRecord) -> str:
     passed = group.verdict.passed
     label = "PASS" if passed else "FAIL"
     verdict = "PASSED" if passed else "FAILED"
-    return f"  {label}  {one_line(group.name)} [{group.verdict.describe()}] -- {verdict}"
+    return redact(f"  {label}  {one_line(group.name)} [{group.verdict.describe()}] -- {verdict}")
 
 
 def summary_lines(results: Sequence[RecordedResult], groups: Sequence[GroupRecord]) -> list[str]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 
 from rampart._checks import check_instance, check_path
+from rampart._redact import redact_data
 from rampart._text import safe_float, safe_str, strip_ansi
 from rampart.reporting import _files
 from rampart.reporting._canonical import canonical_body
@@ -162,8 +163,14 @@ def build_document(report: TestRunReport) -> dict[str, Any]:
 
 
 def render_report(report: TestRunReport) -> bytes:
-    """The UTF-8 file content: ``indent=2``, no NaN/Infinity, non-ASCII kept readable."""
-    text = json.dumps(build_document(report), indent=2, allow_nan=False, ensure_ascii=False)
+    """The UTF-8 file content: ``indent=2``, no NaN/Infinity, non-ASCII kept readable.
+
+    The whole document passes the redaction policy (``rampart._redact``): the run
+    metadata (limiter and LLM statistics, incomplete-run reasons) as well as the
+    results, whose records the codec redacted already.
+    """
+    document = redact_data(build_document(report))
+    text = json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False)
     return (text + "\n").encode("utf-8")
 
 
