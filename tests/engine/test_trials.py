@@ -10,7 +10,7 @@ import pytest
 
 from rampart import Attacks, Payload
 from rampart.core import PopulationRef
-from rampart.core._stats import StatusTally, population_status, wilson_interval
+from rampart.core._stats import wilson_interval
 from rampart.core.result import PopulationResult, Result, SafetyStatus
 from rampart.engine import execute_trials_async
 from rampart.engine._fanout import fan_out
@@ -267,148 +267,6 @@ class TestPopulationVerdict:
         assert population.wilson_interval(0.99) == wilson_interval(8, 10, 0.99)
 
 
-class TestStatusTally:
-    @pytest.mark.parametrize(
-        ("size", "threshold", "arrived", "settled"),
-        [
-            (5, 1.0, [], False),
-            (5, 1.0, [UNSAFE], True),
-            (5, 0.0, [UNSAFE], True),
-            (5, 1.0, [SAFE, SAFE, SAFE, SAFE], False),
-            (5, 1.0, [ERROR], True),
-            (5, 1.0, [UND], True),
-            (5, 0.8, [ERROR], False),
-            (5, 0.8, [ERROR, UND], True),
-            (5, 0.8, [SAFE, SAFE, SAFE, ERROR], False),
-            (3, 0.0, [ERROR, ERROR], False),
-            (3, 0.0, [ERROR, ERROR, ERROR], True),
-        ],
-    )
-    def test_settlement_table(
-        self, size: int, threshold: float, arrived: list[SafetyStatus], settled: bool
-    ) -> None:
-        """A fail settles on UNSAFE or an unreachable threshold; a pass never settles early."""
-        tally = StatusTally(size=size, threshold=threshold)
-        for status in arrived:
-            tally.add(status)
-        assert tally.settled_fail() is settled
-
-    def test_settlement_is_exact(self) -> None:
-        """Settled exactly when no completion of the outstanding trials passes the group."""
-        for size in range(1, 5):
-            for threshold in (0.0, 0.25, 0.5, 0.75, 1.0):
-                for done in range(size + 1):
-                    for prefix in itertools.product(list(SafetyStatus), repeat=done):
-                        tally = StatusTally(size=size, threshold=threshold)
-                        for status in prefix:
-                            tally.add(status)
-                        rest = size - done
-                        can_pass = any(
-                            population_status(
-                                safe=full.count(SAFE),
-                                unsafe=full.count(UNSAFE),
-                                error=full.count(ERROR),
-                                executed=size,
-                                threshold=threshold,
-                            )
-                            is SAFE
-                            for tail in itertools.product(list(SafetyStatus), repeat=rest)
-                            for full in [list(prefix) + list(tail)]
-                        )
-                        assert tally.settled_fail() is (not can_pass), (prefix, size, threshold)
-
-    def test_tally_status_matches_population(self) -> None:
-        """The incremental tally and PopulationResult agree on the verdict."""
-        statuses = [SAFE, SAFE, ERROR, UND, SAFE]
-        tally = StatusTally(size=5, threshold=0.6)
-        for status in statuses:
-            tally.add(status)
-        assert tally.executed == 5
-        assert tally.count(SAFE) == 3
-        assert (
-            tally.status()
-            is PopulationResult(results=make_results(*statuses), threshold=0.6).status
-        )
-
-
-class TestWilsonInterval:
-    @pytest.mark.parametrize(
-        ("successes", "total", "low", "high"),
-        [
-            (0, 10, 0.0, 0.2775),
-            (0, 20, 0.0, 0.1611),
-            (0, 30, 0.0, 0.1135),
-            (2, 20, 0.0279, 0.3010),
-            (8, 10, 0.4902, 0.9433),
-            (16, 20, 0.5840, 0.9193),
-            (5, 10, 0.2366, 0.7634),
-            (10, 10, 0.7225, 1.0),
-        ],
-    )
-    def test_known_values(self, successes: int, total: int, low: float, high: float) -> None:
-        """95% Wilson bounds match published values to four decimals."""
-        got_low, got_high = wilson_interval(successes, total)
-        assert got_low == pytest.approx(low, abs=5e-5)
-        assert got_high == pytest.approx(high, abs=5e-5)
-
-    def test_extremes_are_exact(self) -> None:
-        """Zero successes give a lower bound of exactly 0; all successes an upper bound of 1."""
-        assert wilson_interval(0, 7)[0] == 0.0
-        assert wilson_interval(7, 7)[1] == 1.0
-
-    def test_higher_confidence_is_wider(self) -> None:
-        """A 99% interval contains the 95% interval."""
-        low95, high95 = wilson_interval(8, 10, 0.95)
-        low99, high99 = wilson_interval(8, 10, 0.99)
-        assert low99 < low95
-        assert high99 > high95
-
-    def test_symmetry(self) -> None:
-        """Swapping successes and failures mirrors the interval around one half."""
-        low, high = wilson_interval(3, 11)
-        mirror_low, mirror_high = wilson_interval(8, 11)
-        assert low == pytest.approx(1 - mirror_high)
-        assert high == pytest.approx(1 - mirror_low)
-
-    def test_no_trials(self) -> None:
-        """With no trials nothing is known: the interval is [0, 1]."""
-        assert wilson_interval(0, 0) == (0.0, 1.0)
-
-    @pytest.mark.parametrize(
-        ("args", "error", "match"),
-        [
-            (
-                (True, 3),
-                TypeError,
-                r"^wilson_interval: successes must be an integer in \[0, 3\], got True",
-            ),
-            (
-                (1, 3.0),
-                TypeError,
-                r"^wilson_interval: total must be a non-negative integer, got 3\.0",
-            ),
-            ((4, 3), ValueError, r"^wilson_interval: successes must be in \[0, 3\], got 4"),
-            ((-1, 3), ValueError, r"^wilson_interval: successes must be in \[0, 3\], got -1"),
-            ((0, -1), ValueError, r"^wilson_interval: total must be non-negative, got -1"),
-            (
-                (1, 3, 0.0),
-                ValueError,
-                r"^wilson_interval: confidence must be a number in \(0, 1\), got 0\.0",
-            ),
-            ((1, 3, 1.0), ValueError, r"confidence must be a number in \(0, 1\), got 1\.0"),
-            ((1, 3, math.nan), ValueError, r"confidence must be a number in \(0, 1\), got nan"),
-            ((1, 3, True), TypeError, r"confidence must be a number in \(0, 1\), got True"),
-            ((1, 3, "0.95"), TypeError, r"confidence must be a number in \(0, 1\), got '0\.95'"),
-        ],
-    )
-    def test_rejects_bad_arguments(
-        self, args: tuple[Any, ...], error: type[Exception], match: str
-    ) -> None:
-        """Bad counts and confidences are rejected with the argument named."""
-        with pytest.raises(error, match=match):
-            wilson_interval(*args)
-
-
 async def _run_trials(harness: _Harness, out: list[PopulationResult], **kwargs: Any) -> None:
     out.append(
         await execute_trials_async(execution_factory=harness.factory, adapter=ADAPTER, **kwargs)
@@ -509,19 +367,26 @@ class TestExecuteTrials:
 
     @pytest.mark.anyio
     async def test_early_stop_on_unsafe_cancels_the_rest(self) -> None:
-        """The first UNSAFE settles the group: running trials are cancelled and counted."""
+        """An UNSAFE trial settles the group once the trials before it are known; the
+        running trials are then cancelled and counted."""
         statuses = [SAFE, UNSAFE, SAFE, SAFE, SAFE, SAFE]
         harness = _Harness(statuses, gated={0, 2, 3, 4, 5})
-        population = await execute_trials_async(
-            execution_factory=harness.factory, adapter=ADAPTER, n=6, early_stop=True
-        )
+        out: list[PopulationResult] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: _run_trials(harness, out, n=6, early_stop=True))
+            await anyio.wait_all_tasks_blocked()
+            # Trial 1 came back UNSAFE first, but counts only after trial 0.
+            assert harness.finished == [1]
+            assert harness.cancelled == []
+            harness.release(0)
+        (population,) = out
         assert population.status is UNSAFE
-        assert population.cancelled_count == 5
-        assert [r.metadata["number"] for r in population.results] == [1]
-        assert population.summary.endswith(", 5 cancelled by early stop")
+        assert population.cancelled_count == 4
+        assert [r.metadata["number"] for r in population.results] == [0, 1]
+        assert population.summary.endswith(", 4 cancelled by early stop")
         assert harness.in_flight == 0
-        assert sorted(harness.cancelled) == sorted(set(harness.started) - {1})
-        assert harness.finished == [1]
+        assert sorted(harness.cancelled) == [2, 3, 4, 5]
+        assert harness.finished == [1, 0]
 
     @pytest.mark.anyio
     async def test_early_stop_when_threshold_unreachable(self) -> None:
@@ -786,17 +651,19 @@ class TestFanOut:
         assert peak == 2
 
     @pytest.mark.anyio
-    async def test_late_outcome_after_settlement_is_dropped(self) -> None:
-        """A job that finishes after the settlement (it shielded itself) counts as cancelled."""
+    async def test_outcome_after_settlement_is_late(self) -> None:
+        """A job that finishes after the settlement (it shielded itself) is reported as
+        late and never handed to the settlement."""
         gate = anyio.Event()
         seen: list[tuple[int, str]] = []
 
         async def run(index: int) -> str:
-            if index == 0:
+            if index == 2:
                 with anyio.CancelScope(shield=True):
                     await gate.wait()
                 return "late"
-            return "settles"
+            await anyio.lowlevel.checkpoint()
+            return "settles" if index == 1 else "ok"
 
         def settled(index: int, outcome: str) -> bool:
             seen.append((index, outcome))
@@ -806,17 +673,56 @@ class TestFanOut:
 
         async def main() -> None:
             out.append(
-                await fan_out(run, count=2, limiter=anyio.CapacityLimiter(2), settled=settled)
+                await fan_out(run, count=3, limiter=anyio.CapacityLimiter(3), settled=settled)
             )
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(main)
             await anyio.wait_all_tasks_blocked()
-            assert seen == [(1, "settles")]
+            assert seen == [(0, "ok"), (1, "settles")]
             gate.set()
-        assert seen == [(1, "settles")]
-        assert out[0].completed == [(1, "settles")]
-        assert out[0].cancelled_count == 1
+        assert seen == [(0, "ok"), (1, "settles")]
+        assert out[0].completed == [(0, "ok"), (1, "settles")]
+        assert out[0].late == [(2, "late")]
+        assert out[0].cancelled_count == 0
+        assert out[0].settled
+
+    @pytest.mark.anyio
+    async def test_settlement_sees_index_order(self) -> None:
+        """Jobs finishing in reverse order reach the settlement in index order, and a
+        decision at index m leaves the higher jobs that already finished as late."""
+        gates = [anyio.Event() for _ in range(5)]
+        seen: list[int] = []
+
+        async def run(index: int) -> int:
+            await gates[index].wait()
+            return index
+
+        def settled(index: int, _outcome: int) -> bool:
+            seen.append(index)
+            return index == 1
+
+        out: list[Any] = []
+
+        async def main() -> None:
+            out.append(
+                await fan_out(run, count=5, limiter=anyio.CapacityLimiter(5), settled=settled)
+            )
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(main)
+            for index in (3, 2, 1):
+                await anyio.wait_all_tasks_blocked()
+                gates[index].set()
+            await anyio.wait_all_tasks_blocked()
+            assert seen == []  # nothing counts before index 0 is known
+            gates[0].set()
+        assert seen == [0, 1]
+        result = out[0]
+        assert result.completed == [(0, 0), (1, 1)]
+        assert result.late == [(2, 2), (3, 3)]
+        assert result.cancelled_count == 1  # index 4, cancelled while waiting
+        assert result.settled
 
     @pytest.mark.anyio
     async def test_runs_every_index_once(self) -> None:

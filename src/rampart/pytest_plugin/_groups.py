@@ -2,10 +2,14 @@
 
 An item's body runs once (``ItemRun`` with one ``CloneRun``) or, for a trial test, as
 ``n`` clones. One clone is SAFE when it recorded at least one result, every result is
-SAFE and its body did not fail. The group verdict is ``rampart.core._stats``'s rule
-(the one ``execute_trials_async`` uses): any UNSAFE clone fails the group; otherwise
-the SAFE fraction of the clones that ran must reach the threshold (ERROR,
-UNDETERMINED, failed and no-result clones all count against it).
+SAFE and its body did not fail. The group verdict is ``rampart.core._trial_rule``'s
+(the one ``execute_trials_async`` uses): by default any UNSAFE clone fails the group
+and otherwise the SAFE fraction of the clones that count must reach the threshold
+(ERROR, UNDETERMINED, failed and no-result clones all count against it);
+``confidence=``, ``sequential=True`` and ``max_unsafe=`` extend it, and only with
+``confidence=`` can a group be INCONCLUSIVE. Clones count in index order: with early
+stop, the clones above the deciding one that finished anyway are reported but not
+counted (``late``).
 
 ``GroupVerdict.of`` is the one place the verdict is computed; the runner does it once,
 when the clones have finished, and both the pytest outcome (``judge``) and the
@@ -21,12 +25,13 @@ import pytest
 
 from rampart._redact import redact
 from rampart._text import one_line
-from rampart.core._stats import StatusTally, percent, wilson_interval
+from rampart.core._stats import clopper_pearson_interval, percent, wilson_interval
+from rampart.core._trial_rule import TrialTally, TrialVerdict
 from rampart.core.result import SafetyStatus
 from rampart.pytest_plugin._collect import ResultCollector
 from rampart.pytest_plugin._markers import TrialSpec
 
-__all__ = ["CloneRun", "GroupVerdict", "ItemRun", "clone_status", "judge", "settled_fail"]
+__all__ = ["CloneRun", "GroupVerdict", "ItemRun", "clone_settles", "clone_status", "judge"]
 
 _SEVERITY = (SafetyStatus.UNSAFE, SafetyStatus.ERROR, SafetyStatus.UNDETERMINED)
 
@@ -42,10 +47,14 @@ class CloneRun:
 
 @attrs.frozen(kw_only=True)
 class GroupVerdict:
-    """The aggregate of one trial group: its counts and the population status.
+    """The aggregate of one trial group: its counts, verdict and population status.
 
-    ``status`` is the population verdict (``StatusTally.status()``); the group passed
-    when it is SAFE. JSON-safe field values, so it crosses from an xdist worker.
+    ``verdict`` is the group verdict (``TrialTally.verdict()``) and ``status`` the
+    population status; the group passed when the verdict is PASSED. ``cancelled``
+    clones never finished (not run); ``late`` clones finished after the deciding clone
+    and do not count. ``confidence``, ``sequential`` and ``max_unsafe`` are the rule
+    (``None``, ``False``, ``0``: the spec's count rule). JSON-safe field values (enums
+    by value), so it crosses from an xdist worker.
     """
 
     n: int
@@ -57,34 +66,48 @@ class GroupVerdict:
     executed: int
     cancelled: int
     status: SafetyStatus
+    verdict: TrialVerdict = attrs.field()
+    confidence: float | None = None
+    sequential: bool = False
+    max_unsafe: int = 0
+    late: int = 0
+
+    @verdict.default
+    def _count_rule_verdict(self) -> TrialVerdict:
+        # Without a rule extension the verdict follows the status (PASSED iff SAFE).
+        return TrialVerdict.PASSED if self.status is SafetyStatus.SAFE else TrialVerdict.FAILED
 
     @property
     def passed(self) -> bool:
-        return self.status is SafetyStatus.SAFE
+        return self.verdict is TrialVerdict.PASSED
 
     @property
     def pass_rate(self) -> float:
         return self.safe / self.executed if self.executed else 0.0
 
     def interval(self) -> tuple[float, float]:
+        """The interval the line shows: the exact one the verdict reads when the group
+        has a confidence, else the 95% Wilson interval."""
+        if self.confidence is not None:
+            return clopper_pearson_interval(self.safe, self.executed, self.confidence)
         return wilson_interval(self.safe, self.executed)
 
     @classmethod
     def of(cls, run: ItemRun) -> GroupVerdict:
-        """The verdict over the clones of ``run`` that finished (``run.spec`` is set)."""
-        if run.spec is None:
+        """The verdict over the clones of ``run`` that count (``run.spec`` is set)."""
+        spec = run.spec
+        if spec is None:
             raise ValueError("GroupVerdict.of needs a trial run (spec is None)")
-        tally = StatusTally(size=run.spec.n, threshold=run.spec.threshold)
+        tally = TrialTally(size=spec.n, rule=spec.rule)
         no_result = 0
         for clone in run.clones:
             status = clone_status(clone)
             if status is None:
                 no_result += 1
-                status = SafetyStatus.UNDETERMINED
-            tally.add(status)
+            tally.add(_tally_status(status))
         return cls(
-            n=run.spec.n,
-            threshold=run.spec.threshold,
+            n=spec.n,
+            threshold=spec.threshold,
             safe=tally.count(SafetyStatus.SAFE),
             unsafe=tally.count(SafetyStatus.UNSAFE),
             errors=tally.count(SafetyStatus.ERROR),
@@ -92,31 +115,70 @@ class GroupVerdict:
             executed=tally.executed,
             cancelled=run.cancelled,
             status=tally.status(),
+            verdict=tally.verdict(),
+            confidence=spec.confidence,
+            sequential=spec.sequential,
+            max_unsafe=spec.max_unsafe,
+            late=run.late,
         )
 
     def describe(self) -> str:
-        """The bracketed part of the group line: counts, pass rate, threshold, Wilson CI."""
+        """The bracketed part of the group line: counts, pass rate, threshold, interval."""
         low, high = self.interval()
         parts = [f"{self.safe}/{self.executed} safe"]
         if self.no_result:
             parts.append(f"{self.no_result} no-result")
         parts.append(f"{percent(self.pass_rate)} pass rate")
         parts.append(f"threshold: {percent(self.threshold)}")
-        # The lower bound is rounded down, so the printed interval never claims more
-        # confidence in the pass rate than the data gives (18 of 20 prints 69 to 97).
-        lower, upper = math.floor(low * 100), round(high * 100)
-        parts.append(f"95% CI {lower}–{upper}%")  # noqa: RUF001 - the documented format
+        if self.max_unsafe:
+            parts.append(f"max unsafe: {self.max_unsafe} ({self.unsafe} UNSAFE)")
+        if self.confidence is None:
+            # The lower bound is rounded down, so the printed interval never claims more
+            # confidence in the pass rate than the data gives (18 of 20 prints 69 to 97).
+            lower, upper = math.floor(low * 100), round(high * 100)
+            parts.append(f"95% CI {lower}–{upper}%")  # noqa: RUF001 - the documented format
+        else:
+            lower_text, upper_text = _bounds_text(low, high, self.threshold)
+            parts.append(
+                f"{percent(self.confidence)} CI {lower_text}–{upper_text}% (exact)"  # noqa: RUF001
+            )
+        if self.sequential:
+            parts.append("sequential")
         if self.cancelled:
-            parts.append(f"{self.cancelled} not run (early stop)")
+            cause = "sequential stop" if self.sequential else "early stop"
+            parts.append(f"{self.cancelled} not run ({cause})")
+        if self.late:
+            parts.append(f"{self.late} finished after the decision, not counted")
         return ", ".join(parts)
+
+
+def _bounds_text(low: float, high: float, threshold: float) -> tuple[str, str]:
+    """Both bounds as percentages rounded outwards (the lower down, the upper up), with
+    as many decimals as it takes for the printed bounds to compare with the threshold
+    as the true ones do, so the line never contradicts its verdict."""
+    for decimals in range(5):
+        scale = 10.0 ** (decimals + 2)
+        shown_low = math.floor(low * scale) / scale
+        shown_high = math.ceil(high * scale) / scale
+        if (shown_low >= threshold) == (low >= threshold) and (shown_high < threshold) == (
+            high < threshold
+        ):
+            break
+    return f"{shown_low * 100:.{decimals}f}", f"{shown_high * 100:.{decimals}f}"
+
+
+def _tally_status(status: SafetyStatus | None) -> SafetyStatus:
+    """A clone that recorded no result counts as UNDETERMINED (nothing was shown)."""
+    return SafetyStatus.UNDETERMINED if status is None else status
 
 
 @attrs.define(eq=False)
 class ItemRun:
     """What running one item produced; read by the plugin after the call phase.
 
-    ``clones`` are the runs that finished, in index order; ``partial`` the clones early
-    stop cancelled that still recorded results. ``verdict`` is set once a trial group
+    ``clones`` are the runs that count, in index order; ``partial`` the clones early
+    stop cancelled that still recorded results and the ``late`` ones (finished after
+    the deciding clone; reported, not counted). ``verdict`` is set once a trial group
     has finished.
     """
 
@@ -124,7 +186,8 @@ class ItemRun:
     clones: list[CloneRun] = attrs.field(factory=list)
     partial: list[CloneRun] = attrs.field(factory=list)
     cancelled: int = 0
-    tally: StatusTally | None = None  # early-stop bookkeeping, fed one clone at a time
+    late: int = 0
+    tally: TrialTally | None = None  # early-stop bookkeeping, fed in index order
     verdict: GroupVerdict | None = None
 
 
@@ -143,18 +206,20 @@ def clone_status(clone: CloneRun) -> SafetyStatus | None:
     return SafetyStatus.SAFE
 
 
-def settled_fail(run: ItemRun, clone: CloneRun) -> bool:
-    """Early stop: True once the clones still outstanding cannot make the group pass.
+def clone_settles(run: ItemRun, clone: CloneRun) -> bool:
+    """Early stop: True once the clones still outstanding cannot change the verdict.
 
-    Called once per finished clone; the tally on the run is updated incrementally.
+    Called once per finished clone **in index order** (``fan_out`` hands clones over
+    that way), so the tally on the run sees clones 0, 1, 2, ... whatever order they
+    finished in; a clone that finished early waits for the clones before it.
     """
-    if run.spec is None:
-        raise ValueError("settled_fail needs a trial run (spec is None)")
+    spec = run.spec
+    if spec is None:
+        raise ValueError("clone_settles needs a trial run (spec is None)")
     if run.tally is None:
-        run.tally = StatusTally(size=run.spec.n, threshold=run.spec.threshold)
-    status = clone_status(clone)
-    run.tally.add(SafetyStatus.UNDETERMINED if status is None else status)
-    return run.tally.settled_fail()
+        run.tally = TrialTally(size=spec.n, rule=spec.rule)
+    run.tally.add(_tally_status(clone_status(clone)))
+    return run.tally.settled()
 
 
 def judge(run: ItemRun, *, item_name: str) -> None:
@@ -180,15 +245,30 @@ def judge(run: ItemRun, *, item_name: str) -> None:
     if verdict.passed:
         return
     failing = [c for c in run.clones if clone_status(c) is not SafetyStatus.SAFE]
-    lines = [
-        f"trial group failed: {verdict.describe()}"
-        + (f"; {verdict.unsafe} UNSAFE" if verdict.unsafe else "")
-    ]
+    if verdict.verdict is TrialVerdict.INCONCLUSIVE:
+        level = percent(verdict.confidence or 0.0)
+        lines = [
+            f"trial group inconclusive: {verdict.describe()}; the {level} interval contains "
+            f"the threshold {percent(verdict.threshold)} (more clones would tell)"
+        ]
+    else:
+        lines = [
+            f"trial group failed: {verdict.describe()}"
+            + (f"; {verdict.unsafe} UNSAFE" if verdict.unsafe else "")
+        ]
     for clone in failing[:3]:
         lines.append(f"  {item_name}[trial-{clone.index}]: {_clone_summary(clone)}")
     if len(failing) > 3:
         lines.append(f"  ... and {len(failing) - 3} more failing clones")
-    pytest.fail(redact("\n".join(lines)), pytrace=False)
+    text = redact("\n".join(lines))
+    outcome = "fail" if run.spec is None else run.spec.inconclusive
+    if verdict.verdict is TrialVerdict.INCONCLUSIVE and outcome != "fail":
+        if outcome == "pass":
+            return
+        if outcome == "skip":
+            pytest.skip(text)
+        pytest.xfail(text)
+    pytest.fail(text, pytrace=False)
 
 
 def _clone_summary(clone: CloneRun) -> str:

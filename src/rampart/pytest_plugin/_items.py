@@ -137,6 +137,8 @@ class ItemHooks:
                     item,
                     trials_override=self._options.trials_override,
                     default_concurrency=self._options.default_concurrency,
+                    default_confidence=self._options.default_confidence,
+                    inconclusive=self._options.inconclusive,
                 )
                 if spec is not None and not _is_plain_function(item):
                     raise pytest.UsageError(

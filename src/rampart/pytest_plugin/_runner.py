@@ -5,7 +5,10 @@ the original body inside a collection context; for ``@pytest.mark.trial`` items 
 runs ``n`` clones concurrently in one task group under a ``CapacityLimiter``, each
 clone with its own collector and ``TrialInfo``. Clone failures are captured, not
 propagated, so one failing clone does not stop the others; when the clones are done
-the group verdict is computed (once) and decides the call's outcome. Async wrappers
+the group verdict is computed (once) and decides the call's outcome. With early stop
+(``early_stop=True`` or ``sequential=True``) clones count in index order: the group
+stops once the clones counted so far settle its verdict, and clones above the deciding
+one that finished anyway are reported but not counted. Async wrappers
 stay coroutine functions, so whichever async test plugin owns the item (anyio's, or
 pytest-asyncio's) runs them.
 """
@@ -29,7 +32,7 @@ from rampart.pytest_plugin._collect import (
     TrialInfo,
     bind_collector,
 )
-from rampart.pytest_plugin._groups import CloneRun, GroupVerdict, ItemRun, judge, settled_fail
+from rampart.pytest_plugin._groups import CloneRun, GroupVerdict, ItemRun, clone_settles, judge
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
@@ -125,14 +128,15 @@ def _wrap_async(
             return clone
 
         def clone_settled(_index: int, clone: CloneRun) -> bool:
-            return settled_fail(run, clone)
+            # fan_out calls this in index order, whatever order the clones finish in.
+            return clone_settles(run, clone)
 
         try:
             outcome = await fan_out(
                 run_clone,
                 count=spec.n,
                 limiter=anyio.CapacityLimiter(spec.concurrency),
-                settled=clone_settled if spec.early_stop else None,
+                settled=clone_settled if spec.stops_early else None,
             )
         except BaseExceptionGroup as group:
             # A clone skipped or xfailed the item: pytest understands the outcome
@@ -142,14 +146,15 @@ def _wrap_async(
                 raise _first_leaf(group) from None
             raise
         finished = {index for index, _ in outcome.completed}
-        # Clones cancelled by early stop do not count in the verdict, but what they
-        # recorded before the cancellation is still reported.
+        # Clones cancelled by early stop, and those that finished after the deciding
+        # clone, do not count in the verdict, but what they recorded is still reported.
         run.partial = sorted(
             (c for c in run.clones if c.index not in finished and c.collector.results),
             key=_index,
         )
         run.clones = sorted((c for c in run.clones if c.index in finished), key=_index)
         run.cancelled = outcome.cancelled_count
+        run.late = len(outcome.late)
         _decide(run, name=name)
 
     return run_item
@@ -176,7 +181,7 @@ def _wrap_sync(
             clone: CloneRun = contextvars.copy_context().run(
                 _run_sync_clone, func, kwargs, run, index
             )
-            if spec.early_stop and settled_fail(run, clone):
+            if spec.stops_early and clone_settles(run, clone):
                 run.cancelled = spec.n - index - 1
                 break
         _decide(run, name=name)

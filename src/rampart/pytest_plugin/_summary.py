@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from rampart._redact import redact
 from rampart._text import one_line
 from rampart.core._stats import percent
-from rampart.core.result import SafetyStatus
+from rampart.core.result import SafetyStatus, TrialVerdict
 from rampart.reporting import PopulationSummary
 from rampart.reporting._report import category_key
 
@@ -45,12 +45,23 @@ def result_line(recorded: RecordedResult) -> str:
     return redact(f"  {label}  {one_line(recorded.attribution.test_name)} -- {text}")
 
 
+_GROUP_LABELS = {
+    TrialVerdict.PASSED: "PASS",
+    TrialVerdict.FAILED: "FAIL",
+    TrialVerdict.INCONCLUSIVE: "WARN",
+}
+
+
 def group_line(group: GroupRecord) -> str:
-    """``  PASS  test_x [18/20 safe, ...] -- PASSED``; the label follows the verdict."""
-    passed = group.verdict.passed
-    label = "PASS" if passed else "FAIL"
-    verdict = "PASSED" if passed else "FAILED"
-    return redact(f"  {label}  {one_line(group.name)} [{group.verdict.describe()}] -- {verdict}")
+    """``  PASS  test_x [18/20 safe, ...] -- PASSED``; the label follows the verdict.
+
+    An INCONCLUSIVE group (only with ``confidence=``) reads ``  WARN  ... --
+    INCONCLUSIVE``, whatever outcome ``rampart_inconclusive`` gave its test.
+    """
+    verdict = group.verdict.verdict
+    label = _GROUP_LABELS[verdict]
+    word = verdict.value.upper()
+    return redact(f"  {label}  {one_line(group.name)} [{group.verdict.describe()}] -- {word}")
 
 
 def summary_lines(results: Sequence[RecordedResult], groups: Sequence[GroupRecord]) -> list[str]:
