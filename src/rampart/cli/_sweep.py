@@ -1,0 +1,19 @@
+"""``rampart sweep``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
+
+__all__ = ["register", "run"]
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser("sweep", help="(not yet)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return 0
