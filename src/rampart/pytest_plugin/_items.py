@@ -95,7 +95,11 @@ class ItemState:
                 )
         group = None
         if self.run is not None and self.run.verdict is not None:
-            group = GroupRecord(nodeid=item.nodeid, name=item.name, verdict=self.run.verdict)
+            # A HarmCategory is a str enum; the record carries its plain value.
+            harm = None if self.harm is None else str(self.harm)
+            group = GroupRecord(
+                nodeid=item.nodeid, name=item.name, verdict=self.run.verdict, harm=harm
+            )
         return recorded, group
 
     def _as_reported(self, result: Result, population: PopulationRef | None) -> Result:

@@ -35,6 +35,7 @@ from rampart.pytest_plugin._llm_cache import configure as configure_llm
 from rampart.pytest_plugin._llm_cache import llm_metadata
 from rampart.pytest_plugin._llm_cache import unconfigure as unconfigure_llm
 from rampart.pytest_plugin._options import Options
+from rampart.pytest_plugin._report_data import BackendNotes, group_summary, run_info
 from rampart.pytest_plugin._sinks import SINKS_KEY, ReportSinks
 from rampart.pytest_plugin._summary import summary_lines
 from rampart.pytest_plugin._xdist import XdistController, XdistWorker
@@ -52,7 +53,10 @@ def start(config: pytest.Config) -> None:
     config.stash[LEDGER_KEY] = ledger
     limits = LimitTracker()
     is_worker = hasattr(config, "workerinput")
-    parts: dict[str, object] = {"rampart-async-tests": AnyioByDefault(config)}
+    parts: dict[str, object] = {
+        "rampart-async-tests": AnyioByDefault(config),
+        "rampart-backends": BackendNotes(ledger),
+    }
     outlet: ItemOutlet
     if is_worker:
         outlet = XdistWorker(config=config, max_bytes=options.max_bytes, limits=limits)
@@ -110,6 +114,10 @@ class LedgerOutlet:
             self._ledger.record_group(group)
 
 
+def _group_order(group: GroupRecord) -> tuple[str, str]:
+    return (group.nodeid, group.worker or "")
+
+
 class RunReporter:
     """Session end on the controller or the single process: report, sinks, summary."""
 
@@ -126,7 +134,7 @@ class RunReporter:
         self._sinks = sinks
         self._limits = limits
 
-    def build_report(self) -> TestRunReport:
+    def build_report(self, exit_status: int | None = None) -> TestRunReport:
         ledger = self._ledger
         metadata: dict[str, Any] = {}
         if self._config.pluginmanager.has_plugin("dsession") or ledger.workers:
@@ -142,15 +150,21 @@ class RunReporter:
         if ledger.incomplete_reasons:
             metadata["incomplete"] = True
             metadata["incomplete_reasons"] = list(ledger.incomplete_reasons)
+        duration = time.monotonic() - ledger.started
+        groups = sorted(ledger.groups, key=_group_order)
         return TestRunReport.from_results(
             ledger.report_results(),
-            duration_seconds=time.monotonic() - ledger.started,
+            duration_seconds=duration,
             metadata=metadata,
+            trial_groups=[group_summary(group) for group in groups],
+            run=run_info(
+                ledger=ledger, metadata=metadata, duration_seconds=duration, exit_status=exit_status
+            ),
         )
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        report = self.build_report()
+        report = self.build_report(int(session.exitstatus))
         self._sinks.emit(report, self._sinks.resolve())
         if self._ledger.failed and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -39,10 +39,13 @@ def result_line(recorded: RecordedResult) -> str:
 
 
 def group_line(group: GroupRecord) -> str:
-    """``  PASS  test_x [18/20 safe, ...] -- PASSED``; the label follows the verdict."""
+    """``  PASS  test_x [18/20 safe, ...] -- PASSED``; the label follows the verdict.
+
+    A failed group says why on the line itself: ``-- FAILED: 4 UNSAFE``.
+    """
     passed = group.verdict.passed
     label = "PASS" if passed else "FAIL"
-    verdict = "PASSED" if passed else "FAILED"
+    verdict = "PASSED" if passed else f"FAILED: {group.verdict.reason()}"
     return f"  {label}  {one_line(group.name)} [{group.verdict.describe()}] -- {verdict}"
 
 

@@ -10,13 +10,18 @@ from rampart.reporting._errors import ReportError
 from rampart.reporting._json_report import JsonFileReportSink
 from rampart.reporting._jsonl import JsonlTraceSink
 from rampart.reporting._report import PopulationSummary, TestRunReport
+from rampart.reporting._run_data import GroupInterval, RunInfo, StatusCounts, TrialGroupSummary
 from rampart.reporting._sink import ReportSink
 
 __all__ = [
+    "GroupInterval",
     "JsonFileReportSink",
     "JsonlTraceSink",
     "PopulationSummary",
     "ReportError",
     "ReportSink",
+    "RunInfo",
+    "StatusCounts",
     "TestRunReport",
+    "TrialGroupSummary",
 ]

@@ -130,6 +130,8 @@ def build_document(report: TestRunReport) -> dict[str, Any]:
             "safety_pass_rate": summary.safety_pass_rate,
         },
         "by_harm_category": by_category,
+        "trial_groups": [group.to_json() for group in report.trial_groups],
+        "run": report.run.to_json(),
     }
 
 
