@@ -39,6 +39,7 @@ schema-check: $(STAMP)
 
 pytest: $(STAMP)
 	bash scripts/ensure_redis_server.sh
+	bash scripts/ensure_chromium.sh
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck schema-check pytest

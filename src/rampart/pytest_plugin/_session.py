@@ -36,6 +36,7 @@ from rampart.pytest_plugin._llm_cache import llm_metadata
 from rampart.pytest_plugin._llm_cache import unconfigure as unconfigure_llm
 from rampart.pytest_plugin._options import Options
 from rampart.pytest_plugin._report_data import BackendNotes, group_summary, run_info
+from rampart.pytest_plugin._report_dir import report_dir_sinks
 from rampart.pytest_plugin._sinks import SINKS_KEY, ReportSinks
 from rampart.pytest_plugin._summary import summary_lines
 from rampart.pytest_plugin._xdist import XdistController, XdistWorker
@@ -66,7 +67,7 @@ def start(config: pytest.Config) -> None:
         config.stash[SINKS_KEY] = sinks
         outlet = LedgerOutlet(ledger)
         parts["rampart-report"] = RunReporter(
-            config=config, ledger=ledger, sinks=sinks, limits=limits
+            config=config, ledger=ledger, sinks=sinks, limits=limits, options=options
         )
         # Not "dsession": xdist registers it in its own pytest_configure, which may run
         # after this one; xdist's hook specs are there as soon as xdist is loaded.
@@ -128,11 +129,13 @@ class RunReporter:
         ledger: RunLedger,
         sinks: ReportSinks,
         limits: LimitTracker,
+        options: Options,
     ) -> None:
         self._config = config
         self._ledger = ledger
         self._sinks = sinks
         self._limits = limits
+        self._options = options
 
     def build_report(self, exit_status: int | None = None) -> TestRunReport:
         ledger = self._ledger
@@ -165,7 +168,8 @@ class RunReporter:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         report = self.build_report(int(session.exitstatus))
-        self._sinks.emit(report, self._sinks.resolve())
+        sinks = self._sinks.resolve() + report_dir_sinks(self._options.report_dir)
+        self._sinks.emit(report, sinks)
         if self._ledger.failed and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -187,7 +191,7 @@ class RunReporter:
         if not results and not ledger.groups:
             return
         tr.write_sep("=", "RAMPART Safety Summary")
-        for line in summary_lines(results, ledger.groups):
+        for line in summary_lines(results, ledger.groups, mode=self._options.summary):
             tr.write_line(line)
         for path in ledger.written:
             tr.write_line(f"RAMPART report written to {path}")

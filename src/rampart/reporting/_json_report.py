@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 
 from rampart._checks import check_instance, check_path
-from rampart._text import safe_str, strip_ansi
+from rampart._text import strip_ansi
 from rampart.reporting import _files
-from rampart.reporting._canonical import canonical_body
-from rampart.reporting._errors import ReportError
+from rampart.reporting._canonical import canonical_body, check_run_metadata
 from rampart.reporting._report import TestRunReport, category_key
 
 if TYPE_CHECKING:
@@ -100,13 +99,7 @@ def build_document(report: TestRunReport) -> dict[str, Any]:
     Raises :class:`ReportError` if a result is rejected by the codec or the run
     metadata is not JSON-safe.
     """
-    try:
-        json.dumps(report.metadata, allow_nan=False, ensure_ascii=False).encode("utf-8")
-    except (TypeError, ValueError) as exc:  # UnicodeEncodeError (lone surrogate) included
-        raise ReportError(
-            f"report.metadata must hold only JSON-safe values (finite numbers, strings, "
-            f"booleans, null, lists, str-keyed objects): {safe_str(exc)}"
-        ) from exc
+    check_run_metadata(report.metadata)
     by_category: dict[str, list[dict[str, Any]]] = {}
     for index, result in enumerate(report.results):
         projected = project_result(canonical_body(result, index))
