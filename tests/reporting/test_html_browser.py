@@ -268,3 +268,9 @@ class TestScale:
         page.evaluate("location.hash = '#result-950'")
         page.wait_for_selector("#result-950 .detail")
         assert page.locator(".detail").count() == 1
+        # A far jump moves the window of rows instead of rendering everything before it;
+        # scrolling up brings the earlier rows back.
+        assert page.locator("#results-list > .row").count() < 300
+        assert page.locator("#result-700").count() == 0
+        page.locator("#results-before").scroll_into_view_if_needed()
+        page.wait_for_selector("#result-700", state="attached")

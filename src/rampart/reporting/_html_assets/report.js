@@ -309,8 +309,11 @@
   // ---------------------------------------------------------------- filters
 
   const filter = { statuses: new Set(STATUSES), category: "", strategy: "", query: "" };
-  let visible = [];
-  let rendered = 0;
+  let visible = []; // indices into RESULTS that pass the filters, in report order
+  // The rows in the DOM are a window [winStart, winEnd) of `visible`, grown a chunk at a
+  // time as the list scrolls either way, and moved (not grown) for a far jump.
+  let winStart = 0;
+  let winEnd = 0;
   let selected = -1; // position in `visible`
   const haystacks = new Array(RESULTS.length);
 
@@ -394,32 +397,53 @@
     filter.query = byId("filter-search").value.trim().toLowerCase();
     visible = [];
     for (let i = 0; i < RESULTS.length; i++) if (matches(i)) visible.push(i);
-    byId("results-list").textContent = "";
-    rendered = 0;
     selected = -1;
-    renderChunk();
+    moveWindow(0);
     byId("results-count").textContent = visible.length === RESULTS.length ?
       RESULTS.length + " results" : visible.length + " of " + RESULTS.length + " results";
   }
 
   // ---------------------------------------------------------------- result rows
 
-  function renderChunk() {
-    const list = byId("results-list");
-    const end = Math.min(visible.length, rendered + CHUNK);
+  function moveWindow(start) {
+    byId("results-list").textContent = "";
+    winStart = winEnd = Math.max(0, Math.min(start, visible.length));
+    appendChunk();
+  }
+
+  function appendChunk() {
+    const end = Math.min(visible.length, winEnd + CHUNK);
     const fragment = document.createDocumentFragment();
-    for (let pos = rendered; pos < end; pos++) fragment.append(row(visible[pos], pos));
-    list.append(fragment);
-    rendered = end;
-    byId("results-more").textContent = rendered < visible.length ?
-      "Showing " + rendered + " of " + visible.length + "; scroll for more" : "";
+    for (let pos = winEnd; pos < end; pos++) fragment.append(row(visible[pos]));
+    byId("results-list").append(fragment);
+    winEnd = end;
+    updateEdges();
   }
 
-  function ensureRendered(pos) {
-    while (rendered <= pos && rendered < visible.length) renderChunk();
+  function prependChunk() {
+    const start = Math.max(0, winStart - CHUNK);
+    const fragment = document.createDocumentFragment();
+    for (let pos = start; pos < winStart; pos++) fragment.append(row(visible[pos]));
+    byId("results-list").prepend(fragment); // scroll anchoring keeps the view still
+    winStart = start;
+    updateEdges();
   }
 
-  function row(i, pos) {
+  function updateEdges() {
+    byId("results-before").textContent = winStart > 0 ? winStart + " earlier results; scroll up for more" : "";
+    byId("results-more").textContent = winEnd < visible.length ?
+      "Showing " + (winEnd - winStart) + " of " + visible.length + "; scroll for more" : "";
+  }
+
+  /** Make the row at `pos` part of the DOM and return it. */
+  function showRow(pos) {
+    if (pos < winStart - CHUNK || pos >= winEnd + CHUNK) moveWindow(Math.max(0, pos - 20));
+    while (pos < winStart) prependChunk();
+    while (pos >= winEnd) appendChunk();
+    return byId("result-" + visible[pos]);
+  }
+
+  function row(i) {
     const r = RESULTS[i];
     const head = el("div", { class: "row-head" },
       badge(r.status),
@@ -429,13 +453,17 @@
       el("span", { title: r.summary }, r.summary),
       el("span", { class: "dur" }, seconds(r.duration_seconds)),
     );
-    const node = el("div", { class: "row status-" + r.status, id: "result-" + i, role: "listitem",
+    return el("div", { class: "row status-" + r.status, id: "result-" + i, role: "listitem",
       "data-index": i, "aria-expanded": "false" }, head);
-    head.addEventListener("click", () => {
-      select(pos, false);
-      toggle(node, i);
-    });
-    return node;
+  }
+
+  function onRowClick(event) {
+    const head = event.target.closest(".row-head");
+    if (!head) return;
+    const node = head.parentElement;
+    const index = Number(node.dataset.index);
+    select(visible.indexOf(index), false);
+    toggle(node, index);
   }
 
   function toggle(node, i, open) {
@@ -452,12 +480,10 @@
 
   function select(pos, scroll) {
     if (pos < 0 || pos >= visible.length) return;
-    const list = byId("results-list");
-    const old = list.querySelector(".row.selected");
+    const old = byId("results-list").querySelector(".row.selected");
     if (old) old.classList.remove("selected");
-    ensureRendered(pos);
     selected = pos;
-    const node = list.children[pos];
+    const node = showRow(pos);
     node.classList.add("selected");
     if (scroll !== false) node.scrollIntoView({ block: "nearest" });
   }
@@ -592,10 +618,8 @@
       applyFilters();
       pos = visible.indexOf(index);
     }
-    ensureRendered(pos);
-    const list = byId("results-list");
-    for (const old of list.querySelectorAll(".row.target")) old.classList.remove("target");
-    const node = list.children[pos];
+    const node = showRow(pos);
+    for (const old of byId("results-list").querySelectorAll(".row.target")) old.classList.remove("target");
     toggle(node, index, true);
     node.classList.add("target");
     select(pos, false);
@@ -619,11 +643,11 @@
       case "ArrowUp": if (!arrows) return; select(Math.max(selected - 1, 0)); break;
       case "Enter": case "o":
         if (selected < 0) return;
-        toggle(byId("results-list").children[selected], visible[selected]);
+        toggle(showRow(selected), visible[selected]);
         break;
       case "Escape":
         if (selected < 0) return;
-        toggle(byId("results-list").children[selected], visible[selected], false);
+        toggle(showRow(selected), visible[selected], false);
         break;
       case "/": byId("filter-search").focus(); break;
       default: return;
@@ -632,11 +656,16 @@
   }
 
   function watchScroll() {
-    const sentinel = byId("results-more");
     if (!("IntersectionObserver" in window)) return;
-    new IntersectionObserver((entries) => {
-      if (entries.some((e) => e.isIntersecting) && rendered < visible.length) renderChunk();
-    }, { rootMargin: "600px" }).observe(sentinel);
+    const observer = new IntersectionObserver((entries) => {
+      for (const entry of entries) {
+        if (!entry.isIntersecting) continue;
+        if (entry.target.id === "results-more" && winEnd < visible.length) appendChunk();
+        if (entry.target.id === "results-before" && winStart > 0) prependChunk();
+      }
+    }, { rootMargin: "600px" });
+    observer.observe(byId("results-more"));
+    observer.observe(byId("results-before"));
   }
 
   // ---------------------------------------------------------------- start
@@ -650,6 +679,7 @@
   applyFilters();
   watchScroll();
   document.addEventListener("keydown", onKey);
+  byId("results-list").addEventListener("click", onRowClick);
   window.addEventListener("hashchange", openFromHash);
   byId("groups-body").addEventListener("click", (event) => {
     const link = event.target.closest("a[href^='#result-']");
