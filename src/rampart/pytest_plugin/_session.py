@@ -29,6 +29,7 @@ from rampart._text import one_line
 from rampart.pytest_plugin._async_tests import AnyioByDefault
 from rampart.pytest_plugin._envelope import recordable
 from rampart.pytest_plugin._items import ItemHooks, ItemOutlet
+from rampart.pytest_plugin._junit import JunitProperties, junit_requested
 from rampart.pytest_plugin._ledger import LEDGER_KEY, GroupRecord, RecordedResult, RunLedger
 from rampart.pytest_plugin._limits import LimitTracker, merge_limit_statistics
 from rampart.pytest_plugin._llm_cache import configure as configure_llm
@@ -77,6 +78,8 @@ def start(config: pytest.Config) -> None:
         options=options, outlet=outlet, limits=limits, is_worker=is_worker
     )
     parts["rampart-fixtures"] = rampart.pytest_plugin._fixtures
+    if junit_requested(config):
+        parts["rampart-junit"] = JunitProperties()
     for name, part in parts.items():
         config.pluginmanager.register(part, name)
     config.stash[_REGISTERED] = list(parts)
