@@ -15,6 +15,7 @@ reported group line read that same verdict.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import attrs
 import pytest
@@ -168,6 +169,7 @@ class ItemRun:
     cancelled: int = 0
     tally: StatusTally | None = None  # early-stop bookkeeping, fed one clone at a time
     verdict: GroupVerdict | None = None
+    on_clone_done: Callable[[CloneRun], None] | None = None  # live progress, when shown
 
 
 def clone_status(clone: CloneRun) -> SafetyStatus | None:

@@ -14,7 +14,14 @@ import pytest
 from rampart._checks import invalid
 from rampart.pytest_plugin._markers import DEFAULT_CONCURRENCY
 
-__all__ = ["DEFAULT_MAX_BYTES", "MIN_MAX_BYTES", "Options", "SUMMARY_MODES", "add_options"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "MIN_MAX_BYTES",
+    "Options",
+    "PROGRESS_MODES",
+    "SUMMARY_MODES",
+    "add_options",
+]
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 MIN_MAX_BYTES = 4096
@@ -29,6 +36,12 @@ _REPORT_DIR_HELP = (
 #: groups as one line each, other results line by line; ``failures``: only results
 #: and groups that are not SAFE / did not pass.
 SUMMARY_MODES = ("all", "groups", "failures")
+PROGRESS_MODES = ("auto", "live", "plain", "off")
+_PROGRESS_HELP = (
+    "Progress of running trial groups: auto (a live line per group on a terminal, plain "
+    "lines otherwise; the default), live, plain or off. -q turns it off."
+)
+_PROGRESS_INTERVAL_HELP = "Seconds between plain progress lines of one trial group (default 5)."
 _SUMMARY_HELP = (
     "Terminal safety summary: all (every result and group line, the default), groups "
     "(one line per trial group instead of its clones), failures (only what is not SAFE)."
@@ -87,6 +100,15 @@ def add_options(parser: pytest.Parser) -> None:
         help=_SUMMARY_HELP,
     )
     parser.addini("rampart_summary", _SUMMARY_HELP, default="")
+    group.addoption(
+        "--rampart-progress",
+        dest="rampart_progress",
+        default=None,
+        metavar="MODE",
+        help=_PROGRESS_HELP,
+    )
+    parser.addini("rampart_progress", _PROGRESS_HELP, default="")
+    parser.addini("rampart_progress_interval", _PROGRESS_INTERVAL_HELP, default="")
     parser.addini(
         "rampart_llm_cache",
         "Directory of the on-disk LLM response cache, relative to the rootdir (default: off).",
@@ -103,6 +125,8 @@ class Options:
     max_bytes: int
     report_dir: Path | None = None
     summary: str = "all"
+    progress: str = "auto"
+    progress_interval: float = 5.0
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -114,7 +138,9 @@ class Options:
             default_concurrency=DEFAULT_CONCURRENCY if concurrency is None else concurrency,
             max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
             report_dir=_report_dir(config),
-            summary=_summary_mode(config),
+            summary=_choice(config, "rampart_summary", SUMMARY_MODES),
+            progress=_choice(config, "rampart_progress", PROGRESS_MODES),
+            progress_interval=_progress_interval(config),
         )
 
 
@@ -138,16 +164,36 @@ def _report_dir(config: pytest.Config) -> Path | None:
     return (config.rootpath / raw.strip()).absolute()
 
 
-def _summary_mode(config: pytest.Config) -> str:
-    value = config.getoption("rampart_summary", None)
-    source = "--rampart-summary"
+def _choice(config: pytest.Config, name: str, choices: tuple[str, ...]) -> str:
+    """A mode option from the command line, else the ini file; the first choice when unset."""
+    value = config.getoption(name, None)
+    source = f"--{name.replace('_', '-')}"
     if value is None:
-        value, source = config.getini("rampart_summary") or "all", "ini option rampart_summary"
+        value, source = config.getini(name) or choices[0], f"ini option {name}"
     mode = str(value).strip().lower()
-    if mode not in SUMMARY_MODES:
-        expected = "one of " + ", ".join(SUMMARY_MODES)
+    if mode not in choices:
+        expected = "one of " + ", ".join(choices)
         raise invalid("rampart", source, expected, value, error=pytest.UsageError)
     return mode
+
+
+def _progress_interval(config: pytest.Config) -> float:
+    raw = config.getini("rampart_progress_interval")
+    if raw in ("", None):
+        return 5.0
+    try:
+        seconds = float(str(raw))
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0 or seconds == float("inf"):
+        raise invalid(
+            "rampart",
+            "ini option rampart_progress_interval",
+            "a number of seconds >= 0",
+            raw,
+            error=pytest.UsageError,
+        )
+    return seconds
 
 
 _INI_OPTIONS = frozenset({"rampart_concurrency", "rampart_xdist_max_bytes"})

@@ -36,6 +36,7 @@ from rampart.pytest_plugin._llm_cache import configure as configure_llm
 from rampart.pytest_plugin._llm_cache import llm_metadata
 from rampart.pytest_plugin._llm_cache import unconfigure as unconfigure_llm
 from rampart.pytest_plugin._options import Options
+from rampart.pytest_plugin._progress_session import ProgressNodes, ProgressSession, worker_progress
 from rampart.pytest_plugin._report_data import BackendNotes, group_summary, run_info
 from rampart.pytest_plugin._report_dir import report_dir_sinks
 from rampart.pytest_plugin._sinks import SINKS_KEY, ReportSinks
@@ -63,6 +64,9 @@ def start(config: pytest.Config) -> None:
     if is_worker:
         outlet = XdistWorker(config=config, max_bytes=options.max_bytes, limits=limits)
         parts["rampart-xdist-worker"] = outlet
+        progress = worker_progress(config)
+        if progress is not None:
+            parts["rampart-progress"] = progress
     else:
         sinks = ReportSinks(config=config, ledger=ledger)
         config.stash[SINKS_KEY] = sinks
@@ -74,6 +78,13 @@ def start(config: pytest.Config) -> None:
         # after this one; xdist's hook specs are there as soon as xdist is loaded.
         if config.pluginmanager.has_plugin("xdist"):
             parts["rampart-xdist"] = XdistController(ledger)
+        progress_session = ProgressSession(
+            config, option=options.progress, interval=options.progress_interval
+        )
+        parts["rampart-progress-session"] = progress_session
+        parts["rampart-progress"] = progress_session.hooks
+        if config.pluginmanager.has_plugin("xdist"):
+            parts["rampart-progress-nodes"] = ProgressNodes(progress_session)
     parts["rampart-items"] = ItemHooks(
         options=options, outlet=outlet, limits=limits, is_worker=is_worker
     )

@@ -218,14 +218,19 @@ class RunInfo:
 
 
 @functools.cache
-def _converter() -> cattrs.Converter:
+def _cattrs() -> tuple[cattrs.Converter, type[Exception], Any]:
+    """The converter, with the error type and formatter of the same cattrs import.
+
+    Kept together so that a test harness that re-imports cattrs (pytester drops modules
+    between runs) never pairs this converter with another copy's exception class.
+    """
     import cattrs  # deferred: importing rampart.reporting stays light
 
-    return cattrs.Converter()
+    return cattrs.Converter(), cattrs.BaseValidationError, cattrs.transform_error
 
 
 def _to_json(value: object) -> dict[str, Any]:
-    data: dict[str, Any] = _converter().unstructure(value)
+    data: dict[str, Any] = _cattrs()[0].unstructure(value)
     return data
 
 
@@ -236,14 +241,13 @@ def _describe(exc: BaseException, _type: object) -> str:
 
 def _from_json(cls: type[_T], data: object) -> _T:
     """Structure ``data`` as ``cls``; a wrong shape is a ``ValueError`` naming the class."""
-    import cattrs
-
+    converter, validation_error, transform_error = _cattrs()
     if not isinstance(data, dict):
         raise TypeError(f"{cls.__name__}.from_json: data must be a dict, got {type(data).__name__}")
     try:
-        return _converter().structure(data, cls)
-    except cattrs.BaseValidationError as exc:
-        details = "; ".join(cattrs.transform_error(exc, format_exception=_describe))
+        return converter.structure(data, cls)
+    except validation_error as exc:
+        details = "; ".join(transform_error(exc, format_exception=_describe))
         raise ValueError(f"{cls.__name__}.from_json: {details}") from None
     except (TypeError, ValueError) as exc:  # a field check in the class itself
         raise ValueError(f"{cls.__name__}.from_json: {exc}") from None
