@@ -107,7 +107,9 @@ class TestTrialGroupSummary:
         data["n"] = -1
         with pytest.raises(ValueError, match=r"TrialGroupSummary.from_json: .*n must be >= 1"):
             TrialGroupSummary.from_json(data)
-        with pytest.raises(TypeError, match="must be a dict"):
+        with pytest.raises(
+            TypeError, match=r"TrialGroupSummary.from_json: data must be a dict, got \[\]"
+        ):
             TrialGroupSummary.from_json([])
 
     def test_counts_refuse_negative_numbers(self) -> None:
@@ -115,7 +117,9 @@ class TestTrialGroupSummary:
             StatusCounts(error=-1)
 
     def test_interval_bounds_are_ordered(self) -> None:
-        with pytest.raises(ValueError, match="low must be <= high"):
+        with pytest.raises(
+            ValueError, match=r"GroupInterval: low must be <= high \(0\.2\), got 0\.8"
+        ):
             GroupInterval(method="wilson", level=0.95, low=0.8, high=0.2)
 
 

@@ -29,6 +29,7 @@ from rampart._checks import (
     check_probability,
     check_seconds,
     check_text,
+    invalid,
 )
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ class GroupInterval:
         check_probability(owner, "low", self.low)
         check_probability(owner, "high", self.high)
         if self.low > self.high:
-            raise ValueError(f"{owner}: low must be <= high, got {self.low!r} > {self.high!r}")
+            raise invalid(owner, "low", f"<= high ({self.high!r})", self.low, error=ValueError)
 
 
 @attrs.frozen(kw_only=True)
@@ -243,7 +244,7 @@ def _from_json(cls: type[_T], data: object) -> _T:
     """Structure ``data`` as ``cls``; a wrong shape is a ``ValueError`` naming the class."""
     converter, validation_error, transform_error = _cattrs()
     if not isinstance(data, dict):
-        raise TypeError(f"{cls.__name__}.from_json: data must be a dict, got {type(data).__name__}")
+        raise invalid(f"{cls.__name__}.from_json", "data", "a dict", data)
     try:
         return converter.structure(data, cls)
     except validation_error as exc:
