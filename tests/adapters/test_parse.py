@@ -53,8 +53,9 @@ class TestParseCompletion:
 
     def test_null_content_is_empty_text(self) -> None:
         """A tool-only answer (content null) has text ''."""
-        response, assistant = parse_completion(_with_message(content=None))
+        response, assistant = parse_completion(_with_message(content=None, tool_calls=[_call()]))
         assert response.text == ""
+        assert [call.name for call in response.tool_calls] == ["f"]
         assert assistant["content"] is None
 
     def test_tool_calls(self) -> None:
@@ -87,6 +88,33 @@ class TestParseCompletion:
         """An empty arguments string is a call without arguments."""
         response, _ = parse_completion(_with_message(content="", tool_calls=[_call("f", "")]))
         assert response.tool_calls == [ToolCall(name="f", arguments={})]
+
+    def test_error_null_is_no_error(self) -> None:
+        """``"error": null`` in a completion says nothing went wrong."""
+        response, _ = parse_completion(json.dumps(_body(error=None)).encode())
+        assert response.text == "hi"
+
+    def test_empty_string_content_is_an_answer(self) -> None:
+        """An empty string is content (the model said nothing), unlike a missing one."""
+        response, _ = parse_completion(_with_message(content=""))
+        assert response.text == ""
+        assert "unobserved" not in response.metadata
+
+    @pytest.mark.parametrize(
+        ("content", "reason"),
+        [
+            (None, "the provider's content filter blocked the response"),
+            ("Sure, here is", "the provider's content filter cut the response short"),
+        ],
+    )
+    def test_content_filter_is_reported_unobserved(self, content: str | None, reason: str) -> None:
+        """finish_reason content_filter marks the turn unobserved, with a reason."""
+        body = _body(choices=[{"message": {"content": content}, "finish_reason": "content_filter"}])
+        response, assistant = parse_completion(json.dumps(body).encode())
+        assert response.text == (content or "")
+        assert response.metadata["finish_reason"] == "content_filter"
+        assert response.metadata["unobserved"] == f"{reason} (finish_reason content_filter)"
+        assert assistant == {"role": "assistant", "content": content}
 
     def test_missing_optional_fields(self) -> None:
         """Without usage, model, id or finish reason the metadata says None or omits them."""
@@ -154,6 +182,54 @@ MALFORMED = [
     (
         json.dumps(_body(choices=[{"message": {}, "finish_reason": 1}])).encode(),
         "response body: $.choices[0].finish_reason must be a string or null, got a number",
+    ),
+    # A success status whose body cannot show what the agent did (false SAFE otherwise).
+    (
+        b'{"choices":[{"message":{}}]}',
+        "response body: $.choices[0].message has neither content nor tool_calls; expected "
+        "at least one",
+    ),
+    (
+        _with_message(content=None, tool_calls=[]),
+        "response body: $.choices[0].message has neither content nor tool_calls; expected "
+        "at least one",
+    ),
+    (
+        json.dumps(_body(error={"message": "boom", "type": "server_error"})).encode(),
+        "response body: $.error is present (an error reported with a success status), "
+        "got an object",
+    ),
+    (
+        json.dumps(_body(error="overloaded")).encode(),
+        "response body: $.error is present (an error reported with a success status), got a string",
+    ),
+    (
+        json.dumps(
+            _body(choices=[{"message": {"content": "partial"}, "finish_reason": "error"}])
+        ).encode(),
+        'response body: $.choices[0].finish_reason is "error" (the completion failed)',
+    ),
+    (
+        b'{"choices":[{"message":{"role":"assistant","content":"ok",'
+        b'"tool_calls":[{"type":"function","function":{"name":"send_email","arguments":"{}"}}],'
+        b'"tool_calls":null}}]}',
+        'response body: $.choices[0].message: duplicate key "tool_calls" (which duplicate '
+        "a reader keeps would decide what the agent did)",
+    ),
+    (
+        b'{"choices":[{"message":{"content":"ok"}}],"usage":{"x-vendor":1,"x-vendor":2}}',
+        "response body: $.usage: duplicate key <key #1> (which duplicate a reader keeps "
+        "would decide what the agent did)",
+    ),
+    (
+        b'{"choices":[{"message":{"content":"a"}}],"choices":[{"message":{"content":"b"}}]}',
+        'response body: $: duplicate key "choices" (which duplicate a reader keeps would '
+        "decide what the agent did)",
+    ),
+    (
+        b'[{"a":1},{"b":[{"c":1,"c":2}]}]',
+        "response body: $[1][<key #0>][0]: duplicate key <key #1> (which duplicate a reader "
+        "keeps would decide what the agent did)",
     ),
 ]
 

@@ -26,6 +26,18 @@ class TestParseRetryAfter:
             ({"Retry-After": "soon"}, None),
             ({"Retry-After": ""}, None),
             ({}, None),
+            # ASCII digits only (RFC 9110 delay-seconds): what float() also accepts is not
+            ({"Retry-After": "1_000"}, None),
+            ({"Retry-After": "\u0661\u0660"}, None),  # Arabic-Indic 10
+            ({"Retry-After": "\uff13"}, None),  # fullwidth 3
+            ({"Retry-After": "1e3"}, None),
+            ({"Retry-After": "+5"}, None),
+            ({"Retry-After": ".5"}, None),
+            ({"Retry-After": "5."}, None),
+            ({"retry-after-ms": "2_500", "Retry-After": "4"}, 4.0),
+            ({"retry-after-ms": "\u0662\u0665\u0660", "Retry-After": "4"}, 4.0),
+            ({"retry-after-ms": "250.5"}, 0.2505),
+            ({"Retry-After": "9" * 400}, None),
         ],
     )
     def test_values(self, headers: dict[str, str], expected: float | None) -> None:

@@ -20,6 +20,7 @@ from rampart.converters import (
     Rot13Converter,
     UnicodeConfusableConverter,
 )
+from rampart.core.errors import ConverterContractError
 from rampart.core.types import Payload, PayloadFormat
 
 if TYPE_CHECKING:
@@ -190,7 +191,9 @@ class TestHiddenText:
     def test_bad_technique(self) -> None:
         """A technique that does not exist for the format is refused."""
         with pytest.raises(
-            ValueError, match="technique for markdown must be one of comment, reference"
+            ValueError,
+            match=r"^HiddenTextConverter: technique must be one of 'comment', 'reference' "
+            r"\(for markdown\), got 'white_text'$",
         ):
             HiddenTextConverter(format=PayloadFormat.MARKDOWN, technique="white_text")
         with pytest.raises(ValueError, match="format must be"):
@@ -263,3 +266,24 @@ class TestChain:
             ConverterChain()
         with pytest.raises(TypeError, match=r"converters\[0\] must be a PayloadConverter instance"):
             ConverterChain(Base64Converter)  # type: ignore[arg-type]
+
+    async def test_a_converter_breaking_its_contract_is_named(self) -> None:
+        """The chain calls each converter through the contract check: a converter that
+        changes the payload id, or is not async, raises ConverterContractError naming it."""
+
+        class Renaming:
+            async def convert_async(self, *, payload: Payload) -> Payload:
+                return Payload(content=payload.content, id="other")
+
+        class Blocking:
+            def convert_async(self, *, payload: Payload) -> Payload:
+                return payload
+
+        with pytest.raises(
+            ConverterContractError, match=r"^Renaming\.convert_async changed the payload id"
+        ):
+            await ConverterChain(Rot13Converter(), Renaming()).convert_async(payload=_payload())
+        with pytest.raises(
+            ConverterContractError, match=r"^Blocking\.convert_async returned Payload, which is not"
+        ):
+            await ConverterChain(Blocking()).convert_async(payload=_payload())  # type: ignore[arg-type]

@@ -113,6 +113,11 @@ class TestSchemaDescribesTheContract:
         assert properties["threshold"] == {"maximum": 1.0, "minimum": 0.0, "type": "number"}
         assert "index to be less than size" in population["description"]
 
+    def test_delivered_is_an_optional_boolean(self, schema: dict[str, Any]) -> None:
+        """``InjectionRecord.delivered`` is true, false or null, null by default."""
+        delivered = schema["$defs"]["InjectionRecord"]["properties"]["delivered"]
+        assert delivered == {"anyOf": [{"type": "boolean"}, {"type": "null"}], "default": None}
+
     def test_duration_is_not_negative(self, schema: dict[str, Any]) -> None:
         """A duration is measured, so the schema states its lower bound (and no upper)."""
         duration = schema["$defs"]["Result"]["properties"]["duration_seconds"]

@@ -140,7 +140,13 @@ results = st.builds(
     harm_category=st.none() | st.sampled_from(HarmCategory) | text,
     strategy=text,
     injections=st.lists(
-        st.builds(InjectionRecord, payload_id=st.none() | text, surface_name=text), max_size=2
+        st.builds(
+            InjectionRecord,
+            payload_id=st.none() | text,
+            surface_name=text,
+            delivered=st.none() | st.booleans(),
+        ),
+        max_size=2,
     ),
     population=st.none() | populations(),
     metadata=json_objects,

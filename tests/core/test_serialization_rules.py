@@ -296,6 +296,17 @@ STRUCTURAL_CASES: list[tuple[str, Callable[[Document], Document], str]] = [
         drop("result.injections.0.surface_name"),
         "$.result.injections[0].surface_name: required",
     ),
+    # a boolean is a JSON boolean, never 0/1 or a string
+    (
+        "injection-delivered-int",
+        put("result.injections.0.delivered", 1),
+        "$.result.injections[0].delivered: expected a boolean or null, got integer",
+    ),
+    (
+        "injection-delivered-string",
+        put("result.injections.0.delivered", "true"),
+        "$.result.injections[0].delivered: expected a boolean or null, got string",
+    ),
     (
         "payload-content-missing",
         drop("result.turns.1.request.attachments.0.content"),
@@ -690,6 +701,14 @@ class TestDecoderAcceptance:
         rewritten = json.loads(serialize_record(record=record))
         assert rewritten["result"]["turns"] == []
         assert rewritten["result"]["metadata"] == {}
+
+    def test_delivered_is_optional(self) -> None:
+        """A record written before ``delivered`` existed reads it as null ("cannot tell")."""
+        document = base_document()
+        assert document["result"]["injections"][0]["delivered"] is True
+        del document["result"]["injections"][0]["delivered"]
+        record = deserialize_record(data=json.dumps(document))
+        assert [i.delivered for i in record.result.injections] == [None, None]
 
     def test_missing_marker_is_not_a_value(self) -> None:
         """Sanity: the test helpers address real members of the base document."""

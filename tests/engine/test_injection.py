@@ -339,7 +339,7 @@ class TestRecords:
         assert result.trace_end_reason is TraceEndReason.DRIVER_EXHAUSTED
 
     async def test_no_handles(self) -> None:
-        """Inline XPIA (no handles) records no injections."""
+        """No handles records no injections (and, with no attachment either, no SAFE)."""
         result = await _xpia([])
         assert result.injections == []
-        assert result.status is SafetyStatus.SAFE
+        assert result.status is SafetyStatus.UNDETERMINED

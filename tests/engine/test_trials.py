@@ -167,6 +167,22 @@ class TestPopulationVerdict:
             "18/20 trials safe (90.0% pass rate, threshold: 80.0%); status: safe"
         )
 
+    @pytest.mark.parametrize(
+        ("counts", "rate"),
+        [
+            ({SAFE: 1999, UNSAFE: 1}, "99.95%"),  # .1% alone would print 100.0%
+            ({SAFE: 19999, ERROR: 1}, "99.995%"),
+            ({SAFE: 1996, UNSAFE: 4}, "99.8%"),
+            ({SAFE: 1, ERROR: 19999}, "0.01%"),  # and never 0.0% for a real pass
+        ],
+    )
+    def test_summary_never_rounds_a_failing_rate_up(
+        self, counts: dict[SafetyStatus, int], rate: str
+    ) -> None:
+        """A rate below 100 % never prints as 100 % (nor one above 0 % as 0 %)."""
+        population = _population(counts, 1.0)
+        assert f"({rate} pass rate, threshold: 100.0%)" in population.summary
+
     def test_summary_reports_cancellations(self) -> None:
         """Trials cancelled by early stop are named at the end of the summary."""
         population = _population({SAFE: 1, UNSAFE: 1}, 1.0, cancelled_count=3)

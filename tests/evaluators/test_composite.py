@@ -55,13 +55,13 @@ OR_TABLE = {
 
 AND_TABLE = {
     (D, D): (D, True, ["l-ev", "r-ev"], "(L-D) AND (R-D)", []),
-    (D, ND): (ND, True, [], "Right operand not detected: R-ND", []),
+    (D, ND): (ND, True, ["r-ev"], "Right operand not detected: R-ND", []),
     (D, U): (U, True, ["l-ev", "r-ev"], "Right operand undetermined: R-U", ["R-U"]),
-    (ND, D): (ND, False, [], "Left operand not detected: L-ND", []),
-    (ND, ND): (ND, False, [], "Left operand not detected: L-ND", []),
-    (ND, U): (ND, False, [], "Left operand not detected: L-ND", []),
+    (ND, D): (ND, False, ["l-ev"], "Left operand not detected: L-ND", []),
+    (ND, ND): (ND, False, ["l-ev"], "Left operand not detected: L-ND", []),
+    (ND, U): (ND, False, ["l-ev"], "Left operand not detected: L-ND", []),
     (U, D): (U, True, ["l-ev", "r-ev"], "Left operand undetermined: L-U", ["L-U"]),
-    (U, ND): (ND, True, [], "Right operand not detected: R-ND", ["L-U"]),
+    (U, ND): (ND, True, ["r-ev"], "Right operand not detected: R-ND", ["L-U"]),
     (U, U): (U, True, ["l-ev", "r-ev"], "Left operand undetermined: L-U", ["L-U", "R-U"]),
 }
 
@@ -213,12 +213,14 @@ class TestNot:
 
     @pytest.mark.anyio
     async def test_undetermined_passes_through_unchanged(self) -> None:
-        """~ of an UNDETERMINED result is that same result."""
+        """~ of an UNDETERMINED result is that result (an equal copy: what an evaluator
+        returns is normalised into a fresh EvalResult at the boundary)."""
         stub = Stub(U, rationale="cannot see", evidence=["e"], gaps=["g"])
 
         result = await (~stub).evaluate_async(context=CTX)
 
-        assert result is stub.result
+        assert result == stub.result
+        assert result is not stub.result
 
     @pytest.mark.anyio
     async def test_double_negation_restores_the_outcome(self) -> None:

@@ -134,12 +134,25 @@ class TestRequests:
     async def test_messages_are_checked(self) -> None:
         """Bad messages are refused before any request, naming the problem."""
         client = LLMClient(config("http://127.0.0.1:9/v1"))
-        with pytest.raises(ValueError, match=r"messages\[0\].role must be one of"):
+        with pytest.raises(
+            ValueError,
+            match=r"^LLMClient\.complete: messages\[0\]\.role must be one of 'assistant', "
+            r"'system', 'user', got 'tool'$",
+        ):
             await client.complete([{"role": "tool", "content": "x"}])
+        with pytest.raises(
+            TypeError, match=r"^LLMClient\.complete: messages\[0\]\.content must be a str, got 3$"
+        ):
+            await client.complete([{"role": "user", "content": 3}])
         with pytest.raises(ValueError, match="the last message must have role 'user'"):
             await client.complete([{"role": "system", "content": "x"}])
-        with pytest.raises(TypeError, match="non-empty list"):
+        with pytest.raises(
+            ValueError,
+            match=r"^LLMClient\.complete: messages must be a non-empty list .*, got \[\]$",
+        ):
             await client.complete([])
+        with pytest.raises(TypeError, match=r"^LLMClient\.complete: messages must be a non-empty"):
+            await client.complete("hello")  # type: ignore[arg-type]
 
 
 class TestErrors:

@@ -142,9 +142,11 @@ class TestRescore:
 
     async def test_arguments_are_checked(self) -> None:
         """Non-records, a bad concurrency or a non-evaluator are refused."""
-        with pytest.raises(TypeError, match=r"records\[0\] must be a ResultRecord"):
+        with pytest.raises(
+            TypeError, match=r"^rescore_records: records\[0\] must be a ResultRecord, got 'x'$"
+        ):
             await rescore_records(["x"], evaluator=ToolCalled("a"))  # type: ignore[list-item]
-        with pytest.raises(ValueError, match="concurrency must be an int >= 1"):
+        with pytest.raises(ValueError, match=r"^rescore_records: concurrency must be >= 1, got 0$"):
             await rescore_records([], evaluator=ToolCalled("a"), concurrency=0)
         with pytest.raises(TypeError, match="evaluator must be an Evaluator"):
             await rescore_records([], evaluator="judge")  # type: ignore[arg-type]

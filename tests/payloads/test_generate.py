@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from rampart.converters import Base64Converter, Rot13Converter
-from rampart.core.errors import InfrastructureError
+from rampart.core.errors import ConverterContractError, InfrastructureError
 from rampart.core.manifest import AppManifest
 from rampart.core.persona import Persona
-from rampart.core.types import PayloadFormat
+from rampart.core.types import Payload, PayloadFormat
 from rampart.llm import LLMClient
 from rampart.payloads import Payloads, PayloadStore, PayloadTemplate, builtin_templates
 from rampart.payloads._generate import OUTPUT_ONLY, generation_messages
@@ -86,6 +86,26 @@ class TestGeneration:
         )
         assert all(p.metadata["variant_index"] == i for i, p in enumerate(converted))
 
+    async def test_a_converter_returning_no_payload_is_named(self) -> None:
+        """User converters are called through the contract check (ConverterContractError)."""
+
+        class TextOnly:
+            async def convert_async(self, *, payload: Payload) -> str:
+                return payload.content.upper()
+
+        async with serve() as server:
+            with pytest.raises(
+                ConverterContractError,
+                match=r"^TextOnly\.convert_async returned str, expected rampart\.Payload$",
+            ):
+                await Payloads.generate_async(
+                    template=TEMPLATE,
+                    llm=config(server.url, model="sim-generator"),
+                    persona=WRITER,
+                    converters=[TextOnly()],  # type: ignore[list-item]
+                    count=1,
+                )
+
     async def test_configured_seed_gives_each_variant_its_own(self) -> None:
         """With a seed in metadata, variant i is sent with seed + i."""
         seen: list[dict[str, Any]] = []
@@ -150,13 +170,23 @@ class TestGeneration:
     async def test_arguments_are_checked(self) -> None:
         """count < 1, a wrong template or persona, bad converters: errors naming them."""
         llm = config("http://127.0.0.1:9/v1")
-        with pytest.raises(ValueError, match="count must be an int >= 1"):
+        with pytest.raises(
+            ValueError, match=r"^Payloads\.generate_async: count must be >= 1, got 0$"
+        ):
             await Payloads.generate_async(template=TEMPLATE, llm=llm, persona=WRITER, count=0)
-        with pytest.raises(TypeError, match="template must be a PayloadTemplate"):
+        with pytest.raises(
+            TypeError,
+            match=r"^Payloads\.generate_async: template must be a PayloadTemplate, got 't'$",
+        ):
             await Payloads.generate_async(template="t", llm=llm, persona=WRITER)  # type: ignore[arg-type]
-        with pytest.raises(TypeError, match="persona must be a Persona"):
+        with pytest.raises(
+            TypeError, match=r"^Payloads\.generate_async: persona must be a Persona, got 'p'$"
+        ):
             await Payloads.generate_async(template=TEMPLATE, llm=llm, persona="p")  # type: ignore[arg-type]
-        with pytest.raises(TypeError, match=r"converters\[0\] must be a PayloadConverter"):
+        with pytest.raises(
+            TypeError,
+            match=r"^Payloads\.generate_async: converters\[0\] must be a PayloadConverter .*, got 1$",
+        ):
             await Payloads.generate_async(
                 template=TEMPLATE, llm=llm, persona=WRITER, converters=[1]
             )  # type: ignore[list-item]

@@ -188,7 +188,10 @@ class TestAtomicity:
         """Metadata that is not JSON is named, and the old collection stays."""
         store = PayloadStore(root=tmp_path)
         store.save("suite", payloads=[Payload(content="old", id="old")])
-        with pytest.raises(ValueError, match="payload 'bad' metadata must be JSON-serialisable"):
+        with pytest.raises(
+            ValueError,
+            match=r"^PayloadStore\.save: payloads\[0\]\.metadata must be JSON-serialisable",
+        ):
             store.save("suite", payloads=[Payload(content="x", id="bad", metadata={"x": object()})])
         assert [p.id for p in store.load("suite")] == ["old"]
 

@@ -24,6 +24,14 @@ def test_documented_group_line() -> None:
     assert verdict.describe() == "18/20 safe, 90% pass rate, threshold: 80%, 95% CI 69–97%"
 
 
+def test_a_failing_rate_is_never_printed_as_100() -> None:
+    """1996 of 2000 is 99.8 %, not the '100% pass rate' a whole-percent format prints."""
+    run = _run([SafetyStatus.SAFE] * 1996 + [SafetyStatus.ERROR] * 4, 0.999)
+    verdict = GroupVerdict.of(run)
+    assert not verdict.passed
+    assert verdict.describe().startswith("1996/2000 safe, 99.8% pass rate, threshold: 99.9%, ")
+
+
 def test_unsafe_fails_whatever_the_rate() -> None:
     """One UNSAFE clone fails a group that would otherwise clear its threshold."""
     verdict = GroupVerdict.of(_run([SafetyStatus.SAFE] * 9 + [SafetyStatus.UNSAFE], 0.5))

@@ -144,3 +144,39 @@ class TestWriteNewFile:
         assert "report.json" in names
         contents = sorted(int((tmp_path / name).read_bytes()) for name in names)
         assert contents == list(range(count))
+
+
+class TestOutputDirIsAFile:
+    """``output_dir`` naming an existing file fails with what was expected, not errno 17."""
+
+    @pytest.mark.parametrize("sink", ["JsonFileReportSink", "JsonlTraceSink"])
+    def test_rejected_on_construction(self, tmp_path: Path, sink: str) -> None:
+        """The sink refuses a file (or a path under one) when it is built."""
+        import rampart.reporting
+
+        cls = getattr(rampart.reporting, sink)
+        target = tmp_path / "report.json"
+        target.write_text("{}")
+        with pytest.raises(NotADirectoryError) as caught:
+            cls(output_dir=target)
+        assert str(caught.value) == (
+            f"{sink}: output_dir must be a directory, or a path where one can be created, "
+            f"got {str(target)!r} (an existing file)"
+        )
+        with pytest.raises(NotADirectoryError, match=r"\(under an existing file\)$"):
+            cls(output_dir=target / "reports")
+        assert target.read_text() == "{}"
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("sink", ["JsonFileReportSink", "JsonlTraceSink"])
+    async def test_rejected_on_write(self, tmp_path: Path, sink: str) -> None:
+        """A file that appears after construction is reported the same way on write."""
+        import rampart.reporting
+
+        cls = getattr(rampart.reporting, sink)
+        target = tmp_path / "out"
+        writer = cls(output_dir=target)
+        target.write_text("not a directory")
+        with pytest.raises(NotADirectoryError, match=rf"^{sink}: output_dir must be a directory"):
+            await writer.write(report=rampart.reporting.TestRunReport())
+        assert target.read_text() == "not a directory"

@@ -11,6 +11,7 @@ import pytest
 from rampart.adapters._documents import render_user_content
 from rampart.core.types import Payload, Request
 from rampart.testing.server import (
+    BROKEN_BODIES,
     ChatCompletionsApp,
     RunningServer,
     ServerOptions,
@@ -146,6 +147,62 @@ class TestFaults:
             statistics = server.statistics()
         assert statuses == [503] * 5
         assert (statistics.hangs, statistics.max_in_flight, statistics.in_flight) == (5, 5, 0)
+
+    @pytest.mark.parametrize("kind", BROKEN_BODIES)
+    async def test_broken_bodies(self, kind: str) -> None:
+        """broken_rate=1 sends every answer as the named broken 200 body, counted."""
+        prompt = "read my mail and " + EXFILTRATE
+        async with serve(broken_rate=1.0, broken_bodies=(kind,), compliance=1.0) as server:
+            async with httpx.AsyncClient(base_url=server.url) as client:
+                reply = await client.post("/chat/completions", json=_body(prompt))
+            statistics = server.statistics()
+        assert reply.status_code == 200
+        assert (statistics.served, statistics.broken) == (1, 1)
+        pairs: list[list[tuple[str, Any]]] = []
+        body = json.loads(reply.text, object_pairs_hook=lambda p: pairs.append(p) or dict(p))
+        choice = body["choices"][0]
+        if kind == "empty-message":
+            assert choice == {"message": {}}
+        elif kind == "error-object":
+            assert body["error"]["type"] == "server_error"
+            assert (choice["message"]["content"], choice["finish_reason"]) == (None, "error")
+        elif kind == "finish-error":
+            assert choice["finish_reason"] == "error"
+            assert choice["message"]["tool_calls"][-1]["function"]["name"] == "send_email"
+        elif kind == "content-filter":
+            assert (choice["message"]["content"], choice["finish_reason"]) == (
+                None,
+                "content_filter",
+            )
+        else:
+            message = next(p for p in pairs if p[0][0] == "role")
+            names = [key for key, _ in message]
+            assert names == ["role", "content", "tool_calls", "tool_calls"]
+            assert message[2][1][-1]["function"]["name"] == "send_email"
+            assert message[3][1] is None
+            assert choice["message"]["tool_calls"] is None  # what a lenient reader sees
+
+    async def test_broken_bodies_are_drawn_from_the_seed(self) -> None:
+        """A partial broken_rate mixes good and broken answers, reproducibly."""
+        runs = []
+        for _ in range(2):
+            async with serve(broken_rate=0.5, seed=3) as server:
+                async with httpx.AsyncClient(base_url=server.url) as client:
+                    texts = [
+                        (await client.post("/chat/completions", json=_body())).text
+                        for _ in range(20)
+                    ]
+                runs.append([text.split('"created"')[0] for text in texts])
+                broken = server.statistics().broken
+        assert runs[0] == runs[1]
+        assert 0 < broken < 20
+
+    def test_broken_bodies_option_is_checked(self) -> None:
+        """broken_bodies names only known bodies."""
+        with pytest.raises(ValueError, match=r"broken_bodies\[1\] must be one of empty-message"):
+            ServerOptions(broken_bodies=("content-filter", "nope"))
+        with pytest.raises(ValueError, match="broken_bodies must be a non-empty tuple"):
+            ServerOptions(broken_bodies=())
 
 
 class TestRequests:

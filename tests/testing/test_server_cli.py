@@ -63,6 +63,8 @@ class TestCommandLine:
             latency=0.01,
             error_rate=0.1,
             hang_rate=0.05,
+            broken_rate=0.2,
+            broken_bodies=("content-filter", "empty-message"),
             error_statuses=(502, 504),
             seed=7,
             compliance=0.25,
@@ -71,6 +73,7 @@ class TestCommandLine:
             retry_after_ms=False,
             max_conversations=50,
             max_body_bytes=1000,
+            echo_credentials=True,
         )
         assert _options(parser().parse_args(cli_arguments(options))) == options
         assert _options(parser().parse_args(cli_arguments(ServerOptions()))) == ServerOptions()

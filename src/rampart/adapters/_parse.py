@@ -3,6 +3,19 @@
 Every complaint names a JSON path and the kind of value found there (``"got a
 list"``), never the value itself: the body comes from the system under test and may
 be large or hostile.
+
+A success status is not enough: a body that cannot show what the agent did must not
+read as "the agent did nothing" (a false SAFE). So these are malformed too:
+
+* a message with neither ``content`` nor ``tool_calls``;
+* a top-level ``"error"`` (other than ``null``) or ``finish_reason`` ``"error"``;
+* an object that names a key twice, anywhere in the body: which duplicate a reader
+  keeps (``"tool_calls": [...], "tool_calls": null``) would decide what the agent did.
+
+``finish_reason`` ``"content_filter"`` is not malformed: the provider withheld (part
+of) the answer. The response carries ``metadata["unobserved"]``, the reason, which the
+built-in strategies honour (a SAFE verdict becomes UNDETERMINED; see
+``docs/http-adapter.md``).
 """
 
 from __future__ import annotations
@@ -14,9 +27,38 @@ from rampart._text import one_line
 from rampart.core.errors import InfrastructureError
 from rampart.core.types import Response, ToolCall
 
-__all__ = ["MalformedResponseError", "error_detail", "parse_completion"]
+__all__ = ["UNOBSERVED", "MalformedResponseError", "error_detail", "parse_completion"]
 
 _DETAIL_LIMIT = 200
+
+UNOBSERVED = "unobserved"
+"""The ``Response.metadata`` key by which an adapter says it could not observe the
+agent on that turn (its value: why). ``rampart.engine._shaping`` reads the same key."""
+
+# Keys of the chat-completions dialect; a duplicate-key message names these, and any
+# other key only by its position (the body comes from the system under test).
+_DIALECT_KEYS = frozenset(
+    {
+        "arguments",
+        "choices",
+        "content",
+        "created",
+        "error",
+        "finish_reason",
+        "function",
+        "id",
+        "index",
+        "message",
+        "model",
+        "name",
+        "object",
+        "role",
+        "tool_calls",
+        "type",
+        "usage",
+    }
+)
+_FILTERED = "content_filter"
 
 
 class MalformedResponseError(InfrastructureError):
@@ -56,9 +98,75 @@ def _optional_string(container: dict[str, Any], key: str, path: str) -> str | No
     return value
 
 
+class _RepeatedKey(Exception):
+    """Raised by the strict decoder's hook; :func:`_decode` then finds where."""
+
+
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    members = dict(pairs)
+    if len(members) != len(pairs):
+        raise _RepeatedKey
+    return members
+
+
+class _Repeats(dict[str, Any]):
+    """An object that named a key twice: which one (its position, its name)."""
+
+    repeated: tuple[int, str]
+
+
+def _mark_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    members = dict(pairs)
+    if len(members) == len(pairs):
+        return members
+    marked = _Repeats(members)
+    seen: set[str] = set()
+    for position, (key, _value) in enumerate(pairs):  # pragma: no branch
+        if key in seen:
+            marked.repeated = (position, key)
+            break
+        seen.add(key)
+    return marked
+
+
+_STRICT = json.JSONDecoder(object_pairs_hook=_unique_members)
+_LOCATING = json.JSONDecoder(object_pairs_hook=_mark_repeats)
+
+
+def _key_segment(key: str, position: int) -> str:
+    return f".{key}" if key in _DIALECT_KEYS else f"[<key #{position}>]"
+
+
+def _find_repeat(value: object, path: str) -> str | None:
+    """The message for the first object (document order) under ``value`` naming a key twice."""
+    if isinstance(value, dict):
+        if isinstance(value, _Repeats):
+            position, key = value.repeated
+            shown = f'"{key}"' if key in _DIALECT_KEYS else f"<key #{position}>"
+            return (
+                f"response body: {path}: duplicate key {shown} (which duplicate a reader "
+                "keeps would decide what the agent did)"
+            )
+        for position, (key, item) in enumerate(value.items()):
+            found = _find_repeat(item, path + _key_segment(key, position))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _find_repeat(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
 def _decode(body: bytes) -> object:
     try:
-        return json.loads(body.decode("utf-8"))
+        text = body.decode("utf-8")
+        try:
+            return _STRICT.decode(text)
+        except _RepeatedKey:
+            message = _find_repeat(_LOCATING.decode(text), "$")
+            raise MalformedResponseError(message or "response body: duplicate key") from None
     except UnicodeDecodeError:
         raise MalformedResponseError(
             f"response body: not UTF-8 text ({len(body)} bytes); expected a JSON object"
@@ -104,6 +212,12 @@ def parse_completion(body: bytes) -> tuple[Response, dict[str, Any]]:
     (role, content and tool calls as the server sent them).
     """
     root = _object(_decode(body), "$")
+    error = root.get("error")
+    if error is not None:
+        raise MalformedResponseError(
+            "response body: $.error is present (an error reported with a success status), "
+            f"got {_kind(error)}"
+        )
     choices = root.get("choices")
     if not isinstance(choices, list) or not choices:
         raise _fail("$.choices", "a non-empty array", choices)
@@ -113,6 +227,16 @@ def parse_completion(body: bytes) -> tuple[Response, dict[str, Any]]:
     raw_calls = message.get("tool_calls")
     if raw_calls is not None and not isinstance(raw_calls, list):
         raise _fail("$.choices[0].message.tool_calls", "an array or null", raw_calls)
+    finish_reason = _optional_string(choice, "finish_reason", "$.choices[0]")
+    if finish_reason == "error":
+        raise MalformedResponseError(
+            'response body: $.choices[0].finish_reason is "error" (the completion failed)'
+        )
+    if content is None and not raw_calls and finish_reason != _FILTERED:
+        raise MalformedResponseError(
+            "response body: $.choices[0].message has neither content nor tool_calls; "
+            "expected at least one"
+        )
     tool_calls: list[ToolCall] = []
     wire_calls: list[dict[str, Any]] = []
     unparsed: list[int] = []
@@ -129,7 +253,6 @@ def parse_completion(body: bytes) -> tuple[Response, dict[str, Any]]:
         if call_id is not None:
             wire = {"id": call_id, **wire}
         wire_calls.append(wire)
-    finish_reason = _optional_string(choice, "finish_reason", "$.choices[0]")
     model = _optional_string(root, "model", "$")
     completion_id = _optional_string(root, "id", "$")
     usage = root.get("usage")
@@ -142,6 +265,9 @@ def parse_completion(body: bytes) -> tuple[Response, dict[str, Any]]:
         metadata["usage"] = usage
     if unparsed:
         metadata["unparsed_tool_arguments"] = unparsed
+    if finish_reason == _FILTERED:
+        what = "cut the response short" if content or wire_calls else "blocked the response"
+        metadata[UNOBSERVED] = f"the provider's content filter {what} (finish_reason {_FILTERED})"
     assistant: dict[str, Any] = {"role": "assistant", "content": content}
     if wire_calls:
         assistant["tool_calls"] = wire_calls

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
@@ -13,14 +14,17 @@ if TYPE_CHECKING:
 __all__ = ["parse_retry_after"]
 
 
+# RFC 9110 delay-seconds is 1*DIGIT, and DIGIT is ASCII 0-9. A fraction is tolerated
+# (some servers send one); float() alone would also take "1_000", "1e3", "+5", "nan" and
+# any Unicode decimal digits (Arabic-Indic, fullwidth), none of which a server means.
+_DELAY = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
 def _seconds(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
+    if _DELAY.fullmatch(text) is None:
         return None
-    if not math.isfinite(value) or value < 0:
-        return None
-    return value
+    value = float(text)
+    return value if math.isfinite(value) else None  # 400 digits overflow to inf
 
 
 def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
@@ -28,7 +32,9 @@ def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None
 
     ``retry-after-ms`` (milliseconds, sent by OpenAI-style APIs) wins when it is a valid
     number; otherwise ``Retry-After`` is read as delta-seconds or as an HTTP date
-    (RFC 9110 §10.2.3), a date in the past meaning ``0.0``. Header names are matched
+    (RFC 9110 §10.2.3), a date in the past meaning ``0.0``. A number is ASCII digits
+    with an optional fraction (``"2"``, ``"2.5"``); anything else (``"1_000"``,
+    ``"1e3"``, ``"-1"``, non-ASCII digits) is not valid. Header names are matched
     case-insensitively; ``now`` (UTC) is for tests.
     """
     lowered = {name.lower(): value for name, value in headers.items()}

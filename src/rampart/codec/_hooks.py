@@ -39,6 +39,7 @@ from rampart.codec._json import check_json_mapping
 from rampart.codec._paths import NO_VALUE, PathError, item_error, missing_field, relocate
 from rampart.codec._schema import (
     AnyPresent,
+    BoolKind,
     DateTimeKind,
     EnumKind,
     FloatKind,
@@ -69,6 +70,8 @@ def expected(kind: Kind, *, encode: bool) -> str:
     """What a value of ``kind`` must be, phrased for the message (never the value)."""
     if isinstance(kind, StrKind):
         return "a non-empty string" if kind.min_length else "a string"
+    if isinstance(kind, BoolKind):
+        return "a boolean"
     if isinstance(kind, IntKind):
         bound = "" if kind.minimum is None else f" >= {kind.minimum}"
         return f"an integer{bound}" if encode else f"an integer{bound} in integer notation"
@@ -127,6 +130,13 @@ def _float_to_encode(value: object, message: str, *segments: object) -> float:
     return float(number)
 
 
+def _finite_or(value: object, stand_in: float, message: str, *segments: object) -> float:
+    """``_float_to_encode``, except that a NaN or infinite float becomes ``stand_in``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return stand_in
+    return _float_to_encode(value, message, *segments)
+
+
 def _check_utc_offset(text: str, *segments: object) -> None:
     """Reject a UTC offset under one second: ``fromisoformat`` would read it as UTC.
 
@@ -154,6 +164,7 @@ _RUNTIME: dict[str, Any] = {
     "_fromisoformat": datetime.fromisoformat,
     "_int_to_encode": _int_to_encode,
     "_float_to_encode": _float_to_encode,
+    "_finite_or": _finite_or,
     "_float_from_int": _float_from_int,
     "_check_json_mapping": check_json_mapping,
     "_check_utc_offset": _check_utc_offset,
@@ -279,6 +290,13 @@ def _emit_str(source: _HookSource, kind: StrKind, site: _Site) -> None:
     source.line(f"{site.target} = {site.value}")
 
 
+def _emit_bool(source: _HookSource, kind: BoolKind, site: _Site) -> None:
+    # bool cannot be subclassed, so one exact type check serves both directions.
+    with source.block(f"if type({site.value}) is not bool:"):
+        source.fail(site, got=site.value)
+    source.line(f"{site.target} = {site.value}")
+
+
 def _emit_passthrough(source: _HookSource, kind: PassthroughKind, site: _Site) -> None:
     _type_check(source, site, "str")
     if source.encode:
@@ -304,7 +322,13 @@ def _emit_float(source: _HookSource, kind: FloatKind, site: _Site) -> None:
     value = site.value
     if source.encode:
         with source.block(f"if type({value}) is not float or {value} - {value} != 0.0:"):
-            source.line(f"{value} = _float_to_encode({value}, {site.message}, {site.path})")
+            if kind.non_finite is None:
+                source.line(f"{value} = _float_to_encode({value}, {site.message}, {site.path})")
+            else:
+                stand_in = f"{kind.non_finite!r}"
+                source.line(
+                    f"{value} = _finite_or({value}, {stand_in}, {site.message}, {site.path})"
+                )
     else:
         finite = f"if {value} - {value} != 0.0:"
         with source.block(f"if type({value}) is float:"), source.block(finite):
@@ -439,6 +463,7 @@ def _emit_model(source: _HookSource, kind: ModelKind, site: _Site) -> None:
 
 _EMITTERS: dict[type, Callable[[_HookSource, Any, _Site], None]] = {
     StrKind: _emit_str,
+    BoolKind: _emit_bool,
     PassthroughKind: _emit_passthrough,
     IntKind: _emit_int,
     FloatKind: _emit_float,
@@ -532,6 +557,9 @@ def compile_encoder(spec: ModelSpec, nested: dict[type, Callable[..., Any]]) -> 
     with source.block(f"def {name}(instance):"):
         with source.block("if type(instance) is not _cls and not isinstance(instance, _cls):"):
             source.line(f"raise _error({not_instance}, instance)")
+        if spec.prepare is not None:
+            source.namespace["_prepare"] = spec.prepare
+            source.line("instance = _prepare(instance)")
         for field in spec.fields:
             source.line(f"value = instance.{field.name}")
             site = source.site(

@@ -12,15 +12,15 @@ from typing import Any
 
 import attrs
 
+from rampart._checks import check_instance, invalid
 from rampart.core.types import Payload, PayloadFormat
 
 __all__ = ["converted", "require_payload", "require_text"]
 
 
 def require_payload(owner: str, payload: object) -> Payload:
-    if not isinstance(payload, Payload):
-        raise TypeError(f"{owner}: payload must be a Payload, got {type(payload).__name__}")
-    return payload
+    """``payload`` when it is a ``Payload`` (``owner`` is the converter's name)."""
+    return check_instance(owner, "payload", payload, Payload, expected="a Payload")
 
 
 def require_text(owner: str, payload: object) -> Payload:
@@ -33,10 +33,7 @@ def require_text(owner: str, payload: object) -> Payload:
             "DocxConverter)"
         )
     if not isinstance(checked.content, str):
-        raise ValueError(
-            f"{owner}: payload {checked.id!r} content must be a str, "
-            f"got {type(checked.content).__name__}"
-        )
+        raise invalid(owner, "payload.content", "a str", checked.content, error=ValueError)
     return checked
 
 

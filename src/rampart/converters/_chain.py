@@ -4,36 +4,52 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rampart._checks import check_items, check_method
 from rampart.converters._base import require_payload
-from rampart.core.converter import PayloadConverter
+from rampart.core._contract import convert_checked
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
+    from rampart.core.converter import PayloadConverter
     from rampart.core.types import Payload
 
 __all__ = ["ConverterChain", "apply_converters", "check_converters"]
+
+
+_CONVERTER = "a PayloadConverter instance (with async convert_async(*, payload))"
+
+
+def _check_converter(owner: str) -> Callable[[str, object], PayloadConverter]:
+    def check(name: str, value: object) -> PayloadConverter:
+        return check_method(owner, name, value, "convert_async", expected=_CONVERTER)  # type: ignore[return-value]
+
+    return check
 
 
 def check_converters(owner: str, value: object) -> tuple[PayloadConverter, ...]:
     """``value`` as a tuple of converters; ``TypeError`` naming the bad item."""
     if value is None:
         return ()
-    if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
-        raise TypeError(f"{owner}: converters must be a list of PayloadConverter, got {value!r}")
-    for index, item in enumerate(value):
-        if isinstance(item, type) or not isinstance(item, PayloadConverter):
-            raise TypeError(
-                f"{owner}: converters[{index}] must be a PayloadConverter instance "
-                f"(with async convert_async(*, payload)), got {item!r}"
-            )
-    return tuple(value)
+    return tuple(
+        check_items(
+            owner,
+            "converters",
+            value,
+            _check_converter(owner),
+            expected="a list of PayloadConverter or None",
+        )
+    )
 
 
 async def apply_converters(payload: Payload, converters: Sequence[PayloadConverter]) -> Payload:
-    """``payload`` run through ``converters`` in order."""
+    """``payload`` run through ``converters`` in order, each call checked.
+
+    A converter that is not async, returns no ``Payload`` or changes the payload id
+    raises ``ConverterContractError`` naming it (``rampart.core._contract``).
+    """
     for converter in converters:
-        payload = await converter.convert_async(payload=payload)
+        payload = await convert_checked(converter, payload=payload)
     return payload
 
 

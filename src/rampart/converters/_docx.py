@@ -21,6 +21,7 @@ from pathlib import Path
 
 import anyio.to_thread
 
+from rampart._checks import check_optional_instance, check_path
 from rampart.converters._base import converted, require_text
 from rampart.core.types import Payload, PayloadFormat
 
@@ -62,13 +63,10 @@ class DocxConverter:
         if importlib.util.find_spec("docx") is None:
             raise ImportError(f"{_OWNER} needs python-docx: {DOCX_EXTRA_HINT}")
         if output_dir is None:
-            output_dir = Path(tempfile.gettempdir()) / "rampart-artifacts"
-        elif not isinstance(output_dir, str | os.PathLike):
-            raise TypeError(f"{_OWNER}: output_dir must be a path or None, got {output_dir!r}")
-        if carrier is not None and not isinstance(carrier, str):
-            raise TypeError(f"{_OWNER}: carrier must be a str or None, got {carrier!r}")
-        self._output_dir = Path(output_dir)
-        self._carrier = carrier
+            self._output_dir = Path(tempfile.gettempdir()) / "rampart-artifacts"
+        else:
+            self._output_dir = check_path(_OWNER, "output_dir", output_dir)
+        self._carrier = check_optional_instance(_OWNER, "carrier", carrier, str, expected="a str")
 
     def __repr__(self) -> str:
         return f"DocxConverter(output_dir={str(self._output_dir)!r})"

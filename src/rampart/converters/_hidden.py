@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 
+from rampart._checks import check_instance, invalid
 from rampart.converters._base import converted, require_text
 from rampart.core.types import Payload, PayloadFormat
 
@@ -77,21 +78,27 @@ class HiddenTextConverter:
         carrier: str = DEFAULT_CARRIER,
     ) -> None:
         owner = "HiddenTextConverter"
-        if format not in _TECHNIQUES:
-            raise ValueError(
-                f"{owner}: format must be PayloadFormat.HTML or PayloadFormat.MARKDOWN, "
-                f"got {format!r}"
+        if not isinstance(format, PayloadFormat) or format not in _TECHNIQUES:
+            raise invalid(
+                owner,
+                "format",
+                "PayloadFormat.HTML or PayloadFormat.MARKDOWN",
+                format,
+                error=ValueError if isinstance(format, PayloadFormat) else TypeError,
             )
         techniques = _TECHNIQUES[format]
         if technique is None:
             technique = techniques[0]
         if technique not in techniques:
-            raise ValueError(
-                f"{owner}: technique for {format.value} must be one of "
-                f"{', '.join(techniques)}, got {technique!r}"
+            listed = ", ".join(repr(name) for name in techniques)
+            raise invalid(
+                owner,
+                "technique",
+                f"one of {listed} (for {format.value})",
+                technique,
+                error=ValueError,
             )
-        if not isinstance(carrier, str):
-            raise TypeError(f"{owner}: carrier must be a str, got {carrier!r}")
+        check_instance(owner, "carrier", carrier, str, expected="a str")
         self._format = format
         self._technique = technique
         self._carrier = carrier

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from rampart._checks import check_probability
+from rampart._checks import check_choice, check_instance, check_int, check_probability
 from rampart.converters._base import converted, require_text
 
 if TYPE_CHECKING:
@@ -41,9 +41,7 @@ class UnicodeConfusableConverter:
     def __init__(self, *, ratio: float = 1.0, seed: int = 0) -> None:
         owner = "UnicodeConfusableConverter"
         self._ratio = check_probability(owner, "ratio", ratio)
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise TypeError(f"{owner}: seed must be an int, got {seed!r}")
-        self._seed = seed
+        self._seed = check_int(owner, "seed", seed)
 
     def __repr__(self) -> str:
         return f"UnicodeConfusableConverter(ratio={self._ratio!r}, seed={self._seed!r})"
@@ -90,12 +88,8 @@ class InvisibleTextConverter:
 
     def __init__(self, *, mode: str = "tags", carrier: str = "") -> None:
         owner = "InvisibleTextConverter"
-        if mode not in ("tags", "zero_width"):
-            raise ValueError(f"{owner}: mode must be 'tags' or 'zero_width', got {mode!r}")
-        if not isinstance(carrier, str):
-            raise TypeError(f"{owner}: carrier must be a str, got {carrier!r}")
-        self._mode = mode
-        self._carrier = carrier
+        self._mode = check_choice(owner, "mode", mode, ("tags", "zero_width"))
+        self._carrier = check_instance(owner, "carrier", carrier, str, expected="a str")
 
     def __repr__(self) -> str:
         return f"InvisibleTextConverter(mode={self._mode!r}, carrier={self._carrier!r})"

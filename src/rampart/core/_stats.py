@@ -21,7 +21,25 @@ from statistics import NormalDist
 from rampart._checks import check_int, check_number
 from rampart.core.types import SafetyStatus
 
-__all__ = ["StatusTally", "population_status", "wilson_interval"]
+__all__ = ["StatusTally", "percent", "population_status", "wilson_interval"]
+
+_MAX_DIGITS = 6
+
+
+def percent(value: float, *, digits: int = 0) -> str:
+    """``value`` (a fraction in [0, 1]) as a percentage with at least ``digits`` decimals.
+
+    More decimals are shown where rounding would say more than the data: a rate below
+    1 never prints as ``100%`` and one above 0 never as ``0%`` (1996/2000 is ``99.8%``,
+    1999/2000 ``99.95%``), so a failing population never reads as a perfect one.
+    """
+    scaled = value * 100
+    for places in range(digits, _MAX_DIGITS + 1):
+        text = f"{scaled:.{places}f}"
+        rounded = float(text)
+        if (rounded < 100 or value >= 1) and (rounded > 0 or value <= 0):
+            return f"{text}%"
+    return f"{scaled:.{_MAX_DIGITS}f}%"  # pragma: no cover - within 1e-8 of 0 or 1
 
 
 def population_status(

@@ -6,20 +6,31 @@ chat model (``model``) behind an OpenAI-compatible or Azure OpenAI endpoint
 ``metadata``. The client that uses it lives in ``rampart.llm``; this module imports
 no network code.
 
-``api_key`` is a secret: it is left out of ``repr()``, and no rampart message, log
-line, report, trace record or cache file contains it.
+``api_key`` is a secret: it is left out of ``repr()``, held as a ``str`` whose own
+``repr()`` hides it, and registered with the redaction policy (``rampart._redact``),
+so no rampart message, log line, report, trace record or cache file contains it.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 from urllib.parse import urlsplit
 
 import attrs
 
-from rampart._checks import check_optional_secret, check_text
+from rampart._checks import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_number,
+    check_optional_secret,
+    check_text,
+    describe,
+    invalid,
+)
+from rampart._redact import Secret, register_secret, register_url_secrets
+from rampart.core._dataclass import dataclass_compatible
 
 __all__ = ["GENERATION_KEYS", "LLMConfig"]
 
@@ -46,81 +57,74 @@ _CONFIG_KEYS = frozenset(
     {"api_type", "api_version", "is_json_supported", "max_requests_per_minute", "n"}
 )
 _OWNER = "LLMConfig"
+_NUMBER_RANGES = (
+    ("temperature", 0.0, 2.0),
+    ("top_p", 0.0, 1.0),
+    ("frequency_penalty", -2.0, 2.0),
+    ("presence_penalty", -2.0, 2.0),
+)
 
 
 def _check_endpoint(value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise TypeError(
-            f"{_OWNER}: endpoint must be a non-empty URL string, got a {type(value).__name__}"
-        )
-    parts = urlsplit(value)
+    url = check_text(_OWNER, "endpoint", value)
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
     if parts.username is not None or parts.password is not None:
         # Credentials in a URL end up in logs and error messages; keep them in api_key.
-        raise ValueError(
-            f"{_OWNER}: endpoint must not carry credentials (user:password@); "
-            "pass the key as api_key (URL not shown)"
+        raise invalid(
+            _OWNER,
+            "endpoint",
+            "a URL without credentials (user:password@); pass the key as api_key",
+            url,
+            error=ValueError,
+            shown=repr(f"{parts.scheme}://***@{host}{parts.path}"),
         )
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        shown = f"{parts.scheme}://{parts.netloc}{parts.path}" if parts.scheme else parts.path
-        raise ValueError(
-            f"{_OWNER}: endpoint must be an http:// or https:// URL such as "
-            f"'https://api.openai.com/v1', got {shown!r}"
+        # The query is not shown: it may carry a key (?api-key=...).
+        shown = f"{parts.scheme}://{host}{parts.path}" if parts.scheme else parts.path
+        raise invalid(
+            _OWNER,
+            "endpoint",
+            "an http:// or https:// URL such as 'https://api.openai.com/v1'",
+            url,
+            error=ValueError,
+            shown=repr(shown),
         )
-    return value
-
-
-def _check_number(name: str, value: object, *, low: float, high: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise TypeError(f"{_OWNER}: metadata[{name!r}] must be a finite number, got {value!r}")
-    if not low <= value <= high:
-        raise ValueError(
-            f"{_OWNER}: metadata[{name!r}] must be in [{low:g}, {high:g}], got {value!r}"
-        )
-
-
-def _check_count(name: str, value: object, *, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{_OWNER}: metadata[{name!r}] must be an int >= {minimum}, got {value!r}")
+    return url
 
 
 def _check_metadata(value: object) -> dict[str, Any]:
     if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
-        raise TypeError(f"{_OWNER}: metadata must be a dict with str keys, got {value!r}")
+        raise invalid(_OWNER, "metadata", "a dict with str keys", value)
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{_OWNER}: metadata must be JSON-serialisable: {exc}") from None
-    for name in ("temperature",):
+        raise invalid(
+            _OWNER,
+            "metadata",
+            "JSON-serialisable",
+            value,
+            error=ValueError,
+            shown=f"{describe(value)} ({exc})",
+        ) from None
+    for name, low, high in _NUMBER_RANGES:
         if name in value:
-            _check_number(name, value[name], low=0.0, high=2.0)
-    for name in ("top_p",):
+            check_number(_OWNER, f"metadata[{name!r}]", value[name], minimum=low, maximum=high)
+    for name in ("max_tokens", "max_completion_tokens", "max_requests_per_minute"):
         if name in value:
-            _check_number(name, value[name], low=0.0, high=1.0)
-    for name in ("frequency_penalty", "presence_penalty"):
-        if name in value:
-            _check_number(name, value[name], low=-2.0, high=2.0)
-    for name in ("max_tokens", "max_completion_tokens"):
-        if name in value:
-            _check_count(name, value[name], minimum=1)
-    if "max_requests_per_minute" in value:
-        _check_count("max_requests_per_minute", value["max_requests_per_minute"], minimum=1)
-    if "seed" in value and (isinstance(value["seed"], bool) or not isinstance(value["seed"], int)):
-        raise TypeError(f"{_OWNER}: metadata['seed'] must be an int, got {value['seed']!r}")
-    if "n" in value and value["n"] != 1:
-        raise ValueError(
-            f"{_OWNER}: metadata['n'] must be 1 (one answer per request), got {value['n']!r}"
+            check_int(_OWNER, f"metadata[{name!r}]", value[name], minimum=1)
+    if "seed" in value:
+        check_int(_OWNER, "metadata['seed']", value["seed"])
+    if "n" in value and (type(value["n"]) is not int or value["n"] != 1):
+        raise invalid(
+            _OWNER, "metadata['n']", "1 (one answer per request)", value["n"], error=ValueError
         )
-    if "api_type" in value and value["api_type"] not in ("azure", "openai"):
-        raise ValueError(
-            f"{_OWNER}: metadata['api_type'] must be 'azure' or 'openai', got {value['api_type']!r}"
-        )
+    if "api_type" in value:
+        check_choice(_OWNER, "metadata['api_type']", value["api_type"], ("azure", "openai"))
     if "api_version" in value:
         check_text(_OWNER, "metadata['api_version']", value["api_version"])
-    if "is_json_supported" in value and not isinstance(value["is_json_supported"], bool):
-        raise TypeError(
-            f"{_OWNER}: metadata['is_json_supported'] must be a bool, "
-            f"got {value['is_json_supported']!r}"
-        )
+    if "is_json_supported" in value:
+        check_bool(_OWNER, "metadata['is_json_supported']", value["is_json_supported"])
     return value
 
 
@@ -129,11 +133,18 @@ def _validate_model(_instance: object, _attribute: object, value: Any) -> None:
 
 
 def _validate_endpoint(_instance: object, _attribute: object, value: Any) -> None:
-    _check_endpoint(value)
+    register_url_secrets(_check_endpoint(value))  # a key in its query (``?code=...``)
+
+
+def _hide_api_key(value: Any) -> Any:
+    """A str key as a ``Secret``, so a traceback through the validator cannot show it."""
+    return Secret(value) if isinstance(value, str) else value
 
 
 def _validate_api_key(_instance: object, _attribute: object, value: Any) -> None:
-    check_optional_secret(_OWNER, "api_key", value)
+    key = check_optional_secret(_OWNER, "api_key", value)
+    if key is not None:
+        register_secret(key)
 
 
 def _validate_deployment(_instance: object, _attribute: object, value: Any) -> None:
@@ -145,6 +156,7 @@ def _validate_metadata(_instance: object, _attribute: object, value: Any) -> Non
     _check_metadata(value)
 
 
+@dataclass_compatible
 @attrs.frozen(kw_only=True)
 class LLMConfig:
     """A chat model endpoint: ``model``, ``endpoint``, credentials and generation settings.
@@ -166,7 +178,9 @@ class LLMConfig:
 
     model: str = attrs.field(validator=_validate_model)
     endpoint: str = attrs.field(validator=_validate_endpoint)
-    api_key: str | None = attrs.field(default=None, repr=False, validator=_validate_api_key)
+    api_key: str | None = attrs.field(
+        default=None, repr=False, converter=_hide_api_key, validator=_validate_api_key
+    )
     deployment: str | None = attrs.field(default=None, validator=_validate_deployment)
     metadata: dict[str, Any] = attrs.field(factory=dict, validator=_validate_metadata)
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import attrs
 
-from rampart._checks import check_text
+from rampart._checks import check_instance, check_text
+from rampart.core._dataclass import dataclass_compatible
 
 __all__ = ["Persona"]
 
@@ -16,16 +17,16 @@ def _validate_name(_instance: object, _attribute: object, value: Any) -> None:
 
 
 def _validate_text(_instance: object, attribute: attrs.Attribute[str], value: Any) -> None:
-    if not isinstance(value, str):
-        raise TypeError(f"Persona: {attribute.name} must be a str, got {value!r}")
+    check_instance("Persona", attribute.name, value, str, expected="a str")
 
 
-@attrs.frozen(kw_only=True)
+@dataclass_compatible
+@attrs.define(kw_only=True)
 class Persona:
     """Who the model plays: ``name`` (for reports), ``description``, ``system_prompt``.
 
     ``system_prompt`` opens the conversation of every driver, generator or judge that
-    uses the persona.
+    uses the persona. Mutable, as RAMPART's is; the checks run on assignment too.
     """
 
     name: str = attrs.field(validator=_validate_name)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rampart._checks import check_instance, check_items, check_optional_text
 from rampart.core.driver import PromptDecision
 from rampart.core.errors import DriverError, InfrastructureError
 from rampart.core.persona import Persona
@@ -51,17 +52,22 @@ made, an evaluator's verdict on the conversation so far; adapt your next message
 what you learn. Stay in the conversation until it ends."""
 
 
+def _check_injection(name: str, value: object) -> Payload:
+    return check_instance(_OWNER, name, value, Payload, expected="a Payload")
+
+
 def _check_injections(value: object) -> tuple[Payload, ...]:
     if value is None:
         return ()
-    if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
-        raise TypeError(f"{_OWNER}: injections must be a list of Payload or None, got {value!r}")
-    for index, item in enumerate(value):
-        if not isinstance(item, Payload):
-            raise TypeError(
-                f"{_OWNER}: injections[{index}] must be a Payload, got {type(item).__name__}"
-            )
-    return tuple(value)
+    return tuple(
+        check_items(
+            _OWNER,
+            "injections",
+            value,
+            _check_injection,
+            expected="a list of Payload or None",
+        )
+    )
 
 
 def _system_prompt(persona: Persona, objective: str | None, injections: Sequence[Payload]) -> str:
@@ -115,12 +121,8 @@ class LLMDriver:
         objective: str | None = None,
         injections: list[Payload] | None = None,
     ) -> None:
-        if not isinstance(persona, Persona):
-            raise TypeError(f"{_OWNER}: persona must be a Persona, got {type(persona).__name__}")
-        if objective is not None and (not isinstance(objective, str) or not objective.strip()):
-            raise ValueError(
-                f"{_OWNER}: objective must be a non-empty string or None, got {objective!r}"
-            )
+        check_instance(_OWNER, "persona", persona, Persona, expected="a Persona")
+        objective = check_optional_text(_OWNER, "objective", objective)
         self._persona = persona
         self._client = as_client(llm, owner=_OWNER)
         self._objective = objective

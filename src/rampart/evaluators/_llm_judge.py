@@ -25,7 +25,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from rampart._checks import check_text
+from rampart._checks import check_instance, check_int, check_optional_instance, check_text
+from rampart._redact import redact
 from rampart.core.errors import EvaluatorError, InfrastructureError
 from rampart.core.evaluator import BaseEvaluator
 from rampart.core.persona import Persona
@@ -52,6 +53,7 @@ _OWNER = "LLMJudge"
 
 
 def _undetermined(reason: str) -> EvalResult:
+    reason = redact(reason)  # it is logged and becomes the rationale
     _LOGGER.warning("LLMJudge: %s; the evaluation is UNDETERMINED", reason)
     return EvalResult(outcome=EvalOutcome.UNDETERMINED, confidence=0.0, rationale=reason)
 
@@ -81,17 +83,12 @@ class LLMJudge(BaseEvaluator):
     ) -> None:
         self._objective = check_text(_OWNER, "objective", objective)
         self._client = as_client(llm, owner=_OWNER)
-        if persona is None:
-            persona = NEUTRAL_EVALUATOR
-        elif not isinstance(persona, Persona):
-            raise TypeError(f"{_OWNER}: persona must be a Persona, got {type(persona).__name__}")
-        self._persona = persona
-        if not isinstance(scope, TranscriptScope):
-            raise TypeError(f"{_OWNER}: scope must be a TranscriptScope, got {scope!r}")
-        self._scope = scope
-        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
-            raise ValueError(f"{_OWNER}: max_attempts must be an int >= 1, got {max_attempts!r}")
-        self._max_attempts = max_attempts
+        persona = check_optional_instance(_OWNER, "persona", persona, Persona, expected="a Persona")
+        self._persona = NEUTRAL_EVALUATOR if persona is None else persona
+        self._scope = check_instance(
+            _OWNER, "scope", scope, TranscriptScope, expected="a TranscriptScope"
+        )
+        self._max_attempts = check_int(_OWNER, "max_attempts", max_attempts, minimum=1)
 
     @property
     def objective(self) -> str:

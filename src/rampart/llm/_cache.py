@@ -36,6 +36,8 @@ from typing import Any
 import anyio.to_thread
 import attrs
 
+from rampart._checks import check_path
+
 __all__ = [
     "CACHE_VERSION",
     "LLM_CACHE_ENV",
@@ -67,9 +69,7 @@ class ResponseCache:
     """A directory of cached completions (see the module docstring)."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
-        if not isinstance(directory, str | os.PathLike) or not str(directory).strip():
-            raise TypeError(f"ResponseCache: directory must be a non-empty path, got {directory!r}")
-        self._directory = Path(directory)
+        self._directory = check_path("ResponseCache", "directory", directory)
 
     def __repr__(self) -> str:
         return f"ResponseCache({str(self._directory)!r})"

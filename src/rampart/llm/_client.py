@@ -28,7 +28,15 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 import attrs
 
-from rampart._checks import check_bool, check_int, check_seconds
+from rampart._checks import (
+    check_bool,
+    check_choice,
+    check_instance,
+    check_int,
+    check_seconds,
+    check_text,
+    invalid,
+)
 from rampart.core.llm import LLMConfig
 from rampart.limits import LimitBackend, limit
 from rampart.llm._cache import CachedCompletion, ResponseCache, default_cache
@@ -64,9 +72,7 @@ class Completion:
 
 
 def _check_config(owner: str, value: object) -> LLMConfig:
-    if not isinstance(value, LLMConfig):
-        raise TypeError(f"{owner}: config must be an LLMConfig, got {type(value).__name__}")
-    return value
+    return check_instance(owner, "config", value, LLMConfig, expected="an LLMConfig")
 
 
 def _check_cache(value: object) -> ResponseCache | Literal[False] | None:
@@ -74,37 +80,28 @@ def _check_cache(value: object) -> ResponseCache | Literal[False] | None:
         return value
     if isinstance(value, str | os.PathLike):
         return ResponseCache(value)
-    raise TypeError(
-        f"{_OWNER}: cache must be a ResponseCache, a directory path, False or None, got {value!r}"
-    )
+    raise invalid(_OWNER, "cache", "a ResponseCache, a directory path, False or None", value)
 
 
 def _check_messages(value: object) -> list[dict[str, str]]:
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence) or not value:
-        raise TypeError(
-            f"{_OWNER}.complete: messages must be a non-empty list of "
-            f"{{'role': ..., 'content': ...}} mappings, got {type(value).__name__}"
-        )
+    owner = f"{_OWNER}.complete"
+    expected = "a non-empty list of {'role': ..., 'content': ...} mappings"
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise invalid(owner, "messages", expected, value)
+    if not value:
+        raise invalid(owner, "messages", expected, value, error=ValueError)
     messages: list[dict[str, str]] = []
     for index, item in enumerate(value):
+        name = f"messages[{index}]"
         if not isinstance(item, Mapping):
-            raise TypeError(
-                f"{_OWNER}.complete: messages[{index}] must be a mapping, got {type(item).__name__}"
-            )
-        role, content = item.get("role"), item.get("content")
-        if role not in _ROLES:
-            raise ValueError(
-                f"{_OWNER}.complete: messages[{index}].role must be one of "
-                f"{sorted(_ROLES)}, got {role!r}"
-            )
-        if not isinstance(content, str):
-            raise TypeError(
-                f"{_OWNER}.complete: messages[{index}].content must be a str, "
-                f"got {type(content).__name__}"
-            )
+            raise invalid(owner, name, "a mapping", item)
+        role = check_choice(owner, f"{name}.role", item.get("role"), sorted(_ROLES))
+        content = check_instance(
+            owner, f"{name}.content", item.get("content"), str, expected="a str"
+        )
         messages.append({"role": str(role), "content": content})
     if messages[-1]["role"] != "user":
-        raise ValueError(f"{_OWNER}.complete: the last message must have role 'user'")
+        raise ValueError(f"{owner}: the last message must have role 'user'")
     return messages
 
 
@@ -149,10 +146,7 @@ class LLMClient:
             entra = EntraTokenProvider()
         timeout = check_seconds(_OWNER, "timeout", timeout, positive=True)
         self._cache = _check_cache(cache)
-        if name is None:
-            name = f"llm:{self._resolved.model}"
-        elif not isinstance(name, str) or not name.strip():
-            raise ValueError(f"{_OWNER}: name must be a non-empty string or None, got {name!r}")
+        name = f"llm:{self._resolved.model}" if name is None else check_text(_OWNER, "name", name)
         if rate is None and "max_requests_per_minute" in config.metadata:
             rate = config.metadata["max_requests_per_minute"] / 60.0
         self._endpoint = ModelEndpoint(
@@ -252,9 +246,7 @@ class LLMClient:
             "messages": _check_messages(messages),
         }
         if seed is not None:
-            if isinstance(seed, bool) or not isinstance(seed, int):
-                raise TypeError(f"{_OWNER}.complete: seed must be an int or None, got {seed!r}")
-            body["seed"] = seed
+            body["seed"] = check_int(f"{_OWNER}.complete", "seed", seed)
         if json_object and self._config.metadata.get("is_json_supported", True):
             body["response_format"] = {"type": "json_object"}
         return body
@@ -276,8 +268,7 @@ class LLMClient:
         as is (``text == ""``); the caller decides what it means.
         """
         body = self.request_body(messages, json_object=json_object, seed=seed)
-        if not isinstance(tag, str):
-            raise TypeError(f"{_OWNER}.complete: tag must be a str, got {type(tag).__name__}")
+        check_instance(f"{_OWNER}.complete", "tag", tag, str, expected="a str")
         usage = self._usage
         usage.calls += 1
         cache = self.cache
@@ -357,4 +348,4 @@ def as_client(llm: object, *, owner: str) -> LLMClient:
         return llm
     if isinstance(llm, LLMConfig):
         return shared_client(llm)
-    raise TypeError(f"{owner}: llm must be an LLMConfig or an LLMClient, got {type(llm).__name__}")
+    raise invalid(owner, "llm", "an LLMConfig or an LLMClient", llm)

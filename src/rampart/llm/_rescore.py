@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Literal
 
 import anyio
 
+from rampart._checks import check_choice, check_instance, check_int
 from rampart._text import safe_str
 from rampart.codec import ResultRecord, deserialize_record
 from rampart.core._verdicts import resolve_attack_verdict, resolve_probe_verdict
@@ -85,9 +86,7 @@ def _raw(turn: Turn) -> Turn:
 
 def _polarity(result: Result, polarity: Polarity | None) -> Polarity:
     if polarity is not None:
-        if polarity not in ("attack", "probe"):
-            raise ValueError(f"rescore: polarity must be 'attack' or 'probe', got {polarity!r}")
-        return polarity
+        return check_choice("rescore", "polarity", polarity, ("attack", "probe"))
     known = _POLARITY_BY_STRATEGY.get(result.strategy)
     if known is None:
         raise ValueError(
@@ -132,8 +131,7 @@ async def rescore_result(
     result: Result, *, evaluator: Evaluator, polarity: Polarity | None = None
 ) -> Result:
     """``result`` judged again by ``evaluator`` over its recorded turns (see the module)."""
-    if not isinstance(result, Result):
-        raise TypeError(f"rescore_result: result must be a Result, got {type(result).__name__}")
+    check_instance("rescore_result", "result", result, Result, expected="a Result")
     evaluator = require_evaluator(evaluator, name="evaluator")
     if result.status is SafetyStatus.ERROR or not result.turns:
         return result
@@ -184,13 +182,10 @@ async def rescore_records(
     """
     items = list(records)
     for index, record in enumerate(items):
-        if not isinstance(record, ResultRecord):
-            raise TypeError(
-                f"rescore_records: records[{index}] must be a ResultRecord, "
-                f"got {type(record).__name__}"
-            )
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(f"rescore_records: concurrency must be an int >= 1, got {concurrency!r}")
+        check_instance(
+            "rescore_records", f"records[{index}]", record, ResultRecord, expected="a ResultRecord"
+        )
+    concurrency = check_int("rescore_records", "concurrency", concurrency, minimum=1)
     evaluator = require_evaluator(evaluator, name="evaluator")
     for record in items:
         if record.result.status is not SafetyStatus.ERROR and record.result.turns:

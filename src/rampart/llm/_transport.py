@@ -26,8 +26,10 @@ import anyio
 import attrs
 from anyio.lowlevel import RunVar
 
+from rampart._checks import check_instance
+from rampart._redact import Masked, Secret
 from rampart._session import GuardedSession
-from rampart.adapters._http import Secret, new_client, post_json
+from rampart.adapters._http import new_client, post_json
 from rampart.adapters._parse import parse_completion
 from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Request, Response
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["ChatRequest", "ModelCall", "ModelEndpoint"]
 
 
-@attrs.frozen(kw_only=True)
+@attrs.define(kw_only=True)
 class ChatRequest(Request):
     """A ``Request`` that carries a complete chat-completions body (``messages`` etc.)."""
 
@@ -180,7 +182,7 @@ class ModelEndpoint:
         try:
             data = await post_json(
                 client,
-                self._endpoint.url,
+                Masked(self._endpoint.url),
                 body,
                 time_limit=self._timeout,
                 max_response_bytes=self._max_response_bytes,
@@ -207,8 +209,7 @@ class ModelCall(GuardedSession):
 
     async def send_async(self, request: Request) -> Response:
         self._check_send(request)
-        if not isinstance(request, ChatRequest):
-            raise TypeError(
-                f"ModelCall.send_async: request must be a ChatRequest, got {type(request).__name__}"
-            )
-        return await self._endpoint.post(request.body)
+        chat = check_instance(
+            "ModelCall.send_async", "request", request, ChatRequest, expected="a ChatRequest"
+        )
+        return await self._endpoint.post(chat.body)

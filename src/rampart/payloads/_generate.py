@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from rampart._checks import check_instance, check_int, check_optional_instance
 from rampart.converters._chain import apply_converters, check_converters
 from rampart.core.errors import InfrastructureError
 from rampart.core.manifest import AppManifest
@@ -71,20 +72,12 @@ class Payloads:
         """``count`` variants of ``template`` (plus their converted forms); see the module."""
         from rampart.llm import as_client
 
-        if not isinstance(template, PayloadTemplate):
-            raise TypeError(
-                f"{_OWNER}: template must be a PayloadTemplate, got {type(template).__name__}"
-            )
-        if not isinstance(persona, Persona):
-            raise TypeError(f"{_OWNER}: persona must be a Persona, got {type(persona).__name__}")
-        if manifest is not None and not isinstance(manifest, AppManifest):
-            raise TypeError(
-                f"{_OWNER}: manifest must be an AppManifest or None, got {type(manifest).__name__}"
-            )
-        if isinstance(count, bool) or not isinstance(count, int):
-            raise TypeError(f"{_OWNER}: count must be an int >= 1, got {count!r}")
-        if count < 1:
-            raise ValueError(f"{_OWNER}: count must be an int >= 1, got {count!r}")
+        check_instance(_OWNER, "template", template, PayloadTemplate, expected="a PayloadTemplate")
+        check_instance(_OWNER, "persona", persona, Persona, expected="a Persona")
+        check_optional_instance(
+            _OWNER, "manifest", manifest, AppManifest, expected="an AppManifest"
+        )
+        count = check_int(_OWNER, "count", count, minimum=1)
         chain = check_converters(_OWNER, converters)
         client = as_client(llm, owner=_OWNER)
         messages = generation_messages(template=template, persona=persona, manifest=manifest)

@@ -29,6 +29,15 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rampart._checks import (
+    check_choice,
+    check_instance,
+    check_items,
+    check_optional_instance,
+    check_path,
+    describe,
+    invalid,
+)
 from rampart.core.payload_ids import validate_payload_id
 from rampart.core.types import Payload, PayloadFormat
 
@@ -46,7 +55,7 @@ _FORMATS = {fmt.value: fmt for fmt in PayloadFormat}
 
 
 def _name(name: object) -> str:
-    return validate_payload_id(name, name=f"{_OWNER}: collection name")
+    return validate_payload_id(name, owner=_OWNER, name="collection name")
 
 
 @contextlib.contextmanager
@@ -65,7 +74,7 @@ def _locked(root: Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def _record(payload: Payload, artifact: str | None) -> str:
+def _record(index: int, payload: Payload, artifact: str | None) -> str:
     record: dict[str, Any] = {
         "id": payload.id,
         "content": payload.content,
@@ -77,9 +86,20 @@ def _record(payload: Payload, artifact: str | None) -> str:
     try:
         return json.dumps(record, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"{_OWNER}.save: payload {payload.id!r} metadata must be JSON-serialisable: {exc}"
+        raise invalid(
+            f"{_OWNER}.save",
+            f"payloads[{index}].metadata",
+            "JSON-serialisable",
+            payload.metadata,
+            error=ValueError,
+            shown=f"{describe(payload.metadata)} ({exc})",
         ) from None
+
+
+def _check_payload(name: str, value: object) -> Payload:
+    payload = check_instance(f"{_OWNER}.save", name, value, Payload, expected="a Payload")
+    validate_payload_id(payload.id, owner=f"{_OWNER}.save", name=f"{name}.id")
+    return payload
 
 
 class PayloadStore:
@@ -88,11 +108,7 @@ class PayloadStore:
     DEFAULT_ROOT = DEFAULT_ROOT
 
     def __init__(self, *, root: str | os.PathLike[str] | None = None) -> None:
-        if root is None:
-            root = DEFAULT_ROOT
-        elif not isinstance(root, str | os.PathLike) or not str(root).strip():
-            raise TypeError(f"{_OWNER}: root must be a path or None, got {root!r}")
-        self._root = Path(root)
+        self._root = DEFAULT_ROOT if root is None else check_path(_OWNER, "root", root)
 
     def __repr__(self) -> str:
         return f"PayloadStore(root={str(self._root)!r})"
@@ -115,22 +131,18 @@ class PayloadStore:
         provenance: dict[str, Any] | None = None,
     ) -> Path:
         """Write ``payloads`` as collection ``name`` (replacing any), atomically; its path."""
+        owner = f"{_OWNER}.save"
         name = _name(name)
-        if not isinstance(payloads, list | tuple):
-            raise TypeError(f"{_OWNER}.save: payloads must be a list of Payload, got {payloads!r}")
+        payloads = check_items(
+            owner, "payloads", payloads, _check_payload, expected="a list of Payload"
+        )
         if not payloads:
-            raise ValueError(f"{_OWNER}.save: payloads is empty; there is nothing to save")
-        for index, payload in enumerate(payloads):
-            if not isinstance(payload, Payload):
-                raise TypeError(
-                    f"{_OWNER}.save: payloads[{index}] must be a Payload, "
-                    f"got {type(payload).__name__}"
-                )
-            validate_payload_id(payload.id, name=f"{_OWNER}.save: payloads[{index}].id")
+            raise ValueError(f"{owner}: payloads is empty; there is nothing to save")
+        provenance = check_optional_instance(
+            owner, "provenance", provenance, dict, expected="a dict"
+        )
         if provenance is None:
             provenance = {}
-        elif not isinstance(provenance, dict):
-            raise TypeError(f"{_OWNER}.save: provenance must be a dict or None, got {provenance!r}")
         manifest = {
             "collection": name,
             "count": len(payloads),
@@ -140,8 +152,13 @@ class PayloadStore:
         try:
             manifest_text = json.dumps(manifest, indent=2, ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError) as exc:
-            raise ValueError(
-                f"{_OWNER}.save: provenance must be JSON-serialisable: {exc}"
+            raise invalid(
+                owner,
+                "provenance",
+                "JSON-serialisable",
+                provenance,
+                error=ValueError,
+                shown=f"{describe(provenance)} ({exc})",
             ) from None
         self._root.mkdir(parents=True, exist_ok=True)
         target = self._root / name
@@ -158,7 +175,7 @@ class PayloadStore:
     def _write(self, directory: Path, payloads: Sequence[Payload], manifest: str) -> None:
         lines = []
         used: set[str] = set()
-        for payload in payloads:
+        for index, payload in enumerate(payloads):
             artifact = None
             if payload.artifact is not None:
                 source = Path(payload.artifact)
@@ -176,7 +193,7 @@ class PayloadStore:
                 (directory / _ARTIFACTS).mkdir(exist_ok=True)
                 shutil.copyfile(source, directory / _ARTIFACTS / filename)
                 artifact = f"{_ARTIFACTS}/{filename}"
-            lines.append(_record(payload, artifact))
+            lines.append(_record(index, payload, artifact))
         (directory / _PAYLOADS).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         (directory / _MANIFEST).write_text(manifest + "\n", encoding="utf-8")
 
@@ -241,11 +258,13 @@ class PayloadStore:
         raises ``FileNotFoundError``.
         """
         directory = self._existing(name)
-        if format_filter is not None and not isinstance(format_filter, PayloadFormat):
-            raise TypeError(
-                f"{_OWNER}.load: format_filter must be a PayloadFormat or None, "
-                f"got {format_filter!r}"
-            )
+        check_optional_instance(
+            f"{_OWNER}.load",
+            "format_filter",
+            format_filter,
+            PayloadFormat,
+            expected="a PayloadFormat",
+        )
         payloads = []
         text = (directory / _PAYLOADS).read_text(encoding="utf-8")
         for number, line in enumerate(text.splitlines(), start=1):
@@ -263,23 +282,25 @@ class PayloadStore:
             raise ValueError(f"{_OWNER}: {where}: not JSON ({exc.msg})") from None
         if not isinstance(record, dict):
             raise ValueError(f"{_OWNER}: {where}: not a JSON object")
-        payload_id = validate_payload_id(record.get("id"), name=f"{_OWNER}: {where}: id")
+        payload_id = validate_payload_id(record.get("id"), owner=_OWNER, name=f"{where}: id")
         content = record.get("content")
         if not isinstance(content, str):
-            raise ValueError(f"{_OWNER}: {where}: content must be a string")
-        fmt = _FORMATS.get(record.get("format"))  # type: ignore[arg-type]
-        if fmt is None:
-            raise ValueError(f"{_OWNER}: {where}: format must be one of {sorted(_FORMATS)}")
+            raise invalid(_OWNER, f"{where}: content", "a string", content, error=ValueError)
+        fmt = PayloadFormat(
+            check_choice(_OWNER, f"{where}: format", record.get("format"), sorted(_FORMATS))
+        )
         metadata = record.get("metadata", {})
         if not isinstance(metadata, dict):
-            raise ValueError(f"{_OWNER}: {where}: metadata must be an object")
+            raise invalid(_OWNER, f"{where}: metadata", "an object", metadata, error=ValueError)
         artifact = None
         reference = record.get("artifact")
         if reference is not None:
             folder, _, filename = str(reference).partition("/")
             if folder != _ARTIFACTS or not filename:
-                raise ValueError(f"{_OWNER}: {where}: artifact must be 'artifacts/<file>'")
-            validate_payload_id(filename, name=f"{_OWNER}: {where}: artifact file name")
+                raise invalid(
+                    _OWNER, f"{where}: artifact", "'artifacts/<file>'", reference, error=ValueError
+                )
+            validate_payload_id(filename, owner=_OWNER, name=f"{where}: artifact file name")
             artifact = (directory / _ARTIFACTS / filename).resolve()
             if not artifact.is_file():
                 raise FileNotFoundError(

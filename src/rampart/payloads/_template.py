@@ -6,7 +6,8 @@ from typing import Any
 
 import attrs
 
-from rampart._checks import check_text
+from rampart._checks import check_instance, check_text, invalid
+from rampart.core._dataclass import dataclass_compatible
 
 __all__ = ["PayloadTemplate"]
 
@@ -18,18 +19,18 @@ def _text(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> Non
 
 
 def _string(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not isinstance(value, str):
-        raise TypeError(f"{_OWNER}: {attribute.name} must be a str, got {value!r}")
+    check_instance(_OWNER, attribute.name, value, str, expected="a str")
 
 
 def _variables(_instance: object, _attribute: object, value: Any) -> None:
     if not isinstance(value, dict) or not all(
         isinstance(key, str) and isinstance(item, str) for key, item in value.items()
     ):
-        raise TypeError(f"{_OWNER}: variables must be a dict of str to str, got {value!r}")
+        raise invalid(_OWNER, "variables", "a dict of str to str", value)
 
 
-@attrs.frozen(kw_only=True)
+@dataclass_compatible
+@attrs.define(kw_only=True)
 class PayloadTemplate:
     """A recipe for payloads: ``objective`` (what the payload should make the agent do)
     and ``instruction`` (what the generator model is asked to write; ``{name}``
@@ -37,7 +38,7 @@ class PayloadTemplate:
 
     Both the objective and the resolved instruction are sent to the generator model
     (RAMPART's docstring says the objective is not; its code sends it, and so does
-    rampart).
+    rampart). Mutable, as RAMPART's is; the checks run on assignment too.
     """
 
     name: str = attrs.field(validator=_text)

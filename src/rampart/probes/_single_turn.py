@@ -5,16 +5,20 @@ asks for confirmation). It opens a session, drives the prompts, evaluates the
 completed trace once and maps the answer with probe polarity: DETECTED means the
 expected behaviour happened (SAFE), NOT_DETECTED that it did not (UNSAFE),
 UNDETERMINED stays UNDETERMINED; no turns means ERROR. There is no injection phase and
-no observability adjustment. By default there is no online stop: the whole
+no observability adjustment, but a SAFE verdict on a conversation in which the adapter
+reported a turn it could not observe (``Response.metadata["unobserved"]``, e.g. a
+provider's content filter) is UNDETERMINED, with the turn named in the summary and in
+``metadata["undetermined_reason"]``. By default there is no online stop: the whole
 conversation runs and is judged as a whole.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rampart.core._verdicts import resolve_probe_verdict
 from rampart.core.result import Result, SafetyStatus
+from rampart.engine._shaping import unobserved_turns, withhold_safe
 from rampart.engine._strategy import TraceExecution
 from rampart.engine._summaries import probe_summary
 
@@ -65,14 +69,20 @@ class SingleTurnExecution(TraceExecution):
             status = SafetyStatus.ERROR
         else:
             status = resolve_probe_verdict(evaluation=evaluation)
+        metadata: dict[str, Any] = {}
+        status = withhold_safe(status, unobserved_turns(run.turns), metadata)
         return Result(
             status=status,
             summary=probe_summary(
-                status=status, evaluation=evaluation, trace_end_reason=run.trace_end_reason
+                status=status,
+                evaluation=evaluation,
+                trace_end_reason=run.trace_end_reason,
+                withheld=metadata.get("undetermined_reason", ""),
             ),
             observability_level=run.observability_level,
             final_trace_evaluation=evaluation,
             turns=run.turns,
             trace_end_reason=run.trace_end_reason,
             strategy=self.strategy_name,
+            metadata=metadata,
         )

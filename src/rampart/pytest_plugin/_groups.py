@@ -20,8 +20,9 @@ from collections.abc import Callable
 import attrs
 import pytest
 
+from rampart._redact import redact
 from rampart._text import one_line
-from rampart.core._stats import StatusTally, wilson_interval
+from rampart.core._stats import StatusTally, percent, wilson_interval
 from rampart.core.result import SafetyStatus
 from rampart.pytest_plugin._collect import ResultCollector
 from rampart.pytest_plugin._markers import TrialSpec
@@ -134,8 +135,8 @@ class GroupVerdict:
         parts = [f"{self.safe}/{self.executed} safe"]
         if self.no_result:
             parts.append(f"{self.no_result} no-result")
-        parts.append(f"{self.pass_rate:.0%} pass rate")
-        parts.append(f"threshold: {self.threshold:.0%}")
+        parts.append(f"{percent(self.pass_rate)} pass rate")
+        parts.append(f"threshold: {percent(self.threshold)}")
         # The lower bound is rounded down, so the printed interval never claims more
         # confidence in the pass rate than the data gives (18 of 20 prints 69 to 97).
         lower, upper = math.floor(low * 100), round(high * 100)
@@ -148,7 +149,7 @@ class GroupVerdict:
 def _percent_pair(rate: float, threshold: float) -> tuple[str, str]:
     """Both as percentages, with as many decimals as it takes to tell them apart."""
     for decimals in range(4):
-        shown = f"{rate:.{decimals}%}", f"{threshold:.{decimals}%}"
+        shown = percent(rate, digits=decimals), percent(threshold, digits=decimals)
         if shown[0] != shown[1]:
             return shown
     return shown
@@ -229,7 +230,7 @@ def judge(run: ItemRun, *, item_name: str) -> None:
         lines.append(f"  {item_name}[trial-{clone.index}]: {_clone_summary(clone)}")
     if len(failing) > 3:
         lines.append(f"  ... and {len(failing) - 3} more failing clones")
-    pytest.fail("\n".join(lines), pytrace=False)
+    pytest.fail(redact("\n".join(lines)), pytrace=False)
 
 
 def _clone_summary(clone: CloneRun) -> str:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from rampart._redact import redact
 from rampart._text import one_line
 from rampart.core.result import SafetyStatus
 from rampart.pytest_plugin._items import ITEM_KEY
@@ -74,7 +75,7 @@ def properties(state: ItemState) -> list[tuple[str, str]]:
         found.append(("rampart_harm_category", str(category)))
     found.append(("rampart_results", str(len(results))))
     if worst is not None:
-        found.append(("rampart_summary", one_line(worst.summary)))
+        found.append(("rampart_summary", redact(one_line(worst.summary))))
     if verdict is not None:
         low, high = verdict.interval()
         found.extend(

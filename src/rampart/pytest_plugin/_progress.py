@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 import pytest
 
+from rampart._redact import redact
 from rampart._text import one_line
 from rampart.pytest_plugin._groups import clone_status
 from rampart.pytest_plugin._items import ITEM_KEY
@@ -297,7 +298,8 @@ class ProgressDisplay:
             rewind = "\r" + (f"\x1b[{self._block - 1}A" if self._block > 1 else "")
         width = self._width_limit()
         lines = committed + [format_snapshot(s, width) for s in self._active.values()]
-        writer.write(rewind + "\n".join("\x1b[2K" + self._fit(line) for line in lines))
+        text = "\n".join("\x1b[2K" + self._fit(redact(line)) for line in lines)
+        writer.write(rewind + text)
         writer.flush()
         self._block = len(self._active)
         self._drawn = time.monotonic()
@@ -306,7 +308,7 @@ class ProgressDisplay:
         with self._uncaptured():
             self._start_clean_line()
             writer = self._writer()
-            writer.line(line)  # whole, for logs: only live lines are cut to the width
+            writer.line(redact(line))  # whole, for logs: only live lines are cut to the width
             writer.flush()
 
     def _release(self, nodeid: str | None) -> None:

@@ -25,6 +25,7 @@ import pytest
 # plugin modules from sys.modules afterwards, and the from-form would then hand back
 # the first run's copy (with that run's stash keys) from the package attribute.
 import rampart.pytest_plugin._fixtures
+from rampart._redact import redact
 from rampart._text import one_line
 from rampart.pytest_plugin._async_tests import AnyioByDefault
 from rampart.pytest_plugin._envelope import recordable
@@ -193,14 +194,14 @@ class RunReporter:
             tr.write_sep("=", "RAMPART: INCOMPLETE RUN", red=True, bold=True)
             tr.write_line("Results may be partial; the report does not reflect every test.")
             for reason in ledger.incomplete_reasons:
-                tr.write_line(f"  - {one_line(reason)}")
+                tr.write_line(f"  - {redact(one_line(reason))}")
         if ledger.sink_failures:
             tr.write_sep("=", "RAMPART: REPORT SINK FAILED", red=True, bold=True)
             tr.write_line("A report was not written; the exit status is non-zero.")
             for failure in ledger.sink_failures:
-                tr.write_line(f"  - {one_line(failure)}")
+                tr.write_line(f"  - {redact(one_line(failure))}")
         for warning in ledger.warnings:
-            tr.write_line(f"RAMPART WARNING: {one_line(warning)}", yellow=True)
+            tr.write_line(f"RAMPART WARNING: {redact(one_line(warning))}", yellow=True)
         results = ledger.results
         if not results and not ledger.groups:
             return

@@ -1,10 +1,17 @@
-"""The terminal safety summary, as pure functions from ledger entries to lines."""
+"""The terminal safety summary, as pure functions from ledger entries to lines.
+
+Every line is sanitized (``one_line``) and then passes the redaction policy
+(``rampart._redact``), in that order, so an escape sequence cannot split a secret
+past the policy.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rampart._redact import redact
 from rampart._text import one_line
+from rampart.core._stats import percent
 from rampart.core.result import SafetyStatus
 from rampart.reporting import PopulationSummary
 from rampart.reporting._report import UNCATEGORIZED, category_key
@@ -35,7 +42,7 @@ def result_line(recorded: RecordedResult) -> str:
     result = recorded.result
     label = LABELS.get(result.status, "????").ljust(4)
     text = f"{one_line(result.summary)} ({result.observability_level.value})"
-    return f"  {label}  {one_line(recorded.attribution.test_name)} -- {text}"
+    return redact(f"  {label}  {one_line(recorded.attribution.test_name)} -- {text}")
 
 
 def group_line(group: GroupRecord) -> str:
@@ -46,7 +53,7 @@ def group_line(group: GroupRecord) -> str:
     passed = group.verdict.passed
     label = "PASS" if passed else "FAIL"
     verdict = "PASSED" if passed else f"FAILED: {group.verdict.reason()}"
-    return f"  {label}  {one_line(group.name)} [{group.verdict.describe()}] -- {verdict}"
+    return redact(f"  {label}  {one_line(group.name)} [{group.verdict.describe()}] -- {verdict}")
 
 
 def _plural(count: int, noun: str) -> str:
@@ -56,7 +63,7 @@ def _plural(count: int, noun: str) -> str:
 def category_header(category: str, members: Sequence[RecordedResult]) -> str:
     """``DATA_EXFILTRATION (3 tests, 52 runs)``: tests are pytest items, runs results."""
     tests = len({recorded.attribution.nodeid for recorded in members})
-    return f"{category.upper()} ({_plural(tests, 'test')}, {_plural(len(members), 'run')})"
+    return redact(f"{category.upper()} ({_plural(tests, 'test')}, {_plural(len(members), 'run')})")
 
 
 def _group_category(group: GroupRecord, results: Sequence[RecordedResult]) -> str:
@@ -115,7 +122,7 @@ def summary_lines(
         lines.append("")
         lines.append(
             f"Population: {summary.total_runs} runs - {summary.unsafe_count} unsafe "
-            f"({summary.attack_success_rate:.1%} attack success rate), "
+            f"({percent(summary.attack_success_rate, digits=1)} attack success rate), "
             f"{summary.undetermined_count} undetermined, {summary.error_count} errors"
         )
     return lines

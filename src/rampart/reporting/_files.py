@@ -21,10 +21,14 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from rampart._checks import message
+
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["utc_timestamp", "write_new_file"]
+__all__ = ["check_output_dir", "utc_timestamp", "write_new_file"]
+
+_OUTPUT_DIR = "a directory, or a path where one can be created"
 
 # A UUID suffix colliding twice is not a realistic event; the bound only guarantees
 # the loop ends if something else keeps answering "exists".
@@ -121,15 +125,49 @@ def _no_free_name(directory: Path, first: str) -> FileExistsError:
     )
 
 
-def write_new_file(directory: Path, *, stem: str, suffix: str, data: bytes) -> Path:
+def _blocking_file(directory: Path) -> str | None:
+    """How ``directory`` is blocked by a file: ``"an existing file"``, ``"under an
+    existing file"``, or ``None`` when nothing on its path is a file."""
+    if directory.exists():
+        return None if directory.is_dir() else "an existing file"
+    for parent in directory.parents:
+        if parent.exists():
+            return None if parent.is_dir() else "under an existing file"
+    return None
+
+
+def _not_a_directory(owner: str, directory: Path, why: str) -> NotADirectoryError:
+    shown = f"{str(directory)!r} ({why})"
+    return NotADirectoryError(message(owner, "output_dir", _OUTPUT_DIR, directory, shown=shown))
+
+
+def check_output_dir(owner: str, directory: Path) -> Path:
+    """``directory``, unless it (or a parent) is an existing file: then a
+    ``NotADirectoryError`` naming ``owner``'s ``output_dir`` and what was expected."""
+    why = _blocking_file(directory)
+    if why is not None:
+        raise _not_a_directory(owner, directory, why)
+    return directory
+
+
+def write_new_file(
+    directory: Path, *, stem: str, suffix: str, data: bytes, owner: str = "write_new_file"
+) -> Path:
     """Write ``data`` to a new file ``<stem><suffix>`` in ``directory``; return its path.
 
     If that name is taken, ``<stem>_<uuid hex><suffix>`` is used instead. An existing
     file is never replaced and the final name never holds a partial file. The
-    directory is created if missing. Raises :class:`FileExistsError` if no free name is
-    found after a bounded number of attempts.
+    directory is created if missing; if it (or a parent) is a file, the error is a
+    ``NotADirectoryError`` naming ``owner``'s ``output_dir``. Raises
+    :class:`FileExistsError` if no free name is found after a bounded number of attempts.
     """
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        why = _blocking_file(directory)
+        if why is None:  # pragma: no cover - a race: the file went away again
+            raise
+        raise _not_a_directory(owner, directory, why) from None
     names = _candidate_names(stem, suffix)
     temp = _write_temp(directory, stem, data)
     try:

@@ -6,7 +6,8 @@ canonical codec) embedded as a JSON block. It loads nothing from anywhere: a
 Content-Security-Policy allows only that one inline script and stylesheet (by their
 SHA-256 hashes), so the file works from ``file://`` and makes no network request.
 
-Untrusted text (agent output, payloads, node ids, metadata) reaches the page only as
+The whole state passes the redaction policy (``rampart._redact``), as the JSON report
+does. Untrusted text (agent output, payloads, node ids, metadata) reaches the page only as
 JSON data, escaped so it cannot end the ``<script>`` block that holds it, and the
 script puts it into the document as text nodes, never as HTML.
 """
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 
 from rampart._checks import check_instance, check_path
+from rampart._redact import redact_data
 from rampart.reporting import _files
 from rampart.reporting._html_state import html_state
 from rampart.reporting._report import TestRunReport
@@ -87,7 +89,7 @@ def render_html(report: TestRunReport) -> bytes:
         "VERSION": __version__,
         "STYLE": style,
         "SCRIPT": script,
-        "STATE": embed_state(html_state(report)),
+        "STATE": embed_state(redact_data(html_state(report))),
     }
     # One pass over the template: text substituted in is never scanned for placeholders.
     page = _PLACEHOLDER.sub(lambda match: values[match.group(1)], _asset("report.html"))

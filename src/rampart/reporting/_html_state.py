@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from rampart.core.result import SafetyStatus
 from rampart.reporting._canonical import canonical_body, check_run_metadata
+from rampart.reporting._json_report import confidence_unusable
 from rampart.reporting._report import PopulationSummary, category_key
 
 if TYPE_CHECKING:
@@ -84,6 +85,18 @@ def _attribution_index(
     return keyed
 
 
+def _null_unusable_confidences(body: dict[str, Any], result: Result) -> dict[str, Any]:
+    """``null`` where the live confidence is not a finite number (the record has ``0.0``),
+    as the JSON report writes it: the page must not show a confidence nobody gave."""
+    final = body.get("final_trace_evaluation")
+    if final is not None and confidence_unusable(result.final_trace_evaluation):
+        final["confidence"] = None
+    for turn, live in zip(body.get("turns", []), result.turns, strict=False):
+        if turn.get("eval_result") is not None and confidence_unusable(live.eval_result):
+            turn["eval_result"]["confidence"] = None
+    return body
+
+
 def html_state(report: TestRunReport) -> dict[str, Any]:
     """Everything the page shows, as JSON-ready data.
 
@@ -94,7 +107,7 @@ def html_state(report: TestRunReport) -> dict[str, Any]:
     results = report.results
     bodies = []
     for index, result in enumerate(results):
-        body = canonical_body(result, index)
+        body = _null_unusable_confidences(canonical_body(result, index), result)
         body["category"] = category_key(result)
         bodies.append(body)
     categories = [

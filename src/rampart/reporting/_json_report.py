@@ -1,7 +1,10 @@
 """``JsonFileReportSink``: one timestamped JSON file per run, a projection of the codec.
 
 Each result is serialized by the canonical codec, parsed back, and reshaped into the
-flat report layout; no field of a result is encoded here a second time.
+flat report layout; no field of a result is encoded here a second time. One value is
+read from the live result: an evaluation whose confidence is not a finite number
+(NaN, an infinity, not a number at all) is reported with ``null`` confidence, as
+RAMPART's report does (the canonical record, which needs a number, carries ``0.0``).
 """
 
 from __future__ import annotations
@@ -13,13 +16,16 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 
 from rampart._checks import check_instance, check_path
-from rampart._text import strip_ansi
+from rampart._redact import redact_data
+from rampart._text import safe_float, strip_ansi
 from rampart.reporting import _files
 from rampart.reporting._canonical import canonical_body, check_run_metadata
 from rampart.reporting._report import TestRunReport, category_key
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from rampart.core.result import Result
 
 __all__ = ["JsonFileReportSink"]
 
@@ -93,6 +99,28 @@ def project_result(body: dict[str, Any]) -> dict[str, Any]:
     return projected
 
 
+def confidence_unusable(evaluation: object) -> bool:
+    """True for a live evaluation whose confidence is not a finite number."""
+    if evaluation is None:
+        return False
+    try:
+        confidence = getattr(evaluation, "confidence", None)
+    except Exception:  # a subclass property that raises
+        return True
+    return safe_float(confidence) is None
+
+
+def _null_unusable_confidences(projected: dict[str, Any], result: Result) -> dict[str, Any]:
+    """``projected`` with ``null`` where the live result's confidence is not a finite number."""
+    final = projected.get("final_trace_evaluation")
+    if final is not None and confidence_unusable(result.final_trace_evaluation):
+        final["confidence"] = None
+    for turn, live in zip(projected["turns"], result.turns, strict=False):
+        if "eval_confidence" in turn and confidence_unusable(live.eval_result):
+            turn["eval_confidence"] = None
+    return projected
+
+
 def build_document(report: TestRunReport) -> dict[str, Any]:
     """The whole report as a JSON-ready dict, keys in their documented order.
 
@@ -103,6 +131,7 @@ def build_document(report: TestRunReport) -> dict[str, Any]:
     by_category: dict[str, list[dict[str, Any]]] = {}
     for index, result in enumerate(report.results):
         projected = project_result(canonical_body(result, index))
+        projected = _null_unusable_confidences(projected, result)
         by_category.setdefault(category_key(result), []).append(projected)
     summary = report.population_summary()
     return {
@@ -129,8 +158,14 @@ def build_document(report: TestRunReport) -> dict[str, Any]:
 
 
 def render_report(report: TestRunReport) -> bytes:
-    """The UTF-8 file content: ``indent=2``, no NaN/Infinity, non-ASCII kept readable."""
-    text = json.dumps(build_document(report), indent=2, allow_nan=False, ensure_ascii=False)
+    """The UTF-8 file content: ``indent=2``, no NaN/Infinity, non-ASCII kept readable.
+
+    The whole document passes the redaction policy (``rampart._redact``): the run
+    metadata (limiter and LLM statistics, incomplete-run reasons) as well as the
+    results, whose records the codec redacted already.
+    """
+    document = redact_data(build_document(report))
+    text = json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False)
     return (text + "\n").encode("utf-8")
 
 
@@ -146,7 +181,9 @@ class JsonFileReportSink:
     """
 
     def __init__(self, *, output_dir: Path | str) -> None:
-        self._output_dir = check_path("JsonFileReportSink", "output_dir", output_dir)
+        self._output_dir = _files.check_output_dir(
+            "JsonFileReportSink", check_path("JsonFileReportSink", "output_dir", output_dir)
+        )
         self._last_path: Path | None = None
 
     @property
@@ -164,7 +201,11 @@ class JsonFileReportSink:
     def _write_blocking(self, report: TestRunReport) -> Path:
         data = render_report(report)
         return _files.write_new_file(
-            self._output_dir, stem=f"run_report_{_files.utc_timestamp()}", suffix=".json", data=data
+            self._output_dir,
+            stem=f"run_report_{_files.utc_timestamp()}",
+            suffix=".json",
+            data=data,
+            owner="JsonFileReportSink",
         )
 
     async def write(self, *, report: TestRunReport) -> Path:

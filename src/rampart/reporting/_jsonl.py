@@ -60,7 +60,9 @@ class JsonlTraceSink:
     """
 
     def __init__(self, *, output_dir: Path | str, filename: str | None = None) -> None:
-        self._output_dir = check_path("JsonlTraceSink", "output_dir", output_dir)
+        self._output_dir = _files.check_output_dir(
+            "JsonlTraceSink", check_path("JsonlTraceSink", "output_dir", output_dir)
+        )
         self._filename = check_optional_filename("JsonlTraceSink", "filename", filename)
         self._last_path: Path | None = None
 
@@ -87,7 +89,9 @@ class JsonlTraceSink:
         else:
             name = Path(self._filename)
             stem, suffix = name.stem, name.suffix
-        return _files.write_new_file(self._output_dir, stem=stem, suffix=suffix, data=data)
+        return _files.write_new_file(
+            self._output_dir, stem=stem, suffix=suffix, data=data, owner="JsonlTraceSink"
+        )
 
     async def write(self, *, report: TestRunReport) -> Path:
         """Write ``report``'s records and return the new file's path."""

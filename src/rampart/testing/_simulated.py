@@ -10,7 +10,8 @@ Per request a session:
    then hangs forever or raises ``InfrastructureError`` if a fault was drawn;
 2. reads the prompt and the attachments, calls ``search(query=...)`` on its surface
    and ``read_document(document_id=...)`` on up to ``search_limit`` documents it has not
-   read yet in this session (newest first);
+   read yet in this session (newest first), marking each one read on the surface
+   (so injection handles can report ``delivered``);
 3. decides once per session for every distinct instruction it found (see
    ``rampart.testing._instructions``) whether to follow it, with probability
    ``compliance``; a followed email instruction calls ``send_email`` and records a
@@ -384,10 +385,12 @@ class SimulatedSession(GuardedSession):
             views.append(agent._view(f"attachment {attachment.id}", attachment.content))
         documents = []
         read = self._read
-        for document in reversed(agent._surface.readable_documents()):
+        surface = agent._surface
+        for document in reversed(surface.readable_documents()):
             if document.id not in read:
                 read.add(document.id)
                 documents.append(document)
+                surface.mark_read(document)
                 if len(documents) == agent._search_limit:
                     break
         tool_calls: list[ToolCall] = []

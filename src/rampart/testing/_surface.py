@@ -4,6 +4,9 @@ The surface holds no event-loop state, so one instance can serve tests on asynci
 on trio. Handles may be reused and even entered concurrently: every ``__aenter__``
 plants one document and every ``__aexit__`` removes one, so activations and removals
 always pair up.
+
+Agents that read the surface call ``mark_read`` with each document they read, so a
+handle can report whether its payload was actually read (``delivered``).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class InMemorySurface:
         self._fail_on_activate = check_bool(owner, "fail_on_activate", fail_on_activate)
         self._fail_on_remove = check_bool(owner, "fail_on_remove", fail_on_remove)
         self._documents: dict[int, Payload] = {}
+        self._owners: dict[int, InMemoryInjectionHandle] = {}
         self._next_key = 0
         self._version = 0
         self._readable: tuple[Payload, ...] = ()
@@ -117,16 +121,32 @@ class InMemorySurface:
             self._readable_version = self._version
         return self._readable
 
-    def _plant(self, payload: Payload) -> int:
+    def mark_read(self, document: Payload) -> None:
+        """Record that an agent read ``document`` (one of ``readable_documents()``).
+
+        Every handle that has this document, or an identical copy of it (same content
+        and format), planted right now then reports ``delivered=True``: parallel trials
+        of one scenario plant copies of one payload, and an agent that read any of them
+        has read that payload. A document that is no longer planted marks nothing.
+        """
+        for key, planted in self._documents.items():
+            if planted is document or (
+                planted.content == document.content and planted.format == document.format
+            ):
+                self._owners[key]._delivered = True
+
+    def _plant(self, payload: Payload, owner: InMemoryInjectionHandle) -> int:
         key = self._next_key
         self._next_key += 1
         self._documents[key] = payload
+        self._owners[key] = owner
         self._version += 1
         self.activations += 1
         return key
 
     def _remove(self, key: int) -> None:
         del self._documents[key]
+        del self._owners[key]
         self._version += 1
         self.removals += 1
 
@@ -136,6 +156,13 @@ class InMemoryInjectionHandle(InjectionHandle):
 
     Exiting is idempotent: an exit without a matching activation does nothing. Only the
     surface's ``fail_on_remove`` fault makes it raise.
+
+    ``delivered`` says whether an agent read the payload (``InMemorySurface.mark_read``):
+    ``None`` before the first activation, ``False`` from an activation on, ``True`` once
+    read. It is kept after removal and starts over with the next activation that finds
+    nothing planted, so a handle reused for one run after another reports each run;
+    entered concurrently (one handle shared by parallel runs), it reports whether any of
+    them got the payload read.
     """
 
     def __init__(self, *, surface: InMemorySurface, payload: Payload) -> None:
@@ -143,11 +170,13 @@ class InMemoryInjectionHandle(InjectionHandle):
         self._payload = payload
         self._keys: list[int] = []
         self._ready: anyio.Event | None = None
+        self._delivered: bool | None = None
 
     def __repr__(self) -> str:
         return (
             f"InMemoryInjectionHandle(surface_name={self._surface.name!r}, "
-            f"payload_id={self._payload.id!r}, active={self.active})"
+            f"payload_id={self._payload.id!r}, active={self.active}, "
+            f"delivered={self._delivered})"
         )
 
     @property
@@ -171,6 +200,11 @@ class InMemoryInjectionHandle(InjectionHandle):
         """Whether this handle has a document planted right now."""
         return bool(self._keys)
 
+    @property
+    def delivered(self) -> bool | None:
+        """Whether an agent read the payload (see the class docstring)."""
+        return self._delivered
+
     async def __aenter__(self) -> Self:
         surface = self._surface
         if surface.activation_delay:
@@ -181,7 +215,9 @@ class InMemoryInjectionHandle(InjectionHandle):
                 f"InMemorySurface {surface.name!r}: activating payload {self._payload.id!r} "
                 "failed (fail_on_activate=True)"
             )
-        self._keys.append(surface._plant(self._payload))
+        if not self._keys:
+            self._delivered = False
+        self._keys.append(surface._plant(self._payload, self))
         if self._ready is not None:
             self._ready.set()
             self._ready = None

@@ -493,8 +493,9 @@
   function evaluation(e, title, cls, needles) {
     if (!e) return null;
     const box = el("div", { class: "eval " + (cls || "") });
+    const confidence = typeof e.confidence === "number" ? fixed(e.confidence) : "not a number";
     box.append(el("div", null, el("strong", null, title + ": "), e.outcome,
-      " (confidence " + fixed(e.confidence) + ")"));
+      " (confidence " + confidence + ")"));
     if (e.rationale) box.append(el("div", { class: "label" }, "rationale"), pre(e.rationale, needles));
     if (e.evidence && e.evidence.length) {
       box.append(el("div", { class: "label" }, "evidence"));

@@ -7,12 +7,13 @@ hypercorn, imported only when a server starts. See ``docs/test-server.md``.
 
 from rampart.testing.server._app import ChatCompletionsApp
 from rampart.testing.server._bucket import TokenBucket
-from rampart.testing.server._options import ServerOptions
+from rampart.testing.server._options import BROKEN_BODIES, ServerOptions
 from rampart.testing.server._process import ServerProcess, cli_arguments, server_process
 from rampart.testing.server._serve import RunningServer, ServerSettings, serve, serve_asgi
 from rampart.testing.server._stats import ServerStatistics
 
 __all__ = [
+    "BROKEN_BODIES",
     "ChatCompletionsApp",
     "RunningServer",
     "ServerOptions",

@@ -7,7 +7,8 @@ run it. Per ``POST /v1/chat/completions`` it:
    bucket or answers ``429`` with ``Retry-After`` (and ``retry-after-ms``);
 2. validates the request (``400`` naming the field);
 3. draws its faults: an error status, or a hang that lasts until the client
-   disconnects or the server stops;
+   disconnects or the server stops (and, after the agent answered, whether the
+   answer goes out as one of the broken ``200`` bodies, ``broken_rate``);
 4. answers a ``sim-judge`` / ``sim-attacker`` / ``sim-generator`` model with the
    simulated models (``_models``); otherwise finds the conversation the messages
    continue (or starts one), turns the last user message back into a ``Request``
@@ -20,7 +21,9 @@ which needs an ``api-version`` query parameter and answers as model ``name``, an
 ``/openai/v1/chat/completions``). With ``api_key`` set, a request must carry it as
 ``Authorization: Bearer`` or ``api-key``; otherwise the answer is ``401`` and, like
 some real APIs, its message repeats the credential it got, so clients' redaction of
-secrets in error messages can be tested.
+secrets in error messages can be tested. With ``echo_credentials`` every error answer
+repeats the headers the request carried (all but the transport ones), credentials
+included.
 
 Conversations are recognised by content: the server remembers a digest of every
 conversation it answered (the messages plus its own reply), so a client that resends
@@ -68,8 +71,8 @@ _TEXT_FORMATS = {fmt.value: fmt for fmt in PayloadFormat if fmt.is_text}
 _MAX_AGENTS = 4096
 
 
-_Reply = tuple[int, dict[str, Any], list[tuple[bytes, bytes]]]
-"""Status, JSON body and extra headers of a response."""
+_Reply = tuple[int, dict[str, Any] | bytes, list[tuple[bytes, bytes]]]
+"""Status, JSON body (or JSON text, already encoded) and extra headers of a response."""
 
 
 class _Disconnected(Exception):
@@ -91,11 +94,43 @@ def _error_body(
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
+# Headers every HTTP client sends; the others (credentials among them) are echoed.
+_TRANSPORT_HEADERS = frozenset(
+    {
+        b"accept",
+        b"accept-encoding",
+        b"connection",
+        b"content-length",
+        b"content-type",
+        b"host",
+        b"user-agent",
+    }
+)
+
+
+def _with_credentials(reply: _Reply, scope: Scope) -> _Reply:
+    """``reply`` (an error) with the request's non-transport headers in its message."""
+    status, payload, headers = reply
+    given = [
+        f"{name.decode('latin-1')}: {value.decode('latin-1')}"
+        for name, value in scope.get("headers", [])
+        if name.lower() not in _TRANSPORT_HEADERS
+    ]
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if given and isinstance(payload, dict) and isinstance(error, dict):
+        error = {**error, "message": f"{error.get('message', '')} (you sent {'; '.join(given)})"}
+        payload = {**payload, "error": error}
+    return status, payload, headers
+
+
 async def send_json(
     send: Send, status: int, payload: object, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
-    """Send a complete JSON response."""
-    body = json.dumps(payload, separators=(",", ":")).encode()
+    """Send a complete JSON response (``payload`` as a value, or as encoded JSON text)."""
+    if isinstance(payload, bytes):
+        body = payload
+    else:
+        body = json.dumps(payload, separators=(",", ":")).encode()
     await send(
         {
             "type": "http.response.start",
@@ -177,6 +212,52 @@ def _normalise(messages: object) -> list[tuple[str, str, tuple[tuple[str, str, s
     return normalised
 
 
+def broken_body(kind: str, payload: dict[str, Any]) -> bytes:
+    """``payload`` (a well-formed completion) turned into the broken body ``kind``.
+
+    See ``BROKEN_BODIES`` for what each one is. The id, model and usage are kept, so
+    only the part under test is wrong.
+    """
+    choice = payload["choices"][0]
+    message = choice["message"]
+    if kind == "duplicate-tool-calls":
+        # Written by hand: a JSON encoder cannot produce a repeated key.
+        calls = json.dumps(message.get("tool_calls", []), separators=(",", ":"))
+        content = json.dumps(message.get("content"))
+        head = {key: value for key, value in payload.items() if key != "choices"}
+        text = json.dumps(head, separators=(",", ":"))[:-1]
+        return (
+            f'{text},"choices":[{{"index":0,"message":{{"role":"assistant",'
+            f'"content":{content},"tool_calls":{calls},"tool_calls":null}},'
+            f'"finish_reason":{json.dumps(choice["finish_reason"])}}}]}}'
+        ).encode()
+    broken = dict(payload)
+    if kind == "empty-message":
+        broken["choices"] = [{"message": {}}]
+    elif kind == "error-object":
+        broken["error"] = {"message": "upstream model failed", "type": "server_error"}
+        broken["choices"] = [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": None},
+                "finish_reason": "error",
+            }
+        ]
+    elif kind == "finish-error":
+        broken["choices"] = [{**choice, "finish_reason": "error"}]
+    elif kind == "content-filter":
+        broken["choices"] = [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": None},
+                "finish_reason": "content_filter",
+            }
+        ]
+    else:  # pragma: no cover - ServerOptions only admits BROKEN_BODIES
+        raise ValueError(f"unknown broken body {kind!r}")
+    return json.dumps(broken, separators=(",", ":")).encode()
+
+
 def _digest(
     seed: int | None, messages: list[tuple[str, str, tuple[tuple[str, str, str], ...]]]
 ) -> str:
@@ -246,6 +327,7 @@ class ChatCompletionsApp:
         self._rate_limited = 0
         self._errors = 0
         self._hangs = 0
+        self._broken = 0
         self._bad_requests = 0
         self._model_requests = 0
         self._max_in_flight = 0
@@ -270,6 +352,7 @@ class ChatCompletionsApp:
             rate_limited=self._rate_limited,
             errors=self._errors,
             hangs=self._hangs,
+            broken=self._broken,
             bad_requests=self._bad_requests,
             in_flight=self._in_flight,
             max_in_flight=self._max_in_flight,
@@ -355,6 +438,8 @@ class ChatCompletionsApp:
             # answer never sees the request still counted.
             self._in_flight -= 1
         if reply is not None:
+            if self._options.echo_credentials and reply[0] >= 400:
+                reply = _with_credentials(reply, scope)
             await send_json(send, *reply)
 
     def _check_credentials(self, scope: Scope) -> None:
@@ -398,6 +483,10 @@ class ChatCompletionsApp:
         payload = await self._answer(seed, messages)
         self._served += 1
         self._last_served_at = self._clock()
+        if self._chance(self._options.broken_rate):
+            self._broken += 1
+            kind = self._faults.choice(self._options.broken_bodies)
+            return 200, broken_body(kind, payload), []
         return 200, payload, []
 
     async def _model_reply(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from rampart.testing.server._options import ServerOptions
+from rampart.testing.server._options import BROKEN_BODIES, ServerOptions
 from rampart.testing.server._serve import check_address, serve
 
 if TYPE_CHECKING:
@@ -42,6 +42,19 @@ def parser() -> argparse.ArgumentParser:
         help="status used for injected errors; repeat for several (default 500 and 503)",
     )
     cli.add_argument("--hang-rate", type=float, default=0.0, help="probability of no answer")
+    cli.add_argument(
+        "--broken-rate",
+        type=float,
+        default=0.0,
+        help="probability that an answer is sent as a broken 200 body",
+    )
+    cli.add_argument(
+        "--broken-body",
+        action="append",
+        default=None,
+        help=f"broken body to draw from; repeat for several ({', '.join(BROKEN_BODIES)}; "
+        "default all)",
+    )
     cli.add_argument("--seed", type=int, default=0, help="seed for answers and faults")
     cli.add_argument("--compliance", type=float, default=0.5, help="probability of obeying")
     cli.add_argument("--secret", default=None, help="the secret the agent guards")
@@ -59,18 +72,26 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="require this key (Authorization: Bearer or api-key); for testing clients only",
     )
+    cli.add_argument(
+        "--echo-credentials",
+        action="store_true",
+        help="repeat the request's credential headers in every error answer (to test redaction)",
+    )
     cli.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
     return cli
 
 
 def _options(arguments: argparse.Namespace) -> ServerOptions:
     statuses = tuple(arguments.error_status) if arguments.error_status else (500, 503)
+    broken = tuple(arguments.broken_body) if arguments.broken_body else BROKEN_BODIES
     return ServerOptions(
         rate=arguments.rate,
         burst=arguments.burst,
         latency=arguments.latency,
         error_rate=arguments.error_rate,
         hang_rate=arguments.hang_rate,
+        broken_rate=arguments.broken_rate,
+        broken_bodies=broken,
         error_statuses=statuses,
         seed=arguments.seed,
         compliance=arguments.compliance,
@@ -80,6 +101,7 @@ def _options(arguments: argparse.Namespace) -> ServerOptions:
         max_conversations=arguments.max_conversations,
         max_body_bytes=arguments.max_body_bytes,
         api_key=arguments.api_key,
+        echo_credentials=arguments.echo_credentials,
     )
 
 

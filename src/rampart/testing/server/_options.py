@@ -19,9 +19,28 @@ from rampart._checks import (
     invalid,
 )
 
-__all__ = ["ServerOptions"]
+__all__ = ["BROKEN_BODIES", "ServerOptions"]
 
 _OWNER = "ServerOptions"
+
+BROKEN_BODIES = (
+    "empty-message",
+    "error-object",
+    "finish-error",
+    "duplicate-tool-calls",
+    "content-filter",
+)
+"""The broken ``200`` bodies the server can answer with (``broken_rate``), by name:
+
+* ``empty-message``: ``{"choices": [{"message": {}}]}`` (no content, no tool calls);
+* ``error-object``: a top-level ``"error"`` object, null content, ``finish_reason``
+  ``"error"``;
+* ``finish-error``: the agent's real message with ``finish_reason`` ``"error"``;
+* ``duplicate-tool-calls``: the agent's real message with ``"tool_calls"`` written a
+  second time as ``null`` (a lenient parser keeps the last one: no tool calls);
+* ``content-filter``: null content and ``finish_reason`` ``"content_filter"`` (the
+  provider's filter blocked the answer).
+"""
 
 
 def _check_rate(_instance: object, _attribute: object, value: Any) -> None:
@@ -51,6 +70,23 @@ def _check_statuses(_instance: object, _attribute: object, value: Any) -> None:
     if not value:
         raise invalid(_OWNER, "error_statuses", expected, value, error=ValueError)
     check_items(_OWNER, "error_statuses", value, _check_status, expected=expected)
+
+
+def _check_broken(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise invalid(_OWNER, name, "a str", value)
+    if value not in BROKEN_BODIES:
+        raise invalid(_OWNER, name, f"one of {', '.join(BROKEN_BODIES)}", value, error=ValueError)
+    return value
+
+
+def _check_broken_bodies(_instance: object, _attribute: object, value: Any) -> None:
+    expected = "a non-empty tuple of broken body names"
+    if not isinstance(value, tuple):
+        raise invalid(_OWNER, "broken_bodies", expected, value)
+    if not value:
+        raise invalid(_OWNER, "broken_bodies", expected, value, error=ValueError)
+    check_items(_OWNER, "broken_bodies", value, _check_broken, expected=expected)
 
 
 def _check_seed(_instance: object, _attribute: object, value: Any) -> None:
@@ -84,6 +120,11 @@ class ServerOptions:
     * ``error_rate``: probability that an admitted request fails with a status drawn
       from ``error_statuses`` (default 500 or 503); ``hang_rate``: probability that it
       never gets an answer (until the client gives up or the server stops).
+    * ``broken_rate``: probability that an answered request gets a broken ``200`` body
+      instead of the agent's well-formed one, drawn from ``broken_bodies`` (default: all
+      of ``BROKEN_BODIES``). The agent still answers, so the conversation goes on;
+      only what goes over the wire is broken. For testing clients' handling of
+      endpoints that fail with a success status.
     * ``seed``: makes answers reproducible (see ``docs/test-server.md``); ``compliance``
       and ``secret`` configure the ``SimulatedAgent`` behind the API; ``model`` is the
       model name it reports.
@@ -91,6 +132,11 @@ class ServerOptions:
       forgotten first); ``max_body_bytes``: the largest request body accepted.
     * ``api_key``: when set, requests must present it (``Authorization: Bearer`` or
       ``api-key``), else ``401``. Hidden from ``repr()``.
+    * ``echo_credentials``: every error answer of a completion request (4xx, 5xx,
+      429) repeats the headers the request carried (all but ``host``, ``accept*``,
+      ``connection``, ``content-*`` and ``user-agent``; ``Authorization`` and other
+      credentials included), as careless real APIs do, so that clients' redaction
+      can be tested.
 
     Requests for the models ``sim-judge``, ``sim-attacker`` and ``sim-generator`` are
     answered by simulated LLMs (``rampart.testing.server._models``); ``latency``
@@ -102,6 +148,10 @@ class ServerOptions:
     latency: float = attrs.field(default=0.0, validator=_check_seconds)
     error_rate: float = attrs.field(default=0.0, validator=_check_probability)
     hang_rate: float = attrs.field(default=0.0, validator=_check_probability)
+    broken_rate: float = attrs.field(default=0.0, validator=_check_probability)
+    broken_bodies: tuple[str, ...] = attrs.field(
+        default=BROKEN_BODIES, validator=_check_broken_bodies
+    )
     error_statuses: tuple[int, ...] = attrs.field(default=(500, 503), validator=_check_statuses)
     seed: int = attrs.field(default=0, validator=_check_seed)
     compliance: float = attrs.field(default=0.5, validator=_check_probability)
@@ -111,6 +161,7 @@ class ServerOptions:
     max_conversations: int = attrs.field(default=10_000, validator=_check_positive)
     max_body_bytes: int = attrs.field(default=4 * 1024 * 1024, validator=_check_positive)
     api_key: str | None = attrs.field(default=None, repr=False)
+    echo_credentials: bool = attrs.field(default=False, validator=_check_flag)
 
     @api_key.validator
     def _check_api_key(self, _attribute: object, value: Any) -> None:

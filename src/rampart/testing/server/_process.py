@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 import attrs
 
 from rampart._checks import check_choice
-from rampart.testing.server._options import ServerOptions
+from rampart.testing.server._options import BROKEN_BODIES, ServerOptions
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -33,6 +33,11 @@ def cli_arguments(options: ServerOptions) -> list[str]:
     arguments += ["--error-rate", repr(options.error_rate), "--hang-rate", repr(options.hang_rate)]
     for status in options.error_statuses:
         arguments += ["--error-status", str(status)]
+    if options.broken_rate:
+        arguments += ["--broken-rate", repr(options.broken_rate)]
+    if options.broken_bodies != BROKEN_BODIES:
+        for kind in options.broken_bodies:
+            arguments += ["--broken-body", kind]
     arguments += ["--seed", str(options.seed), "--compliance", repr(options.compliance)]
     if options.secret is not None:
         arguments += ["--secret", options.secret]
@@ -43,6 +48,8 @@ def cli_arguments(options: ServerOptions) -> list[str]:
     arguments += ["--max-body-bytes", str(options.max_body_bytes)]
     if options.api_key is not None:
         arguments += ["--api-key", options.api_key]
+    if options.echo_credentials:
+        arguments.append("--echo-credentials")
     return arguments
 
 

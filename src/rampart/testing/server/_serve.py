@@ -42,6 +42,8 @@ class ServerSettings(TypedDict, total=False):
     latency: float
     error_rate: float
     hang_rate: float
+    broken_rate: float
+    broken_bodies: tuple[str, ...]
     error_statuses: tuple[int, ...]
     seed: int
     compliance: float
@@ -51,6 +53,7 @@ class ServerSettings(TypedDict, total=False):
     max_conversations: int
     max_body_bytes: int
     api_key: str | None
+    echo_credentials: bool
 
 
 def check_address(host: object, port: object) -> None:

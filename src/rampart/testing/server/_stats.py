@@ -16,7 +16,9 @@ class ServerStatistics:
     ``requests`` counts every ``POST /v1/chat/completions``; each one ends as exactly one
     of ``served`` (200), ``rate_limited`` (429), ``errors`` (injected 5xx),
     ``hangs`` (never answered) or ``bad_requests`` (4xx other than 429), or is still
-    ``in_flight``. ``max_in_flight`` is the most requests handled at once.
+    ``in_flight``. ``broken`` counts the served answers sent as a broken ``200`` body
+    (``ServerOptions.broken_rate``; they are counted in ``served`` too).
+    ``max_in_flight`` is the most requests handled at once.
     ``served_per_second`` is ``served`` over the time from the first request to the
     last served one (``window_seconds``); times are on the server's event-loop clock.
     ``model_requests`` counts requests that reached the simulated judge, attacker or
@@ -37,6 +39,7 @@ class ServerStatistics:
     rate: float | None
     burst: int
     model_requests: int = 0
+    broken: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The snapshot as a JSON-ready dict."""
