@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+import pytest
+
 from tests.pytest_plugin.conftest import NO_ASYNCIO, REPORT_HOOK, only_report, write_ini
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-    import pytest
 
 SUITE = """
 import pytest
@@ -70,9 +70,29 @@ def test_hook_sinks_still_run_alongside(pytester: pytest.Pytester) -> None:
     assert len(_written(pytester.path / "extra")[".html"]) == 1
 
 
+def test_a_file_in_the_way_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    """A path that cannot be a directory stops the run before any test, naming the option."""
+    write_ini(pytester)
+    pytester.makepyfile("def test_ok():\n    pass\n")
+    (pytester.path / "taken").write_text("a file, not a directory")
+    result = pytester.runpytest(*NO_ASYNCIO, "--rampart-report-dir=taken")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--rampart-report-dir*taken*(an existing file)*"])
+
+
 def test_unwritable_directory_fails_the_run_loudly(pytester: pytest.Pytester) -> None:
     """A report that cannot be written is a sink failure: named, and the exit is non-zero."""
     write_ini(pytester)
+    pytester.makeconftest(
+        """
+        import shutil
+
+        def pytest_sessionfinish(session):
+            # The directory disappears under a file of the same name before the reports.
+            shutil.rmtree("out", ignore_errors=True)
+            open("out", "w").close()
+        """
+    )
     pytester.makepyfile(
         """
         from rampart import Result, SafetyStatus, record_result
@@ -81,8 +101,7 @@ def test_unwritable_directory_fails_the_run_loudly(pytester: pytest.Pytester) ->
             record_result(Result(status=SafetyStatus.SAFE, summary="ok"))
         """
     )
-    (pytester.path / "taken").write_text("a file, not a directory")
-    result = pytester.runpytest(*NO_ASYNCIO, "--rampart-report-dir=taken")
+    result = pytester.runpytest(*NO_ASYNCIO, "--rampart-report-dir=out")
     result.assert_outcomes(passed=1)
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*RAMPART: REPORT SINK FAILED*", "*HtmlReportSink*"])

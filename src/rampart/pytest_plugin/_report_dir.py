@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import pytest
+
 from rampart.reporting import HtmlReportSink, JsonFileReportSink, JsonlTraceSink
 
 if TYPE_CHECKING:
@@ -20,11 +22,20 @@ __all__ = ["report_dir_sinks"]
 
 
 def report_dir_sinks(directory: Path | None) -> list[ReportSink]:
-    """The three built-in sinks writing to ``directory``; none when it is ``None``."""
+    """The three built-in sinks writing to ``directory``; none when it is ``None``.
+
+    Made when pytest configures the run, so a path that cannot be a directory (an
+    existing file, say) is a usage error before any test runs, naming the option.
+    """
     if directory is None:
         return []
-    return [
-        JsonFileReportSink(output_dir=directory),
-        JsonlTraceSink(output_dir=directory),
-        HtmlReportSink(output_dir=directory),
-    ]
+    try:
+        return [
+            JsonFileReportSink(output_dir=directory),
+            JsonlTraceSink(output_dir=directory),
+            HtmlReportSink(output_dir=directory),
+        ]
+    except (TypeError, ValueError, OSError) as exc:
+        raise pytest.UsageError(
+            f"rampart: --rampart-report-dir / rampart_report_dir: {exc}"
+        ) from None

@@ -151,6 +151,7 @@ class RunReporter:
         self._sinks = sinks
         self._limits = limits
         self._options = options
+        self._report_dir_sinks = report_dir_sinks(options.report_dir)
 
     def build_report(self, exit_status: int | None = None) -> TestRunReport:
         ledger = self._ledger
@@ -183,7 +184,7 @@ class RunReporter:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         report = self.build_report(int(session.exitstatus))
-        sinks = self._sinks.resolve() + report_dir_sinks(self._options.report_dir)
+        sinks = self._sinks.resolve() + self._report_dir_sinks
         self._sinks.emit(report, sinks)
         if self._ledger.failed and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
