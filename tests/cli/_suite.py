@@ -81,8 +81,8 @@ def write_suite(directory: Path) -> Path:
     return directory
 
 
-def run_suite(directory: Path, out: Path, *, single: float, group: float) -> tuple[Path, Path]:
-    """Run the suite once; ``(JSON report, JSONL trace)`` it wrote to ``out``."""
+def run_suite(directory: Path, out: Path, *, single: float, group: float) -> tuple[Path, Path, str]:
+    """Run the suite once; ``(JSON report, JSONL trace, terminal output)``."""
     env = {
         **os.environ,
         "SUITE_OUT": str(out),
@@ -90,7 +90,7 @@ def run_suite(directory: Path, out: Path, *, single: float, group: float) -> tup
         "SUITE_GROUP": str(group),
     }
     env.pop("PYTEST_ADDOPTS", None)
-    subprocess.run(
+    completed = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", str(directory)],
         cwd=directory,
         env=env,
@@ -101,4 +101,4 @@ def run_suite(directory: Path, out: Path, *, single: float, group: float) -> tup
     )
     (report,) = out.glob("run_report_*.json")
     (trace,) = out.glob("traces_*.jsonl")
-    return report, trace
+    return report, trace, completed.stdout

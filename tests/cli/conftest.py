@@ -14,6 +14,14 @@ from tests.cli._suite import run_suite, write_suite
 class Saved:
     report: Path
     trace: Path
+    terminal: str
+
+    def summary_lines(self) -> list[str]:
+        """The run's own terminal safety summary (pytest's), without its separator."""
+        lines = self.terminal.splitlines()
+        start = next(i for i, line in enumerate(lines) if "RAMPART Safety Summary" in line)
+        end = next(i for i, line in enumerate(lines) if line.startswith("Population: "))
+        return lines[start + 1 : end + 1]
 
 
 @attrs.frozen

@@ -18,8 +18,8 @@ from rampart.cli._errors import EXIT_OK, CliError
 
 if TYPE_CHECKING:
     from rampart.cli._inputs import SavedRun
-    from rampart.cli._view import RunView
-    from rampart.reporting import TestRunReport
+    from rampart.cli._view import GroupOutcome, RunView
+    from rampart.reporting import RunInfo, TestRunReport
 
 __all__ = ["build_report", "register", "run"]
 
@@ -74,28 +74,49 @@ def _metadata(runs: list[SavedRun]) -> dict[str, Any]:
     }
 
 
+def _run_info(runs: list[SavedRun], duration: float) -> RunInfo:
+    """The ``run`` section: a report's own for one report, else what the files tell."""
+    from rampart.reporting import RunInfo
+
+    if len(runs) == 1 and runs[0].run is not None:
+        try:
+            return RunInfo.from_json(runs[0].run)
+        except (TypeError, ValueError):
+            pass
+    reasons = [
+        str(reason)
+        for run in runs
+        for reason in (run.metadata.get("incomplete_reasons") or [])
+        if isinstance(reason, str)
+    ]
+    incomplete = any(run.metadata.get("incomplete") for run in runs) or bool(reasons)
+    return RunInfo(duration_seconds=duration, incomplete=incomplete, incomplete_reasons=reasons)
+
+
 def build_report(runs: list[SavedRun], view: RunView) -> TestRunReport:
-    """One ``TestRunReport`` over the merged records (what ``--html`` and ``--json`` render)."""
+    """One ``TestRunReport`` over the merged records, with their trial groups and run
+    section (what ``--html`` and ``--json`` render)."""
+    from rampart.cli._view import group_summary
     from rampart.reporting import TestRunReport
 
-    durations = [run.duration_seconds for run in runs if run.duration_seconds is not None]
+    duration = sum(run.duration_seconds for run in runs if run.duration_seconds is not None)
     return TestRunReport.from_results(
         [record.result for record in view.records],
-        duration_seconds=sum(durations),
+        duration_seconds=duration,
         metadata=_metadata(runs),
+        trial_groups=[group_summary(g) for g in sorted(view.groups.values(), key=_by_nodeid)],
+        run=_run_info(runs, duration),
     )
 
 
+def _by_nodeid(group: GroupOutcome) -> str:
+    return group.nodeid
+
+
 def _render_html(report: TestRunReport) -> bytes:
-    try:
-        from rampart.reporting._html import render_html  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        raise CliError(
-            "--html needs rampart.reporting.HtmlReportSink, which this version of rampart "
-            "does not have yet"
-        ) from None
-    page: bytes = render_html(report)
-    return page
+    from rampart.reporting._html import render_html
+
+    return render_html(report)
 
 
 def _incomplete(runs: list[SavedRun]) -> list[str]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import re
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,16 @@ if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped]
     from jsonschema.protocols import Validator  # type: ignore[import-untyped]
 
-__all__ = ["Problem", "check_file", "register", "run"]
+__all__ = [
+    "Problem",
+    "check_file",
+    "record_problem",
+    "register",
+    "run",
+    "schema_problem",
+    "section_problems",
+    "section_rule",
+]
 
 _DESCRIPTION = """\
 Check JSON reports (JsonFileReportSink) and JSONL trace files (JsonlTraceSink) against
@@ -285,7 +295,43 @@ def _check_report(text: str) -> tuple[int, list[Problem]]:
         problems.extend(
             Problem(1, rule, "report") for rule in _inputs.report_count_problems(document, records)
         )
+    problems.extend(Problem(1, rule, "report") for rule in section_problems(document))
     return len(entries), problems
+
+
+_GOT = re.compile(r",? got .*?(?= @ |$)")
+_WHERE = re.compile(r" @ \$(\S*)$")
+_FIELD = re.compile(r": \w+: (\w+) (must be .*?)(?: @ |$)")
+
+
+def section_rule(message: str, base: str) -> str:
+    """A ``from_json`` error of a report section, located under ``base``, without the
+    value it was given (the ``rampart._checks`` format puts it after ``got``)."""
+    text = _GOT.sub("", message)
+    where = _WHERE.search(text)
+    sub = where.group(1) if where else ""
+    field = _FIELD.search(text)
+    if field is None:
+        return f"{base}{sub}: not what the report format allows (a wrong type or value)"
+    return f"{base}{sub}.{field.group(1)}: {field.group(2)}"
+
+
+def section_problems(document: dict[str, Any]) -> list[str]:
+    """Problems of the report's ``trial_groups`` and ``run`` sections (when present)."""
+    from rampart.reporting import RunInfo, TrialGroupSummary
+
+    problems = []
+    for index, entry in enumerate(document.get("trial_groups") or []):
+        try:
+            TrialGroupSummary.from_json(entry)
+        except (TypeError, ValueError) as error:
+            problems.append(section_rule(str(error), f"$.trial_groups[{index}]"))
+    if isinstance(document.get("run"), dict):
+        try:
+            RunInfo.from_json(document["run"])
+        except (TypeError, ValueError) as error:
+            problems.append(section_rule(str(error), "$.run"))
+    return problems
 
 
 def check_file(path: Path, text: str) -> tuple[str, int, list[Problem]]:

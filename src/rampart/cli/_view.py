@@ -22,6 +22,7 @@ import attrs
 
 from rampart.codec import ResultRecord
 from rampart.core.result import SafetyStatus
+from rampart.reporting import TrialGroupSummary
 from rampart.reporting._report import category_key
 
 if TYPE_CHECKING:
@@ -29,7 +30,15 @@ if TYPE_CHECKING:
 
     from rampart.cli._inputs import SavedRun
 
-__all__ = ["GroupOutcome", "RunView", "TestOutcome", "build_view", "worst"]
+__all__ = [
+    "GroupOutcome",
+    "RunView",
+    "TestOutcome",
+    "build_view",
+    "group_key",
+    "group_summary",
+    "worst",
+]
 
 _TRIAL_SUFFIX = re.compile(r"\[trial-(\d+)\]$")
 _SEVERITY = {
@@ -75,6 +84,7 @@ class GroupOutcome:
     verdict: str
     reason: str | None = None
     clones: dict[int, SafetyStatus] = attrs.field(factory=dict)
+    stated: TrialGroupSummary | None = None
 
     @property
     def executed(self) -> int:
@@ -195,25 +205,65 @@ def _derived_groups(records: list[ResultRecord]) -> dict[str, GroupOutcome]:
 
 def _reported_group(entry: dict[str, Any], derived: GroupOutcome | None) -> GroupOutcome | None:
     """A report's ``trial_groups`` entry, or ``None`` if it is not one this reader knows."""
+    from rampart.reporting import TrialGroupSummary
+
     try:
-        counts = entry["counts"]
-        return GroupOutcome(
-            nodeid=str(entry["nodeid"]),
-            category=str(entry.get("harm_category") or (derived.category if derived else "")),
-            n=int(entry["n"]),
-            threshold=float(entry["threshold"]),
-            safe=int(counts["safe"]),
-            unsafe=int(counts["unsafe"]),
-            undetermined=int(counts["undetermined"]),
-            error=int(counts["error"]),
-            no_result=int(counts.get("no_result", 0)),
-            not_run=int(entry.get("not_run", 0)),
-            verdict=str(entry["verdict"]),
-            reason=entry.get("reason"),
-            clones=derived.clones if derived else {},
-        )
-    except (KeyError, TypeError, ValueError):
+        group = TrialGroupSummary.from_json(entry)
+    except (TypeError, ValueError):
         return None
+    counts = group.counts
+    return GroupOutcome(
+        nodeid=group.nodeid,
+        category=group.harm_category or (derived.category if derived else "uncategorized"),
+        n=group.n,
+        threshold=group.threshold,
+        safe=counts.safe,
+        unsafe=counts.unsafe,
+        undetermined=counts.undetermined,
+        error=counts.error,
+        no_result=counts.no_result,
+        not_run=group.not_run,
+        verdict=group.verdict,
+        reason=group.reason,
+        clones=derived.clones if derived else {},
+        stated=group,
+    )
+
+
+def group_summary(group: GroupOutcome) -> TrialGroupSummary:
+    """``group`` as the report's ``TrialGroupSummary`` (as stated, when a report stated it)."""
+    from rampart.reporting import GroupInterval, StatusCounts, TrialGroupSummary
+
+    if group.stated is not None:
+        return group.stated
+    low, high = group.interval()
+    return TrialGroupSummary(
+        nodeid=group.nodeid,
+        test_name=group.nodeid.rpartition("::")[2],
+        harm_category=None if group.category == "uncategorized" else group.category,
+        n=max(group.n, group.executed),
+        threshold=group.threshold,
+        counts=StatusCounts(
+            safe=group.safe,
+            unsafe=group.unsafe,
+            undetermined=group.undetermined,
+            error=group.error,
+            no_result=group.no_result,
+        ),
+        executed=group.executed,
+        not_run=group.not_run,
+        pass_rate=group.pass_rate,
+        interval=GroupInterval(method="wilson", level=0.95, low=low, high=high),
+        verdict=group.verdict,
+        population_status="safe" if group.passed else _failed_status(group),
+        reason=group.reason,
+    )
+
+
+def _failed_status(group: GroupOutcome) -> str:
+    if group.unsafe:
+        return "unsafe"
+    return "error" if group.error else "undetermined"
 
 
 def _tests(records: list[ResultRecord]) -> dict[str, TestOutcome]:
