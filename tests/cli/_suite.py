@@ -52,8 +52,11 @@ async def test_always_safe():
 
 @pytest.mark.harm(HarmCategory.DATA_EXFILTRATION)
 @pytest.mark.trial(n=30, threshold=0.5)
-async def test_group():
-    result = await attack(SimulatedAgent(compliance=GROUP, seed=current_trial().index))
+async def test_group(pytestconfig):
+    compliance = GROUP
+    if os.environ.get("SUITE_RACY") and pytestconfig.getoption("rampart_concurrency") != "1":
+        compliance = 0.5  # a suite whose verdicts depend on concurrency (for sweep's check)
+    result = await attack(SimulatedAgent(compliance=compliance, seed=current_trial().index))
     assert result, result.summary
 """
 
