@@ -43,6 +43,7 @@ JUDGE_ENV = {
     "deployment": "RAMPART_JUDGE_DEPLOYMENT",
 }
 _API_KEY_ENV = "RAMPART_JUDGE_API_KEY"
+_SHOWN = 20  # changed verdicts listed in the table; --json has all
 
 _DESCRIPTION = """\
 Re-judge saved rampart.trace.v2 records (JSONL trace files) with a new evaluator,
@@ -327,10 +328,12 @@ def _print_summary(summary: dict[str, Any]) -> None:
         print(f"{len(changed)} verdict{'s' * (len(changed) != 1)} changed:")
         rows = [
             [item["pytest_nodeid"] or f"record {item['record']}", item["before"], item["after"]]
-            for item in changed
+            for item in changed[:_SHOWN]
         ]
         for line in _table.format_table(["test", "before", "after"], rows):
             print(f"  {line}")
+        if len(changed) > _SHOWN:
+            print(f"  ... and {len(changed) - _SHOWN} more (--json lists every one)")
     else:
         print("no verdict changed")
     print(f"wrote {summary['output']}")
