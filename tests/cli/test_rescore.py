@@ -256,6 +256,8 @@ class TestLLMJudge:
         assert summary["counts"]["after"] == summary["counts"]["before"]
         records = _read(tmp_path / "judged.jsonl")
         assert all("rescored" in r.result.metadata for r in records)  # type: ignore[attr-defined]
+        assert summary["judge"]["calls"] == 32
+        assert summary["judge"]["failures"] == 0
 
     def test_judge_needs_a_model(
         self,

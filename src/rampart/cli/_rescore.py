@@ -34,6 +34,7 @@ from rampart.cli._errors import EXIT_OK, CliError
 if TYPE_CHECKING:
     from rampart.codec import ResultRecord
     from rampart.core.evaluator import Evaluator
+    from rampart.llm import LLMClient
 
 __all__ = ["JUDGE_ENV", "load_evaluator", "register", "run"]
 
@@ -191,7 +192,7 @@ def load_evaluator(spec: str) -> Evaluator:
         raise CliError(str(error)) from None
 
 
-def _judge(args: argparse.Namespace) -> Evaluator:
+def _judge(args: argparse.Namespace) -> tuple[Evaluator, LLMClient]:
     from rampart.core.llm import LLMConfig
     from rampart.evaluators import LLMJudge, TranscriptScope
     from rampart.llm import LLMClient
@@ -226,9 +227,10 @@ def _judge(args: argparse.Namespace) -> Evaluator:
             max_retries=args.max_retries,
             cache=args.cache if args.cache else None,
         )
-        return LLMJudge(objective=args.objective, llm=client, scope=TranscriptScope(args.scope))
+        judge = LLMJudge(objective=args.objective, llm=client, scope=TranscriptScope(args.scope))
     except (TypeError, ValueError) as error:  # messages never show the api key
         raise CliError(str(error)) from None
+    return judge, client
 
 
 # --------------------------------------------------------------------------- running
@@ -336,6 +338,13 @@ def _print_summary(summary: dict[str, Any]) -> None:
             print(f"  ... and {len(changed) - _SHOWN} more (--json lists every one)")
     else:
         print("no verdict changed")
+    judge = summary.get("judge")
+    if judge is not None:
+        print(
+            f"judge: {judge['calls']} calls, {judge['requests']} requests, "
+            f"{judge['cache_hits']} cache hits, {judge['failures']} failures, "
+            f"{judge['prompt_tokens'] + judge['completion_tokens']} tokens"
+        )
     print(f"wrote {summary['output']}")
 
 
@@ -347,7 +356,11 @@ def run(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         raise CliError(f"--concurrency must be an integer >= 1, got {args.concurrency}")
     records, first = _read_records(args.traces)
-    evaluator = _judge(args) if args.judge else load_evaluator(args.evaluator)
+    client = None
+    if args.judge:
+        evaluator, client = _judge(args)
+    else:
+        evaluator = load_evaluator(args.evaluator)
 
     async def rescore() -> list[ResultRecord]:
         return await rescore_records(
@@ -364,6 +377,16 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         raise CliError(f"cannot write the new trace file in {directory}: {error}") from None
     summary = _summary(records, rescored, evaluator, output)
+    if client is not None:
+        stats = client.statistics()
+        summary["judge"] = {
+            "calls": stats.calls,
+            "requests": stats.requests,
+            "cache_hits": stats.cache_hits,
+            "failures": stats.failures,
+            "prompt_tokens": stats.prompt_tokens,
+            "completion_tokens": stats.completion_tokens,
+        }
     if args.json:
         print(_table.dump_json(summary), end="")
     else:
