@@ -13,6 +13,7 @@ PUBLIC_MODULES = [
     "rampart",
     "rampart.adapters",
     "rampart.attacks",
+    "rampart.cli",
     "rampart.codec",
     "rampart.common",
     "rampart.common.deprecation",

@@ -63,3 +63,19 @@ def hammer(
             if process.poll() is None:
                 process.kill()
                 process.wait()
+
+
+def assert_one_shared_bucket(
+    results: list[list[tuple[float, float]]], *, rate: float, burst: int, count: int
+) -> None:
+    """The workers drew on one bucket, whatever the scheduler did with them.
+
+    One worker alone can push its bucket at most ``(count - burst) / rate`` seconds
+    into debt; a wait longer than that exists only if the other worker's grants came
+    out of the same bucket. This holds whether the two ran interleaved or one after
+    the other (a loaded machine may not interleave them), as long as the 2 * count
+    reservations took less than that many seconds, which they do by far (each is a
+    file lock or a Redis round trip, a millisecond or less).
+    """
+    alone = (count - burst) / rate
+    assert max(wait for worker in results for _, wait in worker) > alone

@@ -140,6 +140,20 @@ class TestRescore:
         with pytest.raises(SchemaError, match="line 2"):
             read_trace_records(path)
 
+    async def test_line_separators_inside_strings_do_not_split_a_record(
+        self, tmp_path: Path
+    ) -> None:
+        """A record holding raw U+2028/U+2029/U+0085 (valid JSON) stays one record."""
+        record = await _saved_attack(1.0)
+        text = serialize_record(record=record).replace(
+            '"summary":"', '"summary":"\u2028\u2029\u0085', 1
+        )
+        assert "\u2028" in text
+        path = tmp_path / "traces.jsonl"
+        path.write_text(text + "\n", encoding="utf-8")
+        (loaded,) = read_trace_records(path)
+        assert loaded.result.summary.startswith("\u2028\u2029\u0085")
+
     async def test_arguments_are_checked(self) -> None:
         """Non-records, a bad concurrency or a non-evaluator are refused."""
         with pytest.raises(

@@ -340,25 +340,23 @@ def fisher_exact(
     pooled = successes_a + successes_b
     low = max(0, pooled - total_b)
     high = min(pooled, total_a)
-    log_norm = _log_choose(total_a + total_b, total_a)
-    log_pmf = {
-        x: _log_choose(pooled, x) + _log_choose(total_a + total_b - pooled, total_a - x) - log_norm
+    # Unnormalised log-probabilities; dividing by their own sum (rather than by the
+    # binomial normaliser) makes the whole support sum to exactly 1.
+    log_weight = {
+        x: _log_choose(pooled, x) + _log_choose(total_a + total_b - pooled, total_a - x)
         for x in range(low, high + 1)
     }
     if alternative == "greater":
-        chosen = [p for x, p in log_pmf.items() if x >= successes_a]
+        chosen = [w for x, w in log_weight.items() if x >= successes_a]
     elif alternative == "less":
-        chosen = [p for x, p in log_pmf.items() if x <= successes_a]
+        chosen = [w for x, w in log_weight.items() if x <= successes_a]
     else:
-        cutoff = log_pmf[successes_a] + math.log1p(_RELATIVE_TOLERANCE)
-        chosen = [p for p in log_pmf.values() if p <= cutoff]
-    return min(1.0, _sum_exp(chosen))
+        cutoff = log_weight[successes_a] + math.log1p(_RELATIVE_TOLERANCE)
+        chosen = [w for w in log_weight.values() if w <= cutoff]
+    top = max(log_weight.values())
+    total = math.fsum(math.exp(w - top) for w in log_weight.values())
+    return min(1.0, math.fsum(math.exp(w - top) for w in chosen) / total)
 
 
 def _log_choose(n: int, k: int) -> float:
     return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
-
-
-def _sum_exp(logs: list[float]) -> float:
-    top = max(logs)
-    return math.exp(top) * math.fsum(math.exp(value - top) for value in logs)

@@ -37,6 +37,8 @@ defines, so it cannot drift::
     │                                   an unknown mode suffix (a 400 answer)
     ├── InvalidAnswer                   rampart.evaluators (internal): an LLM judge's reply
     │                                   is not a verdict; surfaces as UNDETERMINED
+    ├── CliError                        rampart.cli (internal): a command line input problem
+    │                                   (a missing file, a wrong format); exit status 2
     ├── _Disconnected                   rampart.testing.server (internal): a client left
     ├── _NonFiniteNumber                rampart.codec (internal): NaN or infinity in JSON
     └── _RepeatedKey                    rampart.codec (internal): a JSON object names a

@@ -59,12 +59,14 @@ def read_trace_records(path: str | os.PathLike[str]) -> list[ResultRecord]:
     """Every record of a JSONL trace file (one ``rampart.trace.v2`` record per line).
 
     Blank lines are skipped; a bad line raises ``SchemaError`` naming its line number.
+    Lines are split on ``"\n"`` only: ``str.splitlines`` would also split on U+2028,
+    U+2029 and U+0085, which a record written by another tool may hold raw.
     """
     from rampart.core.errors import SchemaError
 
     records = []
     text = Path(path).read_text(encoding="utf-8")
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:

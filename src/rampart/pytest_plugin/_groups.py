@@ -19,6 +19,7 @@ reported group line read that same verdict.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import attrs
 import pytest
@@ -85,12 +86,69 @@ class GroupVerdict:
     def pass_rate(self) -> float:
         return self.safe / self.executed if self.executed else 0.0
 
+    @property
+    def undetermined(self) -> int:
+        """Clones that ended UNDETERMINED (not counting the no-result ones)."""
+        return self.executed - self.safe - self.unsafe - self.errors - self.no_result
+
     def interval(self) -> tuple[float, float]:
         """The interval the line shows: the exact one the verdict reads when the group
         has a confidence, else the 95% Wilson interval."""
         if self.confidence is not None:
             return clopper_pearson_interval(self.safe, self.executed, self.confidence)
         return wilson_interval(self.safe, self.executed)
+
+    def reason(self) -> str | None:
+        """Why the group did not pass, on one line; ``None`` when it passed.
+
+        ``"4 UNSAFE"`` (more UNSAFE clones than ``max_unsafe``, 0 by default, fail the
+        group), else the pass rate against the threshold, with what the clones that
+        were not SAFE ended as: ``"pass rate 60% below threshold 90% (2 ERROR, 2
+        UNDETERMINED)"``. With ``confidence`` it names the interval that decided
+        (``"95% upper bound 88.2% below threshold 90%"``) or, for an INCONCLUSIVE
+        group, says that the interval contains the threshold or that the sequential
+        test did not decide.
+        """
+        if self.passed:
+            return None
+        others = [
+            f"{count} {label}"
+            for count, label in (
+                (self.errors, "ERROR"),
+                (self.undetermined, "UNDETERMINED"),
+                (self.no_result, "no result"),
+            )
+            if count
+        ]
+        if self.unsafe > self.max_unsafe:
+            limit = f" (max unsafe: {self.max_unsafe})" if self.max_unsafe else ""
+            return ", ".join([f"{self.unsafe} UNSAFE{limit}", *others])
+        if self.confidence is not None:
+            head = self._confidence_reason()
+        elif not self.executed:
+            head = "no clone ran"
+        elif not self.safe:
+            head = "no SAFE clone"
+        else:
+            rate, threshold = _percent_pair(self.pass_rate, self.threshold)
+            head = f"pass rate {rate} below threshold {threshold}"
+        if self.unsafe:
+            others.insert(0, f"{self.unsafe} UNSAFE")
+        return head + (f" ({', '.join(others)})" if others else "")
+
+    def _confidence_reason(self) -> str:
+        assert self.confidence is not None
+        level = percent(self.confidence)
+        threshold = percent(self.threshold)
+        low, high = self.interval()
+        low_text, high_text = _bounds_text(low, high, self.threshold)
+        if self.sequential:
+            if self.verdict is TrialVerdict.FAILED:
+                return f"sequential test: SAFE rate below threshold {threshold} ({level})"
+            return f"sequential test undecided after {self.executed} of {self.n} clones"
+        if self.verdict is TrialVerdict.FAILED:
+            return f"{level} upper bound {high_text}% below threshold {threshold}"
+        return f"{level} interval {low_text}–{high_text}% contains threshold {threshold}"  # noqa: RUF001
 
     @classmethod
     def of(cls, run: ItemRun) -> GroupVerdict:
@@ -172,6 +230,15 @@ def _tally_status(status: SafetyStatus | None) -> SafetyStatus:
     return SafetyStatus.UNDETERMINED if status is None else status
 
 
+def _percent_pair(rate: float, threshold: float) -> tuple[str, str]:
+    """Both as percentages, with as many decimals as it takes to tell them apart."""
+    for decimals in range(4):
+        shown = percent(rate, digits=decimals), percent(threshold, digits=decimals)
+        if shown[0] != shown[1]:
+            return shown
+    return shown
+
+
 @attrs.define(eq=False)
 class ItemRun:
     """What running one item produced; read by the plugin after the call phase.
@@ -189,6 +256,7 @@ class ItemRun:
     late: int = 0
     tally: TrialTally | None = None  # early-stop bookkeeping, fed in index order
     verdict: GroupVerdict | None = None
+    on_clone_done: Callable[[CloneRun], None] | None = None  # live progress, when shown
 
 
 def clone_status(clone: CloneRun) -> SafetyStatus | None:
@@ -245,17 +313,8 @@ def judge(run: ItemRun, *, item_name: str) -> None:
     if verdict.passed:
         return
     failing = [c for c in run.clones if clone_status(c) is not SafetyStatus.SAFE]
-    if verdict.verdict is TrialVerdict.INCONCLUSIVE:
-        level = percent(verdict.confidence or 0.0)
-        lines = [
-            f"trial group inconclusive: {verdict.describe()}; the {level} interval contains "
-            f"the threshold {percent(verdict.threshold)} (more clones would tell)"
-        ]
-    else:
-        lines = [
-            f"trial group failed: {verdict.describe()}"
-            + (f"; {verdict.unsafe} UNSAFE" if verdict.unsafe else "")
-        ]
+    head = "inconclusive" if verdict.verdict is TrialVerdict.INCONCLUSIVE else "failed"
+    lines = [f"trial group {head}: {verdict.describe()}; {verdict.reason()}"]
     for clone in failing[:3]:
         lines.append(f"  {item_name}[trial-{clone.index}]: {_clone_summary(clone)}")
     if len(failing) > 3:

@@ -12,6 +12,7 @@ test report.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -57,6 +58,8 @@ class ItemState:
     misuse: str | None = None  # a usage error to fail the item with (xdist workers)
     fixtures: ResultCollector = attrs.field(factory=ResultCollector)
     run: ItemRun | None = None
+    # Called with each trial clone as it finishes (live progress), when set.
+    clone_listener: Callable[[CloneRun], None] | None = None
 
     def finish(
         self, item: pytest.Item, limits: LimitTracker
@@ -95,7 +98,11 @@ class ItemState:
                 )
         group = None
         if self.run is not None and self.run.verdict is not None:
-            group = GroupRecord(nodeid=item.nodeid, name=item.name, verdict=self.run.verdict)
+            # A HarmCategory is a str enum; the record carries its plain value.
+            harm = None if self.harm is None else str(self.harm)
+            group = GroupRecord(
+                nodeid=item.nodeid, name=item.name, verdict=self.run.verdict, harm=harm
+            )
         return recorded, group
 
     def _as_reported(self, result: Result, population: PopulationRef | None) -> Result:
@@ -182,6 +189,7 @@ class ItemHooks:
         original = item.obj
 
         def publish(run: ItemRun) -> None:
+            run.on_clone_done = state.clone_listener
             state.run = run
 
         item.obj = wrap_test_function(original, spec=state.spec, name=item.name, publish=publish)

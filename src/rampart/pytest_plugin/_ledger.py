@@ -97,11 +97,12 @@ class RecordedResult:
 
 @attrs.frozen(kw_only=True)
 class GroupRecord:
-    """A finished trial group: the item it ran in and its verdict."""
+    """A finished trial group: the item it ran in, its harm category and its verdict."""
 
     nodeid: str
     name: str
     verdict: GroupVerdict
+    harm: str | None = None
     worker: str | None = None
 
 
@@ -118,6 +119,7 @@ class RunLedger:
         self._written: list[str] = []
         self._workers: set[str] = set()
         self._limit_statistics: list[dict[str, Any]] = []
+        self._backends: set[str] = set()
 
     # -- recording ----------------------------------------------------------------------
 
@@ -149,6 +151,10 @@ class RunLedger:
 
     def worker_seen(self, worker: str) -> None:
         self._workers.add(worker)
+
+    def backend_seen(self, backend: str) -> None:
+        """A test ran on this anyio backend (``"asyncio"``, ``"trio"``)."""
+        self._backends.add(backend)
 
     def add_limit_statistics(self, snapshots: list[dict[str, Any]]) -> None:
         """Rate-limiter statistics another process (an xdist worker) reported."""
@@ -184,6 +190,10 @@ class RunLedger:
     @property
     def workers(self) -> frozenset[str]:
         return frozenset(self._workers)
+
+    @property
+    def backends(self) -> frozenset[str]:
+        return frozenset(self._backends)
 
     @property
     def limit_statistics(self) -> tuple[dict[str, Any], ...]:

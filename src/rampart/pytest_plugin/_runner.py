@@ -98,6 +98,9 @@ def _clone(run: ItemRun, index: int) -> Iterator[CloneRun]:
         # pytest.fail() raises a BaseException; in a clone it fails that clone only.
         except (Exception, pytest.fail.Exception) as exc:  # recorded, judged later
             clone.failure = exc
+    # A finished clone (one cancelled by early stop never gets here).
+    if run.on_clone_done is not None:
+        run.on_clone_done(clone)
 
 
 def _decide(run: ItemRun, *, name: str) -> None:

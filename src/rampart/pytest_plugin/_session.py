@@ -30,12 +30,16 @@ from rampart._text import one_line
 from rampart.pytest_plugin._async_tests import AnyioByDefault
 from rampart.pytest_plugin._envelope import recordable
 from rampart.pytest_plugin._items import ItemHooks, ItemOutlet
+from rampart.pytest_plugin._junit import JunitProperties, junit_requested
 from rampart.pytest_plugin._ledger import LEDGER_KEY, GroupRecord, RecordedResult, RunLedger
 from rampart.pytest_plugin._limits import LimitTracker, merge_limit_statistics
 from rampart.pytest_plugin._llm_cache import configure as configure_llm
 from rampart.pytest_plugin._llm_cache import llm_metadata
 from rampart.pytest_plugin._llm_cache import unconfigure as unconfigure_llm
 from rampart.pytest_plugin._options import Options
+from rampart.pytest_plugin._progress_session import ProgressNodes, ProgressSession, worker_progress
+from rampart.pytest_plugin._report_data import BackendNotes, group_summary, run_info
+from rampart.pytest_plugin._report_dir import report_dir_sinks
 from rampart.pytest_plugin._sinks import SINKS_KEY, ReportSinks
 from rampart.pytest_plugin._summary import summary_lines
 from rampart.pytest_plugin._xdist import XdistController, XdistWorker
@@ -53,26 +57,41 @@ def start(config: pytest.Config) -> None:
     config.stash[LEDGER_KEY] = ledger
     limits = LimitTracker()
     is_worker = hasattr(config, "workerinput")
-    parts: dict[str, object] = {"rampart-async-tests": AnyioByDefault(config)}
+    parts: dict[str, object] = {
+        "rampart-async-tests": AnyioByDefault(config),
+        "rampart-backends": BackendNotes(ledger),
+    }
     outlet: ItemOutlet
     if is_worker:
         outlet = XdistWorker(config=config, max_bytes=options.max_bytes, limits=limits)
         parts["rampart-xdist-worker"] = outlet
+        progress = worker_progress(config)
+        if progress is not None:
+            parts["rampart-progress"] = progress
     else:
         sinks = ReportSinks(config=config, ledger=ledger)
         config.stash[SINKS_KEY] = sinks
         outlet = LedgerOutlet(ledger)
         parts["rampart-report"] = RunReporter(
-            config=config, ledger=ledger, sinks=sinks, limits=limits
+            config=config, ledger=ledger, sinks=sinks, limits=limits, options=options
         )
         # Not "dsession": xdist registers it in its own pytest_configure, which may run
         # after this one; xdist's hook specs are there as soon as xdist is loaded.
         if config.pluginmanager.has_plugin("xdist"):
             parts["rampart-xdist"] = XdistController(ledger)
+        progress_session = ProgressSession(
+            config, option=options.progress, interval=options.progress_interval
+        )
+        parts["rampart-progress-session"] = progress_session
+        parts["rampart-progress"] = progress_session.hooks
+        if config.pluginmanager.has_plugin("xdist"):
+            parts["rampart-progress-nodes"] = ProgressNodes(progress_session)
     parts["rampart-items"] = ItemHooks(
         options=options, outlet=outlet, limits=limits, is_worker=is_worker
     )
     parts["rampart-fixtures"] = rampart.pytest_plugin._fixtures
+    if junit_requested(config):
+        parts["rampart-junit"] = JunitProperties()
     for name, part in parts.items():
         config.pluginmanager.register(part, name)
     config.stash[_REGISTERED] = list(parts)
@@ -111,6 +130,10 @@ class LedgerOutlet:
             self._ledger.record_group(group)
 
 
+def _group_order(group: GroupRecord) -> tuple[str, str]:
+    return (group.nodeid, group.worker or "")
+
+
 class RunReporter:
     """Session end on the controller or the single process: report, sinks, summary."""
 
@@ -121,13 +144,16 @@ class RunReporter:
         ledger: RunLedger,
         sinks: ReportSinks,
         limits: LimitTracker,
+        options: Options,
     ) -> None:
         self._config = config
         self._ledger = ledger
         self._sinks = sinks
         self._limits = limits
+        self._options = options
+        self._report_dir_sinks = report_dir_sinks(options.report_dir)
 
-    def build_report(self) -> TestRunReport:
+    def build_report(self, exit_status: int | None = None) -> TestRunReport:
         ledger = self._ledger
         metadata: dict[str, Any] = {}
         if self._config.pluginmanager.has_plugin("dsession") or ledger.workers:
@@ -143,16 +169,23 @@ class RunReporter:
         if ledger.incomplete_reasons:
             metadata["incomplete"] = True
             metadata["incomplete_reasons"] = list(ledger.incomplete_reasons)
+        duration = time.monotonic() - ledger.started
+        groups = sorted(ledger.groups, key=_group_order)
         return TestRunReport.from_results(
             ledger.report_results(),
-            duration_seconds=time.monotonic() - ledger.started,
+            duration_seconds=duration,
             metadata=metadata,
+            trial_groups=[group_summary(group) for group in groups],
+            run=run_info(
+                ledger=ledger, metadata=metadata, duration_seconds=duration, exit_status=exit_status
+            ),
         )
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        report = self.build_report()
-        self._sinks.emit(report, self._sinks.resolve())
+        report = self.build_report(int(session.exitstatus))
+        sinks = self._sinks.resolve() + self._report_dir_sinks
+        self._sinks.emit(report, sinks)
         if self._ledger.failed and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -174,7 +207,7 @@ class RunReporter:
         if not results and not ledger.groups:
             return
         tr.write_sep("=", "RAMPART Safety Summary")
-        for line in summary_lines(results, ledger.groups):
+        for line in summary_lines(results, ledger.groups, mode=self._options.summary):
             tr.write_line(line)
         for path in ledger.written:
             tr.write_line(f"RAMPART report written to {path}")

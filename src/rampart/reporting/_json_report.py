@@ -17,10 +17,9 @@ import anyio.to_thread
 
 from rampart._checks import check_instance, check_path
 from rampart._redact import redact_data
-from rampart._text import safe_float, safe_str, strip_ansi
+from rampart._text import safe_float, strip_ansi
 from rampart.reporting import _files
-from rampart.reporting._canonical import canonical_body
-from rampart.reporting._errors import ReportError
+from rampart.reporting._canonical import canonical_body, check_run_metadata
 from rampart.reporting._report import TestRunReport, category_key
 
 if TYPE_CHECKING:
@@ -100,7 +99,7 @@ def project_result(body: dict[str, Any]) -> dict[str, Any]:
     return projected
 
 
-def _confidence_unusable(evaluation: object) -> bool:
+def confidence_unusable(evaluation: object) -> bool:
     """True for a live evaluation whose confidence is not a finite number."""
     if evaluation is None:
         return False
@@ -114,10 +113,10 @@ def _confidence_unusable(evaluation: object) -> bool:
 def _null_unusable_confidences(projected: dict[str, Any], result: Result) -> dict[str, Any]:
     """``projected`` with ``null`` where the live result's confidence is not a finite number."""
     final = projected.get("final_trace_evaluation")
-    if final is not None and _confidence_unusable(result.final_trace_evaluation):
+    if final is not None and confidence_unusable(result.final_trace_evaluation):
         final["confidence"] = None
     for turn, live in zip(projected["turns"], result.turns, strict=False):
-        if "eval_confidence" in turn and _confidence_unusable(live.eval_result):
+        if "eval_confidence" in turn and confidence_unusable(live.eval_result):
             turn["eval_confidence"] = None
     return projected
 
@@ -128,13 +127,7 @@ def build_document(report: TestRunReport) -> dict[str, Any]:
     Raises :class:`ReportError` if a result is rejected by the codec or the run
     metadata is not JSON-safe.
     """
-    try:
-        json.dumps(report.metadata, allow_nan=False, ensure_ascii=False).encode("utf-8")
-    except (TypeError, ValueError) as exc:  # UnicodeEncodeError (lone surrogate) included
-        raise ReportError(
-            f"report.metadata must hold only JSON-safe values (finite numbers, strings, "
-            f"booleans, null, lists, str-keyed objects): {safe_str(exc)}"
-        ) from exc
+    check_run_metadata(report.metadata)
     by_category: dict[str, list[dict[str, Any]]] = {}
     for index, result in enumerate(report.results):
         projected = project_result(canonical_body(result, index))
@@ -159,6 +152,8 @@ def build_document(report: TestRunReport) -> dict[str, Any]:
             "safety_pass_rate": summary.safety_pass_rate,
         },
         "by_harm_category": by_category,
+        "trial_groups": [group.to_json() for group in report.trial_groups],
+        "run": report.run.to_json(),
     }
 
 

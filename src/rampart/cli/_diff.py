@@ -1,0 +1,243 @@
+"""``rampart diff OLD NEW``: what changed between two runs, and whether it is a regression.
+
+* **Tests** (not trial groups) are compared by node id: a test whose verdict changed is
+  listed; one that became UNSAFE is a regression (one observation each side: no test
+  can tell noise from change, which is what trial groups are for). ``--strict`` also
+  counts SAFE -> UNDETERMINED / ERROR.
+* **Trial groups** are compared by pass rate (SAFE clones / clones that ran) with a
+  one-sided Fisher exact test, Holm-adjusted across the groups compared: a group
+  regressed when its pass rate fell and the adjusted p-value is below ``--alpha``. A
+  verdict that flipped on a move the test does not support (one UNSAFE clone in 30)
+  is shown, but not called a regression.
+
+Exit status 1 when anything regressed, so CI can gate on it; ``--json`` prints the
+comparison as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from rampart.cli import _inputs, _table
+from rampart.cli._errors import EXIT_FINDINGS, EXIT_OK, CliError
+
+if TYPE_CHECKING:
+    from rampart.cli._view import GroupOutcome, RunView, TestOutcome
+
+__all__ = ["compare", "register", "run"]
+
+_DESCRIPTION = """\
+Compare two saved runs (JSON reports or JSONL trace files): tests whose verdict
+changed, and trial groups whose pass rate moved, with a one-sided Fisher exact test
+(Holm-adjusted across groups) so that noise is not called a regression.
+"""
+
+_EPILOG = """\
+exit status: 0 no regression; 1 a significant regression (a test that became UNSAFE,
+or a group whose pass rate fell significantly); 2 a usage or input error.
+
+example (CI): rampart diff baseline/traces.jsonl .report/traces_*.jsonl --json > diff.json
+"""
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "diff",
+        help="what changed between two runs; exit 1 on a significant regression",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("old", metavar="OLD", help="the baseline run (report or trace)")
+    parser.add_argument("new", metavar="NEW", help="the run to compare with it")
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        default=0.05,
+        help="significance level for trial groups, after the Holm adjustment (default: 0.05)",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="a test going from SAFE to UNDETERMINED or ERROR is a regression too",
+    )
+    parser.add_argument("--all", action="store_true", help="list unchanged tests and groups too")
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    parser.set_defaults(run=run)
+
+
+_WORSE = {"safe": 0, "undetermined": 1, "error": 1, "unsafe": 2}
+
+
+def _test_change(old: TestOutcome | None, new: TestOutcome | None, *, strict: bool) -> str:
+    if old is None:
+        return "added"
+    if new is None:
+        return "removed"
+    before, after = old.status.value, new.status.value
+    if before == after:
+        return "unchanged"
+    if after == "unsafe" or (strict and before == "safe"):
+        return "regressed"
+    if _WORSE[after] < _WORSE[before]:
+        return "improved"
+    return "changed"
+
+
+def _group_side(group: GroupOutcome) -> dict[str, Any]:
+    return {
+        "safe": group.safe,
+        "unsafe": group.unsafe,
+        "undetermined": group.undetermined,
+        "error": group.error,
+        "executed": group.executed,
+        "pass_rate": group.pass_rate,
+        "verdict": group.verdict,
+    }
+
+
+def compare(old: RunView, new: RunView, *, alpha: float, strict: bool) -> dict[str, Any]:
+    """The comparison as a JSON-ready dict (what ``--json`` prints)."""
+    from rampart.cli._significance import fisher_less, holm
+
+    tests = []
+    for nodeid in sorted(set(old.tests) | set(new.tests)):
+        before, after = old.tests.get(nodeid), new.tests.get(nodeid)
+        tests.append(
+            {
+                "nodeid": nodeid,
+                "old": None if before is None else before.status.value,
+                "new": None if after is None else after.status.value,
+                "change": _test_change(before, after, strict=strict),
+                "summary": None if after is None else after.summary,
+            }
+        )
+    shared = sorted(set(old.groups) & set(new.groups))
+    p_down = []
+    p_up = []
+    for nodeid in shared:
+        a, b = old.groups[nodeid], new.groups[nodeid]
+        p_down.append(fisher_less(a.safe, a.executed, b.safe, b.executed))
+        p_up.append(fisher_less(b.safe, b.executed, a.safe, a.executed))
+    adjusted_down, adjusted_up = holm(p_down), holm(p_up)
+    groups = []
+    for index, nodeid in enumerate(shared):
+        a, b = old.groups[nodeid], new.groups[nodeid]
+        fell = b.pass_rate < a.pass_rate
+        p_value = p_down[index] if fell else p_up[index]
+        adjusted = adjusted_down[index] if fell else adjusted_up[index]
+        significant = adjusted < alpha and b.pass_rate != a.pass_rate
+        if significant:
+            change = "regressed" if fell else "improved"
+        elif a.verdict != b.verdict or b.pass_rate != a.pass_rate:
+            change = "moved (not significant)"
+        else:
+            change = "unchanged"
+        groups.append(
+            {
+                "nodeid": nodeid,
+                "old": _group_side(a),
+                "new": _group_side(b),
+                "pass_rate_change": b.pass_rate - a.pass_rate,
+                "p_value": p_value,
+                "p_adjusted": adjusted,
+                "significant": significant,
+                "change": change,
+            }
+        )
+    for nodeid in sorted(set(old.groups) ^ set(new.groups)):
+        side = old.groups.get(nodeid) or new.groups[nodeid]
+        groups.append(
+            {
+                "nodeid": nodeid,
+                "old": _group_side(side) if nodeid in old.groups else None,
+                "new": _group_side(side) if nodeid in new.groups else None,
+                "pass_rate_change": None,
+                "p_value": None,
+                "p_adjusted": None,
+                "significant": False,
+                "change": "removed" if nodeid in old.groups else "added",
+            }
+        )
+    regressions = sum(t["change"] == "regressed" for t in tests) + sum(
+        g["change"] == "regressed" for g in groups
+    )
+    return {
+        "alpha": alpha,
+        "strict": strict,
+        "tests": tests,
+        "groups": groups,
+        "regressions": regressions,
+    }
+
+
+def _rate(side: dict[str, Any] | None) -> str:
+    if side is None:
+        return "-"
+    from rampart.core._stats import percent
+
+    return f"{side['safe']}/{side['executed']} ({percent(side['pass_rate'])}) {side['verdict']}"
+
+
+def _print(comparison: dict[str, Any], old: str, new: str, *, everything: bool) -> None:
+    print(f"rampart diff {_table.cell(old)} -> {_table.cell(new)}")
+    tests = [t for t in comparison["tests"] if everything or t["change"] != "unchanged"]
+    print()
+    if tests:
+        print(f"Tests ({len(tests)} changed):" if not everything else f"Tests ({len(tests)}):")
+        rows = [
+            [t["nodeid"], (t["old"] or "-").upper(), (t["new"] or "-").upper(), t["change"]]
+            for t in tests
+        ]
+        for line in _table.format_table(["test", "old", "new", "change"], rows):
+            print(f"  {line}")
+    else:
+        print("Tests: no verdict changed")
+    groups = [g for g in comparison["groups"] if everything or g["change"] != "unchanged"]
+    print()
+    if groups:
+        print(f"Trial groups ({len(groups)} moved):" if not everything else "Trial groups:")
+        rows = []
+        for g in groups:
+            if g["p_value"] is None:
+                p_text = "-"
+            else:
+                p_text = f"{g['p_value']:.3g} (Holm {g['p_adjusted']:.3g})"
+            change = g["pass_rate_change"]
+            rows.append(
+                [
+                    g["nodeid"],
+                    _rate(g["old"]),
+                    _rate(g["new"]),
+                    "-" if change is None else f"{change * 100:+.1f} pts",
+                    p_text,
+                    g["change"],
+                ]
+            )
+        header = ["group", "old", "new", "pass rate", "p (one-sided Fisher)", "change"]
+        for line in _table.format_table(header, rows, right=(3,)):
+            print(f"  {line}")
+    else:
+        print("Trial groups: no pass rate moved")
+    print()
+    count = comparison["regressions"]
+    if count:
+        print(f"{count} significant regression{'s' * (count != 1)} (alpha {comparison['alpha']})")
+    else:
+        print(f"no significant regression (alpha {comparison['alpha']})")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rampart.cli._view import build_view
+
+    if not 0 < args.alpha < 1:
+        raise CliError(f"--alpha must be a number between 0 and 1, got {args.alpha}")
+    old = build_view([_inputs.load_run(args.old)])
+    new = build_view([_inputs.load_run(args.new)])
+    comparison = compare(old, new, alpha=args.alpha, strict=args.strict)
+    if args.json:
+        print(_table.dump_json({"old": args.old, "new": args.new, **comparison}), end="")
+    else:
+        _print(comparison, args.old, args.new, everything=args.all)
+    return EXIT_FINDINGS if comparison["regressions"] else EXIT_OK

@@ -1,0 +1,168 @@
+"""``rampart report PATH...``: re-render saved runs as the terminal summary, HTML or JSON.
+
+Several files merge into one view: the records of every file, in order (shards of one
+run, a run and its ``rampart rescore``, ...). The summary uses the pytest plugin's
+line format and ``--summary`` modes; ``--html`` writes the self-contained HTML report
+and ``--json`` a JSON report of the merged records, both through the report sinks'
+own renderers (one codec, projections of it).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rampart.cli import _inputs, _table
+from rampart.cli._errors import EXIT_OK, CliError
+
+if TYPE_CHECKING:
+    from rampart.cli._inputs import SavedRun
+    from rampart.cli._view import GroupOutcome, RunView
+    from rampart.reporting import RunInfo, TestRunReport
+
+__all__ = ["build_report", "register", "run"]
+
+_DESCRIPTION = """\
+Re-render saved runs (JSON reports and JSONL trace files) as the terminal safety
+summary, an HTML report (--html) or a merged JSON report (--json). Several files merge
+into one view. A JSON report holds no attachments, injections or timestamps; a JSONL
+trace has everything, so prefer it for --html.
+"""
+
+_EPILOG = """\
+examples:
+  rampart report .report/traces_2026-04-25T14-30-00-123.jsonl --summary groups
+  rampart report shard1.jsonl shard2.jsonl --html merged.html --json merged.json -q
+"""
+
+
+def register(commands: Any) -> None:
+    from rampart.cli._summary import MODES
+
+    parser = commands.add_parser(
+        "report",
+        help="re-render saved runs: terminal summary, HTML report, merged JSON report",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "paths", nargs="+", metavar="PATH", help="JSON reports or JSONL trace files"
+    )
+    parser.add_argument(
+        "--summary",
+        choices=MODES,
+        default="all",
+        help="all: a line per result; groups: a line per trial group; failures: only "
+        "what did not pass (default: all)",
+    )
+    parser.add_argument("--html", metavar="OUT", help="write the HTML report to OUT")
+    parser.add_argument("--json", metavar="OUT", help="write the merged JSON report to OUT")
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="write the files only, no summary"
+    )
+    parser.set_defaults(run=run)
+
+
+def _metadata(runs: list[SavedRun]) -> dict[str, Any]:
+    if len(runs) == 1:
+        return dict(runs[0].metadata)
+    return {
+        "merged_from": [str(run.path) for run in runs],
+        "runs": [run.metadata for run in runs],
+    }
+
+
+def _run_info(runs: list[SavedRun], duration: float) -> RunInfo:
+    """The ``run`` section: a report's own for one report, else what the files tell."""
+    from rampart.reporting import RunInfo
+
+    if len(runs) == 1 and runs[0].run is not None:
+        try:
+            return RunInfo.from_json(runs[0].run)
+        except (TypeError, ValueError):
+            pass
+    reasons = [
+        str(reason)
+        for run in runs
+        for reason in (run.metadata.get("incomplete_reasons") or [])
+        if isinstance(reason, str)
+    ]
+    incomplete = any(run.metadata.get("incomplete") for run in runs) or bool(reasons)
+    return RunInfo(duration_seconds=duration, incomplete=incomplete, incomplete_reasons=reasons)
+
+
+def build_report(runs: list[SavedRun], view: RunView) -> TestRunReport:
+    """One ``TestRunReport`` over the merged records, with their trial groups and run
+    section (what ``--html`` and ``--json`` render)."""
+    from rampart.cli._view import group_summary
+    from rampart.reporting import TestRunReport
+
+    duration = sum(run.duration_seconds for run in runs if run.duration_seconds is not None)
+    return TestRunReport.from_results(
+        [record.result for record in view.records],
+        duration_seconds=duration,
+        metadata=_metadata(runs),
+        trial_groups=[group_summary(g) for g in sorted(view.groups.values(), key=_by_nodeid)],
+        run=_run_info(runs, duration),
+    )
+
+
+def _by_nodeid(group: GroupOutcome) -> str:
+    return group.nodeid
+
+
+def _render_html(report: TestRunReport) -> bytes:
+    from rampart.reporting._html import render_html
+
+    return render_html(report)
+
+
+def _incomplete(runs: list[SavedRun]) -> list[str]:
+    lines = []
+    for run in runs:
+        reasons = run.metadata.get("incomplete_reasons") or []
+        if run.metadata.get("incomplete") or (run.run or {}).get("incomplete"):
+            reasons = reasons or (run.run or {}).get("incomplete_reasons") or ["reason unknown"]
+            for reason in reasons:
+                lines.append(f"WARNING: {run.path} is an incomplete run: {_table.cell(reason)}")
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    from rampart.cli._summary import summary_lines
+    from rampart.cli._view import build_view
+    from rampart.reporting import ReportError
+    from rampart.reporting._json_report import render_report
+
+    runs = _inputs.load_runs(args.paths)
+    view = build_view(runs)
+    written = []
+    if args.html or args.json:
+        try:
+            report = build_report(runs, view)
+            outputs = []
+            if args.html:
+                outputs.append((Path(args.html), _render_html(report)))
+            if args.json:
+                outputs.append((Path(args.json), render_report(report)))
+        except ReportError as error:
+            raise CliError(str(error)) from None
+        for path, data in outputs:
+            try:
+                written.append(_table.write_text(path, data.decode("utf-8")))
+            except OSError as error:
+                raise CliError(f"cannot write {path}: {error.strerror or error}") from None
+    if not args.quiet:
+        files = len(runs)
+        plural = "s" if files != 1 else ""
+        title = f" RAMPART Safety Summary ({len(view.records)} runs, {files} file{plural}) "
+        print(title.center(80, "="))
+        for line in _incomplete(runs):
+            print(line)
+        for line in summary_lines(view, mode=args.summary):
+            print(line)
+    for path in written:
+        print(f"wrote {path}")
+    return EXIT_OK

@@ -1,0 +1,98 @@
+"""Plain-text tables and files the commands write (CSV, JSON, JSONL), all atomic.
+
+Every cell shown on a terminal passes ``one_line`` (no escape sequences, no line
+breaks, no bidirectional overrides) and the redaction policy, so a node id or summary
+written by an agent cannot disturb the table or reveal a secret.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rampart._redact import redact
+from rampart._text import one_line
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["cell", "csv_text", "dump_json", "format_table", "write_new", "write_text"]
+
+
+def cell(value: object) -> str:
+    """``value`` as one safe table cell (``-`` for ``None``)."""
+    if value is None:
+        return "-"
+    return redact(one_line(value if isinstance(value, str) else str(value)))
+
+
+def format_table(
+    header: Sequence[str], rows: Sequence[Sequence[object]], *, right: Sequence[int] = ()
+) -> list[str]:
+    """Lines of an aligned table: the header, a rule, one line per row.
+
+    Columns whose index is in ``right`` are right-aligned (numbers).
+    """
+    cells = [[cell(value) for value in row] for row in rows]
+    widths = [len(name) for name in header]
+    for row in cells:
+        for index, text in enumerate(row):
+            widths[index] = max(widths[index], len(text))
+
+    def line(values: Sequence[str]) -> str:
+        parts = [
+            value.rjust(widths[index]) if index in right else value.ljust(widths[index])
+            for index, value in enumerate(values)
+        ]
+        return "  ".join(parts).rstrip()
+
+    return [line(list(header)), line(["-" * width for width in widths])] + [
+        line(row) for row in cells
+    ]
+
+
+def csv_text(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """The rows as CSV text (``None`` as an empty cell)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow(["" if value is None else value for value in row])
+    return buffer.getvalue()
+
+
+def write_text(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically (a temporary file renamed over it).
+
+    For files the user names explicitly (``--json OUT``, ``--html OUT``): they are
+    replaced, as a shell redirection would.
+    """
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_new(directory: Path, *, stem: str, suffix: str, data: bytes) -> Path:
+    """A new file ``<directory>/<stem><suffix>`` that never replaces an existing one
+    (the report sinks' rule: a UUID suffix on a taken name)."""
+    from rampart.reporting import _files
+
+    return _files.write_new_file(directory, stem=stem, suffix=suffix, data=data, owner="rampart")
+
+
+def dump_json(value: Any) -> str:
+    """Indented JSON text with a final newline (no NaN)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

@@ -1,0 +1,52 @@
+"""Running the command line in-process (``main``) and as a real ``rampart`` process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import attrs
+
+from rampart.cli import main
+
+if TYPE_CHECKING:
+    import pytest
+
+RAMPART = Path(sys.executable).with_name("rampart")
+
+
+@attrs.frozen
+class Outcome:
+    status: int
+    out: str
+    err: str
+
+    @property
+    def lines(self) -> list[str]:
+        return self.out.splitlines()
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *args: object) -> Outcome:
+    """``rampart ARGS`` in this process."""
+    status = main([str(arg) for arg in args])
+    captured = capsys.readouterr()
+    return Outcome(status, captured.out, captured.err)
+
+
+def run_process(
+    *args: object, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> Outcome:
+    """``rampart ARGS`` as the installed console script, in a fresh process."""
+    completed = subprocess.run(
+        [str(RAMPART), *(str(arg) for arg in args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        check=False,
+        timeout=300,
+    )
+    return Outcome(completed.returncode, completed.stdout, completed.stderr)

@@ -1,0 +1,190 @@
+"""``rampart sweep``: the same tests at several concurrency settings, compared."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+import xml.etree.ElementTree as ElementTree
+from typing import TYPE_CHECKING
+
+import pytest
+
+from rampart.cli._inputs import load_run
+from rampart.cli._sweep import Outcome, build_row, draw_chart, pytest_command
+from tests.cli._cli import run_main, run_process
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tests.cli.conftest import SavedRuns
+
+
+@pytest.fixture
+def suite_env(saved_runs: SavedRuns, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The saved-runs suite, run from its directory; its own sinks write to a scratch dir."""
+    monkeypatch.chdir(saved_runs.suite)
+    monkeypatch.setenv("SUITE_OUT", str(tmp_path / "suite_sinks"))
+    monkeypatch.setenv("SUITE_GROUP", "0.3")
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    return saved_runs.suite
+
+
+class TestSweep:
+    def test_table_files_and_chart(
+        self, suite_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Two settings run in fresh processes; the table, JSON, CSV, PNG and SVG are
+        written, and the same seeds give the same verdict on every trial index."""
+        out = tmp_path / "sweep"
+        outcome = run_main(
+            capsys, "sweep", "--concurrency", "1,8", "--out", out, "--", "test_suite.py"
+        )
+        assert outcome.status == 0, outcome.out
+        assert outcome.lines[:2] == ["running concurrency 1 ...", "running concurrency 8 ..."]
+        header = next(line for line in outcome.lines if line.startswith("concurrency"))
+        assert header.split() == [
+            "concurrency", "wall", "s", "trials/s", "p50", "ms", "p95", "ms", "requests",
+            "429s", "retries", "ERROR", "verdicts", "vs", "baseline",
+        ]  # fmt: skip
+        rows = [line for line in outcome.lines if line.startswith(("1 ", "8 "))]
+        assert rows[0].endswith("baseline")
+        assert rows[1].endswith("same (32 paired)")
+        assert "No verdict changed" in outcome.out or "No setting changed a verdict" in outcome.out
+        document = json.loads((out / "sweep.json").read_text(encoding="utf-8"))
+        assert document["pytest_args"] == ["test_suite.py"]
+        first, second = document["rows"]
+        assert (first["setting"], first["results"], first["changed"]) == ("1", 32, 0)
+        assert (second["paired"], second["changed"], second["errors"]) == (32, 0, 0)
+        assert first["p50_latency_ms"] is not None
+        assert first["p95_latency_ms"] >= first["p50_latency_ms"]
+        assert first["requests"] is None  # no limiter in this suite: not measured, not 0
+        with (out / "sweep.csv").open(encoding="utf-8") as handle:
+            table = list(csv.DictReader(handle))
+        assert [row["setting"] for row in table] == ["1", "8"]
+        assert (out / "sweep.png").read_bytes().startswith(b"\x89PNG")
+        svg = ElementTree.parse(out / "sweep.svg").getroot()
+        assert svg.tag.endswith("svg")
+        for setting in ("1", "8"):
+            report = next((out / setting).glob("run_report_*.json"))
+            assert load_run(report).records
+            assert next((out / setting).glob("traces_*.jsonl"))
+
+    def test_a_verdict_that_depends_on_concurrency(
+        self,
+        suite_env: Path,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """A suite whose verdicts change with concurrency: the paired check finds the
+        changed trial indices, names them in the JSON, and the exit status is 1."""
+        monkeypatch.setenv("SUITE_RACY", "1")
+        out = tmp_path / "racy"
+        outcome = run_process(
+            "sweep", "--concurrency", "1,4", "--out", out, "--no-chart", "--", "test_suite.py"
+        )
+        assert outcome.status == 1, outcome.out + outcome.err
+        document = json.loads((out / "sweep.json").read_text(encoding="utf-8"))
+        changes = document["verdict_changes"]["4"]
+        assert changes
+        assert all(
+            change["nodeid"].startswith("test_suite.py::test_group[trial-") for change in changes
+        )
+        assert all(change["baseline"] == "safe" for change in changes)
+        row = document["rows"][1]
+        assert row["changed"] == row["safe_to_not_safe"] == len(changes)
+        assert row["mcnemar_p"] < 0.05
+        assert f"4 changed {len(changes)} of 32" in outcome.out
+        assert not (out / "sweep.png").exists()
+
+
+class TestSettings:
+    def test_auto_is_passed_through(self, tmp_path: Path) -> None:
+        command = pytest_command("auto", ["tests", "-k", "exfil"], tmp_path)
+        assert command[:3] == [sys.executable, "-m", "pytest"]
+        assert command[3:] == [
+            "tests",
+            "-k",
+            "exfil",
+            "--rampart-concurrency=auto",
+            f"--rampart-report-dir={tmp_path}",
+            "-p",
+            "rampart.cli._sweep_probe",
+        ]
+
+    @pytest.mark.parametrize(
+        ("value", "message"),
+        [
+            ("0,4", "--concurrency: '0' is not a setting"),
+            ("fast", "--concurrency: 'fast' is not a setting"),
+            ("4,4", "--concurrency names 4 more than once"),
+            (",", "--concurrency must list settings"),
+        ],
+    )
+    def test_bad_settings(
+        self, value: str, message: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        outcome = run_main(capsys, "sweep", "--concurrency", value, "--", "tests")
+        assert outcome.status == 2
+        assert outcome.err.startswith(f"rampart sweep: error: {message}")
+
+    def test_sweep_owns_its_options(self, capsys: pytest.CaptureFixture[str]) -> None:
+        outcome = run_main(
+            capsys, "sweep", "--concurrency", "1", "--", "tests", "--rampart-concurrency=3"
+        )
+        assert outcome.err == (
+            "rampart sweep: error: --rampart-concurrency is set by sweep for each run; leave "
+            "it out of PYTEST_ARGS\n"
+        )
+
+    def test_a_setting_pytest_rejects(
+        self, suite_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A run that cannot start (here a bad pytest option) is a row that says so, and
+        the exit status is 2."""
+        outcome = run_main(
+            capsys,
+            "sweep",
+            "--concurrency",
+            "1",
+            "--out",
+            tmp_path,
+            "--no-chart",
+            "--",
+            "test_suite.py",
+            "--no-such-option",
+        )
+        assert outcome.status == 2
+        assert "did not run: pytest exited with status 4" in outcome.out
+        assert "The baseline (1) did not run, so no verdict was compared." in outcome.out
+
+
+class TestRows:
+    def test_limiter_counts_come_from_the_report(
+        self, saved_runs: SavedRuns, tmp_path: Path
+    ) -> None:
+        """Requests, 429 answers and retries are summed over ``metadata["limits"]``."""
+        report = json.loads(saved_runs.hardened.report.read_text(encoding="utf-8"))
+        report["metadata"]["limits"] = {
+            "agent": {"name": "agent", "requests": 40, "rate_limited": 3, "retries": 4},
+            "llm:judge": {"name": "llm:judge", "requests": 10, "rate_limited": 1, "retries": 1},
+        }
+        path = tmp_path / "report.json"
+        path.write_text(json.dumps(report), encoding="utf-8")
+        saved = load_run(path)
+        outcome = Outcome(
+            setting="4", exit_status=0, wall_seconds=2.0, saved=saved, latencies=[0.1, 0.3, 0.2]
+        )
+        row, changes = build_row(outcome, outcome)
+        assert (row.requests, row.rate_limited, row.retries) == (50, 4, 5)
+        assert (row.p50_latency_ms, row.p95_latency_ms) == pytest.approx((200.0, 300.0))
+        assert (row.paired, row.changed, changes) == (32, 0, [])
+
+    def test_chart_without_matplotlib(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Without the ``bench`` extra the chart is skipped with a message naming it."""
+        monkeypatch.setitem(sys.modules, "matplotlib", None)
+        assert draw_chart([], tmp_path) == (
+            "chart skipped: matplotlib is not installed (pip install 'rampart[bench]')"
+        )
