@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 from fractions import Fraction
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from rampart import Attacks, Payload
 from rampart.core import PopulationRef
 from rampart.core._stats import wilson_interval
+from rampart.core._trial_rule import TrialTally, TrialVerdict, check_rule
 from rampart.core.result import PopulationResult, Result, SafetyStatus
 from rampart.engine import execute_trials_async
 from rampart.engine._fanout import fan_out
@@ -265,6 +267,72 @@ class TestPopulationVerdict:
         population = _population({SAFE: 8, ERROR: 1, UND: 1}, 0.8)
         assert population.wilson_interval() == wilson_interval(8, 10)
         assert population.wilson_interval(0.99) == wilson_interval(8, 10, 0.99)
+
+
+class TestPopulationExtensions:
+    def test_count_rule_summary_is_unchanged(self) -> None:
+        """Without an extension the summary keeps its documented format."""
+        population = _population({SAFE: 18, ERROR: 2}, 0.9)
+        assert population.verdict is TrialVerdict.PASSED
+        assert population.summary == (
+            "18/20 trials safe (90.0% pass rate, threshold: 90.0%); status: safe"
+        )
+        assert repr(population) == (
+            "PopulationResult(status=safe, safe=18/20, threshold=0.9, cancelled_count=0)"
+        )
+
+    def test_confidence_summary_names_the_interval_and_verdict(self) -> None:
+        """With confidence the summary shows the exact interval and the verdict."""
+        population = _population({SAFE: 18, ERROR: 2}, 0.9, confidence=0.95)
+        assert population.verdict is TrialVerdict.INCONCLUSIVE
+        assert population.status is ERROR
+        assert population.summary == (
+            "18/20 trials safe (90.0% pass rate, threshold: 90.0%, 95% CI 68.3–98.8%); "
+            "verdict: inconclusive, status: error"
+        )
+        assert repr(population).startswith("PopulationResult(verdict=inconclusive, status=error")
+        assert population.clopper_pearson_interval() == pytest.approx(
+            (0.6830172859809176, 0.9876514728297052)
+        )
+        assert population.clopper_pearson_interval(0.99)[0] < 0.683
+
+    def test_sequential_summary(self) -> None:
+        """A sequential population says so; cancelled trials count towards its size."""
+        population = _population(
+            {SAFE: 48}, 0.9, confidence=0.95, sequential=True, cancelled_count=152
+        )
+        assert population.verdict is TrialVerdict.PASSED
+        assert population.size == 200
+        assert population.summary == (
+            "48/48 trials safe (100.0% pass rate, threshold: 90.0%, 95% CI 92.6–100.0%, "
+            "sequential); verdict: passed, status: safe, 152 cancelled by early stop"
+        )
+
+    def test_settled_fail_is_judged_on_all_trials(self) -> None:
+        """A confidence population cut short by early stop reports the settled verdict."""
+        population = _population({UND: 20}, 0.9, confidence=0.95, cancelled_count=80)
+        assert population.verdict is TrialVerdict.FAILED
+
+    @pytest.mark.parametrize(
+        ("kwargs", "error", "match"),
+        [
+            ({"confidence": 0.95}, ValueError, r"^PopulationResult: threshold must be in \(0, 1\)"),
+            (
+                {"threshold": 0.5, "sequential": True},
+                ValueError,
+                r"^PopulationResult: sequential must be False unless confidence is set",
+            ),
+            ({"threshold": 0.5, "max_unsafe": True}, TypeError, r"max_unsafe must be a non-neg"),
+            ({"threshold": 0.5, "uncounted": [1]}, TypeError, r"uncounted\[0\] must be a Result"),
+        ],
+    )
+    def test_rejects_conflicting_rules(
+        self, kwargs: dict[str, Any], error: type[Exception], match: str
+    ) -> None:
+        """The rule fields are validated alone and together, naming the field."""
+        arguments: dict[str, Any] = {"results": [], "threshold": 1.0, **kwargs}
+        with pytest.raises(error, match=match):
+            PopulationResult(**arguments)
 
 
 async def _run_trials(harness: _Harness, out: list[PopulationResult], **kwargs: Any) -> None:
@@ -599,6 +667,26 @@ class TestExecuteTrials:
                 r"^execute_trials_async: early_stop must be a bool, got ",
             ),
             (
+                {"confidence": 0.95},
+                ValueError,
+                r"^execute_trials_async: threshold must be in \(0, 1\) when confidence is set",
+            ),
+            (
+                {"confidence": 1.5, "threshold": 0.9},
+                ValueError,
+                r"^execute_trials_async: confidence must be a number or None in \(0, 1\)",
+            ),
+            (
+                {"sequential": True, "threshold": 0.9},
+                ValueError,
+                r"^execute_trials_async: sequential must be False unless confidence is set",
+            ),
+            (
+                {"max_unsafe": -1},
+                ValueError,
+                r"^execute_trials_async: max_unsafe must be non-negative, got -1",
+            ),
+            (
                 {"early_stop": None},
                 TypeError,
                 r"^execute_trials_async: early_stop must be a bool, got ",
@@ -619,6 +707,211 @@ class TestExecuteTrials:
         with pytest.raises(error, match=match):
             await execute_trials_async(**arguments)
         assert harness.created == 0
+
+
+class _Timed:
+    """Fake executions whose outcome is fixed per index and whose duration, in turns of
+    the scheduler (no wall clock), depends on the outcome: ``turns[status]``."""
+
+    def __init__(self, statuses: list[SafetyStatus], turns: dict[SafetyStatus, int]) -> None:
+        self.statuses = statuses
+        self.turns = turns
+        self.created = 0
+        self.finished: list[int] = []
+
+    def factory(self) -> Any:
+        number = self.created
+        self.created += 1
+        timed = self
+
+        class _Execution:
+            async def execute_async(self, *, adapter: Any) -> Result:
+                status = timed.statuses[number]
+                for _ in range(timed.turns[status]):
+                    await anyio.lowlevel.checkpoint()
+                timed.finished.append(number)
+                return Result(status=status, summary=f"trial {number}", metadata={"n": number})
+
+        return _Execution()
+
+
+def _decide_in_order(
+    statuses: list[SafetyStatus], order: list[int], **rule: Any
+) -> tuple[TrialVerdict, list[int]]:
+    """Feed ``statuses`` in ``order`` to the rule until it settles: the verdict and the
+    indices it rested on."""
+    size = len(statuses)
+    tally = TrialTally(size=size, rule=check_rule("test", **rule))
+    used: list[int] = []
+    for index in order:
+        tally.add(statuses[index])
+        used.append(index)
+        if tally.settled():
+            break
+    return tally.verdict(), used
+
+
+class TestExtensions:
+    @pytest.mark.anyio
+    async def test_confidence_verdicts(self) -> None:
+        """With confidence the population is PASSED, FAILED or INCONCLUSIVE from the
+        exact interval; INCONCLUSIVE is not SAFE."""
+        cases = [
+            ([SAFE] * 20, TrialVerdict.INCONCLUSIVE, UND),  # exact 95% CI 83-100%
+            ([SAFE] * 60, TrialVerdict.PASSED, SAFE),  # 94-100%
+            ([SAFE] * 10 + [ERROR] * 10, TrialVerdict.FAILED, ERROR),  # 27-73%
+        ]
+        for statuses, verdict, status in cases:
+            population = await execute_trials_async(
+                execution_factory=_Harness(statuses).factory,
+                adapter=ADAPTER,
+                n=len(statuses),
+                threshold=0.9,
+                confidence=0.95,
+            )
+            assert population.verdict is verdict
+            assert population.status is status
+            assert bool(population) is (verdict is TrialVerdict.PASSED)
+            assert population.confidence == 0.95
+            assert f"verdict: {verdict.value}" in population.summary
+
+    @pytest.mark.anyio
+    async def test_sequential_stops_once_decided_and_cancels_in_flight(self) -> None:
+        """A sequential population stops at the trial that decides; the trials in flight
+        are cancelled and the rest never start, and the summary says how many."""
+        harness = _Harness([SAFE] * 48 + [SAFE] * 152, gated={48, 49, 50})
+        population = await execute_trials_async(
+            execution_factory=harness.factory,
+            adapter=ADAPTER,
+            n=200,
+            threshold=0.9,
+            confidence=0.95,
+            sequential=True,
+            concurrency=4,
+        )
+        assert population.verdict is TrialVerdict.PASSED  # 48 SAFE in a row decide
+        assert population.executed_count == 48
+        assert population.cancelled_count == 152
+        assert sorted(harness.cancelled) == [48, 49, 50]
+        assert harness.created == 51
+        assert population.sequential
+        assert population.summary.endswith(", 152 cancelled by early stop")
+
+    @pytest.mark.anyio
+    async def test_sequential_fail_and_inconclusive(self) -> None:
+        """Five non-SAFE trials in a row fail a 90% group at 95%; a group whose rate sits
+        at the threshold runs all n and ends INCONCLUSIVE."""
+        population = await execute_trials_async(
+            execution_factory=_Harness([UND] * 30).factory,
+            adapter=ADAPTER,
+            n=30,
+            threshold=0.9,
+            confidence=0.95,
+            sequential=True,
+        )
+        assert (population.verdict, population.executed_count) == (TrialVerdict.FAILED, 5)
+        statuses = ([SAFE] * 9 + [UND]) * 10
+        population = await execute_trials_async(
+            execution_factory=_Harness(statuses).factory,
+            adapter=ADAPTER,
+            n=100,
+            threshold=0.9,
+            confidence=0.95,
+            sequential=True,
+            concurrency=7,
+        )
+        assert (population.verdict, population.executed_count) == (TrialVerdict.INCONCLUSIVE, 100)
+        assert population.cancelled_count == 0
+
+    @pytest.mark.anyio
+    async def test_max_unsafe(self) -> None:
+        """max_unsafe tolerates that many UNSAFE trials; one more fails the group."""
+        statuses = [SAFE] * 8 + [UNSAFE] * 2
+        for max_unsafe, verdict in ((1, TrialVerdict.FAILED), (2, TrialVerdict.PASSED)):
+            population = await execute_trials_async(
+                execution_factory=_Harness(statuses).factory,
+                adapter=ADAPTER,
+                n=10,
+                threshold=0.8,
+                max_unsafe=max_unsafe,
+            )
+            assert population.verdict is verdict
+            assert f"max unsafe: {max_unsafe}" in population.summary
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("seed", range(12))
+    async def test_fast_unsafe_answers_do_not_bias_the_decision(self, seed: int) -> None:
+        """An agent whose UNSAFE answers come 10x faster than its SAFE ones: the decision
+        is the one the trials give in index order, at concurrency 1 and at 40 alike,
+        for the sequential test and for today's early stop."""
+        rng = random.Random(seed)
+        statuses = [SAFE if rng.random() < 0.985 else UNSAFE for _ in range(150)]
+        turns = {SAFE: 10, UNSAFE: 1}
+        in_order = list(range(len(statuses)))
+        for rule in (
+            {"threshold": 0.9, "confidence": 0.95, "sequential": True},
+            {"threshold": 0.9},
+        ):
+            expected, used = _decide_in_order(statuses, in_order, **rule)
+            for concurrency in (1, 40):
+                timed = _Timed(statuses, turns)
+                population = await execute_trials_async(
+                    execution_factory=timed.factory,
+                    adapter=ADAPTER,
+                    n=len(statuses),
+                    concurrency=concurrency,
+                    early_stop=True,
+                    **rule,
+                )
+                assert population.verdict is expected, (rule, concurrency)
+                assert [r.metadata["n"] for r in population.results] == used
+                counted = set(used)
+                assert all(r.metadata["n"] not in counted for r in population.uncounted)
+                if concurrency == 1:
+                    assert population.uncounted == []
+
+    @pytest.mark.anyio
+    async def test_completion_order_would_have_been_biased(self) -> None:
+        """The check above has teeth: on these agents a decision read in completion
+        order differs from the index-order one for some seeds (a PASS turned FAIL by
+        an UNSAFE answer that only arrived early because it was fast)."""
+        rule = {"threshold": 0.9, "confidence": 0.95, "sequential": True}
+        differing = 0
+        for seed in range(12):
+            rng = random.Random(seed)
+            statuses = [SAFE if rng.random() < 0.985 else UNSAFE for _ in range(150)]
+            timed = _Timed(statuses, {SAFE: 10, UNSAFE: 1})
+            await execute_trials_async(
+                execution_factory=timed.factory,
+                adapter=ADAPTER,
+                n=len(statuses),
+                concurrency=40,
+                **rule,
+            )
+            by_index, _ = _decide_in_order(statuses, list(range(len(statuses))), **rule)
+            by_completion, _ = _decide_in_order(statuses, timed.finished, **rule)
+            differing += by_index is not by_completion
+        assert differing >= 1
+
+    @pytest.mark.anyio
+    async def test_late_trials_are_uncounted_not_lost(self) -> None:
+        """A trial above the deciding one that finished before the decision is kept in
+        ``uncounted`` (with its result), and the summary says so."""
+        harness = _Harness([SAFE, UNSAFE, UNSAFE, SAFE], gated={0, 3})
+        out: list[PopulationResult] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: _run_trials(harness, out, n=4, early_stop=True))
+            await anyio.wait_all_tasks_blocked()
+            assert sorted(harness.finished) == [1, 2]
+            harness.release(0)
+        (population,) = out
+        assert [r.metadata["number"] for r in population.results] == [0, 1]
+        assert [r.metadata["number"] for r in population.uncounted] == [2]
+        assert population.cancelled_count == 1
+        assert population.size == 4
+        assert population.summary.endswith(
+            ", 1 cancelled by early stop, 1 finished after the decision (not counted; 1 UNSAFE)"
+        )
 
 
 class TestFanOut:

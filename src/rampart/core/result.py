@@ -377,10 +377,8 @@ class PopulationResult:
             details.append(f"max unsafe: {rule.max_unsafe}")
         if rule.confidence is not None:
             low, high = clopper_pearson_interval(safe, executed, rule.confidence)
-            details.append(
-                f"{percent(rule.confidence)} CI {percent(low, digits=1)}–"  # noqa: RUF001
-                f"{percent(high, digits=1)}"
-            )
+            interval = f"{percent(low, digits=1)[:-1]}–{percent(high, digits=1)}"  # noqa: RUF001
+            details.append(f"{percent(rule.confidence)} CI {interval}")
         if rule.sequential:
             details.append("sequential")
         text = f"{safe}/{executed} trials safe ({', '.join(details)}); "

@@ -195,7 +195,7 @@ def _verdict_from_json(raw: object) -> GroupVerdict:
             raw,
             error=ValueError,
         )
-    for key in (*_COUNT_FIELDS, "max_unsafe", "late"):
+    for key in (*_COUNT_FIELDS, "max_unsafe", "late", "late_unsafe"):
         if not _is_count(raw[key]):
             raise invalid(_OWNER, f"group.{key}", "an int >= 0", raw[key], error=ValueError)
     threshold = raw["threshold"]
@@ -224,5 +224,6 @@ def _verdict_from_json(raw: object) -> GroupVerdict:
         sequential=raw["sequential"],
         max_unsafe=raw["max_unsafe"],
         late=raw["late"],
+        late_unsafe=raw["late_unsafe"],
         **{key: raw[key] for key in _COUNT_FIELDS},
     )

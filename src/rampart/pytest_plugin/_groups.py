@@ -53,7 +53,9 @@ class GroupVerdict:
     ``verdict`` is the group verdict (``TrialTally.verdict()``) and ``status`` the
     population status; the group passed when the verdict is PASSED. ``cancelled``
     clones never finished (not run); ``late`` clones finished after the deciding clone
-    and do not count. ``confidence``, ``sequential`` and ``max_unsafe`` are the rule
+    and do not count (``late_unsafe`` of them recorded an UNSAFE result: shown on the
+    line, since a finding is never hidden, but not counted, since counting it would
+    let the fastest answers decide). ``confidence``, ``sequential`` and ``max_unsafe`` are the rule
     (``None``, ``False``, ``0``: the spec's count rule). JSON-safe field values (enums
     by value), so it crosses from an xdist worker.
     """
@@ -72,6 +74,7 @@ class GroupVerdict:
     sequential: bool = False
     max_unsafe: int = 0
     late: int = 0
+    late_unsafe: int = 0
 
     @verdict.default
     def _count_rule_verdict(self) -> TrialVerdict:
@@ -178,6 +181,7 @@ class GroupVerdict:
             sequential=spec.sequential,
             max_unsafe=spec.max_unsafe,
             late=run.late,
+            late_unsafe=run.late_unsafe,
         )
 
     def describe(self) -> str:
@@ -206,7 +210,8 @@ class GroupVerdict:
             cause = "sequential stop" if self.sequential else "early stop"
             parts.append(f"{self.cancelled} not run ({cause})")
         if self.late:
-            parts.append(f"{self.late} finished after the decision, not counted")
+            found = f" ({self.late_unsafe} UNSAFE)" if self.late_unsafe else ""
+            parts.append(f"{self.late} finished after the decision, not counted{found}")
         return ", ".join(parts)
 
 
@@ -254,6 +259,7 @@ class ItemRun:
     partial: list[CloneRun] = attrs.field(factory=list)
     cancelled: int = 0
     late: int = 0
+    late_unsafe: int = 0
     tally: TrialTally | None = None  # early-stop bookkeeping, fed in index order
     verdict: GroupVerdict | None = None
     on_clone_done: Callable[[CloneRun], None] | None = None  # live progress, when shown

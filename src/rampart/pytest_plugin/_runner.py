@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import pytest
 
+from rampart.core.result import SafetyStatus
 from rampart.engine._execution import current_framework_handlers, framework_handlers
 from rampart.engine._fanout import fan_out
 from rampart.pytest_plugin._collect import (
@@ -32,7 +33,14 @@ from rampart.pytest_plugin._collect import (
     TrialInfo,
     bind_collector,
 )
-from rampart.pytest_plugin._groups import CloneRun, GroupVerdict, ItemRun, clone_settles, judge
+from rampart.pytest_plugin._groups import (
+    CloneRun,
+    GroupVerdict,
+    ItemRun,
+    clone_settles,
+    clone_status,
+    judge,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
@@ -158,6 +166,9 @@ def _wrap_async(
         run.clones = sorted((c for c in run.clones if c.index in finished), key=_index)
         run.cancelled = outcome.cancelled_count
         run.late = len(outcome.late)
+        run.late_unsafe = sum(
+            clone_status(clone) is SafetyStatus.UNSAFE for _index, clone in outcome.late
+        )
         _decide(run, name=name)
 
     return run_item
