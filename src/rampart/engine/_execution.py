@@ -27,6 +27,12 @@ Framework handlers (the pytest plugin's result collection) are not kept in a glo
 registry: ``framework_handlers(...)`` sets them for the current context (a
 ``ContextVar``), and each ``execute_async`` reads them when it starts. Concurrent
 tasks (trial clones) each see the handlers of their own context.
+
+``tracking_executions()`` works the same way for a forgotten ``await``: inside the
+block, every execution constructed in the context is noted, and ``execute_async``
+marks it as run when it starts. The pytest plugin opens one per test body (and per
+trial clone) and fails the test when an execution it created never ran. The cost is
+one context-variable read per construction and one attribute store per run.
 """
 
 from __future__ import annotations
@@ -57,6 +63,8 @@ __all__ = [
     "ExecutionEventHandler",
     "current_framework_handlers",
     "framework_handlers",
+    "never_started",
+    "tracking_executions",
 ]
 
 #: The failures the boundary turns into ERROR results (``EvaluatorError`` and
@@ -136,6 +144,31 @@ def current_framework_handlers() -> tuple[ExecutionEventHandler, ...]:
     return _FRAMEWORK_HANDLERS.get()
 
 
+_CREATED: ContextVar[list[BaseExecution] | None] = ContextVar(
+    "rampart_created_executions", default=None
+)
+
+
+@contextmanager
+def tracking_executions() -> Iterator[list[BaseExecution]]:
+    """Within the block, note every execution constructed in this context.
+
+    Yields the list they are appended to; ``never_started`` picks those whose
+    ``execute_async`` never began. Tasks started inside the block inherit it.
+    """
+    created: list[BaseExecution] = []
+    token = _CREATED.set(created)
+    try:
+        yield created
+    finally:
+        _CREATED.reset(token)
+
+
+def never_started(executions: Iterable[BaseExecution]) -> list[BaseExecution]:
+    """The executions whose ``execute_async`` was never awaited (never began running)."""
+    return [execution for execution in executions if not getattr(execution, "_started", True)]
+
+
 def _boundary_error(error: Exception) -> Exception | None:
     """The error the boundary reports for ``error``, or ``None`` if it must propagate.
 
@@ -210,6 +243,10 @@ class BaseExecution(abc.ABC):
             )
         self._event_handlers = handlers
         self._timeout = check_optional_seconds(owner, "timeout", timeout, positive=True)
+        self._started = False
+        created = _CREATED.get()
+        if created is not None:
+            created.append(self)
 
     @property
     @abc.abstractmethod
@@ -227,6 +264,7 @@ class BaseExecution(abc.ABC):
 
     async def execute_async(self, *, adapter: AgentAdapter) -> Result:
         """Run the execution and return its result (see the module docstring)."""
+        self._started = True
         handlers = self._event_handlers + _FRAMEWORK_HANDLERS.get()
         started = time.monotonic()
         if handlers:

@@ -1,4 +1,10 @@
-"""The terminal safety summary, as pure functions from ledger entries to lines."""
+"""The terminal safety summary, as pure functions from ledger entries to lines.
+
+Every string that came from a test or an agent (names, summaries, harm categories)
+goes through ``one_line``. The summary is bounded: per category, a trial group prints
+the result lines of at most ``MAX_CLONES_SHOWN`` of its clones (the worst results
+first) and then one line saying how many more results the report holds.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +21,10 @@ if TYPE_CHECKING:
 
     from rampart.pytest_plugin._ledger import GroupRecord, RecordedResult
 
-__all__ = ["group_line", "result_line", "summary_lines"]
+__all__ = ["MAX_CLONES_SHOWN", "group_line", "result_line", "summary_lines"]
+
+#: Clones whose result lines a trial group prints per category; the rest are counted.
+MAX_CLONES_SHOWN = 20
 
 LABELS = {
     SafetyStatus.SAFE: "PASS",
@@ -59,9 +68,22 @@ def summary_lines(results: Sequence[RecordedResult], groups: Sequence[GroupRecor
         by_category.setdefault(category_key(recorded.result), []).append(recorded)
     for category, members in by_category.items():
         lines.append("")
-        lines.append(f"{category.upper()} ({len(members)} tests)")
+        lines.append(f"{one_line(category).upper()} ({len(members)} tests)")
         ordered = sorted(members, key=lambda r: _ORDER.get(r.result.status, 4))
-        lines.extend(result_line(recorded) for recorded in ordered)
+        shown: dict[str, set[int]] = {}
+        hidden: dict[str, int] = {}
+        for recorded in ordered:
+            clone = recorded.attribution.clone
+            if clone is not None:
+                name = recorded.attribution.name
+                clones = shown.setdefault(name, set())
+                if clone not in clones and len(clones) >= MAX_CLONES_SHOWN:
+                    hidden[name] = hidden.get(name, 0) + 1
+                    continue
+                clones.add(clone)
+            lines.append(result_line(recorded))
+        for name, count in hidden.items():
+            lines.append(f"  … {count} more results of {one_line(name)} in the report")
     if groups:
         lines.append("")
         lines.extend(group_line(group) for group in sorted(groups, key=lambda g: g.nodeid))

@@ -11,6 +11,7 @@ from rampart.reporting._json_report import JsonFileReportSink
 from rampart.reporting._jsonl import JsonlTraceSink
 from rampart.reporting._report import PopulationSummary, TestRunReport
 from rampart.reporting._sink import ReportSink
+from rampart.reporting._stored import StoredResults
 
 __all__ = [
     "JsonFileReportSink",
@@ -18,5 +19,6 @@ __all__ = [
     "PopulationSummary",
     "ReportError",
     "ReportSink",
+    "StoredResults",
     "TestRunReport",
 ]

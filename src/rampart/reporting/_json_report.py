@@ -2,6 +2,10 @@
 
 Each result is serialized by the canonical codec, parsed back, and reshaped into the
 flat report layout; no field of a result is encoded here a second time.
+
+The file is written as the JSON encoder produces it, one result at a time
+(``report_chunks``): a report of tens of thousands of results is never whole in
+memory, whether its results are in memory or stored on disk (``StoredResults``).
 """
 
 from __future__ import annotations
@@ -17,10 +21,14 @@ from rampart._text import safe_str, strip_ansi
 from rampart.reporting import _files
 from rampart.reporting._canonical import canonical_body
 from rampart.reporting._errors import ReportError
-from rampart.reporting._report import TestRunReport, category_key
+from rampart.reporting._report import TestRunReport
+from rampart.reporting._stored import StoredResults
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
     from pathlib import Path
+
+    from rampart.core.result import Result
 
 __all__ = ["JsonFileReportSink"]
 
@@ -94,11 +102,43 @@ def project_result(body: dict[str, Any]) -> dict[str, Any]:
     return projected
 
 
-def build_document(report: TestRunReport) -> dict[str, Any]:
+class _ProjectedResults(list):  # type: ignore[type-arg]
+    """Some results' report entries, each projected while the JSON encoder iterates.
+
+    A ``list`` to the encoder (which writes lists by iterating them), holding nothing:
+    ``len`` and iteration answer from the report's results, one at a time.
+    """
+
+    def __init__(self, results: Sequence[Result], indices: list[int]) -> None:
+        super().__init__()
+        self._results = results
+        self._indices = indices
+
+    def __len__(self) -> int:
+        return len(self._indices)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for index in self._indices:
+            yield project_result(_body(self._results, index))
+
+
+def _body(results: Sequence[Result], index: int) -> dict[str, Any]:
+    """The canonical body of result ``index``: from its stored record text when the
+    results are stored that way (no decode and re-encode), else through the codec."""
+    if isinstance(results, StoredResults):
+        text = results.record_text(index)
+        if text is not None:
+            body: dict[str, Any] = json.loads(text)["result"]
+            return body
+    return canonical_body(results[index], index)
+
+
+def build_document(report: TestRunReport, *, lazy: bool = False) -> dict[str, Any]:
     """The whole report as a JSON-ready dict, keys in their documented order.
 
-    Raises :class:`ReportError` if a result is rejected by the codec or the run
-    metadata is not JSON-safe.
+    With ``lazy`` the result entries are projected only while the document is encoded
+    (for ``report_chunks``); otherwise they are built here. Raises :class:`ReportError`
+    if a result is rejected by the codec or the run metadata is not JSON-safe.
     """
     try:
         json.dumps(report.metadata, allow_nan=False, ensure_ascii=False).encode("utf-8")
@@ -108,9 +148,9 @@ def build_document(report: TestRunReport) -> dict[str, Any]:
             f"booleans, null, lists, str-keyed objects): {safe_str(exc)}"
         ) from exc
     by_category: dict[str, list[dict[str, Any]]] = {}
-    for index, result in enumerate(report.results):
-        projected = project_result(canonical_body(result, index))
-        by_category.setdefault(category_key(result), []).append(projected)
+    for category, indices in report.category_indices().items():
+        entries = _ProjectedResults(report.results, indices)
+        by_category[category] = entries if lazy else list(entries)
     summary = report.population_summary()
     return {
         "total_runs": report.total_runs,
@@ -135,8 +175,20 @@ def build_document(report: TestRunReport) -> dict[str, Any]:
 
 def render_report(report: TestRunReport) -> bytes:
     """The UTF-8 file content: ``indent=2``, no NaN/Infinity, non-ASCII kept readable."""
-    text = json.dumps(build_document(report), indent=2, allow_nan=False, ensure_ascii=False)
-    return (text + "\n").encode("utf-8")
+    return b"".join(report_chunks(report))
+
+
+def report_chunks(report: TestRunReport) -> Iterator[bytes]:
+    """``render_report``'s bytes in pieces, each result encoded as the writer gets to it.
+
+    The run metadata and every count are checked before the first piece, so a bad
+    report fails before anything is written.
+    """
+    document = build_document(report, lazy=True)
+    encoder = json.JSONEncoder(indent=2, allow_nan=False, ensure_ascii=False)
+    for chunk in encoder.iterencode(document):
+        yield chunk.encode("utf-8")
+    yield b"\n"
 
 
 class JsonFileReportSink:
@@ -169,12 +221,11 @@ class JsonFileReportSink:
         return f"JsonFileReportSink(output_dir={str(self._output_dir)!r})"
 
     def _write_blocking(self, report: TestRunReport) -> Path:
-        data = render_report(report)
         return _files.write_new_file(
             self._output_dir,
             stem=f"run_report_{_files.utc_timestamp()}",
             suffix=".json",
-            data=data,
+            data=functools.partial(report_chunks, report),
             owner="JsonFileReportSink",
         )
 

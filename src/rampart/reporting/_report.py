@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -10,6 +10,7 @@ import attrs
 from rampart._checks import check_instance, check_int, check_seconds, invalid
 from rampart._text import safe_str
 from rampart.core.result import HarmCategory, Result, SafetyStatus
+from rampart.reporting._stored import StoredResults
 
 __all__ = ["PopulationSummary", "TestRunReport"]
 
@@ -20,7 +21,9 @@ def _rate(count: int, denominator: int) -> float:
     return count / denominator if denominator else 0.0
 
 
-def _check_results(owner: str, results: object) -> list[Result]:
+def _check_results(owner: str, results: object) -> Sequence[Result]:
+    if isinstance(results, StoredResults):
+        return results  # built by the plugin from results it checked; not loaded here
     if isinstance(results, str | bytes | dict) or not isinstance(results, Iterable):
         raise invalid(owner, "results", "an iterable of Result", results)
     return [
@@ -82,13 +85,18 @@ class PopulationSummary:
         return self.unsafe_count == 0 and self.undetermined_count == 0 and self.error_count == 0
 
 
-def _count(results: list[Result]) -> dict[SafetyStatus | None, int]:
+def _count(results: Sequence[Result]) -> dict[SafetyStatus | None, int]:
     """Per-status counts; the ``None`` key holds the total."""
     counts: dict[SafetyStatus | None, int] = dict.fromkeys(SafetyStatus, 0)
-    for result in results:
+    for result in _slim(results):
         counts[result.status] += 1
     counts[None] = len(results)
     return counts
+
+
+def _slim(results: Sequence[Result]) -> Sequence[Result]:
+    """What counts and categories can be read from without loading stored results."""
+    return results.slim_results if isinstance(results, StoredResults) else results
 
 
 @attrs.frozen(kw_only=True, init=False)
@@ -100,11 +108,15 @@ class TestRunReport:
     states numbers its own results contradict). ``metadata`` is run-level context such as
     ``xdist_active``, ``worker_count``, ``dist_mode``, ``incomplete`` and
     ``incomplete_reasons``; it must hold JSON-safe values to be written by the JSON sink.
+
+    ``results`` is a read-only sequence. The pytest plugin hands sinks a
+    ``StoredResults``, which loads each result from disk when it is read, so a report
+    of a very long run does not need every result in memory at once.
     """
 
     __test__ = False  # not a pytest test class, despite the name
 
-    results: list[Result]
+    results: Sequence[Result]
     total_runs: int
     passed: int
     failed: int
@@ -189,6 +201,14 @@ class TestRunReport:
             groups.setdefault(category_key(result), []).append(result)
         return groups
 
+    def category_indices(self) -> dict[str, list[int]]:
+        """The positions of each category's results, as ``by_harm_category`` orders
+        them, read without loading stored results."""
+        groups: dict[str, list[int]] = {}
+        for index, result in enumerate(_slim(self.results)):
+            groups.setdefault(category_key(result), []).append(index)
+        return groups
+
     def population_summary(
         self, *, harm_category: HarmCategory | str | None = None
     ) -> PopulationSummary:
@@ -206,5 +226,5 @@ class TestRunReport:
             expected="a HarmCategory, a str or None",
         )
         return PopulationSummary.from_results(
-            result for result in self.results if result.harm_category == harm_category
+            result for result in _slim(self.results) if result.harm_category == harm_category
         )
