@@ -44,9 +44,12 @@ class InterruptWatch:
         self._armed = False
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
-        del excinfo
-        self._ledger.mark_interrupted()
-        self.arm()
+        # pytest reports its own stops through this hook too (``Session.Interrupted``
+        # for collection errors, ``pytest.exit``); only a real KeyboardInterrupt is a
+        # Ctrl-C. (xdist reports an interrupted worker separately: ``_xdist``.)
+        if type(excinfo.value) is KeyboardInterrupt:
+            self._ledger.mark_interrupted()
+            self.arm()
 
     def arm(self) -> None:
         """From now on SIGINT exits at once (main thread only, where signals land)."""

@@ -25,7 +25,7 @@ import pytest
 
 from rampart._text import one_line
 from rampart.core._population import PopulationRef
-from rampart.pytest_plugin._collect import ResultCollector
+from rampart.pytest_plugin._collect import NoResultWarning, ResultCollector
 from rampart.pytest_plugin._groups import CloneRun, GroupVerdict, ItemRun, judge
 from rampart.pytest_plugin._ledger import (
     Attribution,
@@ -50,10 +50,6 @@ __all__ = ["ITEM_KEY", "NO_RESULT", "ItemHooks", "ItemOutlet", "ItemState"]
 ITEM_KEY = pytest.StashKey["ItemState"]()
 
 NO_RESULT = "recorded no rampart result"
-
-
-class NoResultWarning(UserWarning):
-    """A ``harm``-marked test recorded no rampart result (ini ``rampart_harm_without_result``)."""
 
 
 class ItemOutlet(Protocol):
@@ -320,8 +316,9 @@ class ItemHooks:
             return
         if any(clone.collector.results for clone in state.run.clones) or state.fixtures.results:
             return
+        category = one_line(str(getattr(state.harm, "value", state.harm)))
         message = (
-            f"{item.nodeid} is marked harm({state.harm!r}) but {NO_RESULT}: no execution "
+            f"{item.nodeid} is marked harm({category!r}) but {NO_RESULT}: no execution "
             "ran and nothing was passed to record_result(), so nothing was tested"
         )
         if self._options.harm_without_result == "warn":
