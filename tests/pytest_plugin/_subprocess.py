@@ -8,6 +8,7 @@ it signals. ``GUARD_SECONDS`` only keeps a broken run from hanging the suite.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -64,10 +65,8 @@ class PytestProcess:
 
     def kill(self) -> None:
         """SIGKILL to the whole process group."""
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
     def finish(self) -> tuple[int, str]:
         """Wait for the run to end; its exit status and output."""

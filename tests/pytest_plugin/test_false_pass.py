@@ -149,7 +149,9 @@ class TestHarmWithoutResult:
         write_ini(pytester, "rampart_harm_without_result = warn")
         pytester.makepyfile(self.SUITE)
         # (The project's own filterwarnings = error would make the warning an error.)
-        result = pytester.runpytest(*NO_ASYNCIO, "-W", "default::rampart.pytest_plugin.NoResultWarning")
+        result = pytester.runpytest(
+            *NO_ASYNCIO, "-W", "default::rampart.pytest_plugin.NoResultWarning"
+        )
         result.assert_outcomes(passed=3, warnings=1)
         result.stdout.fnmatch_lines(
             [

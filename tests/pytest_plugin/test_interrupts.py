@@ -63,8 +63,9 @@ FINISHED_LINES = 1 + 8 * 2
 def _finished_before_interrupt(run: PytestProcess) -> None:
     directory = run.directory
     run.wait_until(
-        lambda: any(directory.glob("in-flight-*"))
-        and len(journal_lines(directory)) >= FINISHED_LINES,
+        lambda: (
+            any(directory.glob("in-flight-*")) and len(journal_lines(directory)) >= FINISHED_LINES
+        ),
         "clones in flight and the finished ones journaled",
     )
 
@@ -86,13 +87,15 @@ def test_ctrl_c_during_a_trial_group(pytester: pytest.Pytester, backend: str) ->
     status, output = run.finish()
     assert status == pytest.ExitCode.INTERRUPTED, output
     assert "RAMPART: INTERRUPTED" in output
-    assert "FAILED" not in output and "failed" not in output
+    assert "FAILED" not in output
+    assert "failed" not in output
     report = only_report(pytester)
     assert report["metadata"]["interrupted"] is True
     summaries = _summaries(report)
     assert "after" not in summaries
     for k in range(8):
-        assert f"first {k}" in summaries and f"done {k}" in summaries
+        assert f"first {k}" in summaries
+        assert f"done {k}" in summaries
     in_flight = sorted(int(p.name.rsplit("-", 1)[1]) for p in pytester.path.glob("in-flight-*"))
     assert in_flight, output
     for k in in_flight:
@@ -228,7 +231,8 @@ def test_ctrl_c_under_xdist(pytester: pytest.Pytester) -> None:
     assert report["metadata"]["interrupted"] is True
     summaries = _summaries(report)
     for k in range(8):
-        assert f"first {k}" in summaries and f"done {k}" in summaries
+        assert f"first {k}" in summaries
+        assert f"done {k}" in summaries
     for line in journal_lines(pytester.path):
         deserialize_record(data=line.decode())
 
