@@ -11,8 +11,6 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-import pytest
-
 from rampart import Result, SafetyStatus
 from rampart.codec._record import deserialize_record
 from rampart.pytest_plugin._journal import JournalWriter, read_journal
@@ -27,6 +25,8 @@ from tests.pytest_plugin.conftest import NO_ASYNCIO, REPORT_HOOK, only_report, w
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    import pytest
 
 SUITE = """
 import pytest

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import weakref
 from typing import TYPE_CHECKING
 
 import attrs
@@ -63,6 +64,9 @@ class ResultStore:
         data = serialize_record(record=record).encode("utf-8")
         if self._file is None:
             self._file = tempfile.TemporaryFile(prefix="rampart-results-")  # noqa: SIM115
+            # A store dropped without close() (a ledger built outside a session) still
+            # closes its file.
+            weakref.finalize(self, self._file.close)
         handle = self._file
         offset = self._size
         os.pwrite(handle.fileno(), data, offset)
