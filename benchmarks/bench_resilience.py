@@ -100,14 +100,21 @@ def _start(
     directory: Path, *extra: str, env: dict[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:asyncio"]
-    return subprocess.Popen(
-        [*command, *extra],
-        cwd=directory,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        env={**os.environ, **(env or {})},
-    )
+    with (directory / "terminal.txt").open("wb") as terminal:
+        return subprocess.Popen(
+            [*command, *extra],
+            cwd=directory,
+            stdout=terminal,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
+        )
+
+
+def _group_line(directory: Path) -> str:
+    """The trial group's line in the last run's terminal summary (verdict and counts)."""
+    text = (directory / "terminal.txt").read_text(errors="replace")
+    return next((line.strip() for line in text.splitlines() if "test_campaign [" in line), "")
 
 
 def _newest_report(directory: Path) -> dict[str, Any]:
@@ -115,13 +122,13 @@ def _newest_report(directory: Path) -> dict[str, Any]:
     return json.loads(found[-1].read_text())
 
 
-def _digest(report: dict[str, Any]) -> tuple[Counter[tuple[str, str, str]], dict[str, int]]:
-    results: Counter[tuple[str, str, str]] = Counter()
+def _digest(report: dict[str, Any]) -> tuple[Counter[tuple[str, str]], dict[str, int]]:
+    """Every result's test (clone) and verdict, and the counts. (Summaries name the
+    attachment's random id, so they differ between runs.)"""
+    results: Counter[tuple[str, str]] = Counter()
     for group in report["by_harm_category"].values():
         for result in group:
-            results[
-                (result["metadata"]["_pytest_nodeid"], result["status"], result["summary"])
-            ] += 1
+            results[(result["metadata"]["_pytest_nodeid"], result["status"])] += 1
     counts = {
         key: report[key] for key in ("total_runs", "passed", "failed", "undetermined", "errors")
     }
@@ -140,49 +147,68 @@ def _journal_lines(directory: Path) -> tuple[list[bytes], bool]:
     return lines, torn
 
 
+def _wait_for_clones(directory: Path, process: subprocess.Popen[bytes], already: int) -> None:
+    """Until a clone of this run has started (its index appended to started.log)."""
+    log = directory / "started.log"
+    while process.poll() is None:
+        if log.exists() and len(log.read_bytes().split()) > already:
+            return
+        time.sleep(0.01)
+
+
 def interrupts_and_resume(base: Path, *, n: int, cycles: int, rng: random.Random) -> bool:
     directory = base / "interrupt"
-    _suite(directory, n=n, latency=TURN_LATENCY, log_starts=False)
+    _suite(directory, n=n, latency=TURN_LATENCY, log_starts=True)
+    process = _start(directory)
+    _wait_for_clones(directory, process, 0)
     started = time.perf_counter()
-    _start(directory).wait()
-    reference_seconds = time.perf_counter() - started
+    process.wait()
+    phase_seconds = time.perf_counter() - started
     reference = _newest_report(directory)
     expected = _digest(reference)
+    expected_line = _group_line(directory)
     shutil.rmtree(directory / "reports")
     shutil.rmtree(directory / ".rampart")
+    (directory / "started.log").unlink()
 
     interrupted = 0
-    resumed_runs = 0
+    runs = 0
     while interrupted < cycles:
-        # Resume once a journal exists (an interrupt during start-up leaves none).
-        args = ["--rampart-resume"] if _journal_lines(directory)[0] else []
+        # Resume once a journal exists; signal at a random moment in the first quarter of
+        # what is left of the test phase, so K interrupts fit in one campaign.
+        journaled = len(_journal_lines(directory)[0])
+        args = ["--rampart-resume"] if journaled else []
+        log = directory / "started.log"
+        already = len(log.read_bytes().split()) if log.exists() else 0
         process = _start(directory, *args)
-        time.sleep(rng.uniform(0.3, max(0.6, reference_seconds)))
+        runs += 1
+        _wait_for_clones(directory, process, already)
+        remaining = max(0.05, phase_seconds * (n - journaled) / n / 4)
+        time.sleep(rng.uniform(0.0, remaining))
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGINT)
-            status = process.wait()
-            if status == 2:
-                interrupted += 1
-        else:
-            process.wait()
-        resumed_runs += 1
-        if process.returncode in (0, 1):
-            break  # finished before the signal: nothing left to resume
+        if process.wait() == 2:
+            interrupted += 1
+        elif process.returncode in (0, 1):
+            break  # it finished first: nothing left to resume
     _start(directory, "--rampart-resume").wait()
     final = _newest_report(directory)
     got = _digest(final)
     results, counts = got
     lost = sum((expected[0] - results).values())
     duplicated = sum(count - 1 for count in results.values() if count > 1)
-    identical = got == expected
+    final_line = _group_line(directory)
+    identical = got == expected and final_line == expected_line
     print(
         f"(a) {n} clones, {TURN_LATENCY * 1000:.0f} ms/turn, concurrency {CONCURRENCY}: "
-        f"reference run {reference_seconds:.1f} s; {interrupted} SIGINTs in "
-        f"{resumed_runs} runs, then a final resume"
+        f"reference test phase {phase_seconds:.1f} s; {interrupted} SIGINTs in {runs} runs, "
+        "then a final resume"
     )
     print(f"    results: reference {sum(expected[0].values())}, final {sum(results.values())}")
     print(f"    lost {lost}, duplicated {duplicated}, identical verdicts and counts: {identical}")
     print(f"    counts: reference {expected[1]}, final {counts}")
+    print(f"    group line, reference: {expected_line}")
+    print(f"    group line, final:     {final_line}")
     ok = lost == 0 and duplicated == 0 and identical
     print(f"    -> {'PASS' if ok else 'MISS'}")
     return ok
