@@ -205,3 +205,31 @@ def test_resume_usage_errors(pytester: pytest.Pytester, args: list[str], message
     result = pytester.runpytest(*NO_ASYNCIO, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
+
+
+def test_a_crashed_clone_runs_again(pytester: pytest.Pytester) -> None:
+    """A clone that crashed (a bug in the test, not a verdict) is not reused: resuming
+    runs it again, and only it."""
+    write_ini(pytester)
+    pytester.makepyfile(
+        """
+        import pathlib
+        import pytest
+        from rampart import Result, SafetyStatus, record_result
+
+        HERE = pathlib.Path(__file__).parent
+
+        @pytest.mark.trial(n=4, concurrency=1)
+        def test_group(rampart_trial):
+            (HERE / f"ran-{rampart_trial.index}").touch()
+            record_result(Result(status=SafetyStatus.SAFE, summary="ok"))
+            if rampart_trial.index == 2 and (HERE / "CRASH").exists():
+                raise RuntimeError("fixture data missing")
+        """
+    )
+    (pytester.path / "CRASH").touch()
+    pytester.runpytest(*NO_ASYNCIO).assert_outcomes(failed=1)
+    assert _ran(pytester.path) == {"0", "1", "2", "3"}
+    (pytester.path / "CRASH").unlink()
+    pytester.runpytest(*NO_ASYNCIO, "--rampart-resume").assert_outcomes(passed=1)
+    assert _ran(pytester.path) == {"2"}

@@ -26,7 +26,7 @@ import pytest
 
 from rampart._text import one_line
 from rampart.core._stats import StatusTally, percent, wilson_interval
-from rampart.core.result import SafetyStatus
+from rampart.core.result import Result, SafetyStatus
 from rampart.pytest_plugin._collect import ResultCollector
 from rampart.pytest_plugin._markers import TrialSpec
 
@@ -68,6 +68,27 @@ class CloneRun:
     finished: bool = False
     resumed_from: str | None = None
     settled: tuple[SafetyStatus | None, str] | None = None
+
+    @classmethod
+    def from_journal(
+        cls, index: int, *, run: str, results: list[Result], failure: str | None
+    ) -> CloneRun:
+        """A clone a run journal supplied (settled and released): its results, and the
+        failure line it had when its own assertions failed."""
+        clone = cls(index=index, resumed_from=run, finished=True)
+        for result in results:
+            clone.collector.add(result)
+        if failure is not None:
+            clone.failure = _Failed(failure)
+        clone.release()
+        return clone
+
+    @property
+    def crashed(self) -> bool:
+        """The body raised something that is not a verdict on the clone (a test bug)."""
+        return self.failure is not None and not isinstance(
+            self.failure, AssertionError | pytest.fail.Exception | CloneCancelled
+        )
 
     def settle(self) -> None:
         """Fix the clone's status and its explaining line from what it recorded."""
@@ -229,14 +250,9 @@ def settled_fail(run: ItemRun, clone: CloneRun) -> bool:
 
 def judge(run: ItemRun, *, item_name: str) -> None:
     """Fail the item when its group failed; re-raise a clone's crash (not an assertion)."""
-    crashed = [
-        c
-        for c in run.clones
-        if c.failure is not None
-        # A failed assertion (or pytest.fail) is a verdict on the clone, not a crash;
-        # so is a cancellation the clone's own code raised.
-        and not isinstance(c.failure, AssertionError | pytest.fail.Exception | CloneCancelled)
-    ]
+    # A failed assertion (or pytest.fail) is a verdict on the clone, not a crash; so is
+    # a cancellation the clone's own code raised.
+    crashed = [c for c in run.clones if c.crashed]
     if crashed:
         first = crashed[0]
         assert first.failure is not None

@@ -231,14 +231,12 @@ class ItemHooks:
                 item, state.unit(item, clone_index, tuple(loaded), unit.outcome, detail)
             )
             if clone_index is not None:
-                clone = CloneRun(index=clone_index, resumed_from=unit.run)
-                for recorded in loaded:
-                    clone.collector.add(recorded.result)
-                if unit.outcome is UnitOutcome.FAILED:
-                    clone.failure = AssertionError(detail)
-                clone.finished = True
-                clone.release()
-                state.resumed_clones[clone_index] = clone
+                state.resumed_clones[clone_index] = CloneRun.from_journal(
+                    clone_index,
+                    run=unit.run,
+                    results=[recorded.result for recorded in loaded],
+                    failure=detail if unit.outcome is UnitOutcome.FAILED else None,
+                )
         state.resume = None  # what it held is recorded now
         if not complete:
             return
@@ -307,6 +305,9 @@ class ItemHooks:
         failed = clone.failure is not None
         detail = clone.settled[1] if (failed and clone.settled is not None) else ""
         outcome = UnitOutcome.FAILED if failed else UnitOutcome.PASSED
+        if clone.crashed:
+            # A bug in the test errors the item; a resumed run must meet it again.
+            outcome = UnitOutcome.PARTIAL
         self._outlet.record(item, state.unit(item, clone.index, results, outcome, detail))
         clone.release()
 

@@ -15,6 +15,7 @@ clone indices the journal lacks, and is not run at all when it has every one.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 from collections import Counter, defaultdict
@@ -48,11 +49,7 @@ def test_hash(item: pytest.Item, spec: TrialSpec | None) -> str:
     """
     digest = hashlib.sha256(test_hash_version.encode())
     function = getattr(item, "function", None)
-    try:
-        source = inspect.getsource(function) if function is not None else item.nodeid
-    except (OSError, TypeError):
-        code = getattr(function, "__code__", None)
-        source = repr((code.co_code, code.co_consts)) if code is not None else item.nodeid
+    source = _source(function) if function is not None else item.nodeid
     digest.update(source.encode("utf-8", "surrogatepass"))
     for marker in item.iter_markers():
         digest.update(repr((marker.name, marker.args, sorted(marker.kwargs.items()))).encode())
@@ -62,6 +59,17 @@ def test_hash(item: pytest.Item, spec: TrialSpec | None) -> str:
     if spec is not None:
         digest.update(repr((spec.n, spec.threshold, spec.early_stop)).encode())
     return digest.hexdigest()[:32]
+
+
+@functools.lru_cache(maxsize=4096)
+def _source(function: object) -> str:
+    """The function's source (once per function: parametrized items share it), or its
+    bytecode when the source is unavailable."""
+    try:
+        return inspect.getsource(function)  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        code = getattr(function, "__code__", None)
+        return repr((code.co_code, code.co_consts)) if code is not None else repr(function)
 
 
 @attrs.frozen(kw_only=True)
