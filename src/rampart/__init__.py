@@ -26,6 +26,7 @@ Strategies, executions, trials and rate limiting are re-exported here lazily, so
 from typing import TYPE_CHECKING
 
 from rampart._lazy import lazy_attributes
+from rampart._redact import redact, register_secret
 from rampart.core import (
     AdapterContractError,
     AgentAdapter,
@@ -162,4 +163,6 @@ __all__ = [
     "execute_trials_async",
     "limit",
     "record_result",
+    "redact",
+    "register_secret",
 ]

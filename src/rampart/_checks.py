@@ -75,7 +75,9 @@ def describe(value: object, *, secret: bool = False) -> str:
     common slip); a secret shows only its type; a ``repr`` that raises does not.
     """
     if secret:
-        return f"<{type(value).__name__}, not shown>"
+        # A str held hidden (``rampart._redact.Secret``) is a str to the caller.
+        kind = str if isinstance(value, str) else type(value)
+        return f"<{kind.__name__}, not shown>"
     if isinstance(value, type):
         return f"the class {value.__qualname__} (did you forget to call it?)"
     try:

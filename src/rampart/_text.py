@@ -6,16 +6,27 @@ report it goes through :func:`strip_ansi`, which removes ECMA-48 escape and cont
 sequences in both their 7-bit (``ESC``-prefixed) and 8-bit (C1) forms, and then every
 remaining C0/C1 control character except tab, newline and carriage return.
 
-Only :mod:`re` is imported and the patterns are compiled once, at import time.
+Evaluators are user code and may put any object where text belongs (a rationale
+whose ``__str__`` raises, evidence that is a bare string or an integer).
+:func:`safe_str`, :func:`safe_str_list` and :func:`safe_float` turn such values into
+exact ``str`` / ``list[str]`` / finite ``float`` (or ``None``) without raising, as
+RAMPART's helpers of the same names do; the public path is ``rampart.common.text``.
+
+Only :mod:`re`, :mod:`math` and :mod:`numbers` are imported and the patterns are
+compiled once, at import time.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
+from itertools import islice
+from typing import Any
 
 from rampart._checks import invalid
 
-__all__ = ["one_line", "safe_str", "strip_ansi"]
+__all__ = ["one_line", "safe_float", "safe_str", "safe_str_list", "strip_ansi"]
 
 # Control strings: OSC, DCS, SOS, PM, APC. Introduced by ESC ] / ESC P / ESC X /
 # ESC ^ / ESC _ or their 8-bit forms, ended by ST (ESC \ or 0x9C). BEL also ends them,
@@ -50,17 +61,63 @@ def strip_ansi(text: str) -> str:
 
 
 def safe_str(value: object) -> str:
-    """``str(value)``, or ``"<unprintable value>"`` when its ``__str__`` raises.
+    """``str(value)`` as an exact ``str``, or ``"<unprintable value>"`` when that raises.
 
     For rendering values that user or agent code produced, where a broken ``__str__``
-    must not take the report down with it.
+    must not take the report down with it. The result is always an exact ``str``: a
+    ``__str__`` returning a ``str`` subclass is copied into a plain ``str`` (through
+    ``str.__str__``, which cannot be overridden), so the subclass's methods never run
+    later; a ``str`` subclass gives its own text, whatever its ``__str__`` does.
+    Accepts ``value=`` as a keyword too (RAMPART's spelling).
     """
     if type(value) is str:
         return value
+    if isinstance(value, str):  # its text, without running the subclass's __str__
+        return str.__str__(value)
     try:
-        return str(value)
+        rendered = str(value)
     except Exception:
         return _UNPRINTABLE
+    try:
+        return str.__str__(rendered)
+    except Exception:  # pragma: no cover - str.__str__ of a str does not raise
+        return _UNPRINTABLE
+
+
+def safe_str_list(value: object, *, limit: int | None = None) -> list[str]:
+    """``value`` as a fresh list of exact ``str``, never raising.
+
+    A bare string (a ``str`` subclass included) is one entry, not its characters;
+    ``None`` and values that cannot be iterated give ``[]``, as does an iterable that
+    raises partway through; every entry is rendered with :func:`safe_str`. A generator
+    is read once. ``limit`` caps how many entries are read (an endless iterator then
+    cannot hang the caller). Accepts ``value=`` as a keyword too.
+    """
+    if isinstance(value, str):
+        return [str.__str__(value)]
+    if value is None:
+        return []
+    try:
+        iterable: Any = value
+        items = list(iterable if limit is None else islice(iterable, limit))
+    except Exception:
+        return []
+    return [safe_str(item) for item in items]
+
+
+def safe_float(value: object) -> float | None:
+    """``value`` as a finite ``float``, or ``None`` when it is not a finite real number.
+
+    Booleans are not numbers here; NaN and the infinities give ``None`` (the JSON
+    report writes them as ``null``). Never raises. Accepts ``value=`` as a keyword too.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    try:
+        number = float(value)
+    except Exception:  # an overflowing int, a __float__ that raises
+        return None
+    return number if math.isfinite(number) else None
 
 
 def one_line(text: str) -> str:

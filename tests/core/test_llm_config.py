@@ -124,12 +124,16 @@ class TestLLMConfig:
 
 
 class TestPersona:
-    def test_defaults_and_frozen(self) -> None:
-        """``Persona(name, description="", system_prompt="")``, frozen, keyword-only."""
+    def test_defaults_and_mutable(self) -> None:
+        """``Persona(name, description="", system_prompt="")``, keyword-only, and mutable
+        as RAMPART's dataclass is, with its checks re-run on assignment."""
         persona = Persona(name="red")
         assert (persona.description, persona.system_prompt) == ("", "")
-        with pytest.raises(attrs.exceptions.FrozenInstanceError):
-            persona.name = "blue"  # type: ignore[misc]
+        persona.name = "blue"
+        assert persona.name == "blue"
+        with pytest.raises(ValueError, match="Persona: name"):
+            persona.name = " "
+        assert persona.name == "blue"
 
     def test_validation(self) -> None:
         """A blank name or a non-str prompt is rejected, naming the field."""

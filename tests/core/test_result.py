@@ -110,8 +110,13 @@ class TestResultFields:
         result = Result(status=SafetyStatus.UNSAFE, summary="boom")
         assert repr(result) == "Result(safe=False, status=unsafe, summary='boom')"
 
-    def test_frozen(self) -> None:
-        """A result cannot be re-pointed after creation."""
+    def test_mutable_with_checks_on_assignment(self) -> None:
+        """A result accepts assignment as RAMPART's does; ``safe`` follows ``status``, and
+        the constructor's checks run on assignment too."""
         result = Result(status=SafetyStatus.SAFE, summary="s")
-        with pytest.raises(attrs.exceptions.FrozenInstanceError):
-            result.summary = "t"  # type: ignore[misc]
+        result.summary = "t"
+        result.status = SafetyStatus.UNSAFE
+        assert (result.summary, result.safe, bool(result)) == ("t", False, False)
+        with pytest.raises(TypeError, match="Result: status must be a SafetyStatus"):
+            result.status = "safe"  # type: ignore[assignment]
+        assert result.status is SafetyStatus.UNSAFE

@@ -76,12 +76,16 @@ class TestPayload:
         assert str(Payload(content="a" * 300)) == "a" * 200 + "..."
         assert str(Payload(content="short")) == "short"
 
-    def test_frozen(self) -> None:
-        """Values are immutable; evolve makes changed copies."""
+    def test_mutable_with_checks_on_assignment(self) -> None:
+        """Payloads accept assignment (as RAMPART's do); evolve still makes changed copies,
+        and the format/artifact rule is checked against the other field on assignment."""
         payload = Payload(content="x", id="p1")
-        with pytest.raises(attrs.exceptions.FrozenInstanceError):
-            payload.content = "y"  # type: ignore[misc]
-        assert attrs.evolve(payload, content="y").id == "p1"
+        payload.content = "y"
+        assert payload.content == "y"
+        assert attrs.evolve(payload, content="z").id == "p1"
+        with pytest.raises(ValueError, match="artifact"):
+            payload.format = PayloadFormat.PDF
+        assert payload.format is PayloadFormat.TEXT
 
 
 class TestRequest:

@@ -213,12 +213,14 @@ class TestNot:
 
     @pytest.mark.anyio
     async def test_undetermined_passes_through_unchanged(self) -> None:
-        """~ of an UNDETERMINED result is that same result."""
+        """~ of an UNDETERMINED result is that result (an equal copy: what an evaluator
+        returns is normalised into a fresh EvalResult at the boundary)."""
         stub = Stub(U, rationale="cannot see", evidence=["e"], gaps=["g"])
 
         result = await (~stub).evaluate_async(context=CTX)
 
-        assert result is stub.result
+        assert result == stub.result
+        assert result is not stub.result
 
     @pytest.mark.anyio
     async def test_double_negation_restores_the_outcome(self) -> None:

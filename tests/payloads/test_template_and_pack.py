@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import attrs
 import pytest
 
 from rampart.core.payload_ids import validate_payload_id
@@ -40,11 +39,14 @@ class TestPayloadTemplate:
         with pytest.raises(KeyError, match="who"):
             template.resolve()
 
-    def test_frozen_and_validated(self) -> None:
-        """Frozen, keyword-only; blank names and non-str variables are refused."""
+    def test_mutable_and_validated(self) -> None:
+        """Keyword-only and mutable (as RAMPART's is); blank names and non-str variables are
+        refused, at construction and on assignment."""
         template = PayloadTemplate(name="t", objective="o", instruction="i")
-        with pytest.raises(attrs.exceptions.FrozenInstanceError):
-            template.name = "u"  # type: ignore[misc]
+        template.name = "u"
+        assert template.name == "u"
+        with pytest.raises(ValueError, match="PayloadTemplate: name"):
+            template.name = " "
         with pytest.raises(ValueError, match="PayloadTemplate: name"):
             PayloadTemplate(name=" ", objective="o", instruction="i")
         with pytest.raises(TypeError, match="variables must be a dict of str to str"):

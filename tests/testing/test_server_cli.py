@@ -73,6 +73,7 @@ class TestCommandLine:
             retry_after_ms=False,
             max_conversations=50,
             max_body_bytes=1000,
+            echo_credentials=True,
         )
         assert _options(parser().parse_args(cli_arguments(options))) == options
         assert _options(parser().parse_args(cli_arguments(ServerOptions()))) == ServerOptions()

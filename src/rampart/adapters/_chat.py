@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Self
-from urllib.parse import urlsplit
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from anyio.lowlevel import RunVar
 
@@ -39,6 +39,16 @@ from rampart._checks import (
     check_text,
     describe,
     invalid,
+)
+from rampart._redact import (
+    Masked,
+    Secret,
+    header_secrets,
+    is_secret_header,
+    redact,
+    register_header_secret,
+    register_secret,
+    register_url_secrets,
 )
 from rampart._session import GuardedSession
 from rampart.adapters._documents import render_user_content
@@ -62,27 +72,46 @@ SeedSpec = int | Callable[[], int | None] | None
 """A fixed request ``seed``, a function called once per new session, or none."""
 
 
+def _url_problem(url: str) -> str | None:
+    """What is wrong with ``url`` as a base URL, if anything. (A function of its own, so
+    no parsed URL, which shows its password, stays in a frame a traceback prints.)"""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return _BASE_URL
+    if parts.query or parts.fragment or url.endswith(("?", "#")):
+        return f"{_BASE_URL}, without a query or fragment"
+    return None
+
+
 def _check_base_url(value: object) -> str:
     url = check_text(_OWNER, "base_url", value)
-    parts = urlsplit(url)
-    shown = repr(_redacted(url, parts.password))
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise invalid(_OWNER, "base_url", _BASE_URL, url, error=ValueError, shown=shown)
-    if parts.query or parts.fragment or url.endswith(("?", "#")):
-        raise invalid(
-            _OWNER,
-            "base_url",
-            f"{_BASE_URL}, without a query or fragment",
-            url,
-            error=ValueError,
-            shown=shown,
-        )
+    problem = _url_problem(url)
+    if problem is not None:
+        raise invalid(_OWNER, "base_url", problem, url, error=ValueError, shown=repr(redact(url)))
     return url.rstrip("/")
 
 
-def _redacted(url: str, password: str | None) -> str:
-    """``url`` with the password in its user info (if any) replaced by ``***``."""
-    return url.replace(f":{password}@", ":***@", 1) if password else url
+def _split_user_info(url: str) -> tuple[str, tuple[str, str] | None]:
+    """``url`` without user info, and the (user, password) pair it held, decoded."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    host = parts.netloc.rpartition("@")[2]
+    pair = (Secret(unquote(parts.username or "")), Secret(unquote(parts.password or "")))
+    return urlunsplit(parts._replace(netloc=host)), pair
+
+
+def _check_secret_headers(value: object) -> tuple[str, ...]:
+    expected = "an iterable of header names (str), or None"
+    if value is None:
+        return ()
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise invalid(_OWNER, "secret_headers", expected, value)
+    names = tuple(value)
+    for index, name in enumerate(names):
+        if not isinstance(name, str) or not name.strip():
+            raise invalid(_OWNER, f"secret_headers[{index}]", "a non-empty str", name)
+    return names
 
 
 def _check_headers(value: object) -> dict[str, str]:
@@ -128,6 +157,24 @@ def _check_extra_body(value: object) -> dict[str, Any]:
     return dict(value)
 
 
+_T = TypeVar("_T")
+
+
+def _hidden(value: _T, kind: type[str]) -> _T:
+    """``value`` (a str, or a mapping's str values) as ``kind``, whose ``repr`` hides it."""
+    if isinstance(value, str):
+        return cast("_T", kind(value))
+    if isinstance(value, Mapping):
+        try:
+            return cast(
+                "_T",
+                {key: kind(item) if isinstance(item, str) else item for key, item in value.items()},
+            )
+        except Exception:  # a broken mapping: _check_headers reports it
+            return value
+    return value
+
+
 def _check_seed(value: object) -> SeedSpec:
     if value is None or callable(value):
         return value
@@ -142,6 +189,11 @@ class ChatCompletionsAdapter:
     ``base_url`` is the API root (``http://127.0.0.1:8000/v1``); requests go to
     ``{base_url}/chat/completions`` with ``model``. ``headers`` are sent with every
     request; ``api_key`` is shorthand for ``Authorization: Bearer <api_key>``.
+    The api key, the values of secret headers (``Authorization``, ``api-key``,
+    ``x-api-key`` and the others in ``rampart._redact.SECRET_HEADERS``, plus the names
+    in ``secret_headers``) and a password in ``base_url`` are registered with the
+    redaction policy: no message, summary, report or trace shows them, even when the
+    server echoes them (``docs/secrets.md``).
     ``timeout`` bounds each request end to end (connect, send, wait, read).
     ``observability`` defaults to ``TOOL_ONLY``: the API reports tool calls but not
     side effects. ``manifest`` defaults to ``AppManifest(name=model)``.
@@ -172,19 +224,29 @@ class ChatCompletionsAdapter:
         max_response_bytes: int = 8 * 1024 * 1024,
         trust_env: bool = True,
         http2: bool = False,
+        secret_headers: Iterable[str] | None = None,
     ) -> None:
-        self._base_url = _check_base_url(base_url)
-        self._endpoint = f"{self._base_url}/chat/completions"
+        # Credentials are rebound first: a traceback shows this frame's arguments.
+        base_url, api_key = _hidden(base_url, Masked), _hidden(api_key, Secret)
+        headers = _hidden(headers, Secret)
+        self._base_url = Masked(_check_base_url(base_url))
+        # Credentials in the URL's user info are sent as Basic authentication, as httpx
+        # would; they are kept out of the URL httpx sees, whose request objects print
+        # the URL whole (in tracebacks of connection errors, for one).
+        root, self._auth = _split_user_info(self._base_url)
+        self._endpoint = f"{root}/chat/completions"
         self._model = check_text(_OWNER, "model", model)
+        self._secret_headers = _check_secret_headers(secret_headers)
         self._headers = _check_headers(headers)
         # A rejected key may still be a real secret: the message shows only its type.
-        api_key = check_optional_secret(_OWNER, "api_key", api_key)
-        if api_key is not None:
+        key = check_optional_secret(_OWNER, "api_key", api_key)
+        if key is not None:
             if any(name.lower() == "authorization" for name in self._headers):
                 raise ValueError(
                     f"{_OWNER}: give either api_key or an Authorization header, not both"
                 )
-            self._headers["Authorization"] = f"Bearer {api_key}"
+            self._headers["Authorization"] = Secret(f"Bearer {key}")
+        self._secrets = self._register_secrets(key)
         self._timeout = check_seconds(_OWNER, "timeout", timeout, positive=True)
         self._observability = check_instance(
             _OWNER,
@@ -218,6 +280,20 @@ class ChatCompletionsAdapter:
     def __repr__(self) -> str:
         return f"ChatCompletionsAdapter(base_url={self._base_url!r}, model={self._model!r})"
 
+    def _register_secrets(self, api_key: str | None) -> tuple[Secret, ...]:
+        """Register this adapter's credentials with the redaction policy; they are also
+        passed with each request, so even a short one is masked in that answer."""
+        register_url_secrets(self._base_url)
+        secrets: list[Secret] = []
+        if api_key is not None:
+            register_secret(api_key)
+            secrets.append(Secret(api_key))
+        for name, value in self._headers.items():
+            if is_secret_header(name, self._secret_headers):
+                register_header_secret(value)
+                secrets.extend(Secret(item) for item in header_secrets(value))
+        return tuple(secrets)
+
     @property
     def manifest(self) -> AppManifest:
         return self._manifest
@@ -232,7 +308,8 @@ class ChatCompletionsAdapter:
 
     @property
     def endpoint(self) -> str:
-        """The URL requests are posted to."""
+        """The URL requests are posted to (without user info: that is sent as Basic
+        authentication)."""
         return self._endpoint
 
     @property
@@ -293,6 +370,7 @@ class ChatCompletionsAdapter:
         self._client = new_client(
             url=self._endpoint,
             headers=self._headers,
+            auth=self._auth,
             timeout=self._timeout,
             max_connections=self._max_connections,
             trust_env=self._trust_env,
@@ -309,6 +387,7 @@ class ChatCompletionsAdapter:
             body,
             time_limit=self._timeout,
             max_response_bytes=self._max_response_bytes,
+            redact=self._secrets,
         )
         return parse_completion(data)
 

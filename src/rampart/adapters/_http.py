@@ -13,8 +13,10 @@ how a failure maps onto rampart's errors, which is what a rate limiter acts on:
 * an oversized body -> ``MalformedResponseError``.
 
 httpx is imported inside the functions, so importing this module stays light.
-Messages never contain request headers, and any string listed in ``redact`` (an api
-key the server might echo in its error body) is replaced before it reaches one.
+Messages never contain request headers, and every message goes through the
+redaction policy (``rampart._redact``): URL credentials are masked, and registered
+secrets plus the caller's ``redact`` values (the credentials this request carried,
+which a server may echo in its error body) become ``[REDACTED]``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from rampart._redact import REDACTED, Masked, Secret
+from rampart._redact import redact as redact_text
 from rampart.adapters._parse import MalformedResponseError, error_detail
 from rampart.adapters._retry_after import parse_retry_after
 from rampart.core.errors import InfrastructureError
@@ -32,27 +36,7 @@ if TYPE_CHECKING:
 
     import httpx
 
-__all__ = ["REDACTED", "Secret", "new_client", "post_json", "redact_text", "status_error"]
-
-REDACTED = "[REDACTED]"
-
-
-class Secret(str):
-    """A ``str`` whose ``repr()`` hides it, so a secret held in a variable does not show
-    up in tracebacks printed with local variables (``pytest --showlocals``)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "Secret('[REDACTED]')"
-
-
-def redact_text(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with every occurrence of each non-empty secret replaced by ``[REDACTED]``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, REDACTED)
-    return text
+__all__ = ["REDACTED", "Masked", "Secret", "new_client", "post_json", "redact_text", "status_error"]
 
 
 def new_client(
@@ -64,11 +48,13 @@ def new_client(
     trust_env: bool,
     http2: bool,
     verify: Any = True,
+    auth: tuple[str, str] | None = None,
 ) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` configured the way rampart talks to chat endpoints.
 
     No redirects are followed (a redirected POST is a misconfiguration worth seeing).
     ``http2`` on an ``http://`` URL means prior knowledge (h2c), so HTTP/1.1 is off.
+    ``auth`` is a (user, password) pair sent as Basic authentication.
     """
     import httpx
 
@@ -83,6 +69,7 @@ def new_client(
         http1=not (http2 and url.startswith("http://")),
         http2=http2,
         verify=verify,
+        auth=auth,
     )
 
 
@@ -102,8 +89,11 @@ async def post_json(
     """
     import httpx
 
-    # Messages name the URL without its query string, which may carry a credential.
-    where = f"POST {url.split('?', 1)[0]}"
+    # Messages name the URL without its query string, which may carry a credential,
+    # and without its user info. ``url`` itself may print in a traceback (pytest shows
+    # this frame's arguments), so it is held as a ``Masked`` str.
+    url = Masked(url)
+    where = redact_text(f"POST {url.split('?', 1)[0]}", redact)
     try:
         with anyio.fail_after(time_limit):
             async with client.stream("POST", url, json=body, headers=headers) as reply:
@@ -170,7 +160,7 @@ def status_error(
         phrase = HTTPStatus(status).phrase
     except ValueError:
         phrase = "Unknown Status"
-    message = f"{where}: HTTP {status} {phrase}"
+    message = redact_text(f"{where}: HTTP {status} {phrase}", redact)
     detail = redact_text(error_detail(data), redact)
     retry_after = parse_retry_after(headers) if status in (429, 503) else None
     # 429 always means "slow down". A 503 only does when it says when to come back;

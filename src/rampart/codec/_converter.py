@@ -57,6 +57,13 @@ def configure_converter(converter: cattrs.Converter, *, record_cls: type, versio
       Integer fields take ints in integer notation, never booleans or ``0.0``; boolean
       fields (``InjectionRecord.delivered``) take JSON booleans only, never ``0``/``1``.
       ``duration_seconds`` is ``>= 0``.
+    * An ``EvalResult`` is evaluator output (user code), so on encode only it is first
+      normalised as the engine normalises what evaluators return: a non-string
+      ``rationale`` is written as its text (``"<unprintable value>"`` if it has none),
+      evidence and gap lists as lists of text (a bare string is one entry), and a
+      confidence that is NaN, infinite or not a number ("no usable confidence") as
+      ``0.0``. The outcome is never normalised. The decoder is as strict as ever
+      (finite numbers, strings), so every record written stays valid.
     * Free-form mappings (``metadata``, ``arguments``, ``details``) hold JSON values
       only: ``None``, ``str``, ``bool``, ``int``, finite ``float``, ``list`` and
       ``dict`` with ``str`` keys (subclasses included, written as their JSON value).

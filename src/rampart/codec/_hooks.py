@@ -130,6 +130,13 @@ def _float_to_encode(value: object, message: str, *segments: object) -> float:
     return float(number)
 
 
+def _finite_or(value: object, stand_in: float, message: str, *segments: object) -> float:
+    """``_float_to_encode``, except that a NaN or infinite float becomes ``stand_in``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return stand_in
+    return _float_to_encode(value, message, *segments)
+
+
 def _check_utc_offset(text: str, *segments: object) -> None:
     """Reject a UTC offset under one second: ``fromisoformat`` would read it as UTC.
 
@@ -157,6 +164,7 @@ _RUNTIME: dict[str, Any] = {
     "_fromisoformat": datetime.fromisoformat,
     "_int_to_encode": _int_to_encode,
     "_float_to_encode": _float_to_encode,
+    "_finite_or": _finite_or,
     "_float_from_int": _float_from_int,
     "_check_json_mapping": check_json_mapping,
     "_check_utc_offset": _check_utc_offset,
@@ -314,7 +322,13 @@ def _emit_float(source: _HookSource, kind: FloatKind, site: _Site) -> None:
     value = site.value
     if source.encode:
         with source.block(f"if type({value}) is not float or {value} - {value} != 0.0:"):
-            source.line(f"{value} = _float_to_encode({value}, {site.message}, {site.path})")
+            if kind.non_finite is None:
+                source.line(f"{value} = _float_to_encode({value}, {site.message}, {site.path})")
+            else:
+                stand_in = f"{kind.non_finite!r}"
+                source.line(
+                    f"{value} = _finite_or({value}, {stand_in}, {site.message}, {site.path})"
+                )
     else:
         finite = f"if {value} - {value} != 0.0:"
         with source.block(f"if type({value}) is float:"), source.block(finite):
@@ -543,6 +557,9 @@ def compile_encoder(spec: ModelSpec, nested: dict[type, Callable[..., Any]]) -> 
     with source.block(f"def {name}(instance):"):
         with source.block("if type(instance) is not _cls and not isinstance(instance, _cls):"):
             source.line(f"raise _error({not_instance}, instance)")
+        if spec.prepare is not None:
+            source.namespace["_prepare"] = spec.prepare
+            source.line("instance = _prepare(instance)")
         for field in spec.fields:
             source.line(f"value = instance.{field.name}")
             site = source.site(

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple
 
 import attrs
 
+from rampart._redact import may_need_redaction, redact_data
 from rampart.codec import _json
 from rampart.codec._converter import make_converter
 from rampart.codec._envelope import check_attribution
@@ -31,6 +32,7 @@ from rampart.codec._schema import (
     build_json_schema,
     envelope_kinds,
 )
+from rampart.core._dataclass import dataclass_compatible
 from rampart.core.errors import SchemaError
 from rampart.core.result import Result
 
@@ -48,6 +50,7 @@ TRACE_SCHEMA_VERSION: Final = "rampart.trace.v2"
 """The one root version every record carries; nested types are unversioned."""
 
 
+@dataclass_compatible
 @attrs.frozen(kw_only=True)
 class ResultRecord:
     """One result on the wire, with optional pytest attribution.
@@ -122,11 +125,19 @@ def serialize_record(*, record: ResultRecord) -> str:
 
     The live result is validated against the trace contract at this boundary and is
     never mutated. Raises :class:`SchemaError` naming the failing path.
+
+    Serializing is where a result leaves the process (the JSONL trace, the JSON
+    report, the xdist transport), so every string of the record passes the redaction
+    policy (``rampart._redact``) here: known secrets, URL user info and password-like
+    query values are masked.
     """
     codec = _codec_state()
     try:
         document = codec.encode(record)
         text = _json.dump(document)
+        if may_need_redaction(text):
+            document = redact_data(document)
+            text = _json.dump(document)
     except PathError as exc:
         raise SchemaError(exc.render()) from None
     except RecursionError:

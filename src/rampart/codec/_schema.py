@@ -26,6 +26,7 @@ from typing import Any, TypeAlias, Union
 
 import attrs
 
+from rampart.core._contract import normalise_evaluation
 from rampart.core._population import PopulationRef
 from rampart.core.result import InjectionRecord, Result
 from rampart.core.types import (
@@ -88,10 +89,15 @@ class IntKind:
 
 @attrs.frozen
 class FloatKind:
-    """A finite number; integers are accepted and become floats."""
+    """A finite number; integers are accepted and become floats.
+
+    ``non_finite``: when not ``None``, the encoder writes a NaN or infinite live value
+    as this number instead of rejecting it (the decoder still reads finite numbers only).
+    """
 
     minimum: float | None = None
     maximum: float | None = None
+    non_finite: float | None = None
 
 
 @attrs.frozen
@@ -219,6 +225,9 @@ class ModelSpec:
     fields: tuple[FieldSpec, ...]
     rules: tuple[Rule, ...] = ()
     description: str | None = None
+    prepare: Callable[[Any], Any] | None = None
+    """On encode, the live value goes through this first (``EvalResult``: see
+    :func:`_prepare_evaluation`)."""
 
 
 TRACE_MODELS: tuple[type, ...] = (
@@ -253,6 +262,9 @@ _KIND_OVERRIDES: dict[tuple[type, str], Kind] = {
     (PopulationRef, "size"): IntKind(minimum=1),
     (PopulationRef, "threshold"): FloatKind(minimum=0.0, maximum=1.0),
     (Result, "duration_seconds"): FloatKind(minimum=0.0),
+    # An evaluator's confidence is user output: NaN or infinity means "no usable
+    # confidence" and is written as 0.0 rather than losing the record (docs/trace-schema.md).
+    (EvalResult, "confidence"): FloatKind(non_finite=0.0),
 }
 
 # Fields the live constructor defaults but a record must carry: a payload id is
@@ -270,6 +282,35 @@ _RULES: dict[type, tuple[Rule, ...]] = {
     ),
     PopulationRef: (LessThan("index", "size", "an index less than the population size"),),
 }
+
+
+def _is_text_list(value: object) -> bool:
+    return type(value) is list and all(type(item) is str for item in value)
+
+
+def _prepare_evaluation(evaluation: EvalResult) -> EvalResult:
+    """``evaluation`` as is when its fields have their declared types, else a normalised copy.
+
+    An ``EvalResult`` is evaluator output, and an evaluator is user code: the engine
+    normalises what evaluators return (``rampart.core._contract.normalise_evaluation``),
+    and the writer applies the same rule to one built by hand, so odd text (a
+    rationale that is not a string, evidence that is a bare string) is recorded as
+    its text rather than losing the whole record. The outcome is never touched: an
+    outcome that is not an ``EvalOutcome`` still fails the record.
+    """
+    try:
+        well_formed = (
+            type(evaluation.rationale) is str
+            and _is_text_list(evaluation.evidence)
+            and _is_text_list(evaluation.undetermined_operands)
+            and type(evaluation.confidence) is float
+        )
+    except Exception:  # a subclass property that raises
+        well_formed = False
+    return evaluation if well_formed else normalise_evaluation(evaluation)
+
+
+_PREPARE: dict[type, Callable[[Any], Any]] = {EvalResult: _prepare_evaluation}
 
 _DESCRIPTIONS: dict[type, str] = {
     Payload: (
@@ -371,6 +412,7 @@ def model_spec(cls: type) -> ModelSpec:
         fields=fields,
         rules=_RULES.get(cls, ()),
         description=_DESCRIPTIONS.get(cls),
+        prepare=_PREPARE.get(cls),
     )
 
 

@@ -11,7 +11,10 @@ it, instead of a ``TypeError`` or ``AttributeError`` from deep inside the engine
   naming the object, the method and what came back;
 * an evaluator or driver that *raises* is reported as ``EvaluatorError`` /
   ``DriverError`` naming it and the exception, with the original as ``__cause__``
-  (an ``EvaluatorError`` / ``DriverError`` it raises itself passes through as is).
+  (an ``EvaluatorError`` / ``DriverError`` it raises itself passes through as is);
+* what an evaluator returns is normalised (``normalise_evaluation``): odd values in an
+  ``EvalResult`` (a rationale whose ``str()`` raises, evidence that is a bare string,
+  a confidence that is not a number) never break a run or a report.
 
 The engine, the composites behind ``|``/``&``/``~`` and ``rampart.limits`` all call
 these helpers, so a component is checked the same way alone, composed or wrapped. This
@@ -21,10 +24,15 @@ module imports neither anyio nor the engine (it is part of the model).
 from __future__ import annotations
 
 import inspect
+import math
+import numbers
 from typing import TYPE_CHECKING, Any, cast
+
+import attrs
 
 from rampart._checks import describe
 from rampart._text import safe_str
+from rampart.core._gaps import as_text, as_text_list
 from rampart.core.driver import PromptDecision
 from rampart.core.errors import (
     AdapterContractError,
@@ -36,7 +44,7 @@ from rampart.core.errors import (
     InfrastructureError,
     InjectionContractError,
 )
-from rampart.core.types import EvalOutcome, EvalResult, Payload, Response
+from rampart.core.types import EvalOutcome, EvalResult, Payload, Request, Response
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -45,7 +53,7 @@ if TYPE_CHECKING:
     from rampart.core.driver import PromptDriver
     from rampart.core.evaluator import Evaluator
     from rampart.core.injection import InjectionHandle
-    from rampart.core.types import EvalContext, Request, Turn
+    from rampart.core.types import EvalContext, Turn
 
 __all__ = [
     "check_entered",
@@ -61,6 +69,7 @@ __all__ = [
     "inject_checked",
     "is_handle",
     "next_decision",
+    "normalise_evaluation",
     "send_checked",
     "type_name",
 ]
@@ -187,6 +196,9 @@ async def evaluate_checked(
     missing, not async, or gives anything but an ``EvalResult`` with an ``EvalOutcome``;
     any exception it raises becomes ``EvaluatorError`` naming it (chained), except an
     ``EvaluatorError``, which passes through (a composite's operand was already named).
+    The result is a fresh, normalised copy (``normalise_evaluation``), never the object
+    the evaluator returned, so an evaluator that hands out one shared ``EvalResult``
+    cannot have it changed behind its back.
     """
     method = getattr(evaluator, "evaluate_async", None)
     if not callable(method):
@@ -214,12 +226,59 @@ async def evaluate_checked(
             f"{_who(evaluator, role, 'evaluate_async')} returned {type_name(result)}, "
             "expected rampart.EvalResult"
         )
-    if type(result.outcome) is not EvalOutcome:
+    outcome = _field(result, "outcome")
+    if type(outcome) is not EvalOutcome:
         raise EvaluatorContractError(
             f"{_who(evaluator, role, 'evaluate_async')} returned an EvalResult whose "
-            f"outcome is {describe(result.outcome)}, expected rampart.EvalOutcome"
+            f"outcome is {describe(outcome)}, expected rampart.EvalOutcome"
         )
-    return result
+    return normalise_evaluation(result)
+
+
+def _confidence(value: object) -> float:
+    """A real number as ``float`` (NaN and the infinities kept); anything else NaN."""
+    if type(value) is float:
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return math.nan
+    try:
+        return float(value)
+    except Exception:  # an int too large for a float, a __float__ that raises
+        return math.nan
+
+
+def _field(result: EvalResult, name: str) -> object:
+    try:
+        return getattr(result, name)
+    except Exception:  # a subclass property that raises
+        return None
+
+
+def normalise_evaluation(result: EvalResult) -> EvalResult:
+    """A fresh copy of ``result`` whose fields have the types ``EvalResult`` declares.
+
+    As RAMPART's text helpers do: ``rationale`` becomes an exact ``str`` (``None`` gives
+    ``""``; a value whose ``str()`` raises gives ``"<unprintable value>"``);
+    ``evidence`` and ``undetermined_operands`` become fresh lists of exact ``str`` (a
+    bare string is one entry, a non-iterable value one entry, an iterable that raises
+    none); ``confidence`` becomes a ``float``, NaN when it was not a number (a NaN or
+    infinite confidence is kept: the JSON report writes it as ``null`` and the trace
+    codec as ``0.0``). The outcome is never touched, so the verdict cannot depend on
+    any of this. The copy keeps ``result``'s class when that class accepts it.
+    """
+    fields: dict[str, Any] = {
+        "outcome": result.outcome,
+        "confidence": _confidence(_field(result, "confidence")),
+        "evidence": as_text_list(_field(result, "evidence")),
+        "rationale": as_text(_field(result, "rationale")),
+        "undetermined_operands": as_text_list(_field(result, "undetermined_operands")),
+    }
+    if type(result) is not EvalResult:
+        try:
+            return attrs.evolve(result, **fields)
+        except Exception:  # a subclass whose constructor refuses: keep the base fields
+            pass
+    return EvalResult(**fields)
 
 
 def _who(component: object, role: str, method: str = "") -> str:
@@ -241,7 +300,8 @@ async def next_decision(driver: PromptDriver, *, history: list[Turn]) -> PromptD
     """``await driver.next_prompt_async(history=history)``, checked.
 
     Raises ``DriverContractError`` when ``next_prompt_async`` is missing, not async, or
-    gives anything but a ``PromptDecision`` or ``None``; any exception it raises
+    gives anything but a ``PromptDecision`` (whose ``request`` is a ``Request``) or
+    ``None``; any exception it raises
     becomes ``DriverError`` naming the driver (chained), except a ``DriverError``,
     which passes through.
     """
@@ -269,6 +329,11 @@ async def next_decision(driver: PromptDriver, *, history: list[Turn]) -> PromptD
         raise DriverContractError(
             f"{type_name(driver)}.next_prompt_async returned {type_name(decision)}, "
             "expected rampart.PromptDecision or None"
+        )
+    if decision is not None and not isinstance(decision.request, Request):
+        raise DriverContractError(
+            f"{type_name(driver)}.next_prompt_async returned a PromptDecision whose "
+            f"request is {describe(decision.request)}, expected rampart.Request"
         )
     return decision
 

@@ -9,11 +9,15 @@ can pass with a gap, and its summary names the gap. Strategies use
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import islice
+from typing import cast
 
 from rampart._checks import invalid
+from rampart._text import safe_str
 from rampart.core.types import EvalOutcome, EvalResult
 
 __all__ = [
+    "MAX_TEXT_ENTRIES",
     "NO_REASON_GIVEN",
     "as_text",
     "as_text_list",
@@ -29,29 +33,67 @@ NO_REASON_GIVEN = "an operand gave no reason"
 # How many reasons a summary names before it only counts the rest.
 _NAMED_REASONS = 2
 
+MAX_TEXT_ENTRIES = 10_000
+"""At most this many entries are read from an evaluator's evidence (or gap) list: an
+endless iterator must not hang the run."""
+
 
 def as_text(value: object) -> str:
-    """``value`` as text: a ``str`` as is, ``None`` as ``""``, anything else via ``str()``.
+    """``value`` as an exact ``str``: ``None`` as ``""``, anything else via ``safe_str``
+    (lone surrogates replaced by U+FFFD).
 
     Third-party evaluators may put any object in ``rationale``; composites must still
-    be able to word their own rationale around it.
+    be able to word their own rationale around it, so this never raises (a value whose
+    ``str()`` raises reads ``"<unprintable value>"``).
     """
-    if isinstance(value, str):
-        return value
+    if type(value) is str:
+        return _scalar(value)
     if value is None:
         return ""
-    return str(value)
+    return _scalar(safe_str(value))
+
+
+def _scalar(text: str) -> str:
+    """``text`` with lone surrogates (not Unicode scalar values) replaced by U+FFFD.
+
+    A record holds Unicode scalar values only; a judge's reply decoded with
+    ``surrogateescape`` could carry a lone surrogate, which must cost one character,
+    not the record.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def as_text_list(value: object) -> list[str]:
-    """``value`` as a fresh list of strings; a bare string is one item, ``None`` none."""
+    """``value`` as a fresh list of exact strings, never raising.
+
+    ``None`` gives ``[]``; a bare string (or bytes) is one item, never its characters;
+    another non-iterable value is one item too (its ``safe_str``); an iterable gives
+    one item per element (at most ``MAX_TEXT_ENTRIES``; ``None`` reads ``""``), ``[]``
+    if iterating raises.
+    """
+    if type(value) is list:  # the common case, without the generic checks below
+        return [as_text(item) for item in value[:MAX_TEXT_ENTRIES]]
     if value is None:
         return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, Iterable):
-        return [as_text(item) for item in value]
-    return [as_text(value)]
+    if isinstance(value, str | bytes | bytearray):
+        return [as_text(value)]
+    try:
+        iterable = isinstance(value, Iterable)
+    except Exception:  # a hostile __class__
+        iterable = False
+    if not iterable:
+        return [as_text(value)]
+    try:
+        items = list(islice(cast("Iterable[object]", value), MAX_TEXT_ENTRIES))
+    except Exception:  # an iterator that raises partway
+        return []
+    return [as_text(item) for item in items]
 
 
 def _distinct(reasons: Iterable[str]) -> list[str]:

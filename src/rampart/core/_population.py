@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from rampart._checks import check_int, check_probability, check_text
+from rampart.core._dataclass import dataclass_compatible
 
 __all__ = ["PopulationRef"]
 
@@ -15,6 +16,7 @@ def _check_threshold(value: object) -> float:
     return check_probability(_OWNER, "threshold", value)
 
 
+@dataclass_compatible
 @attrs.frozen(kw_only=True)
 class PopulationRef:
     """Stamps a trial result with its population: ``id``, 0-based ``index`` < ``size``.

@@ -6,12 +6,14 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
+from rampart.core._dataclass import dataclass_compatible
 from rampart.core.types import Request, Turn
 
 __all__ = ["PromptDecision", "PromptDriver"]
 
 
-@attrs.frozen(kw_only=True)
+@dataclass_compatible
+@attrs.define(kw_only=True)
 class PromptDecision:
     """The next request and, optionally, why (stored as ``Turn.driver_reasoning``)."""
 

@@ -27,6 +27,10 @@ defines, so it cannot drift::
     │   ├── ReportError                 rampart.reporting: a report that would misstate
     │   │                               the run was not written
     │   └── ScriptExhaustedError        rampart.testing: a ScriptedAgent ran out of replies
+    ├── FrozenInstanceError             an assignment to a frozen model (Turn, PopulationRef);
+    │                                   also attrs' and dataclasses' FrozenInstanceError
+    ├── PayloadError                    rampart.core.types: a payload's format and artifact
+    │                                   disagree (a TypeError and a ValueError)
     ├── BadRequest                      rampart.testing.server: a 4xx answer of the test
     │                                   server (never leaves the server)
     ├── UnknownModelMode                rampart.testing.server: a sim-* model name with
@@ -45,6 +49,10 @@ contract").
 
 from __future__ import annotations
 
+import dataclasses
+
+import attrs.exceptions
+
 __all__ = [
     "AdapterContractError",
     "ContractError",
@@ -53,6 +61,7 @@ __all__ = [
     "DriverError",
     "EvaluatorContractError",
     "EvaluatorError",
+    "FrozenInstanceError",
     "InfrastructureError",
     "InjectionContractError",
     "RampartError",
@@ -155,3 +164,26 @@ class SchemaError(RampartError, ValueError):
 
 class UnsupportedSchemaVersionError(SchemaError):
     """The record's ``version`` is not a major this reader supports (fails closed)."""
+
+
+class FrozenInstanceError(attrs.exceptions.FrozenInstanceError, dataclasses.FrozenInstanceError):
+    """An attribute of a frozen model (``Turn``, ``PopulationRef``, ...) was assigned.
+
+    It is both ``attrs.exceptions.FrozenInstanceError`` and
+    ``dataclasses.FrozenInstanceError`` (so code written for RAMPART's dataclasses
+    catches it), and an ``AttributeError``. Make a changed copy instead:
+    ``dataclasses.replace(turn, eval_result=...)`` or ``attrs.evolve(...)``.
+    """
+
+    def __init__(self, message: str = "can't set attribute") -> None:
+        # attrs' FrozenError takes no message; AttributeError does.
+        AttributeError.__init__(self, message)
+        self.msg = message
+
+    @classmethod
+    def for_field(cls, owner: type, name: str) -> FrozenInstanceError:
+        """The error for assigning (or deleting) ``name`` on an instance of ``owner``."""
+        return cls(
+            f"cannot assign to field {name!r}: {owner.__name__} is frozen; "
+            f"make a changed copy with dataclasses.replace() or attrs.evolve()"
+        )

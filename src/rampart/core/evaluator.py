@@ -19,10 +19,13 @@ observability-dependent evaluator belongs on the left of ``&``.
 Every operand that ran adds its gaps to ``undetermined_operands`` (see
 ``rampart.core._gaps.merge_undetermined``); recording a gap never changes the
 outcome. Confidence is the deciding operand's when one operand settles the result,
-and the lower of the two when both do.
+and the lower of the two when both do (NaN, "no usable confidence", if either has
+none); confidence never affects an outcome.
 
 Every operand is called through ``rampart.core._contract.evaluate_checked``, the same
-check the engine applies to a lone evaluator: an operand that is not async, returns
+check the engine applies to a lone evaluator (its result arrives normalised: text
+fields are exact strings, so a rationale whose ``str()`` raises reads
+``"<unprintable value>"`` here too): an operand that is not async, returns
 no ``EvalResult`` or raises is reported as ``EvaluatorContractError`` /
 ``EvaluatorError`` naming it and its place (``"right operand of |"``).
 
@@ -34,6 +37,7 @@ do not hit Python's recursion limit.
 from __future__ import annotations
 
 import abc
+import math
 from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 from rampart._checks import check_evaluator
@@ -188,7 +192,11 @@ def _both_evidence(left: EvalResult, right: EvalResult) -> list[str]:
 
 
 def _lower_confidence(left: EvalResult, right: EvalResult) -> float:
-    return min(left.confidence, right.confidence)
+    """The lower confidence; NaN (no usable confidence) when either operand has none."""
+    lower = left.confidence, right.confidence
+    if any(math.isnan(value) for value in lower):
+        return math.nan
+    return min(lower)
 
 
 def _undetermined(left: EvalResult, right: EvalResult, *, gaps: list[str]) -> EvalResult:

@@ -4,7 +4,12 @@ A handle is an async context manager: ``__aenter__`` activates (writes) the payl
 ``__aexit__`` removes it; removal is idempotent and must not raise. A handle may also
 define a readiness wait, either ``wait_until_ready_async()`` or ``wait_until_ready()``;
 the engine calls whichever one the handle's class defines (see ``readiness_wait``).
-Client code subclasses ``InjectionHandle``.
+
+Client code subclasses ``InjectionHandle`` (or just implements its methods). A class
+that subclasses it answers to both readiness names: one that defines neither gets a
+readiness that returns at once, one that defines one name gets the other as an alias
+of it. The two methods are not members of the protocol, so an object that defines
+neither still counts as an ``InjectionHandle``.
 """
 
 from __future__ import annotations
@@ -28,7 +33,16 @@ __all__ = [
 
 @runtime_checkable
 class InjectionHandle(Protocol):
-    """A prepared injection: activated on enter, removed on exit."""
+    """A prepared injection: activated on enter, removed on exit.
+
+    A subclass answers to ``wait_until_ready_async()`` and ``wait_until_ready()`` (see
+    the module docstring): by default both return at once.
+    """
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.__dict__.get("_is_protocol", False):
+            _add_readiness(cls)
 
     @property
     def payload_id(self) -> str | None: ...
@@ -54,6 +68,45 @@ class Surface(Protocol):
 
 
 _READINESS_NAMES = ("wait_until_ready_async", "wait_until_ready")
+
+
+_PROVIDED = "_rampart_provided_readiness"
+
+
+async def _ready_at_once(self: object) -> None:
+    """Nothing to wait for: the injection is readable as soon as it is written."""
+
+
+setattr(_ready_at_once, _PROVIDED, True)
+
+
+def _alias(target: str) -> Callable[[object], Awaitable[object]]:
+    async def readiness(self: object) -> object:
+        return await getattr(self, target)()
+
+    readiness.__name__ = readiness.__qualname__ = target
+    setattr(readiness, _PROVIDED, True)
+    return readiness
+
+
+def _add_readiness(cls: type) -> None:
+    """Give a handle class both readiness names: aliases of the one it defines, or a
+    readiness that returns at once when it defines neither.
+
+    Only methods the class (or a base) wrote count as defined; what this function
+    provided to a base does not, so a subclass that defines one name is never shadowed
+    by a base's default under the other name.
+    """
+    defined = [
+        name
+        for name in _READINESS_NAMES
+        if callable(method := getattr(cls, name, None)) and not getattr(method, _PROVIDED, False)
+    ]
+    if len(defined) == len(_READINESS_NAMES):
+        return
+    for name in _READINESS_NAMES:
+        if name not in defined:
+            setattr(cls, name, _alias(defined[0]) if defined else _ready_at_once)
 
 
 def readiness_wait(handle: object) -> Callable[[], Awaitable[object]] | None:

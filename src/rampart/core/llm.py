@@ -6,8 +6,9 @@ chat model (``model``) behind an OpenAI-compatible or Azure OpenAI endpoint
 ``metadata``. The client that uses it lives in ``rampart.llm``; this module imports
 no network code.
 
-``api_key`` is a secret: it is left out of ``repr()``, and no rampart message, log
-line, report, trace record or cache file contains it.
+``api_key`` is a secret: it is left out of ``repr()``, held as a ``str`` whose own
+``repr()`` hides it, and registered with the redaction policy (``rampart._redact``),
+so no rampart message, log line, report, trace record or cache file contains it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from rampart._checks import (
     describe,
     invalid,
 )
+from rampart._redact import Secret, register_secret, register_url_secrets
+from rampart.core._dataclass import dataclass_compatible
 
 __all__ = ["GENERATION_KEYS", "LLMConfig"]
 
@@ -130,11 +133,18 @@ def _validate_model(_instance: object, _attribute: object, value: Any) -> None:
 
 
 def _validate_endpoint(_instance: object, _attribute: object, value: Any) -> None:
-    _check_endpoint(value)
+    register_url_secrets(_check_endpoint(value))  # a key in its query (``?code=...``)
+
+
+def _hide_api_key(value: Any) -> Any:
+    """A str key as a ``Secret``, so a traceback through the validator cannot show it."""
+    return Secret(value) if isinstance(value, str) else value
 
 
 def _validate_api_key(_instance: object, _attribute: object, value: Any) -> None:
-    check_optional_secret(_OWNER, "api_key", value)
+    key = check_optional_secret(_OWNER, "api_key", value)
+    if key is not None:
+        register_secret(key)
 
 
 def _validate_deployment(_instance: object, _attribute: object, value: Any) -> None:
@@ -146,6 +156,7 @@ def _validate_metadata(_instance: object, _attribute: object, value: Any) -> Non
     _check_metadata(value)
 
 
+@dataclass_compatible
 @attrs.frozen(kw_only=True)
 class LLMConfig:
     """A chat model endpoint: ``model``, ``endpoint``, credentials and generation settings.
@@ -167,7 +178,9 @@ class LLMConfig:
 
     model: str = attrs.field(validator=_validate_model)
     endpoint: str = attrs.field(validator=_validate_endpoint)
-    api_key: str | None = attrs.field(default=None, repr=False, validator=_validate_api_key)
+    api_key: str | None = attrs.field(
+        default=None, repr=False, converter=_hide_api_key, validator=_validate_api_key
+    )
     deployment: str | None = attrs.field(default=None, validator=_validate_deployment)
     metadata: dict[str, Any] = attrs.field(factory=dict, validator=_validate_metadata)
 

@@ -1,4 +1,7 @@
-"""What an agent declares about itself: its tools and data sources."""
+"""What an agent declares about itself: its tools and data sources.
+
+Mutable, as RAMPART's dataclasses are, and usable with ``dataclasses.replace``.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +9,13 @@ from typing import Any
 
 import attrs
 
+from rampart.core._dataclass import dataclass_compatible
+
 __all__ = ["AppManifest", "DataSource", "ToolDeclaration"]
 
 
-@attrs.frozen(kw_only=True)
+@dataclass_compatible
+@attrs.define(kw_only=True)
 class ToolDeclaration:
     """A tool the agent may call."""
 
@@ -19,7 +25,8 @@ class ToolDeclaration:
     permissions: list[str] = attrs.field(factory=list)
 
 
-@attrs.frozen(kw_only=True)
+@dataclass_compatible
+@attrs.define(kw_only=True)
 class DataSource:
     """A source the agent reads; ``writable_by_untrusted`` marks a likely XPIA target."""
 
@@ -28,7 +35,8 @@ class DataSource:
     writable_by_untrusted: bool = False
 
 
-@attrs.frozen(kw_only=True)
+@dataclass_compatible
+@attrs.define(kw_only=True)
 class AppManifest:
     """The agent's declared capabilities; ``str()`` renders them for prompts and judges."""
 

@@ -7,6 +7,7 @@ from typing import Any
 import attrs
 
 from rampart._checks import check_instance, check_text
+from rampart.core._dataclass import dataclass_compatible
 
 __all__ = ["Persona"]
 
@@ -19,12 +20,13 @@ def _validate_text(_instance: object, attribute: attrs.Attribute[str], value: An
     check_instance("Persona", attribute.name, value, str, expected="a str")
 
 
-@attrs.frozen(kw_only=True)
+@dataclass_compatible
+@attrs.define(kw_only=True)
 class Persona:
     """Who the model plays: ``name`` (for reports), ``description``, ``system_prompt``.
 
     ``system_prompt`` opens the conversation of every driver, generator or judge that
-    uses the persona.
+    uses the persona. Mutable, as RAMPART's is; the checks run on assignment too.
     """
 
     name: str = attrs.field(validator=_validate_name)

@@ -1,4 +1,11 @@
-"""``Result``: the single output of every execution, and its verdict vocabulary."""
+"""``Result``: the single output of every execution, and its verdict vocabulary.
+
+``Result``, ``InjectionRecord`` and ``PopulationResult`` accept attribute assignment, as
+RAMPART's dataclasses do (a test may set ``result.observability_level`` before the
+result is reported); validators run on assignment as at construction, and ``safe`` is
+always derived from ``status``. They also work with ``dataclasses.replace`` /
+``fields`` / ``asdict`` (``rampart.core._dataclass``).
+"""
 
 from __future__ import annotations
 
@@ -14,10 +21,13 @@ from rampart._checks import (
     check_probability,
     invalid,
 )
+from rampart._redact import redact
+from rampart.core._dataclass import dataclass_compatible
 from rampart.core._population import PopulationRef
 from rampart.core._stats import percent, population_status, wilson_interval
 from rampart.core._verdicts import resolve_attack_verdict, resolve_probe_verdict
 from rampart.core.types import (
+    EvalOutcome,
     EvalResult,
     HarmCategory,
     ObservabilityLevel,
@@ -33,12 +43,15 @@ __all__ = [
     "PopulationResult",
     "Result",
     "SafetyStatus",
+    "resolve_as_attack",
+    "resolve_as_probe",
     "resolve_attack_verdict",
     "resolve_probe_verdict",
 ]
 
 
-@attrs.frozen(kw_only=True)
+@dataclass_compatible
+@attrs.define(kw_only=True)
 class InjectionRecord:
     """Which payload went to which surface, for reproducing an XPIA run.
 
@@ -52,7 +65,22 @@ class InjectionRecord:
     delivered: bool | None = None
 
 
-@attrs.frozen(kw_only=True, init=False, repr=False)
+def _validate_status(_instance: object, _attribute: object, value: Any) -> None:
+    check_instance("Result", "status", value, SafetyStatus, expected="a SafetyStatus")
+
+
+def _validate_level(_instance: object, _attribute: object, value: Any) -> None:
+    check_instance(
+        "Result",
+        "observability_level",
+        value,
+        ObservabilityLevel,
+        expected="an ObservabilityLevel",
+    )
+
+
+@dataclass_compatible
+@attrs.define(kw_only=True, init=False, repr=False)
 class Result:
     """What one execution concluded.
 
@@ -63,9 +91,9 @@ class Result:
     ``status`` stays authoritative. Missing provenance (``None``) means "not recorded".
     """
 
-    status: SafetyStatus
+    status: SafetyStatus = attrs.field(validator=_validate_status)
     summary: str
-    observability_level: ObservabilityLevel
+    observability_level: ObservabilityLevel = attrs.field(validator=_validate_level)
     final_trace_evaluation: EvalResult | None
     turns: list[Turn]
     trace_end_reason: TraceEndReason | None
@@ -93,7 +121,7 @@ class Result:
         population: PopulationRef | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> None:
-        check_instance("Result", "status", status, SafetyStatus, expected="a SafetyStatus")
+        _validate_status(None, None, status)
         if safe is not None and safe is not (status is SafetyStatus.SAFE):
             raise invalid(
                 "Result",
@@ -103,13 +131,6 @@ class Result:
                 safe,
                 error=ValueError,
             )
-        check_instance(
-            "Result",
-            "observability_level",
-            observability_level,
-            ObservabilityLevel,
-            expected="an ObservabilityLevel",
-        )
         self.__attrs_init__(
             status=status,
             summary=summary,
@@ -141,7 +162,58 @@ class Result:
         return [turn.eval_result for turn in self.turns if turn.eval_result is not None]
 
     def __repr__(self) -> str:
-        return f"Result(safe={self.safe}, status={self.status.value}, summary={self.summary!r})"
+        # A failed ``assert result.safe`` prints this; the summary may quote an endpoint.
+        return redact(
+            f"Result(safe={self.safe}, status={self.status.value}, summary={self.summary!r})"
+        )
+
+
+def resolve_as_attack(*, eval_results: list[EvalResult]) -> SafetyStatus:
+    """RAMPART's verdict over several evaluations, attack polarity (legacy).
+
+    No evaluation gives ERROR; any DETECTED gives UNSAFE; else any UNDETERMINED gives
+    UNDETERMINED; else SAFE. An outcome that is not an ``EvalOutcome`` is a
+    ``ValueError``. New code evaluates the final trace once and uses
+    ``resolve_attack_verdict``.
+    """
+    outcomes = _outcomes("resolve_as_attack", eval_results)
+    if not outcomes:
+        return SafetyStatus.ERROR
+    if EvalOutcome.DETECTED in outcomes:
+        return SafetyStatus.UNSAFE
+    if EvalOutcome.UNDETERMINED in outcomes:
+        return SafetyStatus.UNDETERMINED
+    return SafetyStatus.SAFE
+
+
+def resolve_as_probe(*, eval_results: list[EvalResult]) -> SafetyStatus:
+    """RAMPART's verdict over several evaluations, probe polarity (legacy).
+
+    No evaluation gives ERROR; any NOT_DETECTED gives UNSAFE; else any UNDETERMINED
+    gives UNDETERMINED; else SAFE. New code uses ``resolve_probe_verdict``.
+    """
+    outcomes = _outcomes("resolve_as_probe", eval_results)
+    if not outcomes:
+        return SafetyStatus.ERROR
+    if EvalOutcome.NOT_DETECTED in outcomes:
+        return SafetyStatus.UNSAFE
+    if EvalOutcome.UNDETERMINED in outcomes:
+        return SafetyStatus.UNDETERMINED
+    return SafetyStatus.SAFE
+
+
+def _outcomes(owner: str, eval_results: object) -> list[EvalOutcome]:
+    if isinstance(eval_results, str | bytes) or not isinstance(eval_results, list | tuple):
+        raise invalid(owner, "eval_results", "a list of EvalResult", eval_results)
+    outcomes = []
+    for position, evaluation in enumerate(eval_results):
+        check_instance(
+            owner, f"eval_results[{position}]", evaluation, EvalResult, expected="an EvalResult"
+        )
+        if type(evaluation.outcome) is not EvalOutcome:
+            raise ValueError(f"Unknown EvalOutcome: {evaluation.outcome!r}")
+        outcomes.append(evaluation.outcome)
+    return outcomes
 
 
 _POPULATION = "PopulationResult"
@@ -165,7 +237,8 @@ def _check_cancelled_count(_instance: object, _attribute: object, value: Any) ->
     check_int(_POPULATION, "cancelled_count", value, minimum=0)
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@dataclass_compatible
+@attrs.define(kw_only=True, repr=False)
 class PopulationResult:
     """The per-trial results of one population and the group verdict.
 

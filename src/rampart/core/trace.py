@@ -5,6 +5,7 @@ from rampart.engine import (
     TraceRun,
     evaluate_final_trace,
     evaluate_final_trace_async,
+    evaluate_terminal_async,
     run_trace,
     run_trace_async,
 )
@@ -14,6 +15,7 @@ __all__ = [
     "TraceRun",
     "evaluate_final_trace",
     "evaluate_final_trace_async",
+    "evaluate_terminal_async",
     "run_trace",
     "run_trace_async",
 ]

@@ -1,10 +1,15 @@
 """Value types of a conversation trace: payloads, requests, responses, turns, evaluations.
 
-Every type here is an attrs class, frozen and keyword-only. Constructors enforce the
-invariants the trace contract relies on (a request carries something, an evaluation
-purpose comes with an evaluation), so a live value and a decoded record obey the same
-rules. Field annotations stay importable at runtime because the canonical codec
-resolves them.
+Every type here is a keyword-only attrs class that also works with ``dataclasses``
+(``replace``, ``fields``, ``asdict``; see ``rampart.core._dataclass``). Mutability
+follows RAMPART's dataclasses: ``Turn`` is frozen; ``Payload``, ``ToolCall``,
+``SideEffect``, ``Request``, ``Response``, ``EvalResult`` and ``EvalContext`` accept
+attribute assignment. Validators enforce the invariants the trace contract relies on
+(a request carries something, a binary payload has a file, an evaluation purpose comes
+with an evaluation) at construction and again on every assignment, each against the
+current values of the other fields; to change two linked fields at once, make a copy
+with ``dataclasses.replace``. Field annotations stay importable at runtime because the
+canonical codec resolves them.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from typing import Any
 
 import attrs
 
-from rampart._checks import check_instance
+from rampart._checks import check_instance, invalid
+from rampart.core._dataclass import dataclass_compatible
 from rampart.core.manifest import AppManifest
 
 __all__ = [
@@ -28,6 +34,7 @@ __all__ = [
     "HarmCategory",
     "ObservabilityLevel",
     "Payload",
+    "PayloadError",
     "PayloadFormat",
     "Request",
     "Response",
@@ -152,31 +159,61 @@ def _new_payload_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
-@attrs.frozen(kw_only=True)
+class PayloadError(TypeError, ValueError):
+    """A payload's ``format`` and ``artifact`` disagree.
+
+    Both a ``TypeError`` (what RAMPART raises) and a ``ValueError`` (what rampart raised
+    before), so code written for either catches it.
+    """
+
+
+def _check_delivery(format: object, artifact: object) -> None:
+    """A binary format needs an artifact file; a text format carries no artifact."""
+    format = check_instance("Payload", "format", format, PayloadFormat, expected="a PayloadFormat")
+    if format.is_binary and artifact is None:
+        raise invalid(
+            "Payload",
+            "artifact",
+            f"a path for a binary format (Binary format {format.value} requires an artifact "
+            "path. Provide artifact=Path(...) or use a converter to render the payload.)",
+            artifact,
+            error=PayloadError,
+        )
+    if format.is_text and artifact is not None:
+        raise invalid(
+            "Payload",
+            "artifact",
+            f"None for a text format (Text format {format.value} delivers content "
+            "directly — artifact must be None.)",
+            artifact,
+            error=PayloadError,
+        )
+
+
+def _validate_format(instance: Payload, _attribute: object, value: Any) -> None:
+    _check_delivery(value, instance.artifact)
+
+
+def _validate_artifact(instance: Payload, _attribute: object, value: Any) -> None:
+    _check_delivery(instance.format, value)
+
+
+@dataclass_compatible
+@attrs.define(kw_only=True)
 class Payload:
     """Content planted for an agent to find (an injection) or attached to a request.
 
     ``content`` is always the human-readable text. A fresh ``id`` is generated only
-    here, by the live constructor; decoded records must carry their own.
+    here, by the live constructor; decoded records must carry their own. A binary
+    ``format`` needs an ``artifact`` path and a text one must have none
+    (``PayloadError``, both a ``TypeError`` and a ``ValueError``).
     """
 
     content: str
     id: str = attrs.field(factory=_new_payload_id)
-    format: PayloadFormat = PayloadFormat.TEXT
-    artifact: Path | None = None
+    format: PayloadFormat = attrs.field(default=PayloadFormat.TEXT, validator=_validate_format)
+    artifact: Path | None = attrs.field(default=None, validator=_validate_artifact)
     metadata: dict[str, Any] = attrs.field(factory=dict)
-
-    def __attrs_post_init__(self) -> None:
-        check_instance("Payload", "format", self.format, PayloadFormat, expected="a PayloadFormat")
-        if self.format.is_binary and self.artifact is None:
-            raise ValueError(
-                f"Payload.artifact: binary format {self.format.value!r} requires an artifact path"
-            )
-        if self.format.is_text and self.artifact is not None:
-            raise ValueError(
-                f"Payload.artifact: text format {self.format.value!r} carries its content "
-                "inline, so artifact must be None"
-            )
 
     def __str__(self) -> str:
         if len(self.content) > 200:
@@ -184,7 +221,8 @@ class Payload:
         return self.content
 
 
-@attrs.frozen(kw_only=True)
+@dataclass_compatible
+@attrs.define(kw_only=True)
 class ToolCall:
     """A tool invocation the adapter observed (redacted arguments still count)."""
 
@@ -194,7 +232,8 @@ class ToolCall:
     timestamp: datetime | None = None
 
 
-@attrs.frozen(kw_only=True)
+@dataclass_compatible
+@attrs.define(kw_only=True)
 class SideEffect:
     """A non-tool effect the adapter observed (an HTTP request, a file write, ...)."""
 
@@ -202,19 +241,30 @@ class SideEffect:
     details: dict[str, Any] = attrs.field(factory=dict)
 
 
-@attrs.frozen(kw_only=True)
+_EMPTY_REQUEST = "Request must include at least a prompt or attachments."
+
+
+def _validate_prompt(instance: Request, _attribute: object, value: Any) -> None:
+    if value is None and not instance.attachments:
+        raise ValueError(_EMPTY_REQUEST)
+
+
+def _validate_attachments(instance: Request, _attribute: object, value: Any) -> None:
+    if instance.prompt is None and not value:
+        raise ValueError(_EMPTY_REQUEST)
+
+
+@dataclass_compatible
+@attrs.define(kw_only=True)
 class Request:
     """What is sent to the agent: a prompt, attachments (inline XPIA), or both."""
 
-    prompt: str | None = None
-    attachments: list[Payload] = attrs.field(factory=list)
-
-    def __attrs_post_init__(self) -> None:
-        if self.prompt is None and not self.attachments:
-            raise ValueError("Request must include at least a prompt or attachments.")
+    prompt: str | None = attrs.field(default=None, validator=_validate_prompt)
+    attachments: list[Payload] = attrs.field(factory=list, validator=_validate_attachments)
 
 
-@attrs.frozen(kw_only=True)
+@dataclass_compatible
+@attrs.define(kw_only=True)
 class Response:
     """What the agent returned for one request.
 
@@ -228,7 +278,8 @@ class Response:
     metadata: dict[str, Any] = attrs.field(factory=dict)
 
 
-@attrs.frozen(kw_only=True)
+@dataclass_compatible
+@attrs.define(kw_only=True)
 class EvalResult:
     """The raw output of one evaluation.
 
@@ -247,6 +298,7 @@ class EvalResult:
         return self.outcome is EvalOutcome.DETECTED
 
 
+@dataclass_compatible
 @attrs.frozen(kw_only=True)
 class Turn:
     """One prompt/response exchange, 0-indexed by ``turn_number``.
@@ -268,7 +320,8 @@ class Turn:
             raise ValueError("Turn.eval_purpose requires Turn.eval_result on the same turn.")
 
 
-@attrs.frozen(kw_only=True)
+@dataclass_compatible
+@attrs.define(kw_only=True)
 class EvalContext:
     """Everything an evaluator sees: the turns so far and what the adapter can observe."""
 

@@ -6,6 +6,13 @@ one raw ``Turn`` per response on the turn-event channel. The session is closed w
 the request channel closes (or the actor is cancelled); closing is cleanup, so it is
 shielded from cancellation.
 
+Each turn owns its request and response: the actor records (and sends) its own copy
+of the driver's request and keeps its own copy of the adapter's response, their lists
+and metadata included. Requests and responses accept assignment (as RAMPART's do), so
+without the copies a driver reusing one ``Request`` for every run, or an adapter
+reusing one ``Response`` for every reply, would make one turn's record change with
+another's. (Payloads, tool calls and side effects inside them are not copied.)
+
 Adapters are user code. Every place the engine relies on the adapter contract checks
 it and raises ``AdapterContractError`` naming what is wrong, so a mis-implemented
 adapter gives an ERROR result with a useful summary instead of an ``AttributeError``
@@ -19,6 +26,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import anyio
+import attrs
 
 from rampart.core._contract import (
     check_entered,
@@ -30,7 +38,7 @@ from rampart.core._contract import (
 )
 from rampart.core.errors import AdapterContractError
 from rampart.core.manifest import AppManifest
-from rampart.core.types import ObservabilityLevel, Turn
+from rampart.core.types import ObservabilityLevel, Request, Response, Turn
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -127,6 +135,28 @@ class AdapterSession:
                 await exit_session(session, exc_type, exc, tb)
 
 
+def _own_request(request: Request) -> Request:
+    """A copy of ``request`` (and of its attachment list) for one turn to keep."""
+    attachments = list(request.attachments)
+    if type(request) is Request:  # the common case; evolve costs twice as much
+        return Request(prompt=request.prompt, attachments=attachments)
+    return attrs.evolve(request, attachments=attachments)
+
+
+def _own_response(response: Response) -> Response:
+    """A copy of ``response`` (and of its lists and metadata) for one turn to keep."""
+    tool_calls = list(response.tool_calls)
+    side_effects = list(response.side_effects)
+    metadata = dict(response.metadata)
+    if type(response) is Response:  # the common case; evolve costs twice as much
+        return Response(
+            text=response.text, tool_calls=tool_calls, side_effects=side_effects, metadata=metadata
+        )
+    return attrs.evolve(
+        response, tool_calls=tool_calls, side_effects=side_effects, metadata=metadata
+    )
+
+
 async def serve_session(
     open_session: Callable[[], AbstractAsyncContextManager[Session]],
     requests: MemoryObjectReceiveStream[PromptDecision],
@@ -155,11 +185,11 @@ async def serve_session(
                     break
             except anyio.EndOfStream:
                 break
-            request = decision.request
+            request = _own_request(decision.request)
             response = await send_checked(session, request)
             turn = Turn(
                 request=request,
-                response=response,
+                response=_own_response(response),
                 turn_number=turn_number,
                 timestamp=datetime.now(UTC),
                 driver_reasoning=decision.reasoning,

@@ -8,7 +8,10 @@ and is **the one place** in rampart where an exception becomes a result:
   of these -- become an ERROR ``Result``: summary ``"{ExcType}: {message}"``,
   ``metadata["error"]`` / ``metadata["error_type"]``, the strategy name, the
   adapter's observability level, and whatever the strategy's
-  ``_error_result_extras()`` adds. ON_ERROR is fired with the error.
+  ``_error_result_extras()`` adds. ON_ERROR is fired with the error. The summary
+  and ``metadata["error"]`` pass the redaction policy (``rampart._redact``): an
+  error message that carries a credential (a URL with a password, a key the
+  endpoint echoed) never reaches a result.
 * Everything else is a bug (in rampart, a strategy, a session or a handler) and
   propagates unchanged, as do cancellation and ``KeyboardInterrupt``. Evaluators and
   drivers are user code called through ``rampart.core._contract``, so whatever they
@@ -28,6 +31,13 @@ registry: ``framework_handlers(...)`` sets them for the current context (a
 ``ContextVar``), and each ``execute_async`` reads them when it starts. Concurrent
 tasks (trial clones) each see the handlers of their own context.
 
+RAMPART's hook for the same purpose, ``register_default_handler_factory(factory)`` /
+``clear_default_handler_factory()``, sits on the same mechanism: the factory is held in
+a context variable (set from synchronous code such as a conftest or
+``pytest_configure``, it applies to the whole run; set inside a task, to that task and
+the tasks it starts), and each ``BaseExecution.__init__`` calls it for a fresh list of
+handlers that run before the execution's own ``event_handlers``.
+
 ``tracking_executions()`` works the same way for a forgotten ``await``: inside the
 block, every execution constructed in the context is noted, and ``execute_async``
 marks it as run when it starts. The pytest plugin opens one per test body (and per
@@ -46,7 +56,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
-from rampart._checks import check_method, check_optional_seconds, invalid
+from rampart._checks import check_callable, check_method, check_optional_seconds, invalid
+from rampart._redact import redact
+from rampart.core._dataclass import dataclass_compatible
 from rampart.core.adapter import AgentAdapter
 from rampart.core.errors import DriverError, InfrastructureError
 from rampart.core.result import Result, SafetyStatus
@@ -61,9 +73,12 @@ __all__ = [
     "ExecutionEvent",
     "ExecutionEventData",
     "ExecutionEventHandler",
+    "ExecutionHandlerFactory",
+    "clear_default_handler_factory",
     "current_framework_handlers",
     "framework_handlers",
     "never_started",
+    "register_default_handler_factory",
     "tracking_executions",
 ]
 
@@ -85,7 +100,8 @@ class ExecutionEvent(enum.Enum):
     ON_ERROR = "on_error"
 
 
-@attrs.frozen(kw_only=True)
+@dataclass_compatible
+@attrs.define(kw_only=True)
 class ExecutionEventData:
     """What a handler is told: ``result`` only on POST, ``error`` only on ERROR."""
 
@@ -107,8 +123,21 @@ class ExecutionEventHandler(Protocol):
     async def on_event_async(self, *, event_data: ExecutionEventData) -> None: ...
 
 
+@runtime_checkable
+class ExecutionHandlerFactory(Protocol):
+    """Makes the default handlers of each new execution: ``() -> list[ExecutionEventHandler]``.
+
+    Any callable with that shape works (a function, a lambda, a class).
+    """
+
+    def __call__(self) -> list[ExecutionEventHandler]: ...
+
+
 _FRAMEWORK_HANDLERS: ContextVar[tuple[ExecutionEventHandler, ...]] = ContextVar(
     "rampart_framework_handlers", default=()
+)
+_DEFAULT_HANDLER_FACTORY: ContextVar[ExecutionHandlerFactory | None] = ContextVar(
+    "rampart_default_handler_factory", default=None
 )
 
 
@@ -137,6 +166,42 @@ def framework_handlers(*handlers: ExecutionEventHandler) -> Iterator[None]:
         yield
     finally:
         _FRAMEWORK_HANDLERS.reset(token)
+
+
+def register_default_handler_factory(factory: ExecutionHandlerFactory) -> None:
+    """Have every execution created from now on (in this context) call ``factory``.
+
+    ``factory()`` runs in each ``BaseExecution.__init__`` and returns a list of
+    handlers that run before the execution's own. It replaces any factory registered
+    before. ``TypeError`` (naming "callable") if ``factory`` is not callable.
+    """
+    check_callable(
+        "register_default_handler_factory",
+        "factory",
+        factory,
+        expected="a callable returning a list of ExecutionEventHandler (ExecutionHandlerFactory)",
+    )
+    _DEFAULT_HANDLER_FACTORY.set(factory)
+
+
+def clear_default_handler_factory() -> None:
+    """Remove the factory ``register_default_handler_factory`` installed (in this context)."""
+    _DEFAULT_HANDLER_FACTORY.set(None)
+
+
+def _default_handlers(owner: str) -> tuple[ExecutionEventHandler, ...]:
+    factory = _DEFAULT_HANDLER_FACTORY.get()
+    if factory is None:
+        return ()
+    handlers = factory()
+    if not isinstance(handlers, list | tuple):
+        raise invalid(
+            owner,
+            "the default handler factory's return value",
+            "a list of ExecutionEventHandler",
+            handlers,
+        )
+    return _check_handlers(owner, "default handlers", handlers)
 
 
 def current_framework_handlers() -> tuple[ExecutionEventHandler, ...]:
@@ -241,7 +306,7 @@ class BaseExecution(abc.ABC):
             raise invalid(
                 owner, "event_handlers", "a list of ExecutionEventHandler or None", event_handlers
             )
-        self._event_handlers = handlers
+        self._event_handlers = _default_handlers(owner) + handlers
         self._timeout = check_optional_seconds(owner, "timeout", timeout, positive=True)
         self._started = False
         created = _CREATED.get()
@@ -321,10 +386,10 @@ class BaseExecution(abc.ABC):
         fields = self._error_result_extras()
         fields.update(
             status=SafetyStatus.ERROR,
-            summary=_describe(error),
+            summary=redact(_describe(error)),
             strategy=self.strategy_name,
             observability_level=_level_or_default(adapter),
-            metadata={"error": _message(error), "error_type": type(error).__name__},
+            metadata={"error": redact(_message(error)), "error_type": type(error).__name__},
         )
         return Result(**fields)
 

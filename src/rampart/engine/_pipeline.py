@@ -25,6 +25,7 @@ import anyio
 import attrs
 
 from rampart.core._contract import evaluate_checked
+from rampart.core._dataclass import dataclass_compatible
 from rampart.core.evaluator import Evaluator
 from rampart.core.types import (
     EvalContext,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = ["EvaluationRecord", "Pipeline", "TraceRecord", "evaluate"]
 
 
+@dataclass_compatible
 @attrs.frozen(kw_only=True, eq=False)
 class EvaluationRecord:
     """One evaluation: which evaluator ran, on which context, with which result.

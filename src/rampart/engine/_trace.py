@@ -42,10 +42,20 @@ import anyio
 import attrs
 
 from rampart._checks import check_driver, check_evaluator, check_instance, check_int, check_method
-from rampart.core._contract import next_decision
+from rampart._text import safe_str_list
+from rampart.core._contract import evaluate_checked, next_decision
+from rampart.core._dataclass import dataclass_compatible
 from rampart.core.driver import PromptDecision
 from rampart.core.manifest import AppManifest
-from rampart.core.types import EvalResult, ObservabilityLevel, TraceEndReason, Turn
+from rampart.core.types import (
+    EvalContext,
+    EvalResult,
+    ObservabilityLevel,
+    Request,
+    Response,
+    TraceEndReason,
+    Turn,
+)
 from rampart.engine._actor import AdapterSession, serve_session
 from rampart.engine._exceptions import raise_unwrapped
 from rampart.engine._pipeline import EvaluationRecord, Pipeline, TraceRecord, evaluate
@@ -66,12 +76,15 @@ __all__ = [
     "TraceRun",
     "evaluate_final_trace",
     "evaluate_final_trace_async",
+    "evaluate_terminal_async",
+    "evaluate_turn_async",
     "run_trace",
     "run_trace_async",
 ]
 
 
-@attrs.frozen(kw_only=True)
+@dataclass_compatible
+@attrs.define(kw_only=True)
 class TraceRun:
     """A completed trace.
 
@@ -136,11 +149,15 @@ async def _produce(
 
 
 def _detached(result: EvalResult) -> EvalResult:
-    """A copy of ``result`` that shares no mutable list with the turn it annotates."""
+    """A copy of ``result`` that shares no mutable list with the turn it annotates.
+
+    Its lists are rebuilt with ``safe_str_list``: a bare string stays one entry (it
+    is not split into characters), whatever the stop check's result was given since.
+    """
     return attrs.evolve(
         result,
-        evidence=list(result.evidence),
-        undetermined_operands=list(result.undetermined_operands),
+        evidence=safe_str_list(result.evidence),
+        undetermined_operands=safe_str_list(result.undetermined_operands),
     )
 
 
@@ -318,3 +335,44 @@ async def run_trace_async(
 async def evaluate_final_trace_async(*, evaluator: Evaluator, run: TraceRun) -> EvalResult | None:
     """The original name of ``evaluate_final_trace``; same behaviour."""
     return await evaluate_final_trace(evaluator=evaluator, run=run)
+
+
+async def evaluate_terminal_async(*, evaluator: Evaluator, run: TraceRun) -> EvalResult | None:
+    """RAMPART's intermediate name of ``evaluate_final_trace``; same behaviour."""
+    return await evaluate_final_trace(evaluator=evaluator, run=run)
+
+
+async def evaluate_turn_async(
+    *,
+    evaluator: Evaluator,
+    history: list[Turn],
+    request: Request,
+    response: Response,
+    turn_number: int,
+    driver_reasoning: str = "",
+    manifest: AppManifest | None = None,
+    observability_level: ObservabilityLevel = ObservabilityLevel.RESPONSE_ONLY,
+) -> Turn:
+    """RAMPART 0.1.0's per-turn helper: the new turn, evaluated over ``[*history, turn]``.
+
+    Builds the turn, runs ``evaluator`` (through the evaluator contract check, so a
+    raising evaluator is an ``EvaluatorError`` naming it) on a context holding the
+    history and the new turn, and returns the turn with ``eval_result`` attached.
+    New code evaluates the whole trace once (``evaluate_final_trace``).
+    """
+    owner = "evaluate_turn_async"
+    evaluator = check_evaluator(owner, "evaluator", evaluator)
+    check_instance(owner, "request", request, Request, expected="a Request")
+    check_instance(owner, "response", response, Response, expected="a Response")
+    turn_number = check_int(owner, "turn_number", turn_number, minimum=0)
+    turn = Turn(
+        request=request,
+        response=response,
+        turn_number=turn_number,
+        driver_reasoning=driver_reasoning,
+    )
+    context = EvalContext(
+        turns=[*history, turn], manifest=manifest, observability_level=observability_level
+    )
+    result = await evaluate_checked(evaluator, context=context)
+    return attrs.evolve(turn, eval_result=result)

@@ -26,6 +26,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from rampart._checks import check_instance, check_int, check_optional_instance, check_text
+from rampart._redact import redact
 from rampart.core.errors import EvaluatorError, InfrastructureError
 from rampart.core.evaluator import BaseEvaluator
 from rampart.core.persona import Persona
@@ -52,6 +53,7 @@ _OWNER = "LLMJudge"
 
 
 def _undetermined(reason: str) -> EvalResult:
+    reason = redact(reason)  # it is logged and becomes the rationale
     _LOGGER.warning("LLMJudge: %s; the evaluation is UNDETERMINED", reason)
     return EvalResult(outcome=EvalOutcome.UNDETERMINED, confidence=0.0, rationale=reason)
 

@@ -46,6 +46,7 @@ from rampart._checks import (
     check_seconds,
     invalid,
 )
+from rampart._redact import redact
 from rampart.core._contract import (
     check_entered,
     create_session,
@@ -208,11 +209,15 @@ class LimitedAdapter:
         return self._backend
 
     def statistics(self) -> LimiterStatistics:
-        """A snapshot of this limiter's counters (this process only)."""
+        """A snapshot of this limiter's counters (this process only).
+
+        Its text (the name, the backend's description) passes the redaction policy:
+        statistics go to the report's metadata.
+        """
         core = self._core
         return LimiterStatistics(
-            name=self._name,
-            backend="none" if self._backend is None else self._backend.description,
+            name=redact(self._name),
+            backend="none" if self._backend is None else redact(self._backend.description),
             adaptive=core.adaptive,
             max_concurrency=self._max_concurrency,
             rate=self._rate,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 
 from rampart._checks import check_callable, check_instance, check_text, invalid
+from rampart._redact import Masked, redact, register_url_secrets
 from rampart.core.errors import InfrastructureError
 
 if TYPE_CHECKING:
@@ -64,25 +65,14 @@ return {string.format('%.17g', wait), string.format('%.17g', now)}
 """
 
 
-def _redacted(url: str) -> str:
-    """``url`` without its password, for statistics and messages."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    user = parts.username or ""
-    netloc = f"{user}:***@{host}" if user else f"***@{host}"
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
-
-
 class RedisBackend:
     """Token buckets in Redis at ``url`` (``redis://host:port/db``), keyed ``prefix + key``.
 
     ``clock`` ``None`` uses the Redis server's clock, which every host shares; tests may
     pass their own. Connection and script errors raise ``InfrastructureError`` naming
-    the (password-redacted) URL, so affected trials become ERROR results.
+    the URL, so affected trials become ERROR results. The URL's password (in its user
+    info or a ``?password=`` parameter) is registered with the redaction policy and
+    never shown: not in messages, ``description``, ``repr()`` or statistics.
     """
 
     def __init__(
@@ -92,9 +82,12 @@ class RedisBackend:
         prefix: str = DEFAULT_PREFIX,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        url = check_text(_OWNER, "url", url, secret=True)
+        # Held as ``Masked`` from the start: a traceback shows this frame's arguments.
+        url = Masked(url) if isinstance(url, str) else url
+        url = Masked(check_text(_OWNER, "url", url, secret=True))
+        register_url_secrets(url)
         if urllib.parse.urlsplit(url).scheme not in {"redis", "rediss", "unix"}:
-            raise invalid(_OWNER, "url", _URL, url, error=ValueError, shown=repr(_redacted(url)))
+            raise invalid(_OWNER, "url", _URL, url, error=ValueError, shown=repr(redact(url)))
         check_instance(_OWNER, "prefix", prefix, str, expected="a str")
         check_callable(
             _OWNER, "clock", clock, expected="a callable returning seconds", optional=True
@@ -113,11 +106,11 @@ class RedisBackend:
         self._errors: tuple[type[BaseException], ...] = (redis.exceptions.RedisError,)
 
     def __repr__(self) -> str:
-        return f"RedisBackend({_redacted(self._url)!r}, prefix={self._prefix!r})"
+        return f"RedisBackend({redact(self._url)!r}, prefix={self._prefix!r})"
 
     @property
     def description(self) -> str:
-        return _redacted(self._url)
+        return redact(self._url)
 
     @property
     def prefix(self) -> str:
@@ -134,8 +127,7 @@ class RedisBackend:
             reply = self._script(keys=[self._prefix + key], args=[repr(rate), burst, now])
         except self._errors as error:
             raise InfrastructureError(
-                f"RedisBackend {_redacted(self._url)}: could not reserve a token for "
-                f"{key!r}: {error}"
+                redact(f"RedisBackend {self._url}: could not reserve a token for {key!r}: {error}")
             ) from error
         wait, stamp = (float(item) for item in reply)
         return stamp, wait

@@ -12,6 +12,8 @@ import threading
 
 import attrs
 
+from rampart._redact import redact
+
 __all__ = ["LLMStatistics", "LLMUsage", "llm_statistics", "usage_for"]
 
 _LOCK = threading.Lock()
@@ -89,10 +91,11 @@ class LLMUsage:
                 setattr(self, field, getattr(self, field) + value)
 
     def snapshot(self) -> LLMStatistics:
+        # Statistics go to the report's metadata: their text passes the redaction policy.
         return LLMStatistics(
-            name=self.name,
-            model=self.model,
-            endpoint=self.endpoint,
+            name=redact(self.name),
+            model=redact(self.model),
+            endpoint=redact(self.endpoint),
             calls=self.calls,
             requests=self.requests,
             cache_hits=self.cache_hits,

@@ -27,8 +27,9 @@ import attrs
 from anyio.lowlevel import RunVar
 
 from rampart._checks import check_instance
+from rampart._redact import Masked, Secret
 from rampart._session import GuardedSession
-from rampart.adapters._http import Secret, new_client, post_json
+from rampart.adapters._http import new_client, post_json
 from rampart.adapters._parse import parse_completion
 from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Request, Response
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["ChatRequest", "ModelCall", "ModelEndpoint"]
 
 
-@attrs.frozen(kw_only=True)
+@attrs.define(kw_only=True)
 class ChatRequest(Request):
     """A ``Request`` that carries a complete chat-completions body (``messages`` etc.)."""
 
@@ -181,7 +182,7 @@ class ModelEndpoint:
         try:
             data = await post_json(
                 client,
-                self._endpoint.url,
+                Masked(self._endpoint.url),
                 body,
                 time_limit=self._timeout,
                 max_response_bytes=self._max_response_bytes,

@@ -7,6 +7,7 @@ from typing import Any
 import attrs
 
 from rampart._checks import check_instance, check_text, invalid
+from rampart.core._dataclass import dataclass_compatible
 
 __all__ = ["PayloadTemplate"]
 
@@ -28,7 +29,8 @@ def _variables(_instance: object, _attribute: object, value: Any) -> None:
         raise invalid(_OWNER, "variables", "a dict of str to str", value)
 
 
-@attrs.frozen(kw_only=True)
+@dataclass_compatible
+@attrs.define(kw_only=True)
 class PayloadTemplate:
     """A recipe for payloads: ``objective`` (what the payload should make the agent do)
     and ``instruction`` (what the generator model is asked to write; ``{name}``
@@ -36,7 +38,7 @@ class PayloadTemplate:
 
     Both the objective and the resolved instruction are sent to the generator model
     (RAMPART's docstring says the objective is not; its code sends it, and so does
-    rampart).
+    rampart). Mutable, as RAMPART's is; the checks run on assignment too.
     """
 
     name: str = attrs.field(validator=_text)

@@ -52,16 +52,33 @@ class TrialInfo:
 
 
 class ResultCollector:
-    """Holds the results one test body (or one trial clone) produced, in order."""
+    """Holds the results one test body (or one trial clone) produced, in order.
+
+    ``record(result=...)`` adds one (RAMPART's method); ``results`` is a copy, so
+    changing the returned list never changes what was recorded.
+    """
 
     def __init__(self) -> None:
-        self.results: list[Result] = []
+        self._results: list[Result] = []
         # The adapters executions ran against, kept until the test is reported so
         # that a rate limiter created inside the test can still report statistics.
         self.adapters: dict[int, object] = {}
 
+    @property
+    def results(self) -> list[Result]:
+        """The results recorded so far, in order (a fresh list each time)."""
+        return list(self._results)
+
+    def record(self, *, result: Result) -> None:
+        """Record ``result`` (RAMPART's ``ResultCollector.record``)."""
+        check_instance(
+            "ResultCollector.record", "result", result, Result, expected="a rampart.Result"
+        )
+        self._results.append(result)
+
     def add(self, result: Result, *, adapter: object = None) -> None:
-        self.results.append(result)
+        """Record ``result`` and remember the adapter it ran against."""
+        self._results.append(result)
         if adapter is not None:
             self.adapters.setdefault(id(adapter), adapter)
 

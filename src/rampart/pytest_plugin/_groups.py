@@ -24,6 +24,7 @@ from collections.abc import Callable
 import attrs
 import pytest
 
+from rampart._redact import redact
 from rampart._text import one_line
 from rampart.core._stats import StatusTally, percent, wilson_interval
 from rampart.core.result import Result, SafetyStatus
@@ -275,7 +276,7 @@ def judge(run: ItemRun, *, item_name: str) -> None:
         lines.append(f"  {item_name}[trial-{clone.index}]: {_clone_summary(clone)}")
     if len(failing) > 3:
         lines.append(f"  ... and {len(failing) - 3} more failing clones")
-    pytest.fail("\n".join(lines), pytrace=False)
+    pytest.fail(redact("\n".join(lines)), pytrace=False)
 
 
 def _clone_summary(clone: CloneRun) -> str:

@@ -40,6 +40,7 @@ from rampart.pytest_plugin._groups import GroupVerdict
 from rampart.pytest_plugin._store import ResultStore, slim
 from rampart.reporting import StoredResults
 from rampart.reporting._canonical import record_attribution
+from rampart.reporting._stored import restore_unusable_confidences, unusable_confidences
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -135,8 +136,9 @@ class RecordedResult:
     lost: str | None = None
     resumed_from: str | None = None
     #: Where the ledger's store holds the full result; set (and ``result`` slimmed) when
-    #: the ledger records it.
+    #: the ledger records it, with where its confidences were not finite numbers.
     stored_at: tuple[int, int] | None = None
+    unusable_confidences: tuple[int, ...] = ()
 
     def stamped(self) -> Result:
         """The result as reported: a copy whose metadata carries the bookkeeping keys."""
@@ -220,7 +222,12 @@ class RunLedger:
             marker = loss_marker(recorded.result, reason, where="reporting")
             recorded = attrs.evolve(recorded, result=marker, lost=reason)
             location = self._put(recorded)
-        recorded = attrs.evolve(recorded, result=slim(recorded.result), stored_at=location)
+        recorded = attrs.evolve(
+            recorded,
+            result=slim(recorded.result),
+            stored_at=location,
+            unusable_confidences=unusable_confidences(recorded.result),
+        )
         self._results.append(recorded)
         if recorded.lost is not None:
             self.mark_incomplete(
@@ -348,7 +355,8 @@ class RunLedger:
         the store."""
         if recorded.stored_at is None:
             return recorded.stamped()
-        return self._store.get(recorded.stored_at)
+        result = self._store.get(recorded.stored_at)
+        return restore_unusable_confidences(result, recorded.unusable_confidences)
 
     def report_results(self) -> StoredResults:
         """The results as the report carries them: in report order, stamped, each read
@@ -358,10 +366,11 @@ class RunLedger:
         def load(index: int) -> Result:
             return self.full_result(ordered[index])
 
-        def record_text(index: int) -> str:
-            location = ordered[index].stored_at
-            assert location is not None  # every recorded entry is stored
-            return self._store.text(location)
+        def record_text(index: int) -> str | None:
+            entry = ordered[index]
+            if entry.stored_at is None or entry.unusable_confidences:
+                return None  # the report needs the live values: load the result
+            return self._store.text(entry.stored_at)
 
         return StoredResults([entry.result for entry in ordered], load, record_text=record_text)
 

@@ -28,6 +28,7 @@ import pytest
 # plugin modules from sys.modules afterwards, and the from-form would then hand back
 # the first run's copy (with that run's stash keys) from the package attribute.
 import rampart.pytest_plugin._fixtures
+from rampart._redact import redact
 from rampart._text import one_line
 from rampart.pytest_plugin._async_tests import AnyioByDefault
 from rampart.pytest_plugin._interrupts import InterruptWatch
@@ -276,23 +277,22 @@ class RunReporter:
             )
             journal = self._journal
             if journal is not None and journal.writer is not None and journal.writer.lines:
-                tr.write_line(
-                    f"Resume it: pytest ... --rampart-resume={one_line(str(journal.writer.path))}"
-                )
+                where = redact(one_line(str(journal.writer.path)))
+                tr.write_line(f"Resume it: pytest ... --rampart-resume={where}")
         if self._not_written is not None:
-            tr.write_line(f"RAMPART: no report written: {self._not_written}", yellow=True)
+            tr.write_line(f"RAMPART: no report written: {redact(self._not_written)}", yellow=True)
         if ledger.incomplete_reasons:
             tr.write_sep("=", "RAMPART: INCOMPLETE RUN", red=True, bold=True)
             tr.write_line("Results may be partial; the report does not reflect every test.")
             for reason in ledger.incomplete_reasons:
-                tr.write_line(f"  - {one_line(reason)}")
+                tr.write_line(f"  - {redact(one_line(reason))}")
         if ledger.sink_failures:
             tr.write_sep("=", "RAMPART: REPORT SINK FAILED", red=True, bold=True)
             tr.write_line("A report was not written; the exit status is non-zero.")
             for failure in ledger.sink_failures:
-                tr.write_line(f"  - {one_line(failure)}")
+                tr.write_line(f"  - {redact(one_line(failure))}")
         for warning in ledger.warnings:
-            tr.write_line(f"RAMPART WARNING: {one_line(warning)}", yellow=True)
+            tr.write_line(f"RAMPART WARNING: {redact(one_line(warning))}", yellow=True)
         results = ledger.results
         if not results and not ledger.groups:
             return
@@ -303,8 +303,7 @@ class RunReporter:
             resumed = count_by_run(list(results))
             if resumed:
                 runs = ", ".join(f"{count} from run {run[:12]}" for run, count in resumed.items())
-                tr.write_line(
-                    f"Resumed from {one_line(str(self._plan.journal))}: {runs} (not run again)"
-                )
+                where = redact(one_line(str(self._plan.journal)))
+                tr.write_line(f"Resumed from {where}: {runs} (not run again)")
         for path in ledger.written:
-            tr.write_line(f"RAMPART report written to {one_line(path)}")
+            tr.write_line(f"RAMPART report written to {redact(one_line(path))}")

@@ -1,15 +1,18 @@
 """The terminal safety summary, as pure functions from ledger entries to lines.
 
 Every string that came from a test or an agent (names, summaries, harm categories)
-goes through ``one_line``. The summary is bounded: per category, a trial group prints
-the result lines of at most ``MAX_CLONES_SHOWN`` of its clones (the worst results
-first) and then one line saying how many more results the report holds.
+goes through ``one_line``, and every line then passes the redaction policy
+(``rampart._redact``), in that order, so an escape sequence cannot split a secret
+past the policy. The summary is bounded: per category, a trial group prints the
+result lines of at most ``MAX_CLONES_SHOWN`` of its clones (the worst results first)
+and then one line saying how many more results the report holds.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rampart._redact import redact
 from rampart._text import one_line
 from rampart.core._stats import percent
 from rampart.core.result import SafetyStatus
@@ -45,7 +48,7 @@ def result_line(recorded: RecordedResult) -> str:
     result = recorded.result
     label = LABELS.get(result.status, "????").ljust(4)
     text = f"{one_line(result.summary)} ({result.observability_level.value})"
-    return f"  {label}  {one_line(recorded.attribution.test_name)} -- {text}"
+    return redact(f"  {label}  {one_line(recorded.attribution.test_name)} -- {text}")
 
 
 def group_line(group: GroupRecord) -> str:
@@ -53,7 +56,7 @@ def group_line(group: GroupRecord) -> str:
     passed = group.verdict.passed
     label = "PASS" if passed else "FAIL"
     verdict = "PASSED" if passed else "FAILED"
-    return f"  {label}  {one_line(group.name)} [{group.verdict.describe()}] -- {verdict}"
+    return redact(f"  {label}  {one_line(group.name)} [{group.verdict.describe()}] -- {verdict}")
 
 
 def summary_lines(results: Sequence[RecordedResult], groups: Sequence[GroupRecord]) -> list[str]:
@@ -68,7 +71,7 @@ def summary_lines(results: Sequence[RecordedResult], groups: Sequence[GroupRecor
         by_category.setdefault(category_key(recorded.result), []).append(recorded)
     for category, members in by_category.items():
         lines.append("")
-        lines.append(f"{one_line(category).upper()} ({len(members)} tests)")
+        lines.append(redact(f"{one_line(category).upper()} ({len(members)} tests)"))
         ordered = sorted(members, key=lambda r: _ORDER.get(r.result.status, 4))
         shown: dict[str, set[int]] = {}
         hidden: dict[str, int] = {}
@@ -83,7 +86,7 @@ def summary_lines(results: Sequence[RecordedResult], groups: Sequence[GroupRecor
                 clones.add(clone)
             lines.append(result_line(recorded))
         for name, count in hidden.items():
-            lines.append(f"  … {count} more results of {one_line(name)} in the report")
+            lines.append(redact(f"  … {count} more results of {one_line(name)} in the report"))
     if groups:
         lines.append("")
         lines.extend(group_line(group) for group in sorted(groups, key=lambda g: g.nodeid))

@@ -1,11 +1,16 @@
 """``JsonFileReportSink``: one timestamped JSON file per run, a projection of the codec.
 
 Each result is serialized by the canonical codec, parsed back, and reshaped into the
-flat report layout; no field of a result is encoded here a second time.
+flat report layout; no field of a result is encoded here a second time. One value is
+read from the live result: an evaluation whose confidence is not a finite number
+(NaN, an infinity, not a number at all) is reported with ``null`` confidence, as
+RAMPART's report does (the canonical record, which needs a number, carries ``0.0``).
 
 The file is written as the JSON encoder produces it, one result at a time
 (``report_chunks``): a report of tens of thousands of results is never whole in
-memory, whether its results are in memory or stored on disk (``StoredResults``).
+memory, whether its results are in memory or stored on disk (``StoredResults``, whose
+stored canonical text is projected as it is, unless a confidence needs the live
+value). Redaction is applied per result entry and to the rest of the document.
 """
 
 from __future__ import annotations
@@ -17,12 +22,13 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 
 from rampart._checks import check_instance, check_path
+from rampart._redact import redact, redact_data
 from rampart._text import safe_str, strip_ansi
 from rampart.reporting import _files
 from rampart.reporting._canonical import canonical_body
 from rampart.reporting._errors import ReportError
 from rampart.reporting._report import TestRunReport
-from rampart.reporting._stored import StoredResults
+from rampart.reporting._stored import StoredResults, confidence_unusable
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -102,6 +108,17 @@ def project_result(body: dict[str, Any]) -> dict[str, Any]:
     return projected
 
 
+def _null_unusable_confidences(projected: dict[str, Any], result: Result) -> dict[str, Any]:
+    """``projected`` with ``null`` where the live result's confidence is not a finite number."""
+    final = projected.get("final_trace_evaluation")
+    if final is not None and confidence_unusable(result.final_trace_evaluation):
+        final["confidence"] = None
+    for turn, live in zip(projected["turns"], result.turns, strict=False):
+        if "eval_confidence" in turn and confidence_unusable(live.eval_result):
+            turn["eval_confidence"] = None
+    return projected
+
+
 class _ProjectedResults(list):  # type: ignore[type-arg]
     """Some results' report entries, each projected while the JSON encoder iterates.
 
@@ -119,18 +136,18 @@ class _ProjectedResults(list):  # type: ignore[type-arg]
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for index in self._indices:
-            yield project_result(_body(self._results, index))
+            yield redact_data(_entry(self._results, index))
 
 
-def _body(results: Sequence[Result], index: int) -> dict[str, Any]:
-    """The canonical body of result ``index``: from its stored record text when the
-    results are stored that way (no decode and re-encode), else through the codec."""
+def _entry(results: Sequence[Result], index: int) -> dict[str, Any]:
+    """Result ``index``'s report entry: projected from its stored record text when the
+    results are stored that way (no decode and re-encode), else from the live result."""
     if isinstance(results, StoredResults):
         text = results.record_text(index)
         if text is not None:
-            body: dict[str, Any] = json.loads(text)["result"]
-            return body
-    return canonical_body(results[index], index)
+            return project_result(json.loads(text)["result"])
+    result = results[index]
+    return _null_unusable_confidences(project_result(canonical_body(result, index)), result)
 
 
 def build_document(report: TestRunReport, *, lazy: bool = False) -> dict[str, Any]:
@@ -150,7 +167,7 @@ def build_document(report: TestRunReport, *, lazy: bool = False) -> dict[str, An
     by_category: dict[str, list[dict[str, Any]]] = {}
     for category, indices in report.category_indices().items():
         entries = _ProjectedResults(report.results, indices)
-        by_category[category] = entries if lazy else list(entries)
+        by_category[redact(category)] = entries if lazy else list(entries)
     summary = report.population_summary()
     return {
         "total_runs": report.total_runs,
@@ -174,7 +191,12 @@ def build_document(report: TestRunReport, *, lazy: bool = False) -> dict[str, An
 
 
 def render_report(report: TestRunReport) -> bytes:
-    """The UTF-8 file content: ``indent=2``, no NaN/Infinity, non-ASCII kept readable."""
+    """The UTF-8 file content: ``indent=2``, no NaN/Infinity, non-ASCII kept readable.
+
+    The whole document passes the redaction policy (``rampart._redact``): the run
+    metadata (limiter and LLM statistics, incomplete-run reasons) as well as the
+    results, whose records the codec redacted already.
+    """
     return b"".join(report_chunks(report))
 
 
@@ -182,9 +204,14 @@ def report_chunks(report: TestRunReport) -> Iterator[bytes]:
     """``render_report``'s bytes in pieces, each result encoded as the writer gets to it.
 
     The run metadata and every count are checked before the first piece, so a bad
-    report fails before anything is written.
+    report fails before anything is written. Each result entry is redacted as it is
+    produced; the rest of the document here.
     """
     document = build_document(report, lazy=True)
+    document = {
+        key: value if key == "by_harm_category" else redact_data(value)
+        for key, value in document.items()
+    }
     encoder = json.JSONEncoder(indent=2, allow_nan=False, ensure_ascii=False)
     for chunk in encoder.iterencode(document):
         yield chunk.encode("utf-8")

@@ -9,6 +9,7 @@ import attrs
 
 from rampart._checks import check_instance, check_int, check_seconds, invalid
 from rampart._text import safe_str
+from rampart.core._dataclass import dataclass_compatible
 from rampart.core.result import HarmCategory, Result, SafetyStatus
 from rampart.reporting._stored import StoredResults
 
@@ -40,6 +41,7 @@ def category_key(result: Result) -> str:
     return safe_str(category)
 
 
+@dataclass_compatible
 @attrs.frozen(kw_only=True)
 class PopulationSummary:
     """Verdict counts of a set of results, and the two rates a red-team run is judged by.
@@ -99,6 +101,7 @@ def _slim(results: Sequence[Result]) -> Sequence[Result]:
     return results.slim_results if isinstance(results, StoredResults) else results
 
 
+@dataclass_compatible
 @attrs.frozen(kw_only=True, init=False)
 class TestRunReport:
     """Everything a test session produced, handed to each report sink once at the end.

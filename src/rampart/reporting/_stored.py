@@ -13,9 +13,57 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import overload
 
+from rampart._text import safe_float
 from rampart.core.result import Result
 
-__all__ = ["StoredResults"]
+__all__ = [
+    "StoredResults",
+    "confidence_unusable",
+    "restore_unusable_confidences",
+    "unusable_confidences",
+]
+
+#: The position of the final evaluation in ``unusable_confidences``; turns are 0, 1, ...
+FINAL = -1
+
+
+def confidence_unusable(evaluation: object) -> bool:
+    """True for a live evaluation whose confidence is not a finite number."""
+    if evaluation is None:
+        return False
+    try:
+        confidence = getattr(evaluation, "confidence", None)
+    except Exception:  # a subclass property that raises
+        return True
+    return safe_float(confidence) is None
+
+
+def unusable_confidences(result: Result) -> tuple[int, ...]:
+    """Where ``result``'s confidences are not finite numbers (``FINAL``, turn indices).
+
+    The canonical record writes such a confidence as ``0.0``, the JSON report as
+    ``null``; a result kept only as its record (``StoredResults``) remembers these
+    positions so its report entry still says ``null``.
+    """
+    found = [FINAL] if confidence_unusable(result.final_trace_evaluation) else []
+    found.extend(
+        index for index, turn in enumerate(result.turns) if confidence_unusable(turn.eval_result)
+    )
+    return tuple(found)
+
+
+def restore_unusable_confidences(result: Result, positions: tuple[int, ...]) -> Result:
+    """``result`` (decoded from its record) with NaN again where ``positions`` say the
+    live confidence was not a finite number; changed in place and returned."""
+    for position in positions:
+        evaluation = (
+            result.final_trace_evaluation
+            if position == FINAL
+            else result.turns[position].eval_result
+        )
+        if evaluation is not None:
+            evaluation.confidence = float("nan")
+    return result
 
 
 class StoredResults(Sequence[Result]):
@@ -31,7 +79,7 @@ class StoredResults(Sequence[Result]):
         slim_results: Sequence[Result],
         load: Callable[[int], Result],
         *,
-        record_text: Callable[[int], str] | None = None,
+        record_text: Callable[[int], str | None] | None = None,
     ) -> None:
         self._slim = slim_results
         self._load = load

@@ -21,7 +21,9 @@ which needs an ``api-version`` query parameter and answers as model ``name``, an
 ``/openai/v1/chat/completions``). With ``api_key`` set, a request must carry it as
 ``Authorization: Bearer`` or ``api-key``; otherwise the answer is ``401`` and, like
 some real APIs, its message repeats the credential it got, so clients' redaction of
-secrets in error messages can be tested.
+secrets in error messages can be tested. With ``echo_credentials`` every error answer
+repeats the headers the request carried (all but the transport ones), credentials
+included.
 
 Conversations are recognised by content: the server remembers a digest of every
 conversation it answered (the messages plus its own reply), so a client that resends
@@ -90,6 +92,35 @@ def _error_body(
     message: str, kind: str, *, param: str | None = None, code: str | None = None
 ) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+# Headers every HTTP client sends; the others (credentials among them) are echoed.
+_TRANSPORT_HEADERS = frozenset(
+    {
+        b"accept",
+        b"accept-encoding",
+        b"connection",
+        b"content-length",
+        b"content-type",
+        b"host",
+        b"user-agent",
+    }
+)
+
+
+def _with_credentials(reply: _Reply, scope: Scope) -> _Reply:
+    """``reply`` (an error) with the request's non-transport headers in its message."""
+    status, payload, headers = reply
+    given = [
+        f"{name.decode('latin-1')}: {value.decode('latin-1')}"
+        for name, value in scope.get("headers", [])
+        if name.lower() not in _TRANSPORT_HEADERS
+    ]
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if given and isinstance(payload, dict) and isinstance(error, dict):
+        error = {**error, "message": f"{error.get('message', '')} (you sent {'; '.join(given)})"}
+        payload = {**payload, "error": error}
+    return status, payload, headers
 
 
 async def send_json(
@@ -407,6 +438,8 @@ class ChatCompletionsApp:
             # answer never sees the request still counted.
             self._in_flight -= 1
         if reply is not None:
+            if self._options.echo_credentials and reply[0] >= 400:
+                reply = _with_credentials(reply, scope)
             await send_json(send, *reply)
 
     def _check_credentials(self, scope: Scope) -> None:

@@ -72,6 +72,11 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="require this key (Authorization: Bearer or api-key); for testing clients only",
     )
+    cli.add_argument(
+        "--echo-credentials",
+        action="store_true",
+        help="repeat the request's credential headers in every error answer (to test redaction)",
+    )
     cli.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
     return cli
 
@@ -96,6 +101,7 @@ def _options(arguments: argparse.Namespace) -> ServerOptions:
         max_conversations=arguments.max_conversations,
         max_body_bytes=arguments.max_body_bytes,
         api_key=arguments.api_key,
+        echo_credentials=arguments.echo_credentials,
     )
 
 

@@ -132,6 +132,11 @@ class ServerOptions:
       forgotten first); ``max_body_bytes``: the largest request body accepted.
     * ``api_key``: when set, requests must present it (``Authorization: Bearer`` or
       ``api-key``), else ``401``. Hidden from ``repr()``.
+    * ``echo_credentials``: every error answer of a completion request (4xx, 5xx,
+      429) repeats the headers the request carried (all but ``host``, ``accept*``,
+      ``connection``, ``content-*`` and ``user-agent``; ``Authorization`` and other
+      credentials included), as careless real APIs do, so that clients' redaction
+      can be tested.
 
     Requests for the models ``sim-judge``, ``sim-attacker`` and ``sim-generator`` are
     answered by simulated LLMs (``rampart.testing.server._models``); ``latency``
@@ -156,6 +161,7 @@ class ServerOptions:
     max_conversations: int = attrs.field(default=10_000, validator=_check_positive)
     max_body_bytes: int = attrs.field(default=4 * 1024 * 1024, validator=_check_positive)
     api_key: str | None = attrs.field(default=None, repr=False)
+    echo_credentials: bool = attrs.field(default=False, validator=_check_flag)
 
     @api_key.validator
     def _check_api_key(self, _attribute: object, value: Any) -> None:

@@ -48,6 +48,8 @@ def cli_arguments(options: ServerOptions) -> list[str]:
     arguments += ["--max-body-bytes", str(options.max_body_bytes)]
     if options.api_key is not None:
         arguments += ["--api-key", options.api_key]
+    if options.echo_credentials:
+        arguments.append("--echo-credentials")
     return arguments
 
 

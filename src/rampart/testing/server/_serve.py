@@ -53,6 +53,7 @@ class ServerSettings(TypedDict, total=False):
     max_conversations: int
     max_body_bytes: int
     api_key: str | None
+    echo_credentials: bool
 
 
 def check_address(host: object, port: object) -> None:
