@@ -1,4 +1,4 @@
-"""The deprecated ``rampart_sinks`` under xdist, as spec/001 "xdist compatibility" says.
+"""The deprecated ``rampart_sinks`` under xdist, as RAMPART's "xdist compatibility" says.
 
 The controller resolves it directly: a parameterless fixture is called, a fixture that
 depends on other fixtures is skipped with a warning, a module-level list is used; the

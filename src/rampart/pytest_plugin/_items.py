@@ -35,7 +35,7 @@ from rampart.pytest_plugin._ledger import (
     UnitOutcome,
 )
 from rampart.pytest_plugin._markers import TrialSpec, harm_category_of, trial_spec_of
-from rampart.pytest_plugin._resume import Changed, ItemResume, ResumePlan, test_hash
+from rampart.pytest_plugin._resume import ItemResume, ResumePlan, changed_message, test_hash
 from rampart.pytest_plugin._runner import collecting, wrap_test_function
 
 if TYPE_CHECKING:
@@ -187,10 +187,13 @@ class ItemHooks:
             if self._hashing:
                 state.test_hash = test_hash(item, spec)
             if self._resume is not None:
-                try:
-                    state.resume = self._resume.for_item(item.nodeid, state.test_hash, spec)
-                except Changed as changed:
-                    self._outlet.warn(f"rampart resume: {changed}")
+                resume = self._resume.for_item(item.nodeid, state.test_hash, spec)
+                if resume is not None and resume.stale_runs:
+                    self._outlet.warn(
+                        f"rampart resume: {changed_message(item.nodeid, resume.stale_runs)}"
+                    )
+                    resume = None
+                state.resume = resume
 
     # -- setup: usage errors, resumed items, fixtures' results ---------------------------
 

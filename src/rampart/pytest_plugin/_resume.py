@@ -34,7 +34,14 @@ if TYPE_CHECKING:
 
     from rampart.pytest_plugin._markers import TrialSpec
 
-__all__ = ["Changed", "ItemResume", "ResumePlan", "ResumedUnit", "count_by_run", "test_hash"]
+__all__ = [
+    "ItemResume",
+    "ResumePlan",
+    "ResumedUnit",
+    "changed_message",
+    "count_by_run",
+    "test_hash",
+]
 
 test_hash_version = "1"
 
@@ -85,10 +92,12 @@ class ResumedUnit:
 
 @attrs.frozen(kw_only=True)
 class ItemResume:
-    """What the journal supplies for one item."""
+    """What the journal supplies for one item; with no units, ``stale_runs`` names the
+    runs whose entries for it its changed code invalidated."""
 
     units: dict[int | None, ResumedUnit]
     complete: bool  # the item need not run at all
+    stale_runs: tuple[str, ...] = ()
 
     @property
     def runs(self) -> tuple[str, ...]:
@@ -119,8 +128,11 @@ class ResumePlan:
         return sum(len(per_clone) for per_clone in self._units.values())
 
     def for_item(self, nodeid: str, current_hash: str, spec: TrialSpec | None) -> ItemResume | None:
-        """What the journal supplies for the item, or None; raises ``Changed`` when
-        the journal has entries for it that its changed code invalidates."""
+        """What the journal supplies for the item, or None when it has nothing for it.
+
+        When the journal's entries for it are all invalidated by changed code, the
+        answer has no units and names the runs (``changed_message`` says it).
+        """
         per_clone = self._units.get(nodeid)
         if per_clone is None:
             return None
@@ -138,7 +150,7 @@ class ResumePlan:
             }
         if not chosen:
             if stale_runs:
-                raise Changed(nodeid, sorted(stale_runs))
+                return ItemResume(units={}, complete=False, stale_runs=tuple(sorted(stale_runs)))
             return None
         if spec is None:
             complete = None in chosen
@@ -183,16 +195,12 @@ class ResumePlan:
         return loaded
 
 
-class Changed(Exception):
-    """The journal has entries for a test whose code or markers changed since."""
-
-    def __init__(self, nodeid: str, runs: list[str]) -> None:
-        self.nodeid = nodeid
-        self.runs = runs
-        super().__init__(
-            f"{nodeid} changed since run {', '.join(run[:12] for run in runs)} (its source or "
-            "marker arguments differ); its journaled results are not reused and it runs again"
-        )
+def changed_message(nodeid: str, runs: tuple[str, ...]) -> str:
+    """What to say about a test whose journaled results its changed code invalidates."""
+    return (
+        f"{nodeid} changed since run {', '.join(run[:12] for run in runs)} (its source or "
+        "marker arguments differ); its journaled results are not reused and it runs again"
+    )
 
 
 def _complete_unit(run: str, clone: int | None, lines: list[JournalLine]) -> ResumedUnit | None:

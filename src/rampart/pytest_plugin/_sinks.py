@@ -7,10 +7,10 @@ contribute. Anything a sink or an implementation gets wrong is recorded on the r
 ledger: a warning for a return value that is not sinks, a sink failure (which fails
 the run) for an exception. A report never goes missing silently.
 
-Without a hook implementation, the deprecated ``rampart_sinks`` is used, as spec/001
-("xdist compatibility") says: in a single process the session fixture is resolved by
-pytest (``_fixtures``); where no test ran it -- the xdist controller -- a conftest's
-``rampart_sinks`` is resolved directly: a module-level list (or tuple) of sinks is
+Without a hook implementation, the deprecated ``rampart_sinks`` is used, as RAMPART
+documents it ("xdist compatibility"): in a single process the session fixture is
+resolved by pytest (``_fixtures``); where no test ran it -- the xdist controller -- a
+conftest's ``rampart_sinks`` is resolved directly: a module-level list (or tuple) of sinks is
 used as is, a fixture function without parameters is called, and a fixture that
 depends on other fixtures is skipped with a warning. A module-level list works in a
 single process too. Only conftest files pytest loaded at start-up are seen there.
