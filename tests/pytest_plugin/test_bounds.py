@@ -168,3 +168,22 @@ class TestStreamedReports:
             assert render_traces(report) == render_traces(again)
         finally:
             ledger.close()
+
+
+def test_a_non_finite_confidence_stays_null_through_the_store() -> None:
+    """The record carries 0.0 for a NaN confidence and the JSON report null; a result the
+    ledger keeps only as its record still reports null."""
+    from rampart.core.types import EvalOutcome, EvalResult
+
+    evaluation = EvalResult(outcome=EvalOutcome.NOT_DETECTED, confidence=float("nan"))
+    result = Result(status=SafetyStatus.SAFE, summary="s", final_trace_evaluation=evaluation)
+    ledger = RunLedger()
+    try:
+        ledger.record(
+            RecordedResult(result=result, attribution=Attribution(nodeid="t.py::x", name="x"))
+        )
+        document = json.loads(render_report(TestRunReport.from_results(ledger.report_results())))
+        (entry,) = document["by_harm_category"]["uncategorized"]
+        assert entry["final_trace_evaluation"]["confidence"] is None
+    finally:
+        ledger.close()
