@@ -273,7 +273,7 @@ def judge(run: ItemRun, *, item_name: str) -> None:
         + (f"; {verdict.unsafe} UNSAFE" if verdict.unsafe else "")
     ]
     for clone in failing[:3]:
-        lines.append(f"  {item_name}[trial-{clone.index}]: {_clone_summary(clone)}")
+        lines.append(f"  {one_line(item_name)}[trial-{clone.index}]: {_clone_summary(clone)}")
     if len(failing) > 3:
         lines.append(f"  ... and {len(failing) - 3} more failing clones")
     pytest.fail(redact("\n".join(lines)), pytrace=False)

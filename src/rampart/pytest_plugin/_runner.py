@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import pytest
 
+from rampart._text import one_line
 from rampart.core.result import SafetyStatus
 from rampart.engine._execution import (
     current_framework_handlers,
@@ -196,7 +197,7 @@ def _item_outcome_with_findings(
     unsafe = _unsafe_findings(run)
     if not unsafe or isinstance(outcome, pytest.exit.Exception):
         return outcome
-    indices = ", ".join(f"{name}[trial-{clone.index}]" for clone in unsafe[:3])
+    indices = ", ".join(f"{one_line(name)}[trial-{clone.index}]" for clone in unsafe[:3])
     more = f" and {len(unsafe) - 3} more" if len(unsafe) > 3 else ""
     kind = "xfail" if isinstance(outcome, pytest.xfail.Exception) else "skip"
     message = (
