@@ -39,6 +39,7 @@ schema-check: $(STAMP)
 
 pytest: $(STAMP)
 	bash scripts/ensure_redis_server.sh
+	bash scripts/ensure_chromium.sh
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck schema-check pytest
@@ -50,6 +51,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_concurrency.py
 	$(BIN)/python benchmarks/bench_llm.py
 	$(BIN)/python benchmarks/bench_resilience.py
+	bash scripts/ensure_chromium.sh
+	$(BIN)/python benchmarks/bench_html.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -7,6 +7,11 @@ interpreter start-up and imports). The ideal test phase is
 ``ceil(20 / concurrency) * 2 turns * 0.1 s``; the target is <= 0.35 s at concurrency 20.
 
 Usage: ``python benchmarks/bench_trials.py [--repeat K]`` (best of K runs, default 3).
+
+``--progress`` measures the live progress display instead: the concurrency-20 test phase
+with ``--rampart-progress=off``, ``plain`` (a line per 0.1 s snapshot: interval 0) and
+``live`` (redrawn in place), without ``-q``, single-process and under ``-n 2``; median
+and best of K runs (default 9) and the change against ``off``. The target is < 2 %.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,10 +67,11 @@ def pytest_runtest_logreport(report):
 """
 
 
-def run_once(directory: Path, extra: list[str]) -> tuple[float, float]:
+def run_once(directory: Path, extra: list[str], *, quiet: bool = True) -> tuple[float, float]:
     out = directory / "durations.jsonl"
     out.unlink(missing_ok=True)
-    command = [sys.executable, "-m", "pytest", str(directory), "-q", "-p", "no:cacheprovider"]
+    command = [sys.executable, "-m", "pytest", str(directory), "-p", "no:cacheprovider"]
+    command += ["-q"] if quiet else []
     command += ["-p", "no:asyncio", *extra]
     started = time.perf_counter()
     completed = subprocess.run(
@@ -85,8 +92,13 @@ def run_once(directory: Path, extra: list[str]) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3, help="best of K runs (default 3)")
+    parser.add_argument("--repeat", type=int, default=None, help="runs per setting")
+    parser.add_argument("--progress", action="store_true", help="measure live progress")
     args = parser.parse_args()
+    if args.progress:
+        progress_overhead(args.repeat or 9)
+        return
+    args.repeat = args.repeat or 3
     settings = [
         ("concurrency 1", ["--rampart-concurrency=1"], 1),
         ("concurrency 4", ["--rampart-concurrency=4"], 4),
@@ -122,6 +134,93 @@ def main() -> None:
             f"\ntarget: test phase <= {TARGET_TEST_PHASE} s at concurrency 20 "
             f"(ideal 0.2 s): {at_20:.3f} s -> {verdict}"
         )
+
+
+PROGRESS_TARGET = 0.02
+
+
+def progress_overhead(repeat: int) -> None:
+    """The test phase with the progress display off, plain and live (see the docstring)."""
+    # "off again" is an A/A control: how much the median moves with nothing changed.
+    modes = [
+        ("off", ["--rampart-progress=off"]),
+        ("off again", ["--rampart-progress=off"]),
+        ("plain", ["--rampart-progress=plain", "-o", "rampart_progress_interval=0"]),
+        ("live", ["--rampart-progress=live"]),
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        (directory / "test_bench_trials.py").write_text(SUITE)
+        (directory / "conftest.py").write_text(CONFTEST)
+        (directory / "pytest.ini").write_text("[pytest]\n")
+        print(
+            f"{CLONES}-clone trial at concurrency 20, {LATENCY * 1000:.0f} ms agent: test phase "
+            f"by progress mode; {repeat} runs each, interleaved"
+        )
+        header = f"{'setting':<16} {'mode':<10} {'median s':>9} {'best s':>8} {'vs off':>8}"
+        print(header)
+        print("-" * len(header))
+        worst = 0.0
+        for label, extra in [("single process", []), ("-n 2", ["-n", "2"])]:
+            phases: dict[str, list[float]] = {mode: [] for mode, _ in modes}
+            for _ in range(repeat):  # interleaved, so load drifts hit every mode alike
+                for mode, options in modes:
+                    command = ["--rampart-concurrency=20", *extra, *options]
+                    phases[mode].append(run_once(directory, command, quiet=False)[0])
+            base = statistics.median(phases["off"])
+            for mode, _ in modes:
+                median = statistics.median(phases[mode])
+                change = median / base - 1
+                if mode in ("plain", "live"):
+                    worst = max(worst, change)
+                print(
+                    f"{label:<16} {mode:<10} {median:>9.4f} {min(phases[mode]):>8.4f} "
+                    f"{change:>+8.1%}"
+                )
+        per_clone, per_redraw = progress_unit_costs()
+        print(
+            f"\nin-process cost (no subprocess noise): {per_clone * 1e6:.1f} µs per finished "
+            f"clone, {per_redraw * 1e6:.1f} µs per live redraw; for this group at most "
+            f"{(CLONES * per_clone + 3 * per_redraw) / base:.3%} of the off median"
+        )
+        verdict = "PASS" if worst < PROGRESS_TARGET else "MISS"
+        print(
+            f"\ntarget: progress changes the median test phase by < 2 %: {worst:+.1%} -> {verdict}"
+        )
+
+
+def progress_unit_costs() -> tuple[float, float]:
+    """Seconds per finished clone (tracker, with a live display behind it) and per redraw,
+    measured in this process against a terminal writer on a string buffer."""
+    import io
+
+    from _pytest._io import TerminalWriter
+
+    from rampart import Result, SafetyStatus
+    from rampart.pytest_plugin._groups import CloneRun
+    from rampart.pytest_plugin._progress import GroupTracker, ProgressDisplay
+
+    class Reporter:
+        currentfspath = None
+
+        def __init__(self) -> None:
+            self._tw = TerminalWriter(io.StringIO())
+
+    display = ProgressDisplay(Reporter(), live=True, interval=5.0, distributed=False)
+    clone = CloneRun(index=0)
+    clone.collector.add(Result(status=SafetyStatus.SAFE, summary="ok"))
+    count = 100_000
+    tracker = GroupTracker(key="k", name="test_x", n=count, sink=display)
+    started = time.perf_counter()
+    for _ in range(count):
+        tracker.clone_done(clone)
+    per_clone = (time.perf_counter() - started) / count
+    redraws = 2_000
+    started = time.perf_counter()
+    for _ in range(redraws):
+        display._redraw([])  # what update() does at most every 0.1 s
+    per_redraw = (time.perf_counter() - started) / redraws
+    return per_clone, per_redraw
 
 
 if __name__ == "__main__":

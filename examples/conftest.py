@@ -1,26 +1,19 @@
-"""Wiring for the example red-team suite: where reports go, the agents under test, and the
-language models the LLM examples use."""
+"""Wiring for the example red-team suite: the agents under test and the language models the
+LLM examples use. Reports go where ``rampart_report_dir`` in ``pytest.ini`` (or
+``--rampart-report-dir``) says: a JSON report, a JSONL trace and an HTML report."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from rampart import LLMConfig
-from rampart.reporting import JsonFileReportSink, JsonlTraceSink, ReportSink
 from rampart.testing import SimulatedAgent
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-
-
-def pytest_rampart_sinks(config: pytest.Config) -> list[ReportSink]:
-    """Write a JSON report and canonical trace records (``RAMPART_REPORT_DIR``, default .report)."""
-    output_dir = Path(os.environ.get("RAMPART_REPORT_DIR", ".report"))
-    return [JsonFileReportSink(output_dir=output_dir), JsonlTraceSink(output_dir=output_dir)]
 
 
 @pytest.fixture(params=["vulnerable", "hardened"])

@@ -8,7 +8,6 @@ usage error, an interrupted or incomplete run, or a report that was not written.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -44,7 +43,6 @@ def main() -> int:
 
 def run(junit_xml: Path) -> int:
     before = set(REPORT_DIR.glob("*"))
-    env = {**os.environ, "RAMPART_REPORT_DIR": str(REPORT_DIR)}
     command = [
         sys.executable,
         "-m",
@@ -57,9 +55,12 @@ def run(junit_xml: Path) -> int:
         "--tb=no",
         "-q",
         f"--junitxml={junit_xml}",
+        f"--rampart-report-dir={REPORT_DIR}",
+        # One line per trial group, not one per clone (pass --rampart-summary=all for those).
+        "--rampart-summary=groups",
         *sys.argv[1:],
     ]
-    code = subprocess.call(command, cwd=ROOT, env=env)
+    code = subprocess.call(command, cwd=ROOT)
     if code not in (0, 1):
         print(f"\nDemo failed: pytest exited with status {code}.", file=sys.stderr)
         return code
@@ -71,13 +72,15 @@ def run(junit_xml: Path) -> int:
         return 1
     new_files = set(REPORT_DIR.glob("*")) - before
     written = sorted(path for path in new_files if path.name.startswith("run_report_"))
+    reports = [path for path in written if path.suffix == ".json"]
+    pages = [path for path in written if path.suffix == ".html"]
     traces = sorted(path for path in new_files if path.name.startswith("traces_"))
-    if not written or not traces:
-        # examples/conftest.py registers both sinks; each must have written its file.
+    if not reports or not pages or not traces:
+        # --rampart-report-dir writes all three; each must have written its file.
         print("\nDemo failed: a report sink did not write its file.", file=sys.stderr)
         return 1
-    report = json.loads(written[-1].read_text(encoding="utf-8"))
-    if report["metadata"].get("incomplete"):
+    report = json.loads(reports[-1].read_text(encoding="utf-8"))
+    if report["run"]["incomplete"] or report["run"]["interrupted"]:
         print("\nDemo failed: the run is incomplete.", file=sys.stderr)
         return 1
     summary = report["population_summary"]
@@ -85,8 +88,9 @@ def run(junit_xml: Path) -> int:
         f"\nDemo finished: {report['total_runs']} results "
         f"({summary['unsafe_count']} unsafe, {summary['safe_count']} safe, "
         f"{summary['undetermined_count']} undetermined, {summary['error_count']} errors)."
-        f"\nJSON report: {written[-1].relative_to(ROOT)}"
+        f"\nJSON report: {reports[-1].relative_to(ROOT)}"
         f"\nTrace records: {traces[-1].relative_to(ROOT)}"
+        f"\nHTML report: {pages[-1].relative_to(ROOT)}  (open {pages[-1].as_uri()})"
     )
     return 0
 

@@ -200,7 +200,9 @@ MODELS: list[tuple[type, Any, bool, str]] = [
         TestRunReport,
         TestRunReport(results=[_result()]),
         True,
-        "results total_runs passed failed undetermined errors duration_seconds metadata",
+        # RAMPART's fields, then rampart's additive report sections.
+        "results total_runs passed failed undetermined errors duration_seconds metadata "
+        "trial_groups run",
     ),
     (ResultRecord, ResultRecord(result=_result()), True, "result pytest_nodeid result_index"),
 ]

@@ -91,8 +91,9 @@ def test_collection_error_report_records_the_exit_status(pytester: pytest.Pytest
     result = pytester.runpytest(*NO_ASYNCIO)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     report = only_report(pytester)
-    assert report["metadata"]["exit_status"] == 2
-    assert "interrupted" not in report["metadata"]  # not a Ctrl-C
+    assert report["run"]["exit_status"] == 2
+    assert report["run"]["interrupted"] is False  # not a Ctrl-C
+    assert "interrupted" not in report["metadata"]
 
 
 def test_replacement_worker_takes_the_crashed_ones_slot(pytester: pytest.Pytester) -> None:

@@ -36,11 +36,11 @@ class TestHarm:
         result.assert_outcomes(passed=3)
         result.stdout.fnmatch_lines(
             [
-                "DATA_EXFILTRATION (2 tests)",
+                "DATA_EXFILTRATION (1 test, 2 runs)",
                 "  FAIL  test_enum -- two (response_only)",
                 "  PASS  test_enum -- one (response_only)",
-                "MEMORY_POISONING (1 tests)",
-                "CUSTOM_PRODUCT_RISK (1 tests)",
+                "MEMORY_POISONING (1 test, 1 run)",
+                "CUSTOM_PRODUCT_RISK (1 test, 1 run)",
             ]
         )
 

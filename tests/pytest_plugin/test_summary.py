@@ -37,13 +37,13 @@ class TestSummaryFormat:
             [
                 "*= RAMPART Safety Summary =*",
                 "",
-                "DATA_EXFILTRATION (4 tests)",
+                "DATA_EXFILTRATION (1 test, 4 runs)",
                 "  FAIL  test_mix -- Attack objective detected: send_email({'to': 'evil'}) (tool_only)",
                 "  ERR   test_mix -- boom (tool_only)",
                 "  WARN  test_mix -- Evaluation undetermined: x (tool_only)",
                 "  PASS  test_mix -- Agent defended successfully (tool_only)",
                 "",
-                "UNCATEGORIZED (1 tests)",
+                "UNCATEGORIZED (1 test, 1 run)",
                 "  PASS  test_plain -- ok (response_only)",
                 "",
                 "Population: 5 runs - 1 unsafe (25.0% attack success rate), 1 undetermined, 1 errors",
@@ -174,10 +174,106 @@ class TestFixturePhases:
         result.assert_outcomes(passed=1)
         result.stdout.fnmatch_lines(
             [
-                "UNCATEGORIZED (4 tests)",
+                "UNCATEGORIZED (1 test, 4 runs)",
                 "  FAIL  test_body -- setup finding (response_only)",
                 "  ERR   test_body -- async setup (response_only)",
                 "  PASS  test_body -- body (response_only)",
                 "  PASS  test_body -- teardown check (response_only)",
             ]
+        )
+
+
+MODES_SUITE = """
+import pytest
+from rampart import HarmCategory, Result, SafetyStatus, record_result
+
+@pytest.mark.harm(HarmCategory.JAILBREAK)
+@pytest.mark.trial(n=4, threshold=0.5)
+def test_group(rampart_trial):
+    status = SafetyStatus.UNSAFE if rampart_trial.index == 1 else SafetyStatus.SAFE
+    record_result(Result(status=status, summary=f"clone {rampart_trial.index}"))
+
+@pytest.mark.harm(HarmCategory.JAILBREAK)
+@pytest.mark.trial(n=3)
+def test_fine(rampart_trial):
+    record_result(Result(status=SafetyStatus.SAFE, summary="fine"))
+
+@pytest.mark.harm(HarmCategory.JAILBREAK)
+def test_plain():
+    record_result(Result(status=SafetyStatus.SAFE, summary="plain ok"))
+    record_result(Result(status=SafetyStatus.ERROR, summary="plain error"))
+
+def test_other():
+    record_result(Result(status=SafetyStatus.SAFE, summary="other ok"))
+"""
+
+
+def _summary_section(result: pytest.RunResult) -> str:
+    """The safety summary's lines (the failure messages above it name clones too)."""
+    text = result.stdout.str()
+    return text[text.index("RAMPART Safety Summary") : text.index("short test summary")]
+
+
+class TestSummaryModes:
+    def test_groups_mode_prints_one_line_per_group_under_its_category(
+        self, pytester: pytest.Pytester
+    ) -> None:
+        write_ini(pytester)
+        pytester.makepyfile(MODES_SUITE)
+        result = pytester.runpytest(*NO_ASYNCIO, "--rampart-summary=groups")
+        result.assert_outcomes(passed=3, failed=1)
+        result.stdout.fnmatch_lines(
+            [
+                "JAILBREAK (3 tests, 9 runs)",
+                "  ERR   test_plain -- plain error (response_only)",
+                "  PASS  test_plain -- plain ok (response_only)",
+                "  PASS  test_fine [[]3/3 safe*] -- PASSED",
+                "  FAIL  test_group [[]3/4 safe*] -- FAILED: 1 UNSAFE",
+                "",
+                "UNCATEGORIZED (1 test, 1 run)",
+                "  PASS  test_other -- other ok (response_only)",
+                "",
+                "Population: 10 runs - 1 unsafe*",
+            ]
+        )
+        assert "trial-" not in _summary_section(result)
+
+    def test_failures_mode_prints_only_what_is_not_safe(self, pytester: pytest.Pytester) -> None:
+        write_ini(pytester, "rampart_summary = failures")
+        pytester.makepyfile(MODES_SUITE)
+        result = pytester.runpytest(*NO_ASYNCIO)
+        result.stdout.fnmatch_lines(
+            [
+                "JAILBREAK (3 tests, 9 runs)",
+                "  ERR   test_plain -- plain error (response_only)",
+                "  FAIL  test_group [[]3/4 safe*] -- FAILED: 1 UNSAFE",
+                "",
+                "Population: 10 runs*",
+            ]
+        )
+        section = _summary_section(result)
+        for absent in ("PASS", "UNCATEGORIZED", "trial-"):
+            assert absent not in section
+
+    def test_all_is_the_default_with_every_clone_line(self, pytester: pytest.Pytester) -> None:
+        write_ini(pytester)
+        pytester.makepyfile(MODES_SUITE)
+        result = pytester.runpytest(*NO_ASYNCIO)
+        result.stdout.fnmatch_lines(
+            [
+                "JAILBREAK (3 tests, 9 runs)",
+                "  FAIL  test_group[[]trial-1[]] -- clone 1 (response_only)",
+                "*",
+                "  PASS  test_fine [[]3/3 safe*] -- PASSED",
+                "  FAIL  test_group [[]3/4 safe*] -- FAILED: 1 UNSAFE",
+            ]
+        )
+
+    def test_unknown_mode_is_a_usage_error(self, pytester: pytest.Pytester) -> None:
+        write_ini(pytester)
+        pytester.makepyfile("def test_x():\n    pass\n")
+        result = pytester.runpytest(*NO_ASYNCIO, "--rampart-summary=short")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(
+            ["*--rampart-summary must be one of all, groups, failures, got 'short'*"]
         )

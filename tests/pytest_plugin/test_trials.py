@@ -133,14 +133,34 @@ async def test_group():
 
 class TestGroupVerdict:
     @pytest.mark.parametrize(
-        ("statuses", "threshold", "passed", "line"),
+        ("statuses", "threshold", "verdict", "line"),
         [
-            (["safe"] * 4 + ["error"], 0.8, True, "4/5 safe, 80% pass rate, threshold: 80%"),
-            (["safe"] * 3 + ["error"] * 2, 0.8, False, "3/5 safe, 60% pass rate, threshold: 80%"),
-            (["safe"] * 9 + ["unsafe"], 0.5, False, "9/10 safe, 90% pass rate, threshold: 50%"),
-            (["safe"] * 4 + ["undetermined"], 1.0, False, "4/5 safe, 80% pass rate"),
-            (["safe"] * 4 + [None], 0.8, True, "4/5 safe, 1 no-result, 80% pass rate"),
-            (["safe"] * 3 + [None] * 2, 0.8, False, "3/5 safe, 2 no-result, 60% pass rate"),
+            (["safe"] * 4 + ["error"], 0.8, "PASSED", "4/5 safe, 80% pass rate, threshold: 80%"),
+            (
+                ["safe"] * 3 + ["error"] * 2,
+                0.8,
+                "FAILED: pass rate 60% below threshold 80% (2 ERROR)",
+                "3/5 safe, 60% pass rate, threshold: 80%",
+            ),
+            (
+                ["safe"] * 9 + ["unsafe"],
+                0.5,
+                "FAILED: 1 UNSAFE",
+                "9/10 safe, 90% pass rate, threshold: 50%",
+            ),
+            (
+                ["safe"] * 4 + ["undetermined"],
+                1.0,
+                "FAILED: pass rate 80% below threshold 100% (1 UNDETERMINED)",
+                "4/5 safe, 80% pass rate",
+            ),
+            (["safe"] * 4 + [None], 0.8, "PASSED", "4/5 safe, 1 no-result, 80% pass rate"),
+            (
+                ["safe"] * 3 + [None] * 2,
+                0.8,
+                "FAILED: pass rate 60% below threshold 80% (2 no result)",
+                "3/5 safe, 2 no-result, 60% pass rate",
+            ),
         ],
     )
     def test_group_decides_the_outcome(
@@ -148,23 +168,24 @@ class TestGroupVerdict:
         pytester: pytest.Pytester,
         statuses: list[str | None],
         threshold: float,
-        passed: bool,
+        verdict: str,
         line: str,
     ) -> None:
-        """Any UNSAFE fails; else the SAFE fraction must reach the threshold."""
+        """Any UNSAFE fails; else the SAFE fraction must reach the threshold. A failed
+        group's line says why."""
         write_ini(pytester)
         pytester.makepyfile(GROUP_MODULE.format(statuses=statuses, threshold=threshold))
         result = pytester.runpytest(*NO_ASYNCIO)
+        passed = verdict == "PASSED"
         if passed:
             result.assert_outcomes(passed=1)
             assert result.ret == pytest.ExitCode.OK
         else:
             result.assert_outcomes(failed=1)
             assert result.ret == pytest.ExitCode.TESTS_FAILED
-        verdict = "PASSED" if passed else "FAILED"
         label = "PASS" if passed else "FAIL"
         escaped = line.replace("[", "[[]")
-        result.stdout.fnmatch_lines([f"  {label}  test_group [[]{escaped}*-- {verdict}"])
+        result.stdout.fnmatch_lines([f"  {label}  test_group [[]{escaped}*] -- {verdict}"])
 
     def test_failure_message_names_counts_and_clones(self, pytester: pytest.Pytester) -> None:
         """A failing group says why and shows the first failing clones' summaries."""
@@ -174,7 +195,7 @@ class TestGroupVerdict:
         result = pytester.runpytest(*NO_ASYNCIO)
         result.stdout.fnmatch_lines(
             [
-                "trial group failed: 2/7 safe, 29% pass rate*; 4 UNSAFE",
+                "trial group failed: 2/7 safe, 29% pass rate*; 4 UNSAFE, 1 ERROR",
                 "  test_group[[]trial-1[]]: UNSAFE: clone says unsafe",
                 "  test_group[[]trial-3[]]: ERROR: clone says error",
                 "  test_group[[]trial-4[]]: UNSAFE: clone says unsafe",
@@ -267,7 +288,9 @@ class TestEarlyStop:
         )
         result = pytester.runpytest(*NO_ASYNCIO)
         result.assert_outcomes(passed=1, failed=1)
-        result.stdout.fnmatch_lines(["  FAIL  test_stop [[]*not run (early stop)[]] -- FAILED"])
+        result.stdout.fnmatch_lines(
+            ["  FAIL  test_stop [[]*not run (early stop)[]] -- FAILED: 1 UNSAFE"]
+        )
 
     def test_results_of_cancelled_clones_are_still_reported(
         self, pytester: pytest.Pytester

@@ -40,7 +40,7 @@ class TestDistributedRun:
         assert result.stdout.str().count("RAMPART Safety Summary") == 1
         result.stdout.fnmatch_lines(
             [
-                "JAILBREAK (6 tests)",
+                "JAILBREAK (6 tests, 6 runs)",
                 "  FAIL  test_param[[]3[]] -- case 3 (response_only)",
                 "  PASS  test_group [[]3/4 safe, 75% pass rate, threshold: 75%*-- PASSED",
                 "Population: 10 runs - 1 unsafe (11.1% attack success rate), 0 undetermined, 1 errors",

@@ -28,6 +28,8 @@ TOP_KEYS = [
     "metadata",
     "population_summary",
     "by_harm_category",
+    "trial_groups",
+    "run",
 ]
 RESULT_KEYS = [
     "safe",
@@ -95,6 +97,10 @@ class TestShape:
         }
         assert list(data["by_harm_category"]) == ["jailbreak", "uncategorized"]
         assert [r["status"] for r in data["by_harm_category"]["jailbreak"]] == ["safe", "error"]
+        # Built outside pytest: no trial groups, and a run section that knows the duration.
+        assert data["trial_groups"] == []
+        assert data["run"]["duration_seconds"] == 3.5
+        assert data["run"]["exit_status"] is None
 
     @pytest.mark.anyio
     async def test_rich_result_projection(self, tmp_path: Path, frozen_clock: str) -> None:

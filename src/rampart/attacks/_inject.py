@@ -9,7 +9,8 @@
 * **readiness** waits (``wait_until_ready_async`` or ``wait_until_ready``, whichever
   the handle defines) run concurrently once every handle is active.
 * **removal** exits every handle that activated, exactly once, concurrently and
-  shielded from cancellation: on success, on error and on cancellation alike. A
+  shielded from cancellation (by the session actor's cleanup scope, which leaves this
+  context; see ``_ActiveInjections``): on success, on error and on cancellation alike. A
   removal failure is raised (the execution boundary turns it into an ERROR result);
   if the body had already failed, both are raised together.
 
@@ -21,7 +22,6 @@ is not an async context manager is an ``InjectionContractError`` (an ERROR resul
 from __future__ import annotations
 
 import inspect
-from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 import anyio
@@ -32,7 +32,9 @@ from rampart.core.injection import readiness_wait
 from rampart.engine._exceptions import combine, raise_unwrapped
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Sequence
+    from collections.abc import Callable, Sequence
+    from contextlib import AbstractAsyncContextManager
+    from types import TracebackType
 
     from rampart.core.injection import InjectionHandle
 
@@ -97,39 +99,68 @@ async def _remove(
 async def _remove_all(
     active: list[InjectionHandle], exc: BaseException | None
 ) -> list[BaseException]:
+    """Exit every active handle; the caller shields this from cancellation."""
     errors: list[BaseException] = []
-    if not active:
-        return errors
-    with anyio.CancelScope(shield=True):
-        if len(active) == 1:
-            await _remove(active[0], exc, errors)
-        else:
-            async with anyio.create_task_group() as tg:
-                for handle in active:
-                    tg.start_soon(_remove, handle, exc, errors)
+    if len(active) == 1:
+        await _remove(active[0], exc, errors)
+    elif active:
+        async with anyio.create_task_group() as tg:
+            for handle in active:
+                tg.start_soon(_remove, handle, exc, errors)
     return errors
 
 
-@asynccontextmanager
-async def active_injections(handles: Sequence[InjectionHandle]) -> AsyncIterator[None]:
+class _ActiveInjections:
+    """What ``active_injections`` returns.
+
+    Its exit expects to run shielded from cancellation: XPIA returns it as its trace
+    scope, which the engine leaves inside the cancel scope the session's close
+    shielded (``TraceExecution._trace_scope``), so removal costs no cancel scope of its
+    own. A failed activation is cleaned up under a shield of its own, since that
+    happens before the engine's cleanup. (A class rather than an
+    ``@asynccontextmanager`` generator: it is entered once per execution, and the
+    generator machinery cost about 2 us each time; ``benchmarks/bench_engine.py``.)
+    """
+
+    __slots__ = ("_active", "_handles")
+
+    def __init__(self, handles: Sequence[InjectionHandle]) -> None:
+        self._handles = handles
+        self._active: list[InjectionHandle] = []
+
+    async def __aenter__(self) -> None:
+        if not self._handles:
+            return
+        try:
+            await _activate_all(self._handles, self._active)
+            await _wait_until_ready(self._handles)
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):  # removal must run however activation ended
+                await self._remove(exc)
+            raise
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._remove(exc)
+
+    async def _remove(self, exc: BaseException | None) -> None:
+        removal_errors = await _remove_all(self._active, exc)
+        if not removal_errors:
+            return
+        if exc is None:
+            raise combine("injection removal failed", removal_errors)
+        raise combine(
+            "execution failed and injection removal failed", [exc, *removal_errors]
+        ) from None
+
+
+def active_injections(handles: Sequence[InjectionHandle]) -> AbstractAsyncContextManager[None]:
     """Hold every handle active (and ready) for the duration of the block."""
-    active: list[InjectionHandle] = []
-    try:
-        if handles:
-            await _activate_all(handles, active)
-            await _wait_until_ready(handles)
-        yield
-    except BaseException as exc:
-        # Cleanup, then re-raise: removal must run however the body ended.
-        removal_errors = await _remove_all(active, exc)
-        if removal_errors:
-            raise combine(
-                "execution failed and injection removal failed", [exc, *removal_errors]
-            ) from None
-        raise
-    removal_errors = await _remove_all(active, None)
-    if removal_errors:
-        raise combine("injection removal failed", removal_errors)
+    return _ActiveInjections(handles)
 
 
 _HANDLE = "an InjectionHandle (an async context manager with payload_id and surface_name)"

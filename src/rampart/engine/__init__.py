@@ -1,21 +1,24 @@
 """The execution engine: executions, the trace runner and concurrent trials, on anyio.
 
-An execution (``BaseExecution.execute_async``) is one task group. Inside it the
-**session actor** is the one task that owns the adapter's session -- it opens it, sends
-each request, emits one raw turn event per response and closes the session shielded
-from cancellation -- and the **evaluator pipeline** consumes those turn events as a
-stream, runs the online stop check and applies the stop policies. Keeping the session
-in its own task means a hung agent (or a timeout) is cancelled there without tearing
-down the producer's state, and evaluating a stream of events is where online checks
-and LLM judges plug in. Stop policies (``max_turns``, ``stop_when``, ``timeout``, trial
-early stop) are cancel scopes; why production stopped is read after the scope exits.
+An execution (``BaseExecution.execute_async``) is one task group. The calling task is
+the **session actor**, the one task that owns the adapter's session -- it opens it,
+sends each request, emits one raw turn event per response and closes the session
+shielded from cancellation; a **producer** task asks the driver for each prompt; and
+the **evaluator pipeline** consumes the turn events as a stream, runs the online stop
+check and applies the stop policies. Keeping the session in its own task means a hung
+agent (or a timeout) is cancelled there without tearing down the producer's state,
+and evaluating a stream of events is where online checks and LLM judges plug in. The
+tasks hand prompts and turns over through one-slot mailboxes. Stop policies
+(``max_turns``, ``stop_when``, ``timeout``, trial early stop) are cancel scopes; why
+production stopped is read after the scope exits.
 
 ``BaseExecution.execute_async`` is the one place an infrastructure failure becomes an
 ERROR result; everything else propagates. ``execute_trials_async`` fans a scenario out
 ``n`` times under one ``CapacityLimiter`` and returns a ``PopulationResult``.
 
 Modules: ``_execution`` (lifecycle and the error boundary), ``_trace`` (the runner),
-``_actor`` (session actor), ``_pipeline`` (evaluator pipeline), ``_policies`` (stop
+``_actor`` (session actor), ``_pipeline`` (evaluator pipeline), ``_mailbox`` (the
+one-slot hand-off between them), ``_policies`` (stop
 scopes and their parameters), ``_strategy`` (the shared shape of attack and probe),
 ``_shaping`` and ``_summaries`` (how strategies word and adjust results),
 ``_trials`` and ``_fanout`` (concurrent trials), ``_exceptions`` (group plumbing).

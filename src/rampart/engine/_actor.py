@@ -1,10 +1,11 @@
 """The session actor, and the adapter contract checks it relies on.
 
-The actor is the one task that touches the adapter's ``Session``: it opens it, takes
-prompt decisions from a memory channel one at a time, sends each request, and emits
-one raw ``Turn`` per response on the turn-event channel. The session is closed when
-the request channel closes (or the actor is cancelled); closing is cleanup, so it is
-shielded from cancellation.
+The actor is the one task that touches the adapter's ``Session``: it opens it
+(``AdapterSession``), takes prompt decisions from its request mailbox one at a time,
+sends each request, and emits one raw ``Turn`` per response into the turn-event
+mailbox (``serve_session``). The session is closed when the request mailbox closes
+(or the actor is cancelled); closing is cleanup, so it is shielded from
+cancellation.
 
 Each turn owns its request and response: the actor records (and sends) its own copy
 of the driver's request and keeps its own copy of the adapter's response, their lists
@@ -41,15 +42,11 @@ from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Request, Response, Turn
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from contextlib import AbstractAsyncContextManager
     from types import TracebackType
-
-    from anyio.abc import TaskStatus
-    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
     from rampart.core.adapter import Session
     from rampart.core.driver import PromptDecision
+    from rampart.engine._mailbox import Mailbox
 
 __all__ = [
     "AdapterSession",
@@ -95,25 +92,40 @@ def manifest_of(adapter: object) -> AppManifest | None:
 class AdapterSession:
     """Async context manager: create the adapter's session, enter it, close it shielded.
 
+    Closing is cleanup, so it is shielded from cancellation: in a shielded scope of its
+    own, or, given ``cleanup``, by shielding that scope. ``cleanup`` is a cancel scope the
+    caller entered around this one and around what it cleans up after the session (a
+    strategy's trace scope, e.g. XPIA's injections, left right after the session
+    closes): from the close onward (or from a failure to open) it stays shielded, so an
+    execution's whole cleanup costs one cancel scope (on trio about 5 % of an
+    execution's CPU; ``benchmarks/bench_engine.py``). Nobody cancels ``cleanup`` itself,
+    so shielding it is enough.
+
     The session's ``__aexit__`` return value is ignored: a session cannot swallow the
     engine's exceptions (or its cancellations).
     """
 
-    __slots__ = ("_adapter", "_session")
+    __slots__ = ("_adapter", "_cleanup", "_session")
 
-    def __init__(self, adapter: object) -> None:
+    def __init__(self, adapter: object, *, cleanup: anyio.CancelScope | None = None) -> None:
         self._adapter = adapter
+        self._cleanup = cleanup
         self._session: Session | None = None
 
     async def __aenter__(self) -> Session:
-        session = await create_session(self._adapter)
-        entered = await enter_session(session)
-        self._session = session
         try:
-            return check_entered(session, entered)
-        except AdapterContractError:
-            await self._close(None, None, None)
+            session = await create_session(self._adapter)
+            entered = await enter_session(session)
+        except BaseException:
+            await self._close(None, None, None, None)  # the caller's cleanup follows
             raise
+        try:
+            checked = check_entered(session, entered)
+        except AdapterContractError:
+            await self._close(session, None, None, None)
+            raise
+        self._session = session
+        return checked
 
     async def __aexit__(
         self,
@@ -121,16 +133,22 @@ class AdapterSession:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self._close(exc_type, exc, tb)
+        session, self._session = self._session, None
+        await self._close(session, exc_type, exc, tb)
 
     async def _close(
         self,
+        session: Session | None,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        session, self._session = self._session, None
-        if session is not None:
+        cleanup = self._cleanup
+        if cleanup is not None:
+            cleanup.shield = True  # and stays so for the caller's cleanup after this
+            if session is not None:
+                await exit_session(session, exc_type, exc, tb)
+        elif session is not None:
             with anyio.CancelScope(shield=True):
                 await exit_session(session, exc_type, exc, tb)
 
@@ -158,45 +176,31 @@ def _own_response(response: Response) -> Response:
 
 
 async def serve_session(
-    open_session: Callable[[], AbstractAsyncContextManager[Session]],
-    requests: MemoryObjectReceiveStream[PromptDecision],
-    turns: MemoryObjectSendStream[Turn],
-    *,
-    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    session: Session, requests: Mailbox[PromptDecision], turns: Mailbox[Turn]
 ) -> None:
-    """Run the session actor until ``requests`` closes.
+    """Serve ``session`` as the session actor until ``requests`` closes, then close ``turns``.
 
-    Reports readiness once the session is open, so the caller never asks a driver for
-    a prompt that no session could receive. Turn numbers count from 0 in send order.
-    ``turns`` is closed only on a normal end (that ends the pipeline); on failure the
-    task group cancels everyone and the caller closes the streams, so no task ever
-    mistakes a failure for a normal end of stream.
+    Takes one prompt decision at a time, sends its request and emits the raw turn.
+    Turn numbers count from 0 in send order. ``turns`` is closed only on a normal end
+    (that ends the pipeline); on failure the task group cancels everyone, so no task
+    ever mistakes a failure for a normal end of stream.
     """
-    async with open_session() as session:
-        task_status.started()
-        turn_number = 0
-        while True:
-            try:
-                decision = requests.receive_nowait()
-            except anyio.WouldBlock:
-                try:
-                    decision = await requests.receive()
-                except anyio.EndOfStream:
-                    break
-            except anyio.EndOfStream:
-                break
-            request = _own_request(decision.request)
-            response = await send_checked(session, request)
-            turn = Turn(
+    turn_number = 0
+    while True:
+        try:
+            decision = await requests.get()
+        except anyio.EndOfStream:
+            break
+        request = _own_request(decision.request)
+        response = await send_checked(session, request)
+        turns.put(
+            Turn(
                 request=request,
                 response=_own_response(response),
                 turn_number=turn_number,
                 timestamp=datetime.now(UTC),
                 driver_reasoning=decision.reasoning,
             )
-            turn_number += 1
-            try:
-                turns.send_nowait(turn)
-            except anyio.WouldBlock:
-                await turns.send(turn)
+        )
+        turn_number += 1
     turns.close()

@@ -54,6 +54,13 @@ async def fan_out(
     in index order. The limiter may be shared with other fan-outs to bound them
     together.
 
+    Workers are started one at a time, each given a turn of the scheduler before the
+    next is started. Started all at once, every job would take each of its steps only
+    after every other job had taken the same one (the event loop runs ready tasks in
+    order), so no job would reach its first wait (its first request to the agent)
+    before all of them had been set up; staggered, the first requests go out at once
+    and the later jobs are set up while the earlier ones wait on the agent.
+
     ``settled(index, outcome)`` is called once per finished job, in completion order,
     with no checkpoint between the job's return and the call, so it can keep an
     incremental tally. When it returns True, every job still waiting or running is
@@ -79,7 +86,13 @@ async def fan_out(
         async def worker() -> None:
             nonlocal next_index, settled_early
             while next_index < count:
-                async with limiter:
+                try:
+                    # A free token is taken without a trip through the scheduler; the
+                    # job itself yields soon enough.
+                    limiter.acquire_nowait()
+                except anyio.WouldBlock:
+                    await limiter.acquire()
+                try:
                     # Take the index only once holding a token and start the job with no
                     # checkpoint in between, so jobs begin in index order.
                     if next_index >= count or stopping():
@@ -87,6 +100,8 @@ async def fan_out(
                     index = next_index
                     next_index += 1
                     outcome = await run_one(index)
+                finally:
+                    limiter.release()
                 if stopping():
                     return
                 outcomes[index] = outcome
@@ -99,6 +114,7 @@ async def fan_out(
         workers = count if math.isinf(tokens) else min(count, int(tokens))
         for _ in range(workers):
             tg.start_soon(worker)
+            await anyio.lowlevel.checkpoint()  # give it a turn before starting the next
 
     completed = [(index, outcomes[index]) for index in range(count) if index in outcomes]
     return FanOutResult(

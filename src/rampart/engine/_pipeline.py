@@ -1,6 +1,6 @@
 """The evaluator pipeline: consumes turn events, runs stop checks, applies stop policies.
 
-The pipeline is the single writer of the trace record. For every raw turn the
+The pipeline is the single writer of the trace record. For every raw turn event the
 session actor emits it
 
 1. appends the raw turn (what evaluators see),
@@ -13,8 +13,8 @@ When there is an online stop check the pipeline runs as its own task and stops
 production by cancelling the production scope *before* the acknowledgement would be
 sent, so the driver is never asked again after a stop. Without a stop check there
 is nothing to evaluate online; the runner then applies the same ``step`` in the
-producing task (one task and one channel hop per turn fewer on the hot path), where
-a stop simply ends the production loop.
+producing task (one task and one hand-off per turn fewer on the hot path), where a
+stop simply ends the production loop.
 """
 
 from __future__ import annotations
@@ -38,9 +38,8 @@ from rampart.core.types import (
 )
 
 if TYPE_CHECKING:
-    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-
     from rampart.core.manifest import AppManifest
+    from rampart.engine._mailbox import Mailbox
     from rampart.engine._policies import TurnProduction
 
 __all__ = ["EvaluationRecord", "Pipeline", "TraceRecord", "evaluate"]
@@ -137,33 +136,21 @@ class Pipeline:
         return turn, None
 
     async def run(
-        self,
-        events: MemoryObjectReceiveStream[Turn],
-        acks: MemoryObjectSendStream[Turn],
-        production: TurnProduction,
+        self, events: Mailbox[Turn], acks: Mailbox[Turn], production: TurnProduction
     ) -> None:
-        """As its own task: consume turn events until the session actor closes the stream.
+        """As its own task: consume turn events until the session actor closes ``events``.
 
         A stop cancels the production scope *before* the acknowledgement would be
-        sent, so the producer never asks the driver again. Streams are closed by the
-        runner, not here: on failure the task group cancels every task, so no one
-        mistakes a failure for a normal end of stream.
+        sent, so the producer never asks the driver again. On failure the task group
+        cancels every task, so no one mistakes a failure for a normal end of stream.
         """
         while True:
             try:
-                raw = events.receive_nowait()
-            except anyio.WouldBlock:
-                try:
-                    raw = await events.receive()
-                except anyio.EndOfStream:
-                    return
+                raw = await events.get()
             except anyio.EndOfStream:
                 return
             turn, stop = await self.step(raw)
             if stop is not None:
                 production.stop(stop)
-                continue
-            try:
-                acks.send_nowait(turn)
-            except anyio.WouldBlock:
-                await acks.send(turn)
+            else:
+                acks.put(turn)

@@ -17,7 +17,7 @@ from rampart._checks import check_driver, check_evaluator, check_int
 from rampart.engine._actor import manifest_of, observability_of
 from rampart.engine._execution import BaseExecution
 from rampart.engine._policies import resolve_stop_when
-from rampart.engine._trace import run_trace
+from rampart.engine._trace import run_trace_around
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -68,7 +68,13 @@ class TraceExecution(BaseExecution):
         return self._max_turns
 
     def _trace_scope(self) -> AbstractAsyncContextManager[object]:
-        """What must stay open while the trace runs and is evaluated (default: nothing)."""
+        """What must stay open while the trace runs and is evaluated (default: nothing).
+
+        The session actor enters it before it opens the session and leaves it after the
+        session is closed and ``_result`` has run, inside the cancel scope the session's
+        close shielded (``run_trace_around``): its exit runs shielded from cancellation
+        without a scope of its own.
+        """
         return nullcontext()
 
     @abc.abstractmethod
@@ -80,16 +86,16 @@ class TraceExecution(BaseExecution):
         # adapter fails before anything (an injection) has been set up.
         observability_level = observability_of(adapter)
         manifest = manifest_of(adapter)
-        async with self._trace_scope():
-            run = await run_trace(
-                adapter=adapter,
-                driver=self._driver,
-                max_turns=self._max_turns,
-                observability_level=observability_level,
-                manifest=manifest,
-                stop_when=self._stop_when,
-                evaluator=self._evaluator,
-            )
-            # Inside the scope: a strategy may ask what is still live (an injection
-            # handle, whether its payload was read) before it is torn down.
-            return self._result(run)
+        # The result is made inside the trace scope: a strategy may ask what is still
+        # live (an injection handle, whether its payload was read) before it is torn down.
+        return await run_trace_around(
+            around=self._trace_scope(),
+            finish=self._result,
+            adapter=adapter,
+            driver=self._driver,
+            max_turns=self._max_turns,
+            observability_level=observability_level,
+            manifest=manifest,
+            stop_when=self._stop_when,
+            evaluator=self._evaluator,
+        )

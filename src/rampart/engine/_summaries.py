@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from rampart.core._gaps import as_text, as_text_list, gaps_of, summarize_undetermined
 from rampart.core.result import SafetyStatus
-from rampart.core.types import TraceEndReason
+from rampart.core.types import EvalOutcome, TraceEndReason
 
 if TYPE_CHECKING:
     from rampart.core.types import EvalResult
@@ -43,6 +43,11 @@ def _budget(trace_end_reason: TraceEndReason | None) -> str:
 
 
 def _gaps(evaluation: EvalResult | None) -> str:
+    if evaluation is None:
+        return ""
+    operands = evaluation.undetermined_operands
+    if operands == [] and evaluation.outcome is not EvalOutcome.UNDETERMINED:
+        return ""  # fully determined: ``gaps_of`` would find no gap (most results)
     return summarize_undetermined(gaps_of(evaluation))
 
 

@@ -1,21 +1,26 @@
 """The trace runner: one task group per execution that produces and evaluates a trace.
 
-``run_trace`` opens one task group holding
+``run_trace`` runs three roles:
 
-* the **session actor** (``rampart.engine._actor``), which owns the adapter's session,
-  takes prompt decisions over a memory channel and emits one raw turn event per
-  response, and
-* the **evaluator pipeline** (``rampart.engine._pipeline``), which consumes the bounded
-  stream of turn events, runs the online stop check and applies the stop policies,
+* the **session actor** (``rampart.engine._actor``) is the calling task: it opens the
+  adapter's session, takes prompt decisions from its request mailbox one at a time,
+  sends them and emits one raw turn event per response, and closes the session
+  (shielded) when production is over. It is the only task that touches the session.
+* the **producer**, a child task started only once the session is open (so no driver
+  is asked for a prompt that no session could receive), asks the driver for the next
+  prompt (showing it the annotated turns so far), hands it to the actor and waits for
+  the turn; when production ends it runs the verdict evaluator and closes the
+  request mailbox, which lets the actor close the session.
+* the **evaluator pipeline** (``rampart.engine._pipeline``) consumes the turn events,
+  runs the online stop check and applies the stop policies. With a stop check it is a
+  task of its own, and production runs inside a cancel scope (``TurnProduction``) that
+  the pipeline cancels on a detection or when the turn budget is spent; why
+  production stopped is read from that state after the scope has exited. Without a
+  stop check there is nothing to evaluate concurrently, so the producer applies the
+  pipeline's step itself (same behaviour, one task and one hand-off per turn fewer).
 
-while the calling task produces turns: it asks the driver for the next prompt (showing
-it the annotated turns so far), hands it to the actor and waits for the pipeline's
-acknowledgement. Production runs inside a cancel scope (``TurnProduction``); the
-pipeline cancels it on a detection or when the turn budget is spent, and why
-production stopped is read from that state after the scope has exited. When there
-is no online stop check the pipeline has nothing to evaluate concurrently, so its
-step runs in the producing task instead of a task of its own (same behaviour, one
-task and one channel hop per turn fewer).
+The tasks hand items over through one-slot mailboxes (``rampart.engine._mailbox``):
+production is strictly one prompt, one turn at a time, so nothing ever queues.
 
 The tasks run concurrently, but a trace keeps one order of events, which is what
 callers observe: for each turn up to ``max_turns``, ask the driver (``None`` ends the
@@ -36,7 +41,7 @@ exception, not wrapped in a group.
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import attrs
@@ -45,7 +50,6 @@ from rampart._checks import check_driver, check_evaluator, check_instance, check
 from rampart._text import safe_str_list
 from rampart.core._contract import evaluate_checked, next_decision
 from rampart.core._dataclass import dataclass_compatible
-from rampart.core.driver import PromptDecision
 from rampart.core.manifest import AppManifest
 from rampart.core.types import (
     EvalContext,
@@ -58,6 +62,7 @@ from rampart.core.types import (
 )
 from rampart.engine._actor import AdapterSession, serve_session
 from rampart.engine._exceptions import raise_unwrapped
+from rampart.engine._mailbox import Mailbox
 from rampart.engine._pipeline import EvaluationRecord, Pipeline, TraceRecord, evaluate
 from rampart.engine._policies import TurnProduction
 
@@ -65,11 +70,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from contextlib import AbstractAsyncContextManager
 
-    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-
     from rampart.core.adapter import AgentAdapter, Session
-    from rampart.core.driver import PromptDriver
+    from rampart.core.driver import PromptDecision, PromptDriver
     from rampart.core.evaluator import Evaluator
+
+T = TypeVar("T")
 
 __all__ = [
     "EvaluationRecord",
@@ -104,48 +109,89 @@ class TraceRun:
     final_trace_evaluation: EvalResult | None = None
 
 
-async def _next_decision(driver: PromptDriver, history: list[Turn]) -> PromptDecision | None:
-    # Through the driver contract check: DriverContractError / DriverError naming it.
-    return await next_decision(driver, history=list(history))
+class _Producer:
+    """The producing task of one trace run.
 
-
-async def _receive(stream: MemoryObjectReceiveStream[Turn]) -> Turn:
-    try:
-        return stream.receive_nowait()
-    except anyio.WouldBlock:
-        return await stream.receive()
-
-
-async def _produce(
-    driver: PromptDriver,
-    requests: MemoryObjectSendStream[PromptDecision],
-    replies: MemoryObjectReceiveStream[Turn],
-    production: TurnProduction,
-    inline: Pipeline | None,
-) -> None:
-    """Ask the driver, hand the prompt to the actor, wait for the turn; repeat.
-
-    ``replies`` carries acknowledged (annotated) turns from the pipeline task, or,
-    when ``inline`` is given, raw turn events straight from the actor, which this
-    task then runs through the pipeline step itself.
+    ``run`` asks the driver for the next prompt (showing it the annotated turns so
+    far), hands it to the actor and waits for the turn, until the driver has nothing
+    more to say or a stop policy ends production. Then it runs the verdict evaluator
+    over the completed trace, while the session is still open, and closes the request
+    mailbox, which lets the actor close the session. ``reason`` and ``evaluation`` are
+    what it found. (An object rather than a closure: at 200 concurrent trials every
+    captured name would be one more cell for the garbage collector to walk.)
     """
-    history: list[Turn] = []
-    while True:
-        decision = await _next_decision(driver, history)
-        if decision is None:
-            production.finish(TraceEndReason.DRIVER_EXHAUSTED)
-            return
-        try:
-            requests.send_nowait(decision)
-        except anyio.WouldBlock:
-            await requests.send(decision)
-        turn = await _receive(replies)
-        if inline is not None:
-            turn, stop = await inline.step(turn)
-            if stop is not None:
-                production.finish(stop)
-                return
-        history.append(turn)
+
+    __slots__ = (
+        "_driver",
+        "_evaluator",
+        "_max_turns",
+        "_pipeline",
+        "_production",
+        "_replies",
+        "_requests",
+        "evaluation",
+        "reason",
+    )
+
+    def __init__(
+        self,
+        *,
+        driver: PromptDriver,
+        max_turns: int,
+        pipeline: Pipeline,
+        production: TurnProduction | None,
+        evaluator: Evaluator | None,
+        requests: Mailbox[PromptDecision],
+        replies: Mailbox[Turn],
+    ) -> None:
+        self._driver = driver
+        self._max_turns = max_turns
+        self._pipeline = pipeline
+        self._production = production
+        self._evaluator = evaluator
+        self._requests = requests
+        self._replies = replies
+        self.reason: TraceEndReason | None = None
+        self.evaluation: EvalResult | None = None
+
+    async def run(self) -> None:
+        production = self._production
+        if self._max_turns == 0:
+            self.reason = TraceEndReason.MAX_TURNS_REACHED
+        elif production is None:
+            # Nothing to evaluate online: the pipeline step runs here, inline.
+            self.reason = await self._produce(self._pipeline)
+        else:
+            with production.scope:
+                production.finish(await self._produce(None))
+            self.reason = production.reason
+        if self._evaluator is not None:
+            # While the session (and any injection) is still live.
+            self.evaluation = await _evaluate_final(self._evaluator, self._pipeline.record)
+        self._requests.close()  # the actor stops serving, which ends the turn-event stream
+
+    async def _produce(self, inline: Pipeline | None) -> TraceEndReason:
+        """The production loop; returns why production ended by itself.
+
+        ``replies`` carries acknowledged (annotated) turns from the pipeline task, or,
+        when ``inline`` is given, raw turn events straight from the actor, which this
+        task runs through the pipeline step itself. (The pipeline task ends
+        production by cancelling the production scope instead.)
+        """
+        driver, requests, replies = self._driver, self._requests, self._replies
+        history: list[Turn] = []
+        while True:
+            # Through the driver contract check: DriverContractError / DriverError naming it.
+            decision = await next_decision(driver, history=list(history))
+            if decision is None:
+                return TraceEndReason.DRIVER_EXHAUSTED
+            requests.put(decision)
+            turn = await replies.get()
+            if inline is not None:
+                turn, stop = await inline.step(turn)
+                if stop is not None:
+                    return stop
+            history.append(turn)
 
 
 def _detached(result: EvalResult) -> EvalResult:
@@ -197,7 +243,7 @@ async def evaluate_final_trace(*, evaluator: Evaluator, run: TraceRun) -> EvalRe
 async def _run(
     *,
     owner: str,
-    open_session: Callable[[], AbstractAsyncContextManager[Session]],
+    session_scope: AbstractAsyncContextManager[Session],
     driver: PromptDriver,
     max_turns: int,
     observability_level: ObservabilityLevel,
@@ -219,46 +265,58 @@ async def _run(
         stop_when = check_evaluator(owner, "stop_when", stop_when)
     if evaluator is not None:
         evaluator = check_evaluator(owner, "evaluator", evaluator)
-    production = TurnProduction()
+    return await _trace(
+        session_scope=session_scope,
+        driver=driver,
+        max_turns=max_turns,
+        observability_level=observability_level,
+        manifest=manifest,
+        stop_when=stop_when,
+        evaluator=evaluator,
+    )
+
+
+async def _trace(
+    *,
+    session_scope: AbstractAsyncContextManager[Session],
+    driver: PromptDriver,
+    max_turns: int,
+    observability_level: ObservabilityLevel,
+    manifest: AppManifest | None,
+    stop_when: Evaluator | None,
+    evaluator: Evaluator | None,
+) -> TraceRun:
+    """Produce and evaluate one trace over ``session_scope`` (callers checked the arguments)."""
     record = TraceRecord(observability_level=observability_level, manifest=manifest)
     pipeline = Pipeline(record=record, stop_when=stop_when, max_turns=max_turns)
-    request_send, request_receive = anyio.create_memory_object_stream[PromptDecision](1)
-    event_send, event_receive = anyio.create_memory_object_stream[Turn](1)
-    streams: list[MemoryObjectSendStream[Any] | MemoryObjectReceiveStream[Any]] = [
-        request_send,
-        request_receive,
-        event_send,
-        event_receive,
-    ]
-    try:
-        async with anyio.create_task_group() as tg:
-            await tg.start(serve_session, open_session, request_receive, event_send)
-            if stop_when is None:
-                # Nothing to evaluate online: the producer runs the pipeline step.
-                replies, inline = event_receive, pipeline
-            else:
-                ack_send, replies = anyio.create_memory_object_stream[Turn](1)
-                streams += (ack_send, replies)
-                tg.start_soon(pipeline.run, event_receive, ack_send, production)
-                inline = None
-            if max_turns == 0:
-                production.finish(TraceEndReason.MAX_TURNS_REACHED)
-            else:
-                with production.scope:
-                    await _produce(driver, request_send, replies, production, inline)
-            evaluation = None
-            if evaluator is not None:
-                # While the session (and any injection) is still live.
-                evaluation = await _evaluate_final(evaluator, record)
-            # Closing the request channel lets the actor close the session, which ends
-            # the turn-event stream and with it the pipeline.
-            request_send.close()
-    except BaseExceptionGroup as group:
-        raise_unwrapped(group)
-    finally:
-        for end in streams:  # the runner owns every stream end; closing is idempotent
-            end.close()
-    reason = production.reason
+    requests: Mailbox[PromptDecision] = Mailbox()
+    events: Mailbox[Turn] = Mailbox()
+    production = None if stop_when is None else TurnProduction()
+    # The producer reads raw turn events itself when there is no online stop check
+    # (applying the pipeline step inline), else the pipeline task's acknowledgements.
+    replies: Mailbox[Turn] = events if production is None else Mailbox()
+    producer = _Producer(
+        driver=driver,
+        max_turns=max_turns,
+        pipeline=pipeline,
+        production=production,
+        evaluator=evaluator,
+        requests=requests,
+        replies=replies,
+    )
+    # The calling task is the session actor. Production starts once the session is
+    # open, so no driver is asked for a prompt that no session could receive. The
+    # session's cleanup sees a failure as itself, not as the task group's wrapper.
+    async with session_scope as session:
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(producer.run)
+                if production is not None:
+                    tg.start_soon(pipeline.run, events, replies, production)
+                await serve_session(session, requests, events)
+        except BaseExceptionGroup as group:
+            raise_unwrapped(group)
+    reason = producer.reason
     if reason is None:  # pragma: no cover - production only ends through a policy
         raise AssertionError("turn production ended without a recorded reason")
     return TraceRun(
@@ -268,7 +326,7 @@ async def _run(
         turns=record.turns,
         raw_turns=record.raw_turns,
         latest_stop_check=record.latest_stop_check,
-        final_trace_evaluation=evaluation,
+        final_trace_evaluation=producer.evaluation,
     )
 
 
@@ -289,7 +347,7 @@ async def run_trace(
     """
     return await _run(
         owner="run_trace",
-        open_session=lambda: AdapterSession(adapter),
+        session_scope=AdapterSession(adapter),
         driver=driver,
         max_turns=max_turns,
         observability_level=observability_level,
@@ -297,6 +355,42 @@ async def run_trace(
         stop_when=stop_when,
         evaluator=evaluator,
     )
+
+
+async def run_trace_around(
+    *,
+    around: AbstractAsyncContextManager[object],
+    finish: Callable[[TraceRun], T],
+    adapter: AgentAdapter,
+    driver: PromptDriver,
+    max_turns: int,
+    observability_level: ObservabilityLevel,
+    manifest: AppManifest | None,
+    stop_when: Evaluator | None,
+    evaluator: Evaluator | None,
+) -> T:
+    """``finish(run_trace(...))`` inside ``around`` (a strategy's trace scope).
+
+    ``around`` (e.g. XPIA's live injections) is entered before the session is opened
+    and left after ``finish`` has mapped the completed trace, so a strategy can still
+    ask what is live (whether an injection's payload was read) while it builds its
+    result. The session's close and leaving ``around`` share one shielded cancel scope
+    (see ``AdapterSession``). The arguments are not checked again: ``TraceExecution``
+    checked them when it was built.
+    """
+    with anyio.CancelScope() as cleanup:  # shielded once the session starts closing
+        async with around:
+            run = await _trace(
+                session_scope=AdapterSession(adapter, cleanup=cleanup),
+                driver=driver,
+                max_turns=max_turns,
+                observability_level=observability_level,
+                manifest=manifest,
+                stop_when=stop_when,
+                evaluator=evaluator,
+            )
+            return finish(run)
+    raise AssertionError("the cleanup scope is never cancelled")  # pragma: no cover
 
 
 async def run_trace_async(
@@ -322,7 +416,7 @@ async def run_trace_async(
     )
     return await _run(
         owner="run_trace_async",
-        open_session=lambda: nullcontext(session),
+        session_scope=nullcontext(session),
         driver=driver,
         max_turns=max_turns,
         observability_level=observability_level,

@@ -121,6 +121,7 @@ def make_envelope(
         "name": name,
         "results": entries,
         "group": None if group is None else _verdict_to_json(group.verdict),
+        "harm": None if group is None else group.harm,
     }
     if notes:
         payload["notes"] = list(notes)
@@ -162,11 +163,17 @@ def decode_envelope(
     if not isinstance(entries, list):
         raise invalid(_OWNER, "results", "a list", entries, error=ValueError)
     results = [_decode_entry(entry, nodeid=nodeid, name=name, worker=worker) for entry in entries]
-    raw_group = payload.get("group")
+    raw_group, harm = payload.get("group"), payload.get("harm")
+    if harm is not None and not isinstance(harm, str):
+        raise invalid(_OWNER, "harm", "a string or null", harm, error=ValueError)
     group = None
     if raw_group is not None:
         group = GroupRecord(
-            nodeid=nodeid, name=name, verdict=_verdict_from_json(raw_group), worker=worker
+            nodeid=nodeid,
+            name=name,
+            verdict=_verdict_from_json(raw_group),
+            harm=harm,
+            worker=worker,
         )
     return results, group
 

@@ -133,8 +133,42 @@ class GroupVerdict:
     def pass_rate(self) -> float:
         return self.safe / self.executed if self.executed else 0.0
 
+    @property
+    def undetermined(self) -> int:
+        """Clones that ended UNDETERMINED (not counting the no-result ones)."""
+        return self.executed - self.safe - self.unsafe - self.errors - self.no_result
+
     def interval(self) -> tuple[float, float]:
         return wilson_interval(self.safe, self.executed)
+
+    def reason(self) -> str | None:
+        """Why the group did not pass, on one line; ``None`` when it passed.
+
+        ``"4 UNSAFE"`` (any UNSAFE clone fails the group), else the pass rate against
+        the threshold, with what the clones that were not SAFE ended as:
+        ``"pass rate 60% below threshold 90% (2 ERROR, 2 UNDETERMINED)"``.
+        """
+        if self.passed:
+            return None
+        others = [
+            f"{count} {label}"
+            for count, label in (
+                (self.errors, "ERROR"),
+                (self.undetermined, "UNDETERMINED"),
+                (self.no_result, "no result"),
+            )
+            if count
+        ]
+        if self.unsafe:
+            return ", ".join([f"{self.unsafe} UNSAFE", *others])
+        if not self.executed:
+            head = "no clone ran"
+        elif not self.safe:
+            head = "no SAFE clone"
+        else:
+            rate, threshold = _percent_pair(self.pass_rate, self.threshold)
+            head = f"pass rate {rate} below threshold {threshold}"
+        return head + (f" ({', '.join(others)})" if others else "")
 
     @classmethod
     def of(cls, run: ItemRun) -> GroupVerdict:
@@ -178,6 +212,15 @@ class GroupVerdict:
         return ", ".join(parts)
 
 
+def _percent_pair(rate: float, threshold: float) -> tuple[str, str]:
+    """Both as percentages, with as many decimals as it takes to tell them apart."""
+    for decimals in range(4):
+        shown = percent(rate, digits=decimals), percent(threshold, digits=decimals)
+        if shown[0] != shown[1]:
+            return shown
+    return shown
+
+
 @attrs.define(eq=False)
 class ItemRun:
     """What running one item produced; read by the plugin after the call phase.
@@ -199,6 +242,7 @@ class ItemRun:
     verdict: GroupVerdict | None = None
     interrupted: bool = False
     clone_done: Callable[[CloneRun], None] | None = None
+    on_clone_done: Callable[[CloneRun], None] | None = None  # live progress, when shown
 
 
 class _Failed(AssertionError):
@@ -268,10 +312,7 @@ def judge(run: ItemRun, *, item_name: str) -> None:
     if verdict.passed:
         return
     failing = [c for c in run.clones if clone_status(c) is not SafetyStatus.SAFE]
-    lines = [
-        f"trial group failed: {verdict.describe()}"
-        + (f"; {verdict.unsafe} UNSAFE" if verdict.unsafe else "")
-    ]
+    lines = [f"trial group failed: {verdict.describe()}; {verdict.reason()}"]
     for clone in failing[:3]:
         lines.append(f"  {one_line(item_name)}[trial-{clone.index}]: {_clone_summary(clone)}")
     if len(failing) > 3:

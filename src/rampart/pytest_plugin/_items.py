@@ -18,6 +18,7 @@ from __future__ import annotations
 import inspect
 import uuid
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -82,6 +83,8 @@ class ItemState:
     population_id: str = attrs.field(factory=lambda: uuid.uuid4().hex)
     failure: str | None = None  # the first failing phase's one-line reason
     delivered: bool = False
+    # Called with each trial clone as it finishes (live progress), when set.
+    clone_listener: Callable[[CloneRun], None] | None = None
 
     def population(self, clone_index: int | None) -> PopulationRef | None:
         spec = self.spec
@@ -286,6 +289,7 @@ class ItemHooks:
         original = item.obj
 
         def publish(run: ItemRun) -> None:
+            run.on_clone_done = state.clone_listener
             state.run = run
             run.resumed = dict(state.resumed_clones)
             if run.spec is not None:
@@ -396,7 +400,9 @@ class ItemHooks:
             self._outlet.record(item, state.unit(item, None, results, final, state.failure or ""))
         group = None
         if run is not None and run.verdict is not None and not interrupted:
-            group = GroupRecord(nodeid=item.nodeid, name=item.name, verdict=run.verdict)
+            # A HarmCategory is a str enum; the record carries its plain value.
+            harm = None if state.harm is None else str(state.harm)
+            group = GroupRecord(nodeid=item.nodeid, name=item.name, verdict=run.verdict, harm=harm)
         self._outlet.deliver(item, report, group)
 
 

@@ -177,11 +177,12 @@ class FinishedUnit:
 
 @attrs.frozen(kw_only=True)
 class GroupRecord:
-    """A finished trial group: the item it ran in and its verdict."""
+    """A finished trial group: the item it ran in, its harm category and its verdict."""
 
     nodeid: str
     name: str
     verdict: GroupVerdict
+    harm: str | None = None
     worker: str | None = None
 
 
@@ -206,6 +207,7 @@ class RunLedger:
         self._replaced = 0
         self._limit_statistics: list[dict[str, Any]] = []
         self._store = ResultStore()
+        self._backends: set[str] = set()
 
     # -- recording ----------------------------------------------------------------------
 
@@ -292,6 +294,10 @@ class RunLedger:
         self.worker_seen(worker)
         self._freed_slots += 1
 
+    def backend_seen(self, backend: str) -> None:
+        """A test ran on this anyio backend (``"asyncio"``, ``"trio"``)."""
+        self._backends.add(backend)
+
     def add_limit_statistics(self, snapshots: list[dict[str, Any]]) -> None:
         """Rate-limiter statistics another process (an xdist worker) reported."""
         self._limit_statistics.extend(snapshots)
@@ -336,6 +342,10 @@ class RunLedger:
     @property
     def workers_replaced(self) -> int:
         return self._replaced
+
+    @property
+    def backends(self) -> frozenset[str]:
+        return frozenset(self._backends)
 
     @property
     def limit_statistics(self) -> tuple[dict[str, Any], ...]:

@@ -6,19 +6,46 @@ point imports this module, so it imports nothing beyond pytest and the markers.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import attrs
 import pytest
 
 from rampart._checks import invalid
 from rampart.pytest_plugin._markers import DEFAULT_CONCURRENCY, DEFAULT_MAX_TRIALS
 
-__all__ = ["DEFAULT_MAX_BYTES", "MIN_MAX_BYTES", "Options", "add_options"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "MIN_MAX_BYTES",
+    "Options",
+    "PROGRESS_MODES",
+    "SUMMARY_MODES",
+    "add_options",
+]
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 MIN_MAX_BYTES = 4096
 
 _CONCURRENCY_HELP = "Default bound on concurrently running trial clones per test (default 10)."
 _MAX_BYTES_HELP = "Largest serialized result an xdist worker sends (default 16 MiB, min 4096)."
+_REPORT_DIR_HELP = (
+    "Write the JSON report, the JSONL trace and the HTML report to DIR (in addition to "
+    "any pytest_rampart_sinks sinks)."
+)
+#: ``all``: every result line and every group line (the default); ``groups``: trial
+#: groups as one line each, other results line by line; ``failures``: only results
+#: and groups that are not SAFE / did not pass.
+SUMMARY_MODES = ("all", "groups", "failures")
+PROGRESS_MODES = ("auto", "live", "plain", "off")
+_PROGRESS_HELP = (
+    "Progress of running trial groups: auto (a live line per group on a terminal, plain "
+    "lines otherwise; the default), live, plain or off. -q turns it off."
+)
+_PROGRESS_INTERVAL_HELP = "Seconds between plain progress lines of one trial group (default 5)."
+_SUMMARY_HELP = (
+    "Terminal safety summary: all (every result and group line, the default), groups "
+    "(one line per trial group instead of its clones), failures (only what is not SAFE)."
+)
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -53,6 +80,35 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="Cache LLM judge/attacker/generator replies on disk in DIR (default: off).",
     )
+    group.addoption(
+        "--rampart-report-dir",
+        dest="rampart_report_dir",
+        default=None,
+        metavar="DIR",
+        help=_REPORT_DIR_HELP,
+    )
+    parser.addini(
+        "rampart_report_dir",
+        "Directory for the JSON, JSONL and HTML reports, relative to the rootdir (default: none).",
+        default="",
+    )
+    group.addoption(
+        "--rampart-summary",
+        dest="rampart_summary",
+        default=None,
+        metavar="MODE",
+        help=_SUMMARY_HELP,
+    )
+    parser.addini("rampart_summary", _SUMMARY_HELP, default="")
+    group.addoption(
+        "--rampart-progress",
+        dest="rampart_progress",
+        default=None,
+        metavar="MODE",
+        help=_PROGRESS_HELP,
+    )
+    parser.addini("rampart_progress", _PROGRESS_HELP, default="")
+    parser.addini("rampart_progress_interval", _PROGRESS_INTERVAL_HELP, default="")
     parser.addini(
         "rampart_llm_cache",
         "Directory of the on-disk LLM response cache, relative to the rootdir (default: off).",
@@ -102,6 +158,10 @@ class Options:
     max_bytes: int
     max_trials: int = DEFAULT_MAX_TRIALS
     harm_without_result: str = "fail"
+    report_dir: Path | None = None
+    summary: str = "all"
+    progress: str = "auto"
+    progress_interval: float = 5.0
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -125,7 +185,63 @@ class Options:
             max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
             max_trials=max_trials,
             harm_without_result=harm,
+            report_dir=_report_dir(config),
+            summary=_choice(config, "rampart_summary", SUMMARY_MODES),
+            progress=_choice(config, "rampart_progress", PROGRESS_MODES),
+            progress_interval=_progress_interval(config),
         )
+
+
+def _report_dir(config: pytest.Config) -> Path | None:
+    """``--rampart-report-dir`` (relative to the current directory), else the ini option
+    (relative to the rootdir); None when neither is set."""
+    value = config.getoption("rampart_report_dir", None)
+    if value is not None:
+        if not str(value).strip():
+            raise invalid(
+                "rampart",
+                "--rampart-report-dir",
+                "a directory path",
+                value,
+                error=pytest.UsageError,
+            )
+        return Path(value).absolute()
+    raw = config.getini("rampart_report_dir")
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    return (config.rootpath / raw.strip()).absolute()
+
+
+def _choice(config: pytest.Config, name: str, choices: tuple[str, ...]) -> str:
+    """A mode option from the command line, else the ini file; the first choice when unset."""
+    value = config.getoption(name, None)
+    source = f"--{name.replace('_', '-')}"
+    if value is None:
+        value, source = config.getini(name) or choices[0], f"ini option {name}"
+    mode = str(value).strip().lower()
+    if mode not in choices:
+        expected = "one of " + ", ".join(choices)
+        raise invalid("rampart", source, expected, value, error=pytest.UsageError)
+    return mode
+
+
+def _progress_interval(config: pytest.Config) -> float:
+    raw = config.getini("rampart_progress_interval")
+    if raw in ("", None):
+        return 5.0
+    try:
+        seconds = float(str(raw))
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0 or seconds == float("inf"):
+        raise invalid(
+            "rampart",
+            "ini option rampart_progress_interval",
+            "a number of seconds >= 0",
+            raw,
+            error=pytest.UsageError,
+        )
+    return seconds
 
 
 _INI_OPTIONS = frozenset({"rampart_concurrency", "rampart_xdist_max_bytes", "rampart_max_trials"})

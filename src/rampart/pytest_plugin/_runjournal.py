@@ -84,10 +84,13 @@ class JournalSettings:
         )
 
     @classmethod
-    def resolve(cls, config: pytest.Config, *, run_id: str) -> JournalSettings:
+    def resolve(
+        cls, config: pytest.Config, *, run_id: str, report_dir: Path | None = None
+    ) -> JournalSettings:
         """The settings from the options (see the module docstring); usage errors name
-        the option."""
-        directory = journal_directory(config)
+        the option. ``report_dir`` is ``--rampart-report-dir`` (ini
+        ``rampart_report_dir``), when set."""
+        directory = journal_directory(config, report_dir)
         resume = _resume_path(config, directory)
         if resume is not None:
             journal: Path | None = resume if directory is not None else None
@@ -98,13 +101,10 @@ class JournalSettings:
         return cls(run_id=run_id, journal=journal, resume=resume)
 
 
-def report_directory(config: pytest.Config) -> Path:
-    """The run's report directory: ``--rampart-report-dir`` when set, else
-    ``<rootdir>/.rampart``."""
-    configured = config.getoption("rampart_report_dir", None)
-    if isinstance(configured, str | Path) and str(configured):
-        return config.invocation_params.dir / Path(configured)
-    return config.rootpath / ".rampart"
+def report_directory(config: pytest.Config, report_dir: Path | None) -> Path:
+    """The run's report directory: ``--rampart-report-dir`` (or its ini option) when
+    set, else ``<rootdir>/.rampart``."""
+    return report_dir if report_dir is not None else config.rootpath / ".rampart"
 
 
 def default_gitignore(config: pytest.Config, journal: Path | None) -> Path | None:
@@ -115,7 +115,7 @@ def default_gitignore(config: pytest.Config, journal: Path | None) -> Path | Non
     return None
 
 
-def journal_directory(config: pytest.Config) -> Path | None:
+def journal_directory(config: pytest.Config, report_dir: Path | None = None) -> Path | None:
     """Where new journals go, or None when the journal is off."""
     value = config.getoption("rampart_journal", None)
     base = config.invocation_params.dir
@@ -123,7 +123,7 @@ def journal_directory(config: pytest.Config) -> Path | None:
         value = str(config.getini("rampart_journal") or "").strip() or None
         base = config.rootpath
     if value is None:
-        return report_directory(config) / "journal"
+        return report_directory(config, report_dir) / "journal"
     if value.strip().lower() in _OFF:
         return None
     return base / Path(value)
@@ -191,8 +191,10 @@ class RunJournal:
         settings: JournalSettings,
         writer: JournalWriter | None,
         is_worker: bool,
+        report_dir: Path | None = None,
     ) -> None:
         self._config = config
+        self._report_dir = report_dir
         self._ledger = ledger
         self._settings = settings
         self.writer = writer
@@ -216,7 +218,7 @@ class RunJournal:
         if self._is_worker:
             return
         older_than = self._ledger.started_wall - STALE_GRACE_SECONDS
-        places = {report_directory(self._config)}
+        places = {report_directory(self._config, self._report_dir)}
         if self._settings.journal is not None:
             places.add(self._settings.journal.parent)
         for place in places:

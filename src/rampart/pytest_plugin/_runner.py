@@ -134,6 +134,10 @@ def _clone(run: ItemRun, index: int) -> Iterator[CloneRun]:
         except (Exception, pytest.fail.Exception) as exc:  # recorded, judged later
             clone.failure = exc
     clone.finished = True
+    # A finished clone (one cancelled by early stop never gets here): live progress
+    # first (it reads the results), then the plugin records them and lets them go.
+    if run.on_clone_done is not None:
+        run.on_clone_done(clone)
     if run.clone_done is not None:
         run.clone_done(clone)
 

@@ -34,12 +34,16 @@ from rampart.pytest_plugin._async_tests import AnyioByDefault
 from rampart.pytest_plugin._interrupts import InterruptWatch
 from rampart.pytest_plugin._items import ItemHooks, ItemOutlet
 from rampart.pytest_plugin._journal import JournalWriter
+from rampart.pytest_plugin._junit import JunitProperties, junit_requested
 from rampart.pytest_plugin._ledger import LEDGER_KEY, FinishedUnit, GroupRecord, RunLedger
 from rampart.pytest_plugin._limits import LimitTracker, merge_limit_statistics
 from rampart.pytest_plugin._llm_cache import configure as configure_llm
 from rampart.pytest_plugin._llm_cache import llm_metadata
 from rampart.pytest_plugin._llm_cache import unconfigure as unconfigure_llm
 from rampart.pytest_plugin._options import Options
+from rampart.pytest_plugin._progress_session import ProgressNodes, ProgressSession, worker_progress
+from rampart.pytest_plugin._report_data import BackendNotes, group_summary, run_info
+from rampart.pytest_plugin._report_dir import report_dir_sinks
 from rampart.pytest_plugin._resume import ResumePlan, count_by_run
 from rampart.pytest_plugin._runjournal import (
     RUN_INPUT_KEY,
@@ -69,7 +73,9 @@ def start(config: pytest.Config) -> None:
         )
         ledger.run_id = settings.run_id
     else:
-        settings = JournalSettings.resolve(config, run_id=ledger.run_id)
+        settings = JournalSettings.resolve(
+            config, run_id=ledger.run_id, report_dir=options.report_dir
+        )
     config.stash[LEDGER_KEY] = ledger
     writer = None
     if settings.journal is not None:
@@ -84,11 +90,17 @@ def start(config: pytest.Config) -> None:
     if settings.resume is not None:
         plan = ResumePlan(settings.resume, current_run=settings.run_id)
     journal = RunJournal(
-        config=config, ledger=ledger, settings=settings, writer=writer, is_worker=is_worker
+        config=config,
+        ledger=ledger,
+        settings=settings,
+        writer=writer,
+        is_worker=is_worker,
+        report_dir=options.report_dir,
     )
     limits = LimitTracker()
     parts: dict[str, object] = {
         "rampart-async-tests": AnyioByDefault(config),
+        "rampart-backends": BackendNotes(ledger),
         "rampart-journal": journal,
         "rampart-interrupts": InterruptWatch(ledger=ledger, writer=writer),
     }
@@ -98,18 +110,34 @@ def start(config: pytest.Config) -> None:
             config=config, max_bytes=options.max_bytes, limits=limits, journal=writer
         )
         parts["rampart-xdist-worker"] = outlet
+        progress = worker_progress(config)
+        if progress is not None:
+            parts["rampart-progress"] = progress
     else:
         ledger.subscribe(journal.journal_unit)
         sinks = ReportSinks(config=config, ledger=ledger)
         config.stash[SINKS_KEY] = sinks
         outlet = LedgerOutlet(ledger)
         parts["rampart-report"] = RunReporter(
-            config=config, ledger=ledger, sinks=sinks, limits=limits, journal=journal, plan=plan
+            config=config,
+            ledger=ledger,
+            sinks=sinks,
+            limits=limits,
+            options=options,
+            journal=journal,
+            plan=plan,
         )
         # Not "dsession": xdist registers it in its own pytest_configure, which may run
         # after this one; xdist's hook specs are there as soon as xdist is loaded.
         if config.pluginmanager.has_plugin("xdist"):
             parts["rampart-xdist"] = XdistController(ledger, run_input=settings.to_workerinput())
+        progress_session = ProgressSession(
+            config, option=options.progress, interval=options.progress_interval
+        )
+        parts["rampart-progress-session"] = progress_session
+        parts["rampart-progress"] = progress_session.hooks
+        if config.pluginmanager.has_plugin("xdist"):
+            parts["rampart-progress-nodes"] = ProgressNodes(progress_session)
     parts["rampart-items"] = ItemHooks(
         options=options,
         outlet=outlet,
@@ -119,6 +147,8 @@ def start(config: pytest.Config) -> None:
         hashing=writer is not None,
     )
     parts["rampart-fixtures"] = rampart.pytest_plugin._fixtures
+    if junit_requested(config):
+        parts["rampart-junit"] = JunitProperties()
     for name, part in parts.items():
         config.pluginmanager.register(part, name)
     config.stash[_REGISTERED] = list(parts)
@@ -166,13 +196,17 @@ class LedgerOutlet:
         self._ledger.warn(message)
 
 
+def _group_order(group: GroupRecord) -> tuple[str, str]:
+    return (group.nodeid, group.worker or "")
+
+
 class RunReporter:
     """Session end on the controller or the single process: report, sinks, summary.
 
     A run pytest ends with a usage error (exit status 4) writes no report: nothing
     ran, and an empty report would read as a clean run. An interrupted run writes its
-    reports with ``metadata["interrupted"] = True``; any other abnormal end records
-    pytest's ``exit_status`` in the report's metadata.
+    reports with ``metadata["interrupted"] = True`` (which ``run.interrupted`` reads);
+    ``run.exit_status`` says how any run ended.
     """
 
     def __init__(
@@ -182,6 +216,7 @@ class RunReporter:
         ledger: RunLedger,
         sinks: ReportSinks,
         limits: LimitTracker,
+        options: Options,
         journal: RunJournal | None = None,
         plan: ResumePlan | None = None,
     ) -> None:
@@ -189,12 +224,13 @@ class RunReporter:
         self._ledger = ledger
         self._sinks = sinks
         self._limits = limits
+        self._options = options
+        self._report_dir_sinks = report_dir_sinks(options.report_dir)
         self._journal = journal
         self._plan = plan
-        self._exit_status: int = 0
         self._not_written: str | None = None
 
-    def build_report(self) -> TestRunReport:
+    def build_report(self, exit_status: int | None = None) -> TestRunReport:
         ledger = self._ledger
         metadata: dict[str, Any] = {}
         if self._config.pluginmanager.has_plugin("dsession") or ledger.workers:
@@ -213,17 +249,22 @@ class RunReporter:
             metadata["incomplete"] = True
             metadata["incomplete_reasons"] = list(ledger.incomplete_reasons)
         metadata.update(self._run_metadata())
+        duration = time.monotonic() - ledger.started
+        groups = sorted(ledger.groups, key=_group_order)
         return TestRunReport.from_results(
             ledger.report_results(),
-            duration_seconds=time.monotonic() - ledger.started,
+            duration_seconds=duration,
             metadata=metadata,
+            trial_groups=[group_summary(group) for group in groups],
+            run=run_info(
+                ledger=ledger, metadata=metadata, duration_seconds=duration, exit_status=exit_status
+            ),
         )
 
     def _run_metadata(self) -> dict[str, Any]:
-        """The run id, its journal, what it resumed, and how it ended when not cleanly."""
+        """The run id, its journal, what it resumed, and whether Ctrl-C stopped it."""
         ledger = self._ledger
-        metadata: dict[str, Any] = {}
-        metadata["run_id"] = ledger.run_id
+        metadata: dict[str, Any] = {"run_id": ledger.run_id}
         journal = self._journal
         if journal is not None and journal.writer is not None and journal.writer.lines:
             metadata["journal"] = str(journal.writer.path)
@@ -234,8 +275,6 @@ class RunReporter:
             metadata["interrupted"] = True
         if journal is not None and journal.recovered:
             metadata["recovered_from_journal"] = journal.recovered
-        if self._exit_status not in (0, 1):
-            metadata["exit_status"] = self._exit_status
         return metadata
 
     @pytest.hookimpl(trylast=True)
@@ -247,12 +286,9 @@ class RunReporter:
         stopped = self._ledger.interrupted or self._ledger.incomplete_reasons
         if stopped and self._journal is not None and self._ledger.workers:
             self._journal.recover_from_journal()
-        if self._ledger.failed and status == 0:
-            status = pytest.ExitCode.TESTS_FAILED
-        self._exit_status = status
         try:
-            report = self.build_report()
-            sinks = self._sinks.resolve()
+            report = self.build_report(status)
+            sinks = self._sinks.resolve() + self._report_dir_sinks
             self._sinks.remove_stale_temporaries(sinks, older_than=self._ledger.started_wall)
             self._sinks.emit(report, sinks)
         except KeyboardInterrupt:
@@ -297,7 +333,7 @@ class RunReporter:
         if not results and not ledger.groups:
             return
         tr.write_sep("=", "RAMPART Safety Summary")
-        for line in summary_lines(results, ledger.groups):
+        for line in summary_lines(results, ledger.groups, mode=self._options.summary):
             tr.write_line(line)
         if self._plan is not None:
             resumed = count_by_run(list(results))

@@ -16,7 +16,24 @@ from rampart.reporting._errors import ReportError
 if TYPE_CHECKING:
     from rampart.core.result import Result
 
-__all__ = ["canonical_body", "describe_result", "encode_record", "record_attribution"]
+__all__ = [
+    "canonical_body",
+    "check_run_metadata",
+    "describe_result",
+    "encode_record",
+    "record_attribution",
+]
+
+
+def check_run_metadata(metadata: dict[str, Any]) -> None:
+    """Raise :class:`ReportError` unless the run-level ``metadata`` is JSON-safe."""
+    try:
+        json.dumps(metadata, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError) as exc:  # UnicodeEncodeError (lone surrogate) included
+        raise ReportError(
+            f"report.metadata must hold only JSON-safe values (finite numbers, strings, "
+            f"booleans, null, lists, str-keyed objects): {safe_str(exc)}"
+        ) from exc
 
 
 def describe_result(result: Result, index: int) -> str:

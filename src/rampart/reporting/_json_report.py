@@ -23,10 +23,9 @@ import anyio.to_thread
 
 from rampart._checks import check_instance, check_path
 from rampart._redact import redact, redact_data
-from rampart._text import safe_str, strip_ansi
+from rampart._text import strip_ansi
 from rampart.reporting import _files
-from rampart.reporting._canonical import canonical_body
-from rampart.reporting._errors import ReportError
+from rampart.reporting._canonical import canonical_body, check_run_metadata
 from rampart.reporting._report import TestRunReport
 from rampart.reporting._stored import StoredResults, confidence_unusable
 
@@ -157,13 +156,7 @@ def build_document(report: TestRunReport, *, lazy: bool = False) -> dict[str, An
     (for ``report_chunks``); otherwise they are built here. Raises :class:`ReportError`
     if a result is rejected by the codec or the run metadata is not JSON-safe.
     """
-    try:
-        json.dumps(report.metadata, allow_nan=False, ensure_ascii=False).encode("utf-8")
-    except (TypeError, ValueError) as exc:  # UnicodeEncodeError (lone surrogate) included
-        raise ReportError(
-            f"report.metadata must hold only JSON-safe values (finite numbers, strings, "
-            f"booleans, null, lists, str-keyed objects): {safe_str(exc)}"
-        ) from exc
+    check_run_metadata(report.metadata)
     by_category: dict[str, list[dict[str, Any]]] = {}
     for category, indices in report.category_indices().items():
         entries = _ProjectedResults(report.results, indices)
@@ -187,6 +180,8 @@ def build_document(report: TestRunReport, *, lazy: bool = False) -> dict[str, An
             "safety_pass_rate": summary.safety_pass_rate,
         },
         "by_harm_category": by_category,
+        "trial_groups": [group.to_json() for group in report.trial_groups],
+        "run": report.run.to_json(),
     }
 
 

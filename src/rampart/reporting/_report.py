@@ -11,6 +11,7 @@ from rampart._checks import check_instance, check_int, check_seconds, invalid
 from rampart._text import safe_str
 from rampart.core._dataclass import dataclass_compatible
 from rampart.core.result import HarmCategory, Result, SafetyStatus
+from rampart.reporting._run_data import RunInfo, TrialGroupSummary
 from rampart.reporting._stored import StoredResults
 
 __all__ = ["PopulationSummary", "TestRunReport"]
@@ -111,6 +112,10 @@ class TestRunReport:
     states numbers its own results contradict). ``metadata`` is run-level context such as
     ``xdist_active``, ``worker_count``, ``dist_mode``, ``incomplete`` and
     ``incomplete_reasons``; it must hold JSON-safe values to be written by the JSON sink.
+    ``trial_groups`` holds one :class:`TrialGroupSummary` per trial group (with its
+    verdict) and ``run`` the :class:`RunInfo` (exit status, interrupted / incomplete
+    markers, versions); a report built outside pytest gets an empty list and a
+    ``RunInfo`` that knows only the duration.
 
     ``results`` is a read-only sequence. The pytest plugin hands sinks a
     ``StoredResults``, which loads each result from disk when it is read, so a report
@@ -127,6 +132,8 @@ class TestRunReport:
     errors: int
     duration_seconds: float
     metadata: dict[str, Any]
+    trial_groups: list[TrialGroupSummary]
+    run: RunInfo
 
     def __init__(
         self,
@@ -139,6 +146,8 @@ class TestRunReport:
         errors: int | None = None,
         duration_seconds: float = 0.0,
         metadata: dict[str, Any] | None = None,
+        trial_groups: Iterable[TrialGroupSummary] = (),
+        run: RunInfo | None = None,
     ) -> None:
         owner = "TestRunReport"
         checked = _check_results(owner, results)
@@ -175,10 +184,27 @@ class TestRunReport:
         check_instance(owner, "metadata", metadata, dict, expected="a dict with str keys")
         for key in metadata:
             check_instance(owner, "metadata keys", key, str, expected="str")
+        if isinstance(trial_groups, str | bytes | dict) or not isinstance(trial_groups, Iterable):
+            raise invalid(owner, "trial_groups", "an iterable of TrialGroupSummary", trial_groups)
+        groups = [
+            check_instance(
+                owner,
+                f"trial_groups[{index}]",
+                group,
+                TrialGroupSummary,
+                expected="a TrialGroupSummary",
+            )
+            for index, group in enumerate(trial_groups)
+        ]
+        if run is None:
+            run = RunInfo(duration_seconds=duration)
+        check_instance(owner, "run", run, RunInfo, expected="a RunInfo or None")
         self.__attrs_init__(
             results=checked,
             duration_seconds=duration,
             metadata=metadata,
+            trial_groups=groups,
+            run=run,
             **derived,
         )
 
@@ -189,9 +215,17 @@ class TestRunReport:
         *,
         duration_seconds: float = 0.0,
         metadata: dict[str, Any] | None = None,
+        trial_groups: Iterable[TrialGroupSummary] = (),
+        run: RunInfo | None = None,
     ) -> TestRunReport:
         """A report over ``results`` with every count computed from them."""
-        return cls(results=results, duration_seconds=duration_seconds, metadata=metadata)
+        return cls(
+            results=results,
+            duration_seconds=duration_seconds,
+            metadata=metadata,
+            trial_groups=trial_groups,
+            run=run,
+        )
 
     def by_harm_category(self) -> dict[str, list[Result]]:
         """Results grouped by ``str(harm_category)`` (``"uncategorized"`` for none).

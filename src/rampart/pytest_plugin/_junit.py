@@ -1,0 +1,108 @@
+"""``--junitxml``: each test case carries rampart's verdict as JUnit properties.
+
+CI systems that read JUnit XML show a test case's ``<properties>``; pytest's junitxml
+plugin writes the ``user_properties`` of a test's reports there. After teardown (when
+every result of the item is known) this adds, for a test that recorded results:
+
+- ``rampart_status`` (the worst result's status, or a trial group's population status),
+  ``rampart_harm_category``, ``rampart_results`` (how many) and ``rampart_summary`` (the
+  worst result's summary, on one line);
+- for a trial group: ``rampart_verdict`` (``passed`` / ``failed``), ``rampart_pass_rate``,
+  ``rampart_ci95`` (the Wilson interval, ``low-high``), ``rampart_threshold``,
+  ``rampart_counts`` and, when it failed, ``rampart_reason``.
+
+Registered only when ``--junitxml`` is given. ``user_properties`` travel with the test
+report, so under xdist the controller's JUnit file has them too.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from rampart._redact import redact
+from rampart._text import one_line
+from rampart.core.result import SafetyStatus
+from rampart.pytest_plugin._items import ITEM_KEY
+
+if TYPE_CHECKING:
+    from collections.abc import Generator
+
+    from rampart.core.result import Result
+    from rampart.pytest_plugin._items import ItemState
+
+__all__ = ["JunitProperties", "junit_requested"]
+
+_SEVERITY = {
+    SafetyStatus.UNSAFE: 0,
+    SafetyStatus.ERROR: 1,
+    SafetyStatus.UNDETERMINED: 2,
+    SafetyStatus.SAFE: 3,
+}
+
+
+def junit_requested(config: pytest.Config) -> bool:
+    return bool(config.getoption("xmlpath", None))
+
+
+def _results(state: ItemState) -> list[Result]:
+    results: list[Result] = []
+    if state.run is not None:
+        for clone in [*state.run.clones, *state.run.partial]:
+            results.extend(clone.collector.results)
+    results.extend(state.fixtures.results)
+    return results
+
+
+def properties(state: ItemState) -> list[tuple[str, str]]:
+    """The rampart properties of one finished item (none when it recorded nothing)."""
+    results = _results(state)
+    verdict = None if state.run is None else state.run.verdict
+    if not results and verdict is None:
+        return []
+    found: list[tuple[str, str]] = []
+    if results:
+        worst = min(results, key=lambda result: _SEVERITY.get(result.status, 4))
+        status = worst.status.value
+        category = worst.harm_category if worst.harm_category is not None else state.harm
+    else:
+        worst, status, category = None, "", state.harm
+    if verdict is not None:
+        status = verdict.status.value
+    found.append(("rampart_status", status))
+    if category is not None:
+        found.append(("rampart_harm_category", str(category)))
+    found.append(("rampart_results", str(len(results))))
+    if worst is not None:
+        found.append(("rampart_summary", redact(one_line(worst.summary))))
+    if verdict is not None:
+        low, high = verdict.interval()
+        found.extend(
+            [
+                ("rampart_verdict", "passed" if verdict.passed else "failed"),
+                ("rampart_pass_rate", f"{verdict.pass_rate:.4f}"),
+                ("rampart_ci95", f"{low:.4f}-{high:.4f}"),
+                ("rampart_threshold", f"{verdict.threshold:g}"),
+                ("rampart_counts", verdict.describe()),
+            ]
+        )
+        reason = verdict.reason()
+        if reason is not None:
+            found.append(("rampart_reason", reason))
+    return found
+
+
+class JunitProperties:
+    """Adds the properties to each item's teardown report (see the module docstring)."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if call.when == "teardown":
+            state = item.stash.get(ITEM_KEY, None)
+            if state is not None:
+                report.user_properties.extend(properties(state))
+        return report

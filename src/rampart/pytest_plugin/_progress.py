@@ -1,0 +1,359 @@
+"""Live progress of trial groups: how far each running group is, on the terminal.
+
+A trial group runs inside one pytest item, so pytest itself shows nothing until all its
+clones are done. ``GroupTracker`` counts the clones as they finish (the runner calls it
+once per clone) and hands a ``Snapshot`` (done / n, statuses so far, elapsed time) to a
+sink, at most every ``EMIT_INTERVAL`` seconds plus once at the end:
+
+- in the reporting process, ``ProgressDisplay``, which draws it;
+- on an xdist worker, a file the controller polls (``_progress_xdist``), whose display
+  draws every worker's groups.
+
+``ProgressDisplay`` keeps one updating line per running group on a terminal (``live``:
+the lines are redrawn in place), or prints a plain line per group every
+``rampart_progress_interval`` seconds when the output is not a terminal (``plain``).
+``-q`` or ``--rampart-progress=off`` turns it off. It writes through pytest's terminal
+reporter, from the main thread only, and leaves pytest's own output intact: when
+something else is about to write (an xdist test report), it ends its block first and
+draws a fresh one below on its next redraw.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+import pytest
+
+from rampart._redact import redact
+from rampart._text import one_line
+from rampart.pytest_plugin._groups import clone_status
+from rampart.pytest_plugin._items import ITEM_KEY
+
+if TYPE_CHECKING:
+    from collections.abc import Generator
+
+    from rampart.pytest_plugin._groups import CloneRun
+
+__all__ = [
+    "EMIT_INTERVAL",
+    "GroupTracker",
+    "ProgressDisplay",
+    "ProgressHooks",
+    "Snapshot",
+    "format_snapshot",
+    "progress_mode",
+]
+
+#: Shortest time between two snapshots of one group (the last one is always sent).
+EMIT_INTERVAL = 0.1
+#: Shortest time between two redraws of the live lines.
+REDRAW_INTERVAL = 0.1
+
+
+@attrs.frozen(kw_only=True)
+class Snapshot:
+    """One group's progress: its clones done so far by status, and the time it has run."""
+
+    key: str
+    name: str
+    n: int
+    done: int = 0
+    safe: int = 0
+    unsafe: int = 0
+    undetermined: int = 0
+    error: int = 0
+    no_result: int = 0
+    elapsed: float = 0.0
+    finished: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: object) -> Snapshot | None:
+        """A snapshot from a worker's file; ``None`` for anything malformed."""
+        if not isinstance(data, dict):
+            return None
+        try:
+            return cls(**{field.name: data[field.name] for field in attrs.fields(cls)})
+        except (KeyError, TypeError):
+            return None
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, rest = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{rest:02d}s"
+    return f"{minutes // 60}h{minutes % 60:02d}m"
+
+
+def format_snapshot(snapshot: Snapshot, width: int | None = None) -> str:
+    """``rampart test_x: 23/50 | 18 safe, 5 unsafe, 0 undet, 0 error | 9.8/s, ETA 2.8s``.
+
+    With ``width``, the test's name is shortened (never the numbers) to fit.
+    """
+    counts = (
+        f"{snapshot.safe} safe, {snapshot.unsafe} unsafe, "
+        f"{snapshot.undetermined} undet, {snapshot.error} error"
+    )
+    if snapshot.no_result:
+        counts += f", {snapshot.no_result} no result"
+    rate = snapshot.done / snapshot.elapsed if snapshot.elapsed > 0 else 0.0
+    if snapshot.finished:
+        timing = f"done in {_duration(snapshot.elapsed)}"
+    elif rate > 0:
+        timing = f"{rate:.1f}/s, ETA {_duration((snapshot.n - snapshot.done) / rate)}"
+    else:
+        timing = f"{_duration(snapshot.elapsed)} elapsed"
+    tail = f": {snapshot.done}/{snapshot.n} | {counts} | {timing}"
+    name = one_line(snapshot.name)
+    if width is not None:
+        room = max(width - len("rampart ") - len(tail), 8)
+        if len(name) > room:
+            name = name[: room - 1] + "…"
+    return f"rampart {name}{tail}"
+
+
+class ProgressSink(Protocol):
+    def update(self, snapshot: Snapshot) -> None: ...
+
+
+class GroupTracker:
+    """Counts one running group's finished clones and reports them to a sink."""
+
+    __slots__ = ("_counts", "_done", "_last", "_sink", "_started", "key", "n", "name")
+
+    def __init__(self, *, key: str, name: str, n: int, sink: ProgressSink) -> None:
+        self.key = key
+        self.name = name
+        self.n = n
+        self._sink = sink
+        self._started = time.monotonic()
+        self._last = self._started
+        self._done = 0
+        self._counts = {"safe": 0, "unsafe": 0, "undetermined": 0, "error": 0, "no_result": 0}
+
+    def clone_done(self, clone: CloneRun) -> None:
+        """A clone finished (called by the runner, in the test's thread)."""
+        status = clone_status(clone)
+        self._counts["no_result" if status is None else status.value] += 1
+        self._done += 1
+        now = time.monotonic()
+        if now - self._last >= EMIT_INTERVAL:
+            self._last = now
+            self._sink.update(self.snapshot(now))
+
+    def snapshot(self, now: float, *, finished: bool = False) -> Snapshot:
+        return Snapshot(
+            key=self.key,
+            name=self.name,
+            n=self.n,
+            done=self._done,
+            elapsed=now - self._started,
+            finished=finished,
+            **self._counts,
+        )
+
+
+def progress_mode(config: pytest.Config, option: str) -> str:
+    """``live``, ``plain`` or ``off`` for this run, from the option and the terminal."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if option == "off" or reporter is None or config.get_verbosity() < 0:
+        return "off"
+    if option in ("live", "plain"):
+        return option
+    return "live" if reporter.isatty() else "plain"
+
+
+class ProgressDisplay:
+    """Draws the running groups' progress (see the module docstring). Main thread only."""
+
+    def __init__(
+        self,
+        reporter: Any,
+        *,
+        live: bool,
+        interval: float,
+        distributed: bool,
+        capture: Any = None,
+    ) -> None:
+        self._tr = reporter
+        self._capture = capture
+        self._live = live
+        self._interval = interval
+        self._distributed = distributed
+        self._active: dict[str, Snapshot] = {}
+        self._finished: set[str] = set()
+        self._printed: dict[str, float] = {}  # plain mode: when each group last printed
+        self._block = 0  # live mode: our lines at the bottom of the screen, cursor after them
+        self._drawn = 0.0
+        self._prefix: object = None
+
+    # -- feeding ----------------------------------------------------------------------
+
+    def update(self, snapshot: Snapshot) -> None:
+        if snapshot.key in self._finished:
+            return  # a late snapshot of a group already reported finished
+        if snapshot.finished:
+            self.finish(snapshot)
+            return
+        first = snapshot.key not in self._active
+        if first and not self._active:
+            self._prefix = getattr(self._tr, "currentfspath", None)
+        self._active[snapshot.key] = snapshot
+        now = time.monotonic()
+        if self._live:
+            if first or now - self._drawn >= REDRAW_INTERVAL:
+                self._redraw([])
+        else:
+            # The first line comes `interval` after the group started, then one per interval.
+            last = self._printed.get(snapshot.key, now - snapshot.elapsed)
+            if now - last >= self._interval:
+                self._printed[snapshot.key] = now
+                self._plain_line(format_snapshot(snapshot))
+
+    def finish(self, snapshot: Snapshot, *, nodeid: str | None = None) -> None:
+        """The group is over: its last line stays, its slot in the live block goes."""
+        if snapshot.key in self._finished:
+            return
+        self._finished.add(snapshot.key)
+        was_shown = snapshot.key in self._active
+        self._active.pop(snapshot.key, None)
+        final = format_snapshot(
+            attrs.evolve(snapshot, finished=True), self._width_limit() if self._live else None
+        )
+        if self._live:
+            if not was_shown:
+                return  # finished before it was ever drawn: nothing to replace
+            self._redraw([final])
+        else:
+            if self._printed.pop(snapshot.key, None) is None:
+                return  # a group too quick for a progress line gets no final line either
+            self._plain_line(final)
+        if not self._active:
+            self._release(nodeid)
+
+    def is_active(self, key: str) -> bool:
+        return key in self._active
+
+    def finish_key(self, key: str, nodeid: str) -> None:
+        """The controller saw the group's test report: finish it with its last snapshot."""
+        snapshot = self._active.get(key)
+        if snapshot is not None:
+            self.finish(snapshot, nodeid=nodeid)
+
+    # -- drawing ----------------------------------------------------------------------
+
+    def _writer(self) -> Any:
+        return self._tr._tw
+
+    def _uncaptured(self) -> contextlib.AbstractContextManager[object]:
+        """pytest captures output while a test runs; progress is for the terminal."""
+        if self._capture is None:
+            return contextlib.nullcontext()
+        manager: contextlib.AbstractContextManager[object] = (
+            self._capture.global_and_fixture_disabled()
+        )
+        return manager
+
+    def _width_limit(self) -> int:
+        return max(int(getattr(self._writer(), "fullwidth", 80)) - 1, 20)
+
+    def _fit(self, line: str) -> str:
+        """A live line never wraps: redrawing in place counts lines."""
+        width = self._width_limit()
+        return line if len(line) <= width else line[: width - 1] + "…"
+
+    def interrupt(self) -> None:
+        """Something else is about to write (an xdist test report): end our block with a
+        newline so that output goes below it; the next redraw starts a new block."""
+        if self._block:
+            with self._uncaptured():
+                self._writer().line()
+            self._block = 0
+
+    def _start_clean_line(self) -> None:
+        """Our output starts on a line of its own (pytest may be mid-line)."""
+        writer = self._writer()
+        if not self._block and writer.width_of_current_line:
+            writer.line()
+        if hasattr(self._tr, "currentfspath") and not self._distributed:
+            self._tr.currentfspath = None
+
+    def _redraw(self, committed: list[str]) -> None:
+        with self._uncaptured():
+            self._draw(committed)
+
+    def _draw(self, committed: list[str]) -> None:
+        writer = self._writer()
+        self._start_clean_line()
+        rewind = ""
+        if self._block:
+            rewind = "\r" + (f"\x1b[{self._block - 1}A" if self._block > 1 else "")
+        width = self._width_limit()
+        lines = committed + [format_snapshot(s, width) for s in self._active.values()]
+        text = "\n".join("\x1b[2K" + self._fit(redact(line)) for line in lines)
+        writer.write(rewind + text)
+        writer.flush()
+        self._block = len(self._active)
+        self._drawn = time.monotonic()
+
+    def _plain_line(self, line: str) -> None:
+        with self._uncaptured():
+            self._start_clean_line()
+            writer = self._writer()
+            writer.line(redact(line))  # whole, for logs: only live lines are cut to the width
+            writer.flush()
+
+    def _release(self, nodeid: str | None) -> None:
+        """No group runs any more: hand the terminal back to pytest as we found it."""
+        with self._uncaptured():
+            self._hand_back(nodeid)
+
+    def _hand_back(self, nodeid: str | None) -> None:
+        writer = self._writer()
+        self._block = 0
+        prefix, self._prefix = self._prefix, None
+        if not self._distributed and isinstance(prefix, Path) and nodeid is not None:
+            # pytest had written the test file's name and will now append the outcome
+            # letter: write the name again so the letter follows it, not our line.
+            self._tr.write_fspath_result(nodeid, "")
+        elif (self._distributed or not isinstance(prefix, str)) and writer.width_of_current_line:
+            # Outcome letters are written where the cursor is: not after our line. (In
+            # verbose mode pytest starts a new line and writes the test's name itself.)
+            writer.line()
+
+
+class ProgressHooks:
+    """Per trial item: a tracker whose clone callback the runner calls, finished with the
+    call phase. ``sink`` is set once the run knows where progress goes (None: nowhere)."""
+
+    def __init__(self, sink: ProgressSink | None = None, *, worker: str | None = None) -> None:
+        self.sink = sink
+        self._worker = worker
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
+        state = item.stash.get(ITEM_KEY, None)
+        sink = self.sink
+        tracker = None
+        if sink is not None and state is not None and state.spec is not None:
+            key = item.nodeid if self._worker is None else f"{self._worker}:{item.nodeid}"
+            tracker = GroupTracker(key=key, name=item.name, n=state.spec.n, sink=sink)
+            state.clone_listener = tracker.clone_done
+        try:
+            return (yield)
+        finally:
+            if tracker is not None and state is not None:
+                state.clone_listener = None
+                final = tracker.snapshot(time.monotonic(), finished=True)
+                if isinstance(sink, ProgressDisplay):
+                    sink.finish(final, nodeid=item.nodeid)
+                elif sink is not None:
+                    sink.update(final)

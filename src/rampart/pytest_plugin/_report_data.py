@@ -1,0 +1,127 @@
+"""From the run ledger to the report's typed sections: trial groups and run facts.
+
+``group_summary`` states one ``GroupRecord`` as a ``TrialGroupSummary`` (the verdict
+and its reason come from ``GroupVerdict``, computed once by the runner); ``run_info``
+gathers the ``RunInfo``: start time, exit status, interrupted / incomplete markers,
+versions, backends and xdist workers. ``BackendNotes`` notes which anyio backend each
+test ran on: on the call report (so it crosses from an xdist worker like any report
+attribute), read back into the ledger where the report is built.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from rampart.reporting import GroupInterval, RunInfo, StatusCounts, TrialGroupSummary
+
+if TYPE_CHECKING:
+    from collections.abc import Generator
+
+    from rampart.pytest_plugin._ledger import GroupRecord, RunLedger
+
+__all__ = ["BACKEND_ATTRIBUTE", "BackendNotes", "group_summary", "run_info"]
+
+BACKEND_ATTRIBUTE = "rampart_anyio_backend"
+
+
+def group_summary(group: GroupRecord) -> TrialGroupSummary:
+    """The report's statement of one finished trial group."""
+    verdict = group.verdict
+    low, high = verdict.interval()
+    return TrialGroupSummary(
+        nodeid=group.nodeid,
+        test_name=group.name,
+        harm_category=group.harm or None,
+        n=verdict.n,
+        threshold=verdict.threshold,
+        counts=StatusCounts(
+            safe=verdict.safe,
+            unsafe=verdict.unsafe,
+            undetermined=verdict.undetermined,
+            error=verdict.errors,
+            no_result=verdict.no_result,
+        ),
+        executed=verdict.executed,
+        not_run=verdict.cancelled,
+        pass_rate=verdict.pass_rate,
+        interval=GroupInterval(method="wilson", level=0.95, low=low, high=high),
+        verdict="passed" if verdict.passed else "failed",
+        population_status=verdict.status.value,
+        reason=verdict.reason(),
+        early_stopped=verdict.cancelled > 0,
+        worker=group.worker,
+    )
+
+
+def run_info(
+    *,
+    ledger: RunLedger,
+    metadata: dict[str, Any],
+    duration_seconds: float,
+    exit_status: int | None,
+) -> RunInfo:
+    """The run section, from the ledger and the report's run ``metadata``.
+
+    ``metadata["interrupted"]`` (set when a run is stopped by Ctrl-C) and
+    ``metadata["incomplete"]`` are read from there, so the section and the metadata
+    never disagree. An incomplete run ends non-zero, so a 0 is reported as 1.
+    """
+    from rampart import __version__
+
+    started = datetime.now(UTC) - timedelta(seconds=duration_seconds)
+    incomplete = bool(metadata.get("incomplete")) or bool(ledger.incomplete_reasons)
+    if incomplete and exit_status == 0:
+        exit_status = int(pytest.ExitCode.TESTS_FAILED)
+    workers = metadata.get("worker_count", 0)
+    dist_mode = metadata.get("dist_mode")
+    return RunInfo(
+        started_at=started.isoformat(timespec="milliseconds"),
+        duration_seconds=duration_seconds,
+        exit_status=exit_status,
+        interrupted=bool(metadata.get("interrupted")),
+        incomplete=incomplete,
+        incomplete_reasons=[str(reason) for reason in ledger.incomplete_reasons],
+        rampart_version=__version__,
+        python_version=platform.python_version(),
+        pytest_version=pytest.__version__,
+        platform=f"{sys.platform}-{platform.machine()}",
+        anyio_backends=sorted(ledger.backends),
+        xdist_workers=workers if isinstance(workers, int) and not isinstance(workers, bool) else 0,
+        dist_mode=dist_mode if isinstance(dist_mode, str) and dist_mode else None,
+    )
+
+
+def _backend_name(value: object) -> str | None:
+    """``"trio"`` from an ``anyio_backend`` value: a name, or a ``(name, options)`` pair."""
+    if isinstance(value, tuple | list) and value:
+        value = value[0]
+    return value if isinstance(value, str) and value else None
+
+
+class BackendNotes:
+    """Which anyio backends the run's tests ran on (see the module docstring)."""
+
+    def __init__(self, ledger: RunLedger) -> None:
+        self._ledger = ledger
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if call.when == "call":
+            funcargs = getattr(item, "funcargs", None) or {}
+            backend = _backend_name(funcargs.get("anyio_backend"))
+            if backend is not None:
+                setattr(report, BACKEND_ATTRIBUTE, backend)
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        backend = getattr(report, BACKEND_ATTRIBUTE, None)
+        if isinstance(backend, str) and backend:
+            self._ledger.backend_seen(backend)
