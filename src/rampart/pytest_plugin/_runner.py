@@ -254,20 +254,33 @@ def _wrap_async(
             raise
         finished = {todo[position] for position, _ in outcome.completed}
         if not outcome.settled:
-            # Nothing asked these clones to stop: their own code raised a cancellation.
-            # Judged as failed clones, never reported as "not run (early stop)".
-            for clone in run.clones:
-                if clone.index not in finished and not clone.finished:
-                    clone.failure = CloneCancelled(
-                        "the clone ended with a cancellation that early stop did not request"
-                    )
-                    clone.finished = True
-                    finished.add(clone.index)
-                    if run.clone_done is not None:
-                        run.clone_done(clone)
+            _judge_foreign_cancellations(run, todo, finished)
         _finish_group(run, finished, cancelled=len(todo) - len(finished), name=name)
 
     return run_item
+
+
+def _judge_foreign_cancellations(run: ItemRun, todo: list[int], finished: set[int]) -> None:
+    """Early stop did not ask any clone to stop, yet some did not finish: a clone's own
+    code raised a cancellation (and on asyncio it can take the clones not yet started
+    with it). They are failed clones, counted against the pass rate, never reported as
+    "not run (early stop)"."""
+    started = {clone.index: clone for clone in run.clones}
+    for index in todo:
+        if index in finished:
+            continue
+        clone = started.get(index)
+        if clone is None:
+            clone = CloneRun(index=index)
+            run.clones.append(clone)
+            why = "the clone never started: a cancellation early stop did not request stopped it"
+        else:
+            why = "the clone ended with a cancellation that early stop did not request"
+        clone.failure = CloneCancelled(why)
+        clone.finished = True
+        finished.add(index)
+        if run.clone_done is not None:
+            run.clone_done(clone)
 
 
 def _finish_group(run: ItemRun, finished: set[int], *, cancelled: int, name: str) -> None:
