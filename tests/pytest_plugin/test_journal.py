@@ -220,6 +220,14 @@ class TestWhereJournalsGo:
         assert (pytester.path / ".rampart" / ".gitignore").read_text().splitlines()[-1] == "*"
         assert len(journal_files(pytester.path)) == 1
 
+    def test_under_the_report_dir(self, pytester: pytest.Pytester) -> None:
+        """With --rampart-report-dir, journals go to its journal/ directory."""
+        write_ini(pytester)
+        pytester.makepyfile(SUITE)
+        pytester.runpytest(*NO_ASYNCIO, "--rampart-report-dir", "out")
+        assert len(list((pytester.path / "out" / "journal").glob("rampart-journal-*"))) == 1
+        assert not (pytester.path / ".rampart").exists()
+
     def test_option_and_off(self, pytester: pytest.Pytester) -> None:
         write_ini(pytester)
         pytester.makepyfile(SUITE)
