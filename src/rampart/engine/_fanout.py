@@ -27,12 +27,16 @@ T = TypeVar("T")
 class FanOutResult(Generic[T]):
     """What a fan-out produced.
 
-    ``completed`` holds ``(index, outcome)`` pairs in index order; indices missing from
-    it were cancelled by the settlement (``cancelled_count`` of them).
+    ``completed`` holds ``(index, outcome)`` pairs in index order; the indices missing
+    from it (``cancelled_count`` of them) were cancelled by the settlement when
+    ``settled`` is True. Otherwise a missing index is a job that ended by a
+    cancellation of its own (on asyncio a job can raise ``CancelledError`` itself),
+    which the caller reports as such, never as an early stop.
     """
 
     completed: list[tuple[int, T]]
     cancelled_count: int
+    settled: bool = False
 
 
 async def fan_out(
@@ -69,6 +73,7 @@ async def fan_out(
     """
     outcomes: dict[int, T] = {}
     next_index = 0
+    settled_early = False
 
     async with anyio.create_task_group() as tg:
         scope = tg.cancel_scope
@@ -79,7 +84,7 @@ async def fan_out(
             return scope.cancel_called
 
         async def worker() -> None:
-            nonlocal next_index
+            nonlocal next_index, settled_early
             while next_index < count:
                 try:
                     # A free token is taken without a trip through the scheduler; the
@@ -101,6 +106,7 @@ async def fan_out(
                     return
                 outcomes[index] = outcome
                 if settled is not None and settled(index, outcome):
+                    settled_early = True
                     scope.cancel()
                     return
 
@@ -111,4 +117,6 @@ async def fan_out(
             await anyio.lowlevel.checkpoint()  # give it a turn before starting the next
 
     completed = [(index, outcomes[index]) for index in range(count) if index in outcomes]
-    return FanOutResult(completed=completed, cancelled_count=count - len(completed))
+    return FanOutResult(
+        completed=completed, cancelled_count=count - len(completed), settled=settled_early
+    )

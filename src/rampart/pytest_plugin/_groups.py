@@ -10,6 +10,10 @@ UNDETERMINED, failed and no-result clones all count against it).
 ``GroupVerdict.of`` is the one place the verdict is computed; the runner does it once,
 when the clones have finished, and both the pytest outcome (``judge``) and the
 reported group line read that same verdict.
+
+A finished clone is *settled* (its status and the line that explains it are kept) and
+then *released*: its results, already recorded on the run ledger, are dropped from
+the clone, so a group's memory does not grow with the results of finished clones.
 """
 
 from __future__ import annotations
@@ -23,22 +27,84 @@ import pytest
 from rampart._redact import redact
 from rampart._text import one_line
 from rampart.core._stats import StatusTally, percent, wilson_interval
-from rampart.core.result import SafetyStatus
+from rampart.core.result import Result, SafetyStatus
 from rampart.pytest_plugin._collect import ResultCollector
 from rampart.pytest_plugin._markers import TrialSpec
 
-__all__ = ["CloneRun", "GroupVerdict", "ItemRun", "clone_status", "judge", "settled_fail"]
+__all__ = [
+    "CloneCancelled",
+    "CloneRun",
+    "GroupVerdict",
+    "ItemRun",
+    "clone_status",
+    "judge",
+    "settled_fail",
+]
 
 _SEVERITY = (SafetyStatus.UNSAFE, SafetyStatus.ERROR, SafetyStatus.UNDETERMINED)
 
 
+class CloneCancelled(Exception):
+    """A clone ended by a cancellation rampart did not request (not early stop).
+
+    Recorded as the clone's failure, so the clone counts against the pass rate and its
+    line says what happened instead of "not run (early stop)".
+    """
+
+
 @attrs.define(eq=False)
 class CloneRun:
-    """One run of the test body: its results and how the body ended."""
+    """One run of the test body: its results and how the body ended.
+
+    ``finished`` is set when the body is over (returned, or failed in a way the group
+    judges). ``resumed_from`` names the run whose journal supplied this clone, which
+    then did not run at all. After ``settle`` the status is fixed; after ``release``
+    the results are gone from memory (they were recorded) and only the status and
+    the explaining line remain.
+    """
 
     index: int
     collector: ResultCollector = attrs.field(factory=ResultCollector)
     failure: BaseException | None = None
+    finished: bool = False
+    resumed_from: str | None = None
+    settled: tuple[SafetyStatus | None, str] | None = None
+
+    @classmethod
+    def from_journal(
+        cls, index: int, *, run: str, results: list[Result], failure: str | None
+    ) -> CloneRun:
+        """A clone a run journal supplied (settled and released): its results, and the
+        failure line it had when its own assertions failed."""
+        clone = cls(index=index, resumed_from=run, finished=True)
+        for result in results:
+            clone.collector.add(result)
+        if failure is not None:
+            clone.failure = _Failed(failure)
+        clone.release()
+        return clone
+
+    @property
+    def crashed(self) -> bool:
+        """The body raised something that is not a verdict on the clone (a test bug)."""
+        return self.failure is not None and not isinstance(
+            self.failure, AssertionError | pytest.fail.Exception | CloneCancelled
+        )
+
+    def settle(self) -> None:
+        """Fix the clone's status and its explaining line from what it recorded."""
+        self.settled = (_status_of(self), _summary_of(self))
+
+    def release(self) -> None:
+        """Drop the results (recorded elsewhere) and an assertion's traceback.
+
+        A crash keeps its exception: the item re-raises it.
+        """
+        if self.settled is None:
+            self.settle()
+        self.collector = ResultCollector()
+        if isinstance(self.failure, AssertionError | pytest.fail.Exception | CloneCancelled):
+            self.failure = _Failed(_failure_text(self.failure))
 
 
 @attrs.frozen(kw_only=True)
@@ -160,21 +226,43 @@ class ItemRun:
     """What running one item produced; read by the plugin after the call phase.
 
     ``clones`` are the runs that finished, in index order; ``partial`` the clones early
-    stop cancelled that still recorded results. ``verdict`` is set once a trial group
-    has finished.
+    stop cancelled (or an interrupt stopped) that still recorded results. ``resumed``
+    holds the clones a run journal supplied (``--rampart-resume``): they count in the
+    verdict and are not run again. ``verdict`` is set once a trial group has finished;
+    ``interrupted`` when a KeyboardInterrupt stopped it first. ``clone_done`` is
+    called once per clone whose body finished, before the next checkpoint.
     """
 
     spec: TrialSpec | None
     clones: list[CloneRun] = attrs.field(factory=list)
     partial: list[CloneRun] = attrs.field(factory=list)
+    resumed: dict[int, CloneRun] = attrs.field(factory=dict)
     cancelled: int = 0
     tally: StatusTally | None = None  # early-stop bookkeeping, fed one clone at a time
     verdict: GroupVerdict | None = None
+    interrupted: bool = False
+    clone_done: Callable[[CloneRun], None] | None = None
     on_clone_done: Callable[[CloneRun], None] | None = None  # live progress, when shown
+
+
+class _Failed(AssertionError):
+    """What is kept of a released clone's assertion failure: its message."""
+
+
+def _failure_text(failure: BaseException) -> str:
+    if isinstance(failure, _Failed):
+        return str(failure)
+    return f"{type(failure).__name__}: {one_line(str(failure))}"
 
 
 def clone_status(clone: CloneRun) -> SafetyStatus | None:
     """The clone's status for the group tally; None when it recorded no result."""
+    if clone.settled is not None:
+        return clone.settled[0]
+    return _status_of(clone)
+
+
+def _status_of(clone: CloneRun) -> SafetyStatus | None:
     results = clone.collector.results
     if not results:
         return None
@@ -197,6 +285,9 @@ def settled_fail(run: ItemRun, clone: CloneRun) -> bool:
         raise ValueError("settled_fail needs a trial run (spec is None)")
     if run.tally is None:
         run.tally = StatusTally(size=run.spec.n, threshold=run.spec.threshold)
+        for resumed in run.resumed.values():
+            earlier = clone_status(resumed)
+            run.tally.add(SafetyStatus.UNDETERMINED if earlier is None else earlier)
     status = clone_status(clone)
     run.tally.add(SafetyStatus.UNDETERMINED if status is None else status)
     return run.tally.settled_fail()
@@ -204,13 +295,9 @@ def settled_fail(run: ItemRun, clone: CloneRun) -> bool:
 
 def judge(run: ItemRun, *, item_name: str) -> None:
     """Fail the item when its group failed; re-raise a clone's crash (not an assertion)."""
-    crashed = [
-        c
-        for c in run.clones
-        if c.failure is not None
-        # A failed assertion (or pytest.fail) is a verdict on the clone, not a crash.
-        and not isinstance(c.failure, AssertionError | pytest.fail.Exception)
-    ]
+    # A failed assertion (or pytest.fail) is a verdict on the clone, not a crash; so is
+    # a cancellation the clone's own code raised.
+    crashed = [c for c in run.clones if c.crashed]
     if crashed:
         first = crashed[0]
         assert first.failure is not None
@@ -227,17 +314,23 @@ def judge(run: ItemRun, *, item_name: str) -> None:
     failing = [c for c in run.clones if clone_status(c) is not SafetyStatus.SAFE]
     lines = [f"trial group failed: {verdict.describe()}; {verdict.reason()}"]
     for clone in failing[:3]:
-        lines.append(f"  {item_name}[trial-{clone.index}]: {_clone_summary(clone)}")
+        lines.append(f"  {one_line(item_name)}[trial-{clone.index}]: {_clone_summary(clone)}")
     if len(failing) > 3:
         lines.append(f"  ... and {len(failing) - 3} more failing clones")
     pytest.fail(redact("\n".join(lines)), pytrace=False)
 
 
 def _clone_summary(clone: CloneRun) -> str:
-    worst = clone_status(clone)
+    if clone.settled is not None:
+        return clone.settled[1]
+    return _summary_of(clone)
+
+
+def _summary_of(clone: CloneRun) -> str:
+    worst = _status_of(clone)
     for result in clone.collector.results:
         if result.status is worst and worst is not SafetyStatus.SAFE:
             return f"{result.status.value.upper()}: {one_line(result.summary)}"
     if clone.failure is not None:
-        return f"{type(clone.failure).__name__}: {one_line(str(clone.failure))}"
+        return _failure_text(clone.failure)
     return "recorded no result"

@@ -17,6 +17,8 @@ from rampart.core.result import HarmCategory
 __all__ = ["TrialSpec", "harm_category_of", "trial_spec_of"]
 
 DEFAULT_CONCURRENCY = 10
+#: Default of ini ``rampart_max_trials``, the largest ``n`` a trial group may have.
+DEFAULT_MAX_TRIALS = 10_000
 
 T = TypeVar("T")
 
@@ -46,9 +48,17 @@ _TRIAL_KWARGS = frozenset({"n", "threshold", "concurrency", "early_stop"})
 
 
 def trial_spec_of(
-    item: pytest.Item, *, trials_override: int | None, default_concurrency: int
+    item: pytest.Item,
+    *,
+    trials_override: int | None,
+    default_concurrency: int,
+    max_trials: int = DEFAULT_MAX_TRIALS,
 ) -> TrialSpec | None:
-    """The item's trial settings, or None when it carries no ``trial`` marker."""
+    """The item's trial settings, or None when it carries no ``trial`` marker.
+
+    ``n`` above ``max_trials`` (ini ``rampart_max_trials``) is a usage error: a trial
+    group is bounded by design. ``trials_override`` was checked against it already.
+    """
     marker = item.get_closest_marker("trial")
     if marker is None:
         return None
@@ -72,6 +82,14 @@ def trial_spec_of(
     n = _usage(lambda: check_int(owner, "@pytest.mark.trial(n=)", raw_n, minimum=1))
     if trials_override is not None:
         n = trials_override
+    elif n > max_trials:
+        raise invalid(
+            owner,
+            "@pytest.mark.trial(n=)",
+            f"<= {max_trials} (ini rampart_max_trials; raise it to run more clones)",
+            raw_n,
+            error=pytest.UsageError,
+        )
     threshold = _usage(
         lambda: check_probability(
             owner, "@pytest.mark.trial(threshold=)", marker.kwargs.get("threshold", 1.0)
