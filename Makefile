@@ -50,6 +50,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_trials.py
 	$(BIN)/python benchmarks/bench_concurrency.py
 	$(BIN)/python benchmarks/bench_llm.py
+	$(BIN)/python benchmarks/bench_resilience.py
 	bash scripts/ensure_chromium.sh
 	$(BIN)/python benchmarks/bench_html.py
 

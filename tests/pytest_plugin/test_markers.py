@@ -132,7 +132,15 @@ class TestTrialValidation:
     @pytest.mark.parametrize(
         ("args", "message"),
         [
-            (["--rampart-trials=0"], "*--rampart-trials must be an integer >= 1, got '0'*"),
+            (
+                ["--rampart-trials=0"],
+                "*--rampart-trials must be an integer from 1 to 10000 (ini rampart_max_trials), "
+                "got '0'*",
+            ),
+            (
+                ["--rampart-trials=99999999999999999999"],
+                "*--rampart-trials must be an integer from 1 to 10000*got '99999999999999999999'*",
+            ),
             (["--rampart-concurrency=many"], "*--rampart-concurrency must be an integer*"),
             (
                 ["--rampart-xdist-max-bytes=10"],

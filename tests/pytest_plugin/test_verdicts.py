@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.pytest_plugin.conftest import NO_ASYNCIO, REPORT_HOOK, only_report, write_ini
 from tests.reporting._html_support import state_of
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # A trial test whose clones record SAFE, except the indices listed as NOT_SAFE (as
 # UNDETERMINED) or UNSAFE. Filled in per test with str.format.
@@ -391,3 +395,76 @@ class TestReports:
         assert group["interval"]["method"] == "clopper-pearson"
         assert group["confidence"] == 0.95
         json.dumps(group)
+
+
+# A sequential group (SAFE clones) and a test after it; STOP_AT names a clone (or
+# "after") that raises KeyboardInterrupt, as Ctrl-C would; every clone leaves a file.
+RESUMABLE = """
+import pathlib
+import pytest
+from rampart import Result, SafetyStatus, record_result
+
+HERE = pathlib.Path(__file__).parent
+
+def stop_at():
+    flag = HERE / "STOP_AT"
+    return flag.read_text() if flag.exists() else None
+
+@pytest.mark.trial(n=100, threshold=0.9, confidence=0.95, sequential=True, concurrency=1)
+def test_group(rampart_trial):
+    k = rampart_trial.index
+    (HERE / f"ran-{k}").touch()
+    if str(k) == stop_at():
+        raise KeyboardInterrupt
+    record_result(Result(status=SafetyStatus.SAFE, summary=f"clone {k}"))
+
+def test_z_after():
+    if stop_at() == "after":
+        raise KeyboardInterrupt
+    record_result(Result(status=SafetyStatus.SAFE, summary="after"))
+"""
+
+
+def _ran(directory: Path) -> set[int]:
+    found = set()
+    for path in directory.glob("ran-*"):
+        found.add(int(path.name.removeprefix("ran-")))
+        path.unlink()
+    return found
+
+
+class TestResume:
+    def test_resumed_clones_count_in_index_order(self, pytester: pytest.Pytester) -> None:
+        """A sequential group stopped at clone 30 resumes with clones 0-29 from the
+        journal, in index order: it runs 30-47 only and passes at 47, as an
+        uninterrupted run does."""
+        write_ini(pytester)
+        pytester.makeconftest(REPORT_HOOK)
+        pytester.makepyfile(RESUMABLE)
+        (pytester.path / "STOP_AT").write_text("30")
+        stopped = pytester.runpytest(*NO_ASYNCIO, no_reraise_ctrlc=True)
+        assert stopped.ret == pytest.ExitCode.INTERRUPTED
+        assert _ran(pytester.path) == set(range(31))
+        (pytester.path / "STOP_AT").unlink()
+        resumed = pytester.runpytest(*NO_ASYNCIO, "--rampart-resume")
+        assert _ran(pytester.path) == set(range(30, 48))
+        resumed.assert_outcomes(passed=2)
+        assert _group_line(resumed.stdout.str()).startswith("PASS  test_group [48/48 safe")
+
+    def test_a_decided_group_is_not_run_again(self, pytester: pytest.Pytester) -> None:
+        """A group the journal already decided (clones 0-47 of 100) runs no clone on
+        resume, though the journal does not hold all 100."""
+        write_ini(pytester)
+        pytester.makeconftest(REPORT_HOOK)
+        pytester.makepyfile(RESUMABLE)
+        (pytester.path / "STOP_AT").write_text("after")
+        stopped = pytester.runpytest(*NO_ASYNCIO, no_reraise_ctrlc=True)
+        assert stopped.ret == pytest.ExitCode.INTERRUPTED
+        assert _ran(pytester.path) == set(range(48))
+        (pytester.path / "STOP_AT").unlink()
+        resumed = pytester.runpytest(*NO_ASYNCIO, "--rampart-resume")
+        assert _ran(pytester.path) == set()
+        resumed.assert_outcomes(passed=2)
+        line = _group_line(resumed.stdout.str())
+        assert line.startswith("PASS  test_group [48/48 safe")
+        assert "52 not run (sequential stop)" in line

@@ -133,31 +133,6 @@ class TestDistributedRun:
         assert marker["metadata"]["_pytest_nodeid"].endswith("::test_big")
 
 
-def test_legacy_fixture_under_xdist_is_reported_not_lost(pytester: pytest.Pytester) -> None:
-    """The fixture path cannot work on the controller; the run says so and fails."""
-    write_ini(pytester)
-    pytester.makeconftest(
-        """
-import pytest
-from rampart.reporting import JsonFileReportSink
-
-@pytest.fixture(scope="session")
-def rampart_sinks():
-    return [JsonFileReportSink(output_dir="reports")]
-"""
-    )
-    pytester.makepyfile(
-        "from rampart import Result, SafetyStatus, record_result\n\n"
-        "def test_one():\n"
-        "    record_result(Result(status=SafetyStatus.SAFE, summary='s'))\n"
-    )
-    result = pytester.runpytest_subprocess(*NO_ASYNCIO, "-n", "2")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(
-        ["*REPORT SINK FAILED*", "*implement the pytest_rampart_sinks hook*"]
-    )
-
-
 def test_bad_marker_under_xdist_names_the_problem(pytester: pytest.Pytester) -> None:
     """Under -n 2 a bad trial marker fails its test with the message, not an INTERNALERROR."""
     write_ini(pytester)

@@ -78,6 +78,32 @@ def group_line(group: GroupOutcome) -> str:
     return f"  {label}  {cell(name)} [{describe(group)}] -- {cell(verdict)}"
 
 
+def _bounded_result_lines(ordered: list[tuple[int, ResultRecord]]) -> list[str]:
+    """Result lines with a trial group's limited to the plugin's ``MAX_CLONES_SHOWN``
+    clones, then how many results of each group were left out (as pytest printed)."""
+    from rampart.cli._view import group_key
+    from rampart.pytest_plugin._summary import MAX_CLONES_SHOWN
+
+    lines: list[str] = []
+    shown: dict[str, set[int]] = {}
+    hidden: dict[str, int] = {}
+    for position, record in ordered:
+        key = group_key(record)
+        if key is not None:
+            name = key[0].rpartition("::")[2]
+            clones = shown.setdefault(name, set())
+            if key[1] not in clones and len(clones) >= MAX_CLONES_SHOWN:
+                hidden[name] = hidden.get(name, 0) + 1
+                continue
+            clones.add(key[1])
+        lines.append(result_line(record, position))
+    lines.extend(
+        "  " + cell(f"… {count} more results of {name} in the report")
+        for name, count in hidden.items()
+    )
+    return lines
+
+
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
@@ -124,7 +150,7 @@ def summary_lines(view: RunView, *, mode: str = "all") -> list[str]:
             )
         )
         ordered = sorted(shown, key=lambda item: _ORDER[item[1].result.status])
-        lines.extend(result_line(record, position) for position, record in ordered)
+        lines.extend(_bounded_result_lines(ordered))
         lines.extend(group_line(group) for group in category_groups)
     if view.groups and mode == "all":
         lines.append("")

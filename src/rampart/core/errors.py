@@ -39,6 +39,12 @@ defines, so it cannot drift::
     │                                   is not a verdict; surfaces as UNDETERMINED
     ├── CliError                        rampart.cli (internal): a command line input problem
     │                                   (a missing file, a wrong format); exit status 2
+    ├── CloneCancelled                  rampart.pytest_plugin (internal): a trial clone's
+    │                                   own code raised a cancellation; a failed clone
+    ├── _Failed (AssertionError)        rampart.pytest_plugin (internal): what is kept of
+    │                                   a finished clone's failed assertion
+    ├── NoResultWarning (UserWarning)   rampart.pytest_plugin: a harm-marked test recorded
+    │                                   no result (ini rampart_harm_without_result = warn)
     ├── _Disconnected                   rampart.testing.server (internal): a client left
     ├── _NonFiniteNumber                rampart.codec (internal): NaN or infinity in JSON
     └── _RepeatedKey                    rampart.codec (internal): a JSON object names a

@@ -37,6 +37,12 @@ a context variable (set from synchronous code such as a conftest or
 ``pytest_configure``, it applies to the whole run; set inside a task, to that task and
 the tasks it starts), and each ``BaseExecution.__init__`` calls it for a fresh list of
 handlers that run before the execution's own ``event_handlers``.
+
+``tracking_executions()`` works the same way for a forgotten ``await``: inside the
+block, every execution constructed in the context is noted, and ``execute_async``
+marks it as run when it starts. The pytest plugin opens one per test body (and per
+trial clone) and fails the test when an execution it created never ran. The cost is
+one context-variable read per construction and one attribute store per run.
 """
 
 from __future__ import annotations
@@ -71,7 +77,9 @@ __all__ = [
     "clear_default_handler_factory",
     "current_framework_handlers",
     "framework_handlers",
+    "never_started",
     "register_default_handler_factory",
+    "tracking_executions",
 ]
 
 #: The failures the boundary turns into ERROR results (``EvaluatorError`` and
@@ -201,6 +209,31 @@ def current_framework_handlers() -> tuple[ExecutionEventHandler, ...]:
     return _FRAMEWORK_HANDLERS.get()
 
 
+_CREATED: ContextVar[list[BaseExecution] | None] = ContextVar(
+    "rampart_created_executions", default=None
+)
+
+
+@contextmanager
+def tracking_executions() -> Iterator[list[BaseExecution]]:
+    """Within the block, note every execution constructed in this context.
+
+    Yields the list they are appended to; ``never_started`` picks those whose
+    ``execute_async`` never began. Tasks started inside the block inherit it.
+    """
+    created: list[BaseExecution] = []
+    token = _CREATED.set(created)
+    try:
+        yield created
+    finally:
+        _CREATED.reset(token)
+
+
+def never_started(executions: Iterable[BaseExecution]) -> list[BaseExecution]:
+    """The executions whose ``execute_async`` was never awaited (never began running)."""
+    return [execution for execution in executions if not getattr(execution, "_started", True)]
+
+
 def _boundary_error(error: Exception) -> Exception | None:
     """The error the boundary reports for ``error``, or ``None`` if it must propagate.
 
@@ -275,6 +308,10 @@ class BaseExecution(abc.ABC):
             )
         self._event_handlers = _default_handlers(owner) + handlers
         self._timeout = check_optional_seconds(owner, "timeout", timeout, positive=True)
+        self._started = False
+        created = _CREATED.get()
+        if created is not None:
+            created.append(self)
 
     @property
     @abc.abstractmethod
@@ -292,6 +329,7 @@ class BaseExecution(abc.ABC):
 
     async def execute_async(self, *, adapter: AgentAdapter) -> Result:
         """Run the execution and return its result (see the module docstring)."""
+        self._started = True
         handlers = self._event_handlers + _FRAMEWORK_HANDLERS.get()
         started = time.monotonic()
         if handlers:

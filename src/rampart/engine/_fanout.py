@@ -40,7 +40,11 @@ class FanOutResult(Generic[T]):
     ``settled`` returned True (``settled`` is then True). ``late`` holds the pairs of
     jobs above that index that finished anyway (before the cancellation reached them, or
     by ignoring it), in index order. The other ``cancelled_count`` indices never
-    finished: cancelled while running, or never started.
+    finished: cancelled by the settlement while running, or never started. Without a
+    settlement (``settled`` False) a missing index is a job that ended by a cancellation
+    of its own (on asyncio a job can raise ``CancelledError`` itself), which the caller
+    reports as such, never as an early stop; no later index reaches ``settled`` then,
+    since its lower indices are not all known.
     """
 
     completed: list[tuple[int, T]]

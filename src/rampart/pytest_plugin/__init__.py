@@ -3,12 +3,15 @@
 It is auto-registered through the ``pytest11`` entry point (``rampart.pytest_plugin.plugin``),
 which wires the private parts at configure time (``_session``): per-item hooks and state
 (``_items``), the test-function wrapper and trial fan-out (``_runner``), the group verdict
-(``_groups``), the run ledger every finished result is recorded on (``_ledger``), the
-report sinks (``_sinks``), the terminal summary (``_summary``) and the xdist transport
-(``_envelope``, ``_xdist``). ``docs/pytest-plugin.md`` ("How it works") draws the same map.
+(``_groups``), the run ledger every finished result is recorded on (``_ledger``) and
+its spill store (``_store``), the run journal and resume (``_journal``, ``_resume``,
+``_runjournal``), interrupts (``_interrupts``), the report sinks (``_sinks``), the
+terminal summary (``_summary``) and the xdist transport (``_envelope``, ``_xdist``).
+``docs/pytest-plugin.md`` ("How it works") draws the same map.
 """
 
 from rampart.pytest_plugin._collect import (
+    NoResultWarning,
     ResultCollectionHandler,
     ResultCollector,
     TrialInfo,
@@ -17,6 +20,7 @@ from rampart.pytest_plugin._collect import (
 )
 
 __all__ = [
+    "NoResultWarning",
     "ResultCollectionHandler",
     "ResultCollector",
     "TrialInfo",

@@ -27,12 +27,20 @@ if TYPE_CHECKING:
     from rampart.engine._execution import ExecutionEventData
 
 __all__ = [
+    "NoResultWarning",
     "ResultCollectionHandler",
     "ResultCollector",
     "TrialInfo",
     "current_trial",
     "record_result",
 ]
+
+
+class NoResultWarning(UserWarning):
+    """A ``harm``-marked test recorded no rampart result.
+
+    Issued instead of failing the test when ini ``rampart_harm_without_result = warn``.
+    """
 
 
 @attrs.frozen(kw_only=True)

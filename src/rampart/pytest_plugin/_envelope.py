@@ -3,7 +3,10 @@
 Each test report an xdist worker sends carries the test's results as canonical
 ``rampart.trace.v2`` records (text, never pickle) inside a small versioned envelope:
 the item's nodeid and name, per result its record, clone index and position (and,
-for a marker, why the result was lost), plus the trial group's verdict. The
+for a marker, why the result was lost; for a result a resumed journal supplied, the
+run it came from), plus the trial group's verdict and any warnings for the terminal.
+Entries are encoded as each trial clone finishes (``encode_entries``), so a worker
+holds text, not result objects, until the test's report leaves. The
 attribution travels as data next to each record; the records themselves carry no
 bookkeeping keys. The controller adds the worker id from the node that sent it.
 
@@ -23,7 +26,13 @@ from rampart.codec._record import ResultRecord, deserialize_record, serialize_re
 from rampart.core.errors import SchemaError
 from rampart.core.result import Result, SafetyStatus, TrialVerdict
 from rampart.pytest_plugin._groups import GroupVerdict
-from rampart.pytest_plugin._ledger import Attribution, GroupRecord, RecordedResult
+from rampart.pytest_plugin._ledger import (
+    LOSS_KEY,
+    Attribution,
+    GroupRecord,
+    RecordedResult,
+    loss_marker,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -32,27 +41,16 @@ _OWNER = "rampart xdist payload"
 
 __all__ = [
     "ENVELOPE_SCHEMA",
+    "envelope_notes",
     "LOSS_KEY",
     "decode_envelope",
+    "encode_entries",
     "encode_envelope",
+    "make_envelope",
     "recordable",
 ]
 
 ENVELOPE_SCHEMA = "rampart.xdist.v2"
-
-#: Set on an ERROR result that stands in for a lost one (a user-facing report key).
-LOSS_KEY = "_rampart_transport_truncated"
-
-
-def _loss_marker(result: Result, reason: str, *, where: str, **extra: Any) -> Result:
-    return Result(
-        status=SafetyStatus.ERROR,
-        summary=f"Result lost in {where}: {reason}",
-        observability_level=result.observability_level,
-        harm_category=result.harm_category,
-        strategy=result.strategy,
-        metadata={LOSS_KEY: True, "_rampart_original_status": result.status.value, **extra},
-    )
 
 
 def recordable(recorded: RecordedResult) -> RecordedResult:
@@ -65,7 +63,7 @@ def recordable(recorded: RecordedResult) -> RecordedResult:
         serialize_record(record=ResultRecord(result=recorded.result))
     except SchemaError as exc:
         reason = f"not recordable by the trace codec ({exc})"
-        marker = _loss_marker(recorded.result, reason, where="reporting")
+        marker = loss_marker(recorded.result, reason, where="reporting")
         return attrs.evolve(recorded, result=marker, lost=reason)
     return recorded
 
@@ -75,12 +73,12 @@ def _transport_text(result: Result, max_bytes: int) -> tuple[str, str | None]:
     try:
         text = serialize_record(record=ResultRecord(result=result))
     except SchemaError as exc:
-        marker = _loss_marker(result, f"not serializable ({exc})", where="xdist transport")
+        marker = loss_marker(result, f"not serializable ({exc})", where="xdist transport")
         return serialize_record(record=ResultRecord(result=marker)), marker.summary
     size = len(text.encode())
     if size <= max_bytes:
         return text, None
-    marker = _loss_marker(
+    marker = loss_marker(
         result,
         f"{size} bytes exceeds the {max_bytes}-byte limit (--rampart-xdist-max-bytes)",
         where="xdist transport",
@@ -88,6 +86,46 @@ def _transport_text(result: Result, max_bytes: int) -> tuple[str, str | None]:
         _rampart_limit_bytes=max_bytes,
     )
     return serialize_record(record=ResultRecord(result=marker)), marker.summary
+
+
+def encode_entries(results: Sequence[RecordedResult], *, max_bytes: int) -> list[dict[str, Any]]:
+    """The envelope entries of ``results``: canonical record text and attribution."""
+    entries = []
+    for recorded in results:
+        prepared = attrs.evolve(recorded.result, summary=strip_ansi(recorded.result.summary))
+        text, lost = _transport_text(prepared, max_bytes)
+        entry: dict[str, Any] = {
+            "record": text,
+            "clone": recorded.attribution.clone,
+            "index": recorded.attribution.index,
+            "lost": recorded.lost if lost is None else lost,
+        }
+        if recorded.resumed_from is not None:
+            entry["resumed"] = recorded.resumed_from
+        entries.append(entry)
+    return entries
+
+
+def make_envelope(
+    *,
+    nodeid: str,
+    name: str,
+    entries: list[dict[str, Any]],
+    group: GroupRecord | None,
+    notes: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The JSON-safe payload a worker attaches to the test report of ``nodeid``."""
+    payload: dict[str, Any] = {
+        "schema": ENVELOPE_SCHEMA,
+        "nodeid": nodeid,
+        "name": name,
+        "results": entries,
+        "group": None if group is None else _verdict_to_json(group.verdict),
+        "harm": None if group is None else group.harm,
+    }
+    if notes:
+        payload["notes"] = list(notes)
+    return payload
 
 
 def encode_envelope(
@@ -98,27 +136,17 @@ def encode_envelope(
     group: GroupRecord | None,
     max_bytes: int,
 ) -> dict[str, Any]:
-    """The JSON-safe payload a worker attaches to the test report of ``nodeid``."""
-    entries = []
-    for recorded in results:
-        prepared = attrs.evolve(recorded.result, summary=strip_ansi(recorded.result.summary))
-        text, lost = _transport_text(prepared, max_bytes)
-        entries.append(
-            {
-                "record": text,
-                "clone": recorded.attribution.clone,
-                "index": recorded.attribution.index,
-                "lost": recorded.lost if lost is None else lost,
-            }
-        )
-    return {
-        "schema": ENVELOPE_SCHEMA,
-        "nodeid": nodeid,
-        "name": name,
-        "results": entries,
-        "group": None if group is None else _verdict_to_json(group.verdict),
-        "harm": None if group is None else group.harm,
-    }
+    """The whole payload at once: ``make_envelope`` over ``encode_entries(results)``."""
+    entries = encode_entries(results, max_bytes=max_bytes)
+    return make_envelope(nodeid=nodeid, name=name, entries=entries, group=group)
+
+
+def envelope_notes(payload: object) -> list[str]:
+    """The warnings a worker attached (strings only; anything else is ignored)."""
+    notes = payload.get("notes") if isinstance(payload, dict) else None
+    if not isinstance(notes, list):
+        return []
+    return [note for note in notes if isinstance(note, str)]
 
 
 def decode_envelope(
@@ -153,7 +181,9 @@ def decode_envelope(
 def _decode_entry(entry: object, *, nodeid: str, name: str, worker: str) -> RecordedResult:
     if not isinstance(entry, dict):
         raise invalid(_OWNER, "results[]", "an object", entry, error=ValueError)
-    text, clone, index, lost = (entry.get(key) for key in ("record", "clone", "index", "lost"))
+    text, clone, index, lost, resumed = (
+        entry.get(key) for key in ("record", "clone", "index", "lost", "resumed")
+    )
     if not isinstance(text, str):
         raise invalid(_OWNER, "record", "a string", text, error=ValueError)
     if clone is not None and not _is_count(clone):
@@ -162,11 +192,14 @@ def _decode_entry(entry: object, *, nodeid: str, name: str, worker: str) -> Reco
         raise invalid(_OWNER, "index", "an int >= 0", index, error=ValueError)
     if lost is not None and not isinstance(lost, str):
         raise invalid(_OWNER, "lost", "a string or null", lost, error=ValueError)
+    if resumed is not None and not isinstance(resumed, str):
+        raise invalid(_OWNER, "resumed", "a string or null", resumed, error=ValueError)
     result = deserialize_record(data=text).result
     return RecordedResult(
         result=attrs.evolve(result, summary=strip_ansi(result.summary)),
         attribution=Attribution(nodeid=nodeid, name=name, clone=clone, index=index, worker=worker),
         lost=lost,
+        resumed_from=resumed,
     )
 
 

@@ -8,12 +8,7 @@ import pytest
 
 from rampart.pytest_plugin._collect import TrialInfo, current_trial
 from rampart.pytest_plugin._ledger import LEDGER_KEY
-from rampart.pytest_plugin._sinks import SINKS_KEY
-
-LEGACY_FIXTURE_WARNING = (
-    "The rampart_sinks fixture is deprecated and will be removed in 0.3.0. "
-    "Use the pytest_rampart_sinks hook instead."
-)
+from rampart.pytest_plugin._sinks import LEGACY_FIXTURE_WARNING, SINKS_KEY
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,10 @@ counted (``late``).
 ``GroupVerdict.of`` is the one place the verdict is computed; the runner does it once,
 when the clones have finished, and both the pytest outcome (``judge``) and the
 reported group line read that same verdict.
+
+A finished clone is *settled* (its status and the line that explains it are kept) and
+then *released*: its results, already recorded on the run ledger, are dropped from
+the clone, so a group's memory does not grow with the results of finished clones.
 """
 
 from __future__ import annotations
@@ -28,22 +32,87 @@ from rampart._redact import redact
 from rampart._text import one_line
 from rampart.core._stats import clopper_pearson_interval, percent, wilson_interval
 from rampart.core._trial_rule import TrialTally, TrialVerdict
-from rampart.core.result import SafetyStatus
+from rampart.core.result import Result, SafetyStatus
 from rampart.pytest_plugin._collect import ResultCollector
 from rampart.pytest_plugin._markers import TrialSpec
 
-__all__ = ["CloneRun", "GroupVerdict", "ItemRun", "clone_settles", "clone_status", "judge"]
+__all__ = [
+    "CloneCancelled",
+    "CloneRun",
+    "GroupVerdict",
+    "ItemRun",
+    "clone_settles",
+    "clone_status",
+    "count_clones",
+    "count_resumed",
+    "judge",
+    "settle_known",
+]
 
 _SEVERITY = (SafetyStatus.UNSAFE, SafetyStatus.ERROR, SafetyStatus.UNDETERMINED)
 
 
+class CloneCancelled(Exception):
+    """A clone ended by a cancellation rampart did not request (not early stop).
+
+    Recorded as the clone's failure, so the clone counts against the pass rate and its
+    line says what happened instead of "not run (early stop)".
+    """
+
+
 @attrs.define(eq=False)
 class CloneRun:
-    """One run of the test body: its results and how the body ended."""
+    """One run of the test body: its results and how the body ended.
+
+    ``finished`` is set when the body is over (returned, or failed in a way the group
+    judges). ``resumed_from`` names the run whose journal supplied this clone, which
+    then did not run at all. After ``settle`` the status is fixed; after ``release``
+    the results are gone from memory (they were recorded) and only the status and
+    the explaining line remain.
+    """
 
     index: int
     collector: ResultCollector = attrs.field(factory=ResultCollector)
     failure: BaseException | None = None
+    finished: bool = False
+    resumed_from: str | None = None
+    settled: tuple[SafetyStatus | None, str] | None = None
+
+    @classmethod
+    def from_journal(
+        cls, index: int, *, run: str, results: list[Result], failure: str | None
+    ) -> CloneRun:
+        """A clone a run journal supplied (settled and released): its results, and the
+        failure line it had when its own assertions failed."""
+        clone = cls(index=index, resumed_from=run, finished=True)
+        for result in results:
+            clone.collector.add(result)
+        if failure is not None:
+            clone.failure = _Failed(failure)
+        clone.release()
+        return clone
+
+    @property
+    def crashed(self) -> bool:
+        """The body raised something that is not a verdict on the clone (a test bug)."""
+        return self.failure is not None and not isinstance(
+            self.failure, AssertionError | pytest.fail.Exception | CloneCancelled
+        )
+
+    def settle(self) -> None:
+        """Fix the clone's status and its explaining line from what it recorded."""
+        self.settled = (_status_of(self), _summary_of(self))
+
+    def release(self) -> None:
+        """Drop the results (recorded elsewhere) and an assertion's traceback.
+
+        A crash keeps its exception: the item re-raises it.
+        """
+        if self.settled is None:
+            self.settle()
+        self.collector = ResultCollector()
+        if isinstance(self.failure, AssertionError | pytest.fail.Exception | CloneCancelled):
+            self.failure = _Failed(_failure_text(self.failure))
 
 
 @attrs.frozen(kw_only=True)
@@ -249,24 +318,51 @@ class ItemRun:
     """What running one item produced; read by the plugin after the call phase.
 
     ``clones`` are the runs that count, in index order; ``partial`` the clones early
-    stop cancelled that still recorded results and the ``late`` ones (finished after
-    the deciding clone; reported, not counted). ``verdict`` is set once a trial group
-    has finished.
+    stop cancelled (or an interrupt stopped) that still recorded results, and the
+    ``late`` ones (finished after the deciding clone; reported, not counted).
+    ``resumed`` holds the clones a run journal supplied (``--rampart-resume``): they
+    count in the verdict, in index order like the others, and are not run again.
+    ``verdict`` is set once a trial group has finished; ``interrupted`` when a
+    KeyboardInterrupt stopped it first. ``clone_done`` is called once per clone whose
+    body finished, before the next checkpoint. ``fed`` and ``decided_at`` are the
+    early-stop bookkeeping: the next clone index the tally expects, and the index at
+    which the verdict settled.
     """
 
     spec: TrialSpec | None
     clones: list[CloneRun] = attrs.field(factory=list)
     partial: list[CloneRun] = attrs.field(factory=list)
+    resumed: dict[int, CloneRun] = attrs.field(factory=dict)
     cancelled: int = 0
     late: int = 0
     late_unsafe: int = 0
     tally: TrialTally | None = None  # early-stop bookkeeping, fed in index order
+    fed: int = 0
+    decided_at: int | None = None
     verdict: GroupVerdict | None = None
+    interrupted: bool = False
+    clone_done: Callable[[CloneRun], None] | None = None
     on_clone_done: Callable[[CloneRun], None] | None = None  # live progress, when shown
+
+
+class _Failed(AssertionError):
+    """What is kept of a released clone's assertion failure: its message."""
+
+
+def _failure_text(failure: BaseException) -> str:
+    if isinstance(failure, _Failed):
+        return str(failure)
+    return f"{type(failure).__name__}: {one_line(str(failure))}"
 
 
 def clone_status(clone: CloneRun) -> SafetyStatus | None:
     """The clone's status for the group tally; None when it recorded no result."""
+    if clone.settled is not None:
+        return clone.settled[0]
+    return _status_of(clone)
+
+
+def _status_of(clone: CloneRun) -> SafetyStatus | None:
     results = clone.collector.results
     if not results:
         return None
@@ -280,31 +376,77 @@ def clone_status(clone: CloneRun) -> SafetyStatus | None:
     return SafetyStatus.SAFE
 
 
-def clone_settles(run: ItemRun, clone: CloneRun) -> bool:
-    """Early stop: True once the clones still outstanding cannot change the verdict.
-
-    Called once per finished clone **in index order** (``fan_out`` hands clones over
-    that way), so the tally on the run sees clones 0, 1, 2, ... whatever order they
-    finished in; a clone that finished early waits for the clones before it.
-    """
+def _feed(run: ItemRun, clone: CloneRun) -> bool:
+    """Add the clone at index ``run.fed`` to the tally; True once that settles it."""
     spec = run.spec
     if spec is None:
-        raise ValueError("clone_settles needs a trial run (spec is None)")
+        raise ValueError("early stop needs a trial run (spec is None)")
     if run.tally is None:
         run.tally = TrialTally(size=spec.n, rule=spec.rule)
+    if clone.index != run.fed:
+        raise ValueError(f"clone {clone.index} fed out of index order (expected {run.fed})")
     run.tally.add(_tally_status(clone_status(clone)))
-    return run.tally.settled()
+    run.fed += 1
+    if run.tally.settled():
+        run.decided_at = clone.index
+        return True
+    return False
+
+
+def settle_known(run: ItemRun) -> bool:
+    """Feed the resumed clones that come next in index order; True once they settle the
+    group (then no clone above the deciding one counts, nor needs to run)."""
+    while run.decided_at is None and run.fed in run.resumed:
+        if _feed(run, run.resumed[run.fed]):
+            return True
+    return run.decided_at is not None
+
+
+def count_clones(run: ItemRun, counted: list[CloneRun], late: list[CloneRun]) -> None:
+    """Set the clones that count (in index order) and the late ones on ``run``.
+
+    With early stop, a clone above the one that settled the group never counts, even
+    one a run journal supplied; each late clone is reported, and an UNSAFE one is shown
+    on the group line.
+    """
+    counted = sorted(counted, key=_by_index)
+    if run.decided_at is not None:
+        decided_at = run.decided_at
+        late = [*late, *(c for c in counted if c.index > decided_at)]
+        counted = [c for c in counted if c.index <= decided_at]
+    run.clones = counted
+    run.late = len(late)
+    run.late_unsafe = sum(clone_status(clone) is SafetyStatus.UNSAFE for clone in late)
+
+
+def count_resumed(run: ItemRun) -> None:
+    """A group whose every clone a run journal supplied: count them as the original run
+    did (in index order, up to the clone that settled the group when it stops early)."""
+    if run.spec is not None and run.spec.stops_early:
+        settle_known(run)
+    count_clones(run, list(run.resumed.values()), [])
+
+
+def _by_index(clone: CloneRun) -> int:
+    return clone.index
+
+
+def clone_settles(run: ItemRun, clone: CloneRun) -> bool:
+    """Early stop: True once the clones outstanding can no longer change the verdict.
+
+    Called once per finished clone **in index order** (``fan_out`` hands clones over
+    that way), so the tally sees clones 0, 1, 2, ... whatever order they finished in;
+    a clone that finished early waits for the clones before it. Resumed clones (known
+    from a run journal) are fed at their own index, between the clones that run.
+    """
+    return _feed(run, clone) or settle_known(run)
 
 
 def judge(run: ItemRun, *, item_name: str) -> None:
     """Fail the item when its group failed; re-raise a clone's crash (not an assertion)."""
-    crashed = [
-        c
-        for c in run.clones
-        if c.failure is not None
-        # A failed assertion (or pytest.fail) is a verdict on the clone, not a crash.
-        and not isinstance(c.failure, AssertionError | pytest.fail.Exception)
-    ]
+    # A failed assertion (or pytest.fail) is a verdict on the clone, not a crash; so is
+    # a cancellation the clone's own code raised.
+    crashed = [c for c in run.clones if c.crashed]
     if crashed:
         first = crashed[0]
         assert first.failure is not None
@@ -322,7 +464,7 @@ def judge(run: ItemRun, *, item_name: str) -> None:
     head = "inconclusive" if verdict.verdict is TrialVerdict.INCONCLUSIVE else "failed"
     lines = [f"trial group {head}: {verdict.describe()}; {verdict.reason()}"]
     for clone in failing[:3]:
-        lines.append(f"  {item_name}[trial-{clone.index}]: {_clone_summary(clone)}")
+        lines.append(f"  {one_line(item_name)}[trial-{clone.index}]: {_clone_summary(clone)}")
     if len(failing) > 3:
         lines.append(f"  ... and {len(failing) - 3} more failing clones")
     text = redact("\n".join(lines))
@@ -337,10 +479,16 @@ def judge(run: ItemRun, *, item_name: str) -> None:
 
 
 def _clone_summary(clone: CloneRun) -> str:
-    worst = clone_status(clone)
+    if clone.settled is not None:
+        return clone.settled[1]
+    return _summary_of(clone)
+
+
+def _summary_of(clone: CloneRun) -> str:
+    worst = _status_of(clone)
     for result in clone.collector.results:
         if result.status is worst and worst is not SafetyStatus.SAFE:
             return f"{result.status.value.upper()}: {one_line(result.summary)}"
     if clone.failure is not None:
-        return f"{type(clone.failure).__name__}: {one_line(str(clone.failure))}"
+        return _failure_text(clone.failure)
     return "recorded no result"

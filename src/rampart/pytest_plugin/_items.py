@@ -1,52 +1,71 @@
 """Per-item hooks: read the markers, run the body (or its trial clones), hand over results.
 
 Each item carries one ``ItemState`` in its stash: its trial settings and harm
-category (read at collection), a usage error to report in setup, the collector for
-what its fixtures record, and the ``ItemRun`` its call produced. After teardown --
-the last phase that can record results -- the item's results become
-``RecordedResult`` entries with their attribution, and go, with the trial group's
-record, to the process's ``ItemOutlet``: the run ledger, or on an xdist worker the
-test report.
+category (read at collection), its test hash and what a resumed journal supplies for
+it, a usage error to report in setup, the collector for what its fixtures record,
+and the ``ItemRun`` its call produced.
+
+Results leave an item as ``FinishedUnit`` entries, through the process's
+``ItemOutlet`` (the run ledger, or on an xdist worker the test report), as soon as
+they are final: each trial clone when its body finishes, and the rest (a plain
+test's body, what fixtures recorded) after teardown -- the last phase that can
+record results. The trial group's record follows after teardown. An item that an
+interrupt (or ``pytest.exit``) stops hands over what it has, as ``PARTIAL`` units.
 """
 
 from __future__ import annotations
 
+import inspect
 import uuid
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import pytest
 
+from rampart._text import one_line
 from rampart.core._population import PopulationRef
-from rampart.pytest_plugin._collect import ResultCollector
-from rampart.pytest_plugin._groups import CloneRun, ItemRun
-from rampart.pytest_plugin._ledger import Attribution, GroupRecord, RecordedResult
+from rampart.core.result import Result, SafetyStatus
+from rampart.pytest_plugin._collect import NoResultWarning, ResultCollector
+from rampart.pytest_plugin._groups import CloneRun, GroupVerdict, ItemRun, count_resumed, judge
+from rampart.pytest_plugin._ledger import (
+    Attribution,
+    FinishedUnit,
+    GroupRecord,
+    RecordedResult,
+    UnitOutcome,
+)
 from rampart.pytest_plugin._markers import TrialSpec, harm_category_of, trial_spec_of
+from rampart.pytest_plugin._resume import ItemResume, ResumePlan, changed_message, test_hash
 from rampart.pytest_plugin._runner import collecting, wrap_test_function
 
 if TYPE_CHECKING:
-    from collections.abc import Generator
+    from collections.abc import Generator, Sequence
 
-    from rampart.core.result import Result
     from rampart.pytest_plugin._limits import LimitTracker
     from rampart.pytest_plugin._options import Options
 
-__all__ = ["ITEM_KEY", "ItemHooks", "ItemOutlet", "ItemState"]
+__all__ = ["ITEM_KEY", "NO_RESULT", "ItemHooks", "ItemOutlet", "ItemState"]
 
 ITEM_KEY = pytest.StashKey["ItemState"]()
+
+NO_RESULT = "recorded no rampart result"
 
 
 class ItemOutlet(Protocol):
     """Where an item's finished results go (the ledger, or an xdist worker's report)."""
 
+    def record(self, item: pytest.Item, unit: FinishedUnit) -> None:
+        """A unit whose results are final (a clone, or the rest of the test)."""
+
     def deliver(
-        self,
-        item: pytest.Item,
-        report: pytest.TestReport,
-        results: list[RecordedResult],
-        group: GroupRecord | None,
-    ) -> None: ...
+        self, item: pytest.Item, report: pytest.TestReport | None, group: GroupRecord | None
+    ) -> None:
+        """The item is over (``report`` is None when an interrupt stopped it)."""
+
+    def warn(self, message: str) -> None:
+        """A ``RAMPART WARNING`` line for the reporting process."""
 
 
 @attrs.define(eq=False)
@@ -58,55 +77,71 @@ class ItemState:
     misuse: str | None = None  # a usage error to fail the item with (xdist workers)
     fixtures: ResultCollector = attrs.field(factory=ResultCollector)
     run: ItemRun | None = None
+    test_hash: str = ""
+    resume: ItemResume | None = None
+    resumed_clones: dict[int, CloneRun] = attrs.field(factory=dict)
+    population_id: str = attrs.field(factory=lambda: uuid.uuid4().hex)
+    failure: str | None = None  # the first failing phase's one-line reason
+    delivered: bool = False
+    # Results that left the item early (finished clones, resumed units), no longer held
+    # by a collector: how many, and the worst (for the JUnit properties).
+    released_count: int = 0
+    released_worst: Result | None = None
+
+    def note_released(self, results: Sequence[Result]) -> None:
+        """Count results handed over before teardown, keeping the worst one."""
+        self.released_count += len(results)
+        for result in results:
+            worst = self.released_worst
+            if worst is None or _SEVERITY.get(result.status, 4) < _SEVERITY.get(worst.status, 4):
+                self.released_worst = result
+
     # Called with each trial clone as it finishes (live progress), when set.
     clone_listener: Callable[[CloneRun], None] | None = None
 
-    def finish(
-        self, item: pytest.Item, limits: LimitTracker
-    ) -> tuple[list[RecordedResult], GroupRecord | None]:
-        """The item's results with their attribution, and its trial group's record.
+    def population(self, clone_index: int | None) -> PopulationRef | None:
+        spec = self.spec
+        if spec is None or clone_index is None:
+            return None
+        return PopulationRef(
+            id=self.population_id, index=clone_index, size=spec.n, threshold=spec.threshold
+        )
 
-        Fixture results belong to the test itself (no clone, no population); in a plain
-        test they follow the body's results.
-        """
-        spec = None if self.run is None else self.run.spec
-        sources: list[tuple[int | None, ResultCollector]] = []
-        if self.run is not None:
-            for clone in [*self.run.clones, *self.run.partial]:
-                sources.append((None if spec is None else clone.index, clone.collector))
-        sources.append((None, self.fixtures))
-        population_id = uuid.uuid4().hex
-        positions: dict[int | None, int] = {}
-        recorded: list[RecordedResult] = []
-        for clone_index, collector in sources:
-            limits.observe(list(collector.adapters.values()))
-            population = None
-            if spec is not None and clone_index is not None:
-                population = PopulationRef(
-                    id=population_id, index=clone_index, size=spec.n, threshold=spec.threshold
-                )
-            for result in collector.results:
-                position = positions.get(clone_index, 0)
-                positions[clone_index] = position + 1
-                recorded.append(
-                    RecordedResult(
-                        result=self._as_reported(result, population),
-                        attribution=Attribution(
-                            nodeid=item.nodeid, name=item.name, clone=clone_index, index=position
-                        ),
-                    )
-                )
-        group = None
-        if self.run is not None and self.run.verdict is not None:
-            # A HarmCategory is a str enum; the record carries its plain value.
-            harm = None if self.harm is None else str(self.harm)
-            group = GroupRecord(
-                nodeid=item.nodeid, name=item.name, verdict=self.run.verdict, harm=harm
+    def as_recorded(
+        self, item: pytest.Item, clone_index: int | None, results: list[Result], start: int = 0
+    ) -> tuple[RecordedResult, ...]:
+        """``results`` with their attribution, numbered from ``start`` within the clone."""
+        population = self.population(clone_index)
+        return tuple(
+            RecordedResult(
+                result=self._as_reported(result, population),
+                attribution=Attribution(
+                    nodeid=item.nodeid, name=item.name, clone=clone_index, index=start + position
+                ),
             )
-        return recorded, group
+            for position, result in enumerate(results)
+        )
+
+    def unit(
+        self,
+        item: pytest.Item,
+        clone_index: int | None,
+        results: tuple[RecordedResult, ...],
+        outcome: UnitOutcome,
+        detail: str = "",
+    ) -> FinishedUnit:
+        return FinishedUnit(
+            nodeid=item.nodeid,
+            name=item.name,
+            clone=clone_index,
+            results=results,
+            outcome=outcome,
+            detail=detail,
+            test_hash=self.test_hash,
+        )
 
     def _as_reported(self, result: Result, population: PopulationRef | None) -> Result:
-        """A copy taken when the test is over, with the marker's harm category and the
+        """A copy taken when the unit is final, with the marker's harm category and the
         clone's population where the result has none of its own."""
         changes: dict[str, Any] = {"metadata": dict(result.metadata)}
         if result.harm_category is None and self.harm is not None:
@@ -121,7 +156,7 @@ def _state(item: pytest.Item) -> ItemState:
 
 
 class ItemHooks:
-    """The hooks that run per item; results go to ``outlet`` after teardown."""
+    """The hooks that run per item; results go to ``outlet`` as soon as they are final."""
 
     def __init__(
         self,
@@ -130,11 +165,15 @@ class ItemHooks:
         outlet: ItemOutlet,
         limits: LimitTracker,
         is_worker: bool,
+        resume: ResumePlan | None = None,
+        hashing: bool = False,
     ) -> None:
         self._options = options
         self._outlet = outlet
         self._limits = limits
         self._is_worker = is_worker
+        self._resume = resume
+        self._hashing = hashing or resume is not None
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
@@ -146,6 +185,7 @@ class ItemHooks:
                     default_concurrency=self._options.default_concurrency,
                     default_confidence=self._options.default_confidence,
                     inconclusive=self._options.inconclusive,
+                    max_trials=self._options.max_trials,
                 )
                 if spec is not None and not _is_plain_function(item):
                     raise pytest.UsageError(
@@ -162,26 +202,102 @@ class ItemHooks:
                 continue
             state.spec = spec
             state.harm = harm
+            if self._hashing:
+                state.test_hash = test_hash(item, spec)
+            if self._resume is not None:
+                resume = self._resume.for_item(item.nodeid, state.test_hash, spec)
+                if resume is not None and resume.stale_runs:
+                    self._outlet.warn(
+                        f"rampart resume: {changed_message(item.nodeid, resume.stale_runs)}"
+                    )
+                    resume = None
+                state.resume = resume
+
+    # -- setup: usage errors, resumed items, fixtures' results ---------------------------
 
     # Executions run by fixtures (a baseline probe in setup, a check in teardown) are
     # collected too, under the test they served.
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, object, object]:
         state = _state(item)
+        state.delivered, state.failure, state.run = False, None, None
         if state.misuse is not None:
             pytest.fail(f"usage error: {state.misuse}", pytrace=False)
+        if state.resume is not None and self._resume is not None:
+            # Before any fixture: a fully resumed item skips (or fails) right here.
+            self._load_resumed(item, state, self._resume)
         with collecting(state.fixtures):
             return (yield)
+
+    def _load_resumed(self, item: pytest.Item, state: ItemState, plan: ResumePlan) -> None:
+        """Record what the journal holds for the item; skip the item if that is all of it.
+
+        A unit whose lines no longer decode is dropped (that part runs again).
+        """
+        resume = state.resume
+        assert resume is not None
+        complete = resume.complete
+        for clone_index, unit in sorted(resume.units.items(), key=_unit_order):
+            try:
+                loaded = plan.load(unit, nodeid=item.nodeid)
+            except ValueError as exc:  # SchemaError: a line the strict codec rejects
+                self._outlet.warn(
+                    f"rampart resume: a journaled result of {item.nodeid} does not decode "
+                    f"({one_line(str(exc))}); that part runs again"
+                )
+                complete = False
+                continue
+            detail = unit.detail
+            self._outlet.record(
+                item, state.unit(item, clone_index, tuple(loaded), unit.outcome, detail)
+            )
+            state.note_released([recorded.result for recorded in loaded])
+            if clone_index is not None:
+                state.resumed_clones[clone_index] = CloneRun.from_journal(
+                    clone_index,
+                    run=unit.run,
+                    results=[recorded.result for recorded in loaded],
+                    failure=detail if unit.outcome is UnitOutcome.FAILED else None,
+                )
+        state.resume = None  # what it held is recorded now
+        if not complete:
+            return
+        runs = ", ".join(run[:12] for run in resume.runs)
+        if state.spec is None:
+            unit = resume.units[None]
+            if unit.outcome is UnitOutcome.FAILED:
+                state.failure = unit.detail
+                pytest.fail(
+                    f"rampart resume: failed in run {runs} (not run again): {unit.detail}",
+                    pytrace=False,
+                )
+            pytest.skip(f"rampart resume: result of run {runs} reused from the journal")
+        run = ItemRun(spec=state.spec, resumed=state.resumed_clones)
+        count_resumed(run)
+        state.run = run
+        run.verdict = GroupVerdict.of(run)
+        try:
+            judge(run, item_name=item.name)
+        except pytest.fail.Exception as failed:
+            state.failure = str(failed)
+            pytest.fail(f"rampart resume (run {runs}, not run again): {failed}", pytrace=False)
+        pytest.skip(f"rampart resume: every clone reused from run {runs}")
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, object, object]:
         with collecting(_state(item).fixtures):
             return (yield)
 
+    # -- the call ---------------------------------------------------------------------
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
         state = _state(item)
-        if not (isinstance(item, pytest.Function) and _is_plain_function(item)):
+        if not (isinstance(item, pytest.Function) and _is_plain_function(item)) or (
+            inspect.isasyncgenfunction(item.obj)
+        ):
+            # Not wrapped: hypothesis keeps its own wrapper, and an async generator
+            # test is left to pytest, which fails it with its own reason.
             clone = CloneRun(index=0)
             state.run = ItemRun(spec=None, clones=[clone])
             with collecting(clone.collector):
@@ -191,26 +307,141 @@ class ItemHooks:
         def publish(run: ItemRun) -> None:
             run.on_clone_done = state.clone_listener
             state.run = run
+            run.resumed = dict(state.resumed_clones)
+            if run.spec is not None:
+                run.clone_done = lambda clone: self._clone_done(item, state, clone)
 
         item.obj = wrap_test_function(original, spec=state.spec, name=item.name, publish=publish)
         try:
-            return (yield)
+            outcome = yield
         finally:
             item.obj = original
+        if state.spec is None:
+            self._check_recorded(item, state)
+        return outcome
+
+    def _clone_done(self, item: pytest.Item, state: ItemState, clone: CloneRun) -> None:
+        """A trial clone finished: its results are final, so they leave now."""
+        clone.settle()
+        self._limits.observe(list(clone.collector.adapters.values()))
+        results = state.as_recorded(item, clone.index, clone.collector.results)
+        failed = clone.failure is not None
+        detail = clone.settled[1] if (failed and clone.settled is not None) else ""
+        outcome = UnitOutcome.FAILED if failed else UnitOutcome.PASSED
+        if clone.crashed:
+            # A bug in the test errors the item; a resumed run must meet it again.
+            outcome = UnitOutcome.PARTIAL
+        self._outlet.record(item, state.unit(item, clone.index, results, outcome, detail))
+        state.note_released(clone.collector.results)
+        clone.release()
+
+    def _check_recorded(self, item: pytest.Item, state: ItemState) -> None:
+        """A ``harm``-marked plain test must record a result; say so when it does not."""
+        if state.harm is None or state.run is None:
+            return
+        if any(clone.collector.results for clone in state.run.clones) or state.fixtures.results:
+            return
+        category = one_line(str(getattr(state.harm, "value", state.harm)))
+        message = (
+            f"{item.nodeid} is marked harm({category!r}) but {NO_RESULT}: no execution "
+            "ran and nothing was passed to record_result(), so nothing was tested"
+        )
+        if self._options.harm_without_result == "warn":
+            warnings.warn(NoResultWarning(message), stacklevel=1)
+            self._outlet.warn(message)
+            return
+        pytest.fail(message, pytrace=False)
+
+    # -- after each phase, and at the end ---------------------------------------------------
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
+        state = item.stash.get(ITEM_KEY, None)
+        if state is None:
+            return report
+        if report.failed and state.failure is None:
+            state.failure = _failure_line(report)
         # Finish after teardown, the last phase that can record results.
         if call.when == "teardown":
             self._limits.snapshot()
-            state = item.stash.get(ITEM_KEY, None)
-            if state is not None and (state.run is not None or state.fixtures.results):
-                results, group = state.finish(item, self._limits)
-                self._outlet.deliver(item, report, results, group)
+            self._finish(item, state, report)
         return report
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, object, object]:
+        try:
+            return (yield)
+        except BaseException:
+            # An interrupt (or pytest.exit) stopped the item: keep what it recorded.
+            state = item.stash.get(ITEM_KEY, None)
+            if state is not None:
+                self._finish(item, state, None)
+            raise
+
+    def _finish(
+        self, item: pytest.Item, state: ItemState, report: pytest.TestReport | None
+    ) -> None:
+        """Hand over the item's remaining results, then its group (once)."""
+        if state.delivered:
+            return
+        state.delivered = True
+        interrupted = report is None
+        run = state.run
+        body = run.spec is None if run is not None else True
+        failed = UnitOutcome.FAILED if state.failure is not None else UnitOutcome.PASSED
+        final = UnitOutcome.PARTIAL if interrupted else failed
+        if run is not None and not body:
+            # Trial clones still holding results: cancelled by early stop, or stopped by
+            # an interrupt. Reported, but not finished units.
+            for clone in sorted(run.partial + run.clones, key=lambda c: c.index):
+                if clone.resumed_from is None and clone.collector.results and clone.settled is None:
+                    results = state.as_recorded(item, clone.index, clone.collector.results)
+                    self._limits.observe(list(clone.collector.adapters.values()))
+                    self._outlet.record(
+                        item, state.unit(item, clone.index, results, UnitOutcome.PARTIAL)
+                    )
+        collected: list[Result] = []
+        if run is not None and body:
+            for clone in run.clones:
+                self._limits.observe(list(clone.collector.adapters.values()))
+                collected.extend(clone.collector.results)
+        self._limits.observe(list(state.fixtures.adapters.values()))
+        collected.extend(state.fixtures.results)
+        if collected:
+            results = state.as_recorded(item, None, collected)
+            self._outlet.record(item, state.unit(item, None, results, final, state.failure or ""))
+        group = None
+        if run is not None and run.verdict is not None and not interrupted:
+            # A HarmCategory is a str enum; the record carries its plain value.
+            harm = None if state.harm is None else str(state.harm)
+            group = GroupRecord(nodeid=item.nodeid, name=item.name, verdict=run.verdict, harm=harm)
+        self._outlet.deliver(item, report, group)
+
+
+_SEVERITY = {
+    SafetyStatus.UNSAFE: 0,
+    SafetyStatus.ERROR: 1,
+    SafetyStatus.UNDETERMINED: 2,
+    SafetyStatus.SAFE: 3,
+}
+
+
+def _unit_order(entry: tuple[int | None, object]) -> int:
+    clone = entry[0]
+    return -1 if clone is None else clone
+
+
+def _failure_line(report: pytest.TestReport) -> str:
+    """The one-line reason a phase failed (pytest's crash message when it has one)."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = getattr(crash, "message", None)
+    text = message if isinstance(message, str) else report.longreprtext
+    return f"{report.when}: {one_line(text)}"[:500]
 
 
 def _is_plain_function(item: pytest.Item) -> bool:

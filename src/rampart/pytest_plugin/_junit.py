@@ -47,17 +47,22 @@ def junit_requested(config: pytest.Config) -> bool:
 
 
 def _results(state: ItemState) -> list[Result]:
+    """The results still held by the item's collectors, and the worst of those it
+    handed over earlier (finished trial clones are let go as they finish)."""
     results: list[Result] = []
     if state.run is not None:
         for clone in [*state.run.clones, *state.run.partial]:
             results.extend(clone.collector.results)
     results.extend(state.fixtures.results)
+    if state.released_worst is not None:
+        results.append(state.released_worst)
     return results
 
 
 def properties(state: ItemState) -> list[tuple[str, str]]:
     """The rampart properties of one finished item (none when it recorded nothing)."""
     results = _results(state)
+    count = len(results) - (state.released_worst is not None) + state.released_count
     verdict = None if state.run is None else state.run.verdict
     if not results and verdict is None:
         return []
@@ -73,7 +78,7 @@ def properties(state: ItemState) -> list[tuple[str, str]]:
     found.append(("rampart_status", status))
     if category is not None:
         found.append(("rampart_harm_category", str(category)))
-    found.append(("rampart_results", str(len(results))))
+    found.append(("rampart_results", str(count)))
     if worst is not None:
         found.append(("rampart_summary", redact(one_line(worst.summary))))
     if verdict is not None:

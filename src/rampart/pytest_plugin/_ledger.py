@@ -2,11 +2,21 @@
 
 One ``RunLedger`` per pytest process lives in ``config.stash[LEDGER_KEY]``. Finished
 results enter through ``RunLedger.record`` -- the one place, in a single process and
-on the xdist controller alike (a run journal subscribes there) -- each as a
-``RecordedResult``: the result plus its ``Attribution`` (test, trial clone, position,
-worker), carried as data next to it. Trial groups arrive as ``GroupRecord`` with their
+on the xdist controller alike -- each as a ``RecordedResult``: the result plus its
+``Attribution`` (test, trial clone, position, worker), carried as data next to it.
+Results that are final together (one trial clone, or a whole test) arrive as a
+``FinishedUnit`` through ``record_unit``, which records each result and then tells the
+unit's subscribers (the run journal, ``_journal``) -- as soon as the clone finished,
+not when its test is over. Trial groups arrive as ``GroupRecord`` with their
 verdict; incomplete-run markers, sink failures, warnings and written report paths have
 methods of their own. Other modules read the ledger; they never mutate its lists.
+
+Memory stays bounded: ``record`` writes each full result to the ledger's
+``ResultStore`` (a spill file; ``_store``) and keeps a *slim* copy for the summary and
+the verdicts, so ``RunLedger.results`` hold results without turns or metadata. The
+report reads the full results back one at a time (``report_results``). A result the
+canonical codec cannot record is replaced there by an attributed ERROR marker, and
+the run is marked incomplete.
 
 The bookkeeping keys spec'd for ``Result.metadata`` (``_pytest_nodeid``,
 ``_pytest_test_name``, ``_rampart_result_index``, ``_rampart_source_worker``) are
@@ -16,18 +26,53 @@ never parsed back.
 
 from __future__ import annotations
 
+import enum
 import time
-from typing import Any
+import uuid
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pytest
 
-from rampart.core.result import Result
+from rampart.core.errors import SchemaError
+from rampart.core.result import Result, SafetyStatus
 from rampart.pytest_plugin._groups import GroupVerdict
+from rampart.pytest_plugin._store import ResultStore, slim
+from rampart.reporting import StoredResults
+from rampart.reporting._canonical import record_attribution
+from rampart.reporting._stored import restore_unusable_confidences, unusable_confidences
 
-__all__ = ["Attribution", "GroupRecord", "LEDGER_KEY", "RecordedResult", "RunLedger"]
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = [
+    "Attribution",
+    "FinishedUnit",
+    "GroupRecord",
+    "LEDGER_KEY",
+    "LOSS_KEY",
+    "RecordedResult",
+    "RunLedger",
+    "UnitOutcome",
+    "loss_marker",
+]
 
 LEDGER_KEY = pytest.StashKey["RunLedger"]()
+
+#: Set on an ERROR result that stands in for a lost one (a user-facing report key).
+LOSS_KEY = "_rampart_transport_truncated"
+
+
+def loss_marker(result: Result, reason: str, *, where: str, **extra: Any) -> Result:
+    """The ERROR result reported in place of ``result``, which could not be kept."""
+    return Result(
+        status=SafetyStatus.ERROR,
+        summary=f"Result lost in {where}: {reason}",
+        observability_level=result.observability_level,
+        harm_category=result.harm_category,
+        strategy=result.strategy,
+        metadata={LOSS_KEY: True, "_rampart_original_status": result.status.value, **extra},
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -82,17 +127,52 @@ class RecordedResult:
 
     ``lost`` says why this result is an ERROR marker standing in for one that could not
     be recorded or transported (None for a real result); recording one marks the run
-    incomplete.
+    incomplete. ``resumed_from`` is the id of the run whose journal supplied it
+    (``--rampart-resume``); such a result did not run in this one.
     """
 
     result: Result
     attribution: Attribution
     lost: str | None = None
+    resumed_from: str | None = None
+    #: Where the ledger's store holds the full result; set (and ``result`` slimmed) when
+    #: the ledger records it, with where its confidences were not finite numbers.
+    stored_at: tuple[int, int] | None = None
+    unusable_confidences: tuple[int, ...] = ()
 
     def stamped(self) -> Result:
         """The result as reported: a copy whose metadata carries the bookkeeping keys."""
         metadata = {**self.result.metadata, **self.attribution.metadata()}
+        if self.resumed_from is not None:
+            metadata["_rampart_resumed_from"] = self.resumed_from
         return attrs.evolve(self.result, metadata=metadata)
+
+
+class UnitOutcome(enum.Enum):
+    """How the body behind a ``FinishedUnit`` ended."""
+
+    PASSED = "passed"
+    FAILED = "failed"  # its own assertions failed (a clone), or the test failed
+    PARTIAL = "partial"  # an interrupt stopped it: results so far, not a finished unit
+
+
+@attrs.frozen(kw_only=True)
+class FinishedUnit:
+    """Results that are final together: one trial clone, or one whole test.
+
+    ``clone`` is the clone index (None for a plain test, and for what a trial test's
+    fixtures recorded). ``detail`` is the one-line failure of a FAILED unit.
+    ``test_hash`` identifies the test's code and markers (``_resume.test_hash``), so a
+    journal entry is only reused for unchanged code.
+    """
+
+    nodeid: str
+    name: str
+    clone: int | None
+    results: tuple[RecordedResult, ...]
+    outcome: UnitOutcome = UnitOutcome.PASSED
+    detail: str = ""
+    test_hash: str = ""
 
 
 @attrs.frozen(kw_only=True)
@@ -109,8 +189,12 @@ class GroupRecord:
 class RunLedger:
     """What this pytest process will report; see the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, run_id: str | None = None) -> None:
         self.started = time.monotonic()
+        self.started_wall = time.time()
+        self.run_id = uuid.uuid4().hex if run_id is None else run_id
+        self._interrupted = False
+        self._subscribers: list[Callable[[FinishedUnit], None]] = []
         self._results: list[RecordedResult] = []
         self._groups: list[GroupRecord] = []
         self._incomplete: list[str] = []
@@ -118,21 +202,63 @@ class RunLedger:
         self._warnings: list[str] = []
         self._written: list[str] = []
         self._workers: set[str] = set()
+        self._slots = 0
+        self._freed_slots = 0
+        self._replaced = 0
         self._limit_statistics: list[dict[str, Any]] = []
+        self._store = ResultStore()
         self._backends: set[str] = set()
 
     # -- recording ----------------------------------------------------------------------
 
     def record(self, recorded: RecordedResult) -> None:
-        """Record one finished result: the single way a result enters the run."""
+        """Record one finished result: the single way a result enters the run.
+
+        The full result goes to the store, a slim copy stays here; a result the
+        canonical codec cannot record is replaced by an ERROR marker that says so.
+        """
+        try:
+            location = self._put(recorded)
+        except SchemaError as exc:
+            reason = f"not recordable by the trace codec ({exc})"
+            marker = loss_marker(recorded.result, reason, where="reporting")
+            recorded = attrs.evolve(recorded, result=marker, lost=reason)
+            location = self._put(recorded)
+        recorded = attrs.evolve(
+            recorded,
+            result=slim(recorded.result),
+            stored_at=location,
+            unusable_confidences=unusable_confidences(recorded.result),
+        )
         self._results.append(recorded)
         if recorded.lost is not None:
             self.mark_incomplete(
                 f"a result of {recorded.attribution.test_nodeid} was lost: {recorded.lost}"
             )
 
+    def _put(self, recorded: RecordedResult) -> tuple[int, int]:
+        """Store the result as the report carries it: stamped, attributed on the record."""
+        stamped = recorded.stamped()
+        nodeid, index = record_attribution(stamped)
+        return self._store.put(stamped, pytest_nodeid=nodeid, result_index=index)
+
+    def record_unit(self, unit: FinishedUnit) -> None:
+        """Record a finished unit's results, then tell the subscribers about the unit."""
+        for recorded in unit.results:
+            self.record(recorded)
+        for subscriber in self._subscribers:
+            subscriber(unit)
+
+    def subscribe(self, subscriber: Callable[[FinishedUnit], None]) -> None:
+        """Call ``subscriber`` with every unit ``record_unit`` receives from now on."""
+        self._subscribers.append(subscriber)
+
     def record_group(self, group: GroupRecord) -> None:
         self._groups.append(group)
+
+    def mark_interrupted(self) -> None:
+        """A KeyboardInterrupt stopped the run: the report says so and shows what finished."""
+        self._interrupted = True
 
     def mark_incomplete(self, reason: str) -> None:
         """The report may not reflect every test: said in the summary and the report, and
@@ -151,6 +277,22 @@ class RunLedger:
 
     def worker_seen(self, worker: str) -> None:
         self._workers.add(worker)
+
+    def worker_ready(self, worker: str) -> None:
+        """A worker came up: it takes a slot a crashed worker freed, or a new one."""
+        if worker in self._workers:
+            return
+        self._workers.add(worker)
+        if self._freed_slots:
+            self._freed_slots -= 1
+            self._replaced += 1
+        else:
+            self._slots += 1
+
+    def worker_crashed(self, worker: str) -> None:
+        """A worker died; xdist may start a replacement in its slot."""
+        self.worker_seen(worker)
+        self._freed_slots += 1
 
     def backend_seen(self, backend: str) -> None:
         """A test ran on this anyio backend (``"asyncio"``, ``"trio"``)."""
@@ -192,6 +334,16 @@ class RunLedger:
         return frozenset(self._workers)
 
     @property
+    def worker_slots(self) -> int:
+        """How many workers ran side by side: distinct workers, less those that only
+        replaced a crashed one (xdist restarts a crashed worker under a new id)."""
+        return max(self._slots, len(self._workers) - self._replaced)
+
+    @property
+    def workers_replaced(self) -> int:
+        return self._replaced
+
+    @property
     def backends(self) -> frozenset[str]:
         return frozenset(self._backends)
 
@@ -200,13 +352,41 @@ class RunLedger:
         return tuple(self._limit_statistics)
 
     @property
+    def interrupted(self) -> bool:
+        return self._interrupted
+
+    @property
     def failed(self) -> bool:
         """The run must not exit 0: it is incomplete, or a report was not written."""
         return bool(self._incomplete or self._sink_failures)
 
-    def report_results(self) -> list[Result]:
-        """The results as the report carries them: in report order, stamped."""
-        return [recorded.stamped() for recorded in self.results]
+    def full_result(self, recorded: RecordedResult) -> Result:
+        """The full result behind a ledger entry, as reported (stamped), read back from
+        the store."""
+        if recorded.stored_at is None:
+            return recorded.stamped()
+        result = self._store.get(recorded.stored_at)
+        return restore_unusable_confidences(result, recorded.unusable_confidences)
+
+    def report_results(self) -> StoredResults:
+        """The results as the report carries them: in report order, stamped, each read
+        from the store only when a sink reads it."""
+        ordered = self.results
+
+        def load(index: int) -> Result:
+            return self.full_result(ordered[index])
+
+        def record_text(index: int) -> str | None:
+            entry = ordered[index]
+            if entry.stored_at is None or entry.unusable_confidences:
+                return None  # the report needs the live values: load the result
+            return self._store.text(entry.stored_at)
+
+        return StoredResults([entry.result for entry in ordered], load, record_text=record_text)
+
+    def close(self) -> None:
+        """Drop the store (its file is anonymous: nothing remains on disk)."""
+        self._store.close()
 
 
 def _report_order(recorded: RecordedResult) -> tuple[str, int, int, str]:

@@ -20,6 +20,8 @@ __all__ = ["INCONCLUSIVE_OUTCOMES", "TrialSpec", "harm_category_of", "trial_spec
 DEFAULT_CONCURRENCY = 10
 #: What an INCONCLUSIVE group does to its test (ini ``rampart_inconclusive``).
 INCONCLUSIVE_OUTCOMES = ("fail", "xfail", "skip", "pass")
+#: Default of ini ``rampart_max_trials``, the largest ``n`` a trial group may have.
+DEFAULT_MAX_TRIALS = 10_000
 
 T = TypeVar("T")
 
@@ -84,9 +86,12 @@ def trial_spec_of(
     default_concurrency: int,
     default_confidence: float | None = None,
     inconclusive: str = "fail",
+    max_trials: int = DEFAULT_MAX_TRIALS,
 ) -> TrialSpec | None:
     """The item's trial settings, or None when it carries no ``trial`` marker.
 
+    ``n`` above ``max_trials`` (ini ``rampart_max_trials``) is a usage error: a trial
+    group is bounded by design. ``trials_override`` was checked against it already.
     ``default_confidence`` (``--rampart-confidence`` / ini ``rampart_confidence``)
     applies to groups whose marker does not set ``confidence=`` (``confidence=None``
     opts out) and whose threshold is strictly between 0 and 1: a threshold of 1.0
@@ -117,6 +122,14 @@ def trial_spec_of(
     n = _usage(lambda: check_int(owner, _marker_name("n"), raw_n, minimum=1))
     if trials_override is not None:
         n = trials_override
+    elif n > max_trials:
+        raise invalid(
+            owner,
+            _marker_name("n"),
+            f"<= {max_trials} (ini rampart_max_trials; raise it to run more clones)",
+            raw_n,
+            error=pytest.UsageError,
+        )
     raw_threshold = marker.kwargs.get("threshold", 1.0)
     if "confidence" in marker.kwargs:
         raw_confidence = marker.kwargs["confidence"]

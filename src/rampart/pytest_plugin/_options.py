@@ -12,7 +12,11 @@ import attrs
 import pytest
 
 from rampart._checks import invalid
-from rampart.pytest_plugin._markers import DEFAULT_CONCURRENCY, INCONCLUSIVE_OUTCOMES
+from rampart.pytest_plugin._markers import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_TRIALS,
+    INCONCLUSIVE_OUTCOMES,
+)
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -137,6 +141,39 @@ def add_options(parser: pytest.Parser) -> None:
         "Directory of the on-disk LLM response cache, relative to the rootdir (default: off).",
         default="",
     )
+    _add_robustness_options(parser, group)
+
+
+def _add_robustness_options(parser: pytest.Parser, group: pytest.OptionGroup) -> None:
+    """Bounds, the run journal and resume (docs/pytest-plugin.md: Limits, Journal and resume)."""
+    parser.addini(
+        "rampart_max_trials",
+        f"Largest n a trial group may have (default {DEFAULT_MAX_TRIALS}).",
+        default="",
+    )
+    parser.addini(
+        "rampart_harm_without_result",
+        "What a harm-marked test that records no rampart result does: fail (default) or warn.",
+        default="",
+    )
+    journal_help = (
+        "Directory of the run journal (one JSONL file per run; default "
+        "<rootdir>/.rampart/journal), or 'off'."
+    )
+    group.addoption(
+        "--rampart-journal", dest="rampart_journal", default=None, metavar="DIR", help=journal_help
+    )
+    parser.addini("rampart_journal", journal_help, default="")
+    group.addoption(
+        "--rampart-resume",
+        dest="rampart_resume",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="JOURNAL",
+        help="Reuse the results a run journal holds and run only the rest (JOURNAL: a "
+        "journal file or directory; default: the newest journal in the journal directory).",
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -146,6 +183,8 @@ class Options:
     trials_override: int | None
     default_concurrency: int
     max_bytes: int
+    max_trials: int = DEFAULT_MAX_TRIALS
+    harm_without_result: str = "fail"
     report_dir: Path | None = None
     summary: str = "all"
     progress: str = "auto"
@@ -155,13 +194,26 @@ class Options:
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
-        trials = _option_int(config, "rampart_trials", minimum=1)
+        max_trials = _option_int(config, "rampart_max_trials", minimum=1)
+        max_trials = DEFAULT_MAX_TRIALS if max_trials is None else max_trials
+        trials = _option_int(config, "rampart_trials", minimum=1, maximum=max_trials)
         concurrency = _option_int(config, "rampart_concurrency", minimum=1)
         max_bytes = _option_int(config, "rampart_xdist_max_bytes", minimum=MIN_MAX_BYTES)
+        harm = str(config.getini("rampart_harm_without_result") or "fail").strip()
+        if harm not in ("fail", "warn"):
+            raise invalid(
+                "rampart",
+                "ini option rampart_harm_without_result",
+                "'fail' or 'warn'",
+                harm,
+                error=pytest.UsageError,
+            )
         return cls(
             trials_override=trials,
             default_concurrency=DEFAULT_CONCURRENCY if concurrency is None else concurrency,
             max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
+            max_trials=max_trials,
+            harm_without_result=harm,
             report_dir=_report_dir(config),
             summary=_choice(config, "rampart_summary", SUMMARY_MODES),
             progress=_choice(config, "rampart_progress", PROGRESS_MODES),
@@ -241,10 +293,12 @@ def _option_confidence(config: pytest.Config) -> float | None:
     return number
 
 
-_INI_OPTIONS = frozenset({"rampart_concurrency", "rampart_xdist_max_bytes"})
+_INI_OPTIONS = frozenset({"rampart_concurrency", "rampart_xdist_max_bytes", "rampart_max_trials"})
 
 
-def _option_int(config: pytest.Config, name: str, *, minimum: int) -> int | None:
+def _option_int(
+    config: pytest.Config, name: str, *, minimum: int, maximum: int | None = None
+) -> int | None:
     """An integer option from the command line, else the ini file; None when unset."""
     value = config.getoption(name, None)
     source = f"--{name.replace('_', '-')}"
@@ -254,10 +308,12 @@ def _option_int(config: pytest.Config, name: str, *, minimum: int) -> int | None
             return None
         value, source = raw, f"ini option {name}"
     expected = f"an integer >= {minimum}"
+    if maximum is not None:
+        expected = f"an integer from {minimum} to {maximum} (ini rampart_max_trials)"
     try:
         number = int(str(value))
     except ValueError:
         raise invalid("rampart", source, expected, value, error=pytest.UsageError) from None
-    if number < minimum:
+    if number < minimum or (maximum is not None and number > maximum):
         raise invalid("rampart", source, expected, value, error=pytest.UsageError)
     return number

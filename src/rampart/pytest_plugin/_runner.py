@@ -2,7 +2,7 @@
 
 The plugin replaces each test function with a wrapper built here. The wrapper runs
 the original body inside a collection context; for ``@pytest.mark.trial`` items it
-runs ``n`` clones concurrently in one task group under a ``CapacityLimiter``, each
+runs the clones concurrently in one task group under a ``CapacityLimiter``, each
 clone with its own collector and ``TrialInfo``. Clone failures are captured, not
 propagated, so one failing clone does not stop the others; when the clones are done
 the group verdict is computed (once) and decides the call's outcome. With early stop
@@ -11,6 +11,15 @@ stops once the clones counted so far settle its verdict, and clones above the de
 one that finished anyway are reported but not counted. Async wrappers
 stay coroutine functions, so whichever async test plugin owns the item (anyio's, or
 pytest-asyncio's) runs them.
+
+Each clone that finishes is handed to ``ItemRun.clone_done`` at once (the plugin
+records its results and journals them), so an interrupted or killed run keeps every
+finished clone. Clones a run journal already holds (``ItemRun.resumed``) are not run.
+
+A ``KeyboardInterrupt`` anywhere in the body (a clone's own code, the engine, an
+exception group around it) ends the item as a bare ``KeyboardInterrupt``, which pytest
+turns into an interrupted session; it is never a test failure. An execution the body
+created but never ran (a forgotten ``await``) fails the body.
 """
 
 from __future__ import annotations
@@ -24,8 +33,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import pytest
 
+from rampart._text import one_line
 from rampart.core.result import SafetyStatus
-from rampart.engine._execution import current_framework_handlers, framework_handlers
+from rampart.engine._execution import (
+    current_framework_handlers,
+    framework_handlers,
+    never_started,
+    tracking_executions,
+)
 from rampart.engine._fanout import fan_out
 from rampart.pytest_plugin._collect import (
     ResultCollectionHandler,
@@ -34,23 +49,28 @@ from rampart.pytest_plugin._collect import (
     bind_collector,
 )
 from rampart.pytest_plugin._groups import (
+    CloneCancelled,
     CloneRun,
     GroupVerdict,
     ItemRun,
     clone_settles,
-    clone_status,
+    count_clones,
     judge,
+    settle_known,
 )
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
 
+    from rampart.engine._execution import BaseExecution
     from rampart.pytest_plugin._markers import TrialSpec
 
-__all__ = ["collecting", "wrap_test_function"]
+__all__ = ["NEVER_AWAITED", "collecting", "wrap_test_function"]
 
 # Outcomes that end the whole item rather than one clone.
 _ITEM_OUTCOMES = (pytest.skip.Exception, pytest.xfail.Exception, pytest.exit.Exception)
+
+NEVER_AWAITED = "execution created but never awaited"
 
 _HANDLER = ResultCollectionHandler()
 
@@ -78,11 +98,20 @@ def wrap_test_function(
     """A replacement for ``func`` that collects results and fans out trial clones.
 
     ``publish`` receives the ``ItemRun`` before the body starts, so results survive a
-    failing body. A trial group that fails its verdict fails the call (``judge``).
+    failing body; it may fill in ``resumed`` and ``clone_done``. A trial group that
+    fails its verdict fails the call (``judge``).
     """
     if inspect.iscoroutinefunction(func):
         return _wrap_async(func, spec=spec, name=name, publish=publish)
     return _wrap_sync(func, spec=spec, name=name, publish=publish)
+
+
+def _unawaited_message(executions: list[BaseExecution]) -> str:
+    kinds = sorted({type(execution).__name__ for execution in executions})
+    return (
+        f"{NEVER_AWAITED}: {len(executions)} execution(s) ({', '.join(kinds)}) built in "
+        "this test never ran; did you forget `await` before execute_async(...)?"
+    )
 
 
 @contextmanager
@@ -91,30 +120,101 @@ def _clone(run: ItemRun, index: int) -> Iterator[CloneRun]:
 
     In a trial group a failing body is recorded on the clone (judged later with the
     group) instead of propagating; outcomes that end the whole item still propagate.
+    A body that created an execution and never ran it fails with ``NEVER_AWAITED``.
     """
     clone = CloneRun(index=index)
     run.clones.append(clone)
     trial = None if run.spec is None else TrialInfo(index=index, n=run.spec.n)
-    with collecting(clone.collector, trial):
+    with collecting(clone.collector, trial), tracking_executions() as created:
         if run.spec is None:
             yield clone
+            _check_started(created)
             return
         try:
             yield clone
+            _check_started(created)
         except _ITEM_OUTCOMES:
             raise
         # pytest.fail() raises a BaseException; in a clone it fails that clone only.
         except (Exception, pytest.fail.Exception) as exc:  # recorded, judged later
             clone.failure = exc
-    # A finished clone (one cancelled by early stop never gets here).
+    clone.finished = True
+    # A finished clone (one cancelled by early stop never gets here): live progress
+    # first (it reads the results), then the plugin records them and lets them go.
     if run.on_clone_done is not None:
         run.on_clone_done(clone)
+    if run.clone_done is not None:
+        run.clone_done(clone)
+
+
+def _check_started(created: list[BaseExecution]) -> None:
+    unstarted = never_started(created)
+    created.clear()
+    if unstarted:
+        pytest.fail(_unawaited_message(unstarted), pytrace=False)
 
 
 def _decide(run: ItemRun, *, name: str) -> None:
     """The group's clones are done: compute its verdict once and let it decide the call."""
     run.verdict = GroupVerdict.of(run)
     judge(run, item_name=name)
+
+
+def _interrupt_in(group: BaseExceptionGroup[BaseException]) -> KeyboardInterrupt | None:
+    """The first ``KeyboardInterrupt`` inside ``group`` (at any depth), if any."""
+    match, _ = group.split(KeyboardInterrupt)
+    if match is None:
+        return None
+    leaf = _first_leaf(match)
+    return leaf if isinstance(leaf, KeyboardInterrupt) else KeyboardInterrupt()
+
+
+@contextmanager
+def _interrupts_stop_the_item(run: ItemRun) -> Iterator[None]:
+    """A KeyboardInterrupt anywhere below, even inside an exception group, is re-raised
+    bare (pytest then ends the session), and the run is marked interrupted."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        run.interrupted = True
+        raise
+    except BaseExceptionGroup as group:
+        interrupt = _interrupt_in(group)
+        if interrupt is None:
+            raise
+        run.interrupted = True
+        raise interrupt from None
+
+
+def _unsafe_findings(run: ItemRun) -> list[CloneRun]:
+    """Clones (finished, partial or resumed) that recorded an UNSAFE result."""
+    found = []
+    for clone in [*run.resumed.values(), *run.clones, *run.partial]:
+        status = clone.settled[0] if clone.settled is not None else None
+        if status is SafetyStatus.UNSAFE or any(
+            result.status is SafetyStatus.UNSAFE for result in clone.collector.results
+        ):
+            found.append(clone)
+    return found
+
+
+def _item_outcome_with_findings(
+    run: ItemRun, outcome: BaseException, *, name: str
+) -> BaseException:
+    """A clone skipped or xfailed the item. UNSAFE findings still fail it: a skip must
+    not hide a recorded attack success."""
+    unsafe = _unsafe_findings(run)
+    if not unsafe or isinstance(outcome, pytest.exit.Exception):
+        return outcome
+    indices = ", ".join(f"{one_line(name)}[trial-{clone.index}]" for clone in unsafe[:3])
+    more = f" and {len(unsafe) - 3} more" if len(unsafe) > 3 else ""
+    kind = "xfail" if isinstance(outcome, pytest.xfail.Exception) else "skip"
+    message = (
+        f"trial group failed: {len(unsafe)} clone(s) recorded UNSAFE results "
+        f"({indices}{more}) before a clone called pytest.{kind}(); "
+        "UNSAFE findings fail the group whatever the other clones did"
+    )
+    return pytest.fail.Exception(message, pytrace=False)
 
 
 def _wrap_async(
@@ -129,49 +229,90 @@ def _wrap_async(
         run = ItemRun(spec=spec)
         publish(run)
         if spec is None:
-            with _clone(run, 0):
+            with _interrupts_stop_the_item(run), _clone(run, 0):
                 await func(**kwargs)
             return
+        todo = [index for index in range(spec.n) if index not in run.resumed]
 
-        async def run_clone(index: int) -> CloneRun:
-            with _clone(run, index) as clone:
+        async def run_clone(position: int) -> CloneRun:
+            with _clone(run, todo[position]) as clone:
                 await func(**kwargs)
             return clone
 
-        def clone_settled(_index: int, clone: CloneRun) -> bool:
+        def clone_settled(_position: int, clone: CloneRun) -> bool:
             # fan_out calls this in index order, whatever order the clones finish in.
             return clone_settles(run, clone)
 
+        # Clones not run: those early stop cancelled, or all when the clones a run
+        # journal supplied settle the group already.
+        missing = len(todo)
+        if spec.stops_early and settle_known(run):
+            todo = []
         try:
-            outcome = await fan_out(
-                run_clone,
-                count=spec.n,
-                limiter=anyio.CapacityLimiter(spec.concurrency),
-                settled=clone_settled if spec.stops_early else None,
-            )
+            with _interrupts_stop_the_item(run):
+                outcome = await fan_out(
+                    run_clone,
+                    count=len(todo),
+                    limiter=anyio.CapacityLimiter(spec.concurrency),
+                    settled=clone_settled if spec.stops_early else None,
+                )
         except BaseExceptionGroup as group:
             # A clone skipped or xfailed the item: pytest understands the outcome
             # itself, not a task group's exception group around it.
             _, rest = group.split(_ITEM_OUTCOMES)
             if rest is None:
-                raise _first_leaf(group) from None
+                raise _item_outcome_with_findings(run, _first_leaf(group), name=name) from None
             raise
-        finished = {index for index, _ in outcome.completed}
-        # Clones cancelled by early stop, and those that finished after the deciding
-        # clone, do not count in the verdict, but what they recorded is still reported.
-        run.partial = sorted(
-            (c for c in run.clones if c.index not in finished and c.collector.results),
-            key=_index,
-        )
-        run.clones = sorted((c for c in run.clones if c.index in finished), key=_index)
-        run.cancelled = outcome.cancelled_count
-        run.late = len(outcome.late)
-        run.late_unsafe = sum(
-            clone_status(clone) is SafetyStatus.UNSAFE for _index, clone in outcome.late
-        )
-        _decide(run, name=name)
+        finished = {todo[position] for position, _ in outcome.completed}
+        if not outcome.settled:
+            _judge_foreign_cancellations(run, todo, finished)
+        late = [clone for _position, clone in outcome.late]
+        cancelled = missing - len(finished) - len(late)
+        _finish_group(run, finished, cancelled=cancelled, late=late, name=name)
 
     return run_item
+
+
+def _judge_foreign_cancellations(run: ItemRun, todo: list[int], finished: set[int]) -> None:
+    """Early stop did not ask any clone to stop, yet some did not finish: a clone's own
+    code raised a cancellation (and on asyncio it can take the clones not yet started
+    with it). They are failed clones, counted against the pass rate, never reported as
+    "not run (early stop)"."""
+    started = {clone.index: clone for clone in run.clones}
+    for index in todo:
+        if index in finished:
+            continue
+        clone = started.get(index)
+        if clone is None:
+            clone = CloneRun(index=index)
+            run.clones.append(clone)
+            why = "the clone never started: a cancellation early stop did not request stopped it"
+        else:
+            why = "the clone ended with a cancellation that early stop did not request"
+        clone.failure = CloneCancelled(why)
+        clone.finished = True
+        finished.add(index)
+        if run.clone_done is not None:
+            run.clone_done(clone)
+
+
+def _finish_group(
+    run: ItemRun, finished: set[int], *, cancelled: int, late: list[CloneRun], name: str
+) -> None:
+    """Sort the clones into counted and partial, then decide the group.
+
+    Clones cancelled by early stop, and those that finished after the deciding clone
+    (``late``; resumed ones above it too), do not count in the verdict, but what they
+    recorded is still reported.
+    """
+    run.partial = sorted(
+        (c for c in run.clones if c.index not in finished and c.collector.results),
+        key=_index,
+    )
+    ran = [c for c in run.clones if c.index in finished]
+    count_clones(run, [*run.resumed.values(), *ran], late)
+    run.cancelled = cancelled
+    _decide(run, name=name)
 
 
 def _wrap_sync(
@@ -180,25 +321,36 @@ def _wrap_sync(
     spec: TrialSpec | None,
     name: str,
     publish: Callable[[ItemRun], None],
-) -> Callable[..., None]:
+) -> Callable[..., Any]:
     @functools.wraps(func)
-    def run_item(**kwargs: Any) -> None:
+    def run_item(**kwargs: Any) -> Any:
         run = ItemRun(spec=spec)
         publish(run)
         if spec is None:
-            with _clone(run, 0):
-                func(**kwargs)
-            return
+            with _interrupts_stop_the_item(run), _clone(run, 0):
+                # Returned, so pytest judges what the body returned (a coroutine from
+                # a sync test fails, as it does without rampart).
+                return func(**kwargs)
         # A synchronous body cannot run concurrently; its clones run one after another,
         # each in a fresh copy of the context.
-        for index in range(spec.n):
-            clone: CloneRun = contextvars.copy_context().run(
-                _run_sync_clone, func, kwargs, run, index
-            )
-            if spec.stops_early and clone_settles(run, clone):
-                run.cancelled = spec.n - index - 1
-                break
-        _decide(run, name=name)
+        todo = [index for index in range(spec.n) if index not in run.resumed]
+        missing = len(todo)
+        if spec.stops_early and settle_known(run):
+            todo = []
+        finished: set[int] = set()
+        try:
+            with _interrupts_stop_the_item(run):
+                for index in todo:
+                    clone: CloneRun = contextvars.copy_context().run(
+                        _run_sync_clone, func, kwargs, run, index
+                    )
+                    finished.add(index)
+                    if spec.stops_early and clone_settles(run, clone):
+                        break
+        except _ITEM_OUTCOMES as outcome:
+            raise _item_outcome_with_findings(run, outcome, name=name) from None
+        _finish_group(run, finished, cancelled=missing - len(finished), late=[], name=name)
+        return None
 
     return run_item
 

@@ -7,6 +7,9 @@
 - the fixtures module (``rampart_trial``, the default ``anyio_backend``, the
   deprecated ``rampart_sinks`` bootstrap);
 - the LLM layer's run statistics and response-cache option (``_llm_cache``);
+- ``RunJournal`` and ``InterruptWatch`` (``_runjournal``, ``_interrupts``): the run
+  journal every finished unit is appended to, ``--rampart-resume``, and a clean end
+  on Ctrl-C;
 - on an xdist worker, ``XdistWorker``: results ride on test reports to the controller;
 - otherwise ``RunReporter`` (the report, the sinks, the exit status and the terminal
   summary) with items delivering straight to the ledger, and ``XdistController``
@@ -28,10 +31,11 @@ import rampart.pytest_plugin._fixtures
 from rampart._redact import redact
 from rampart._text import one_line
 from rampart.pytest_plugin._async_tests import AnyioByDefault
-from rampart.pytest_plugin._envelope import recordable
+from rampart.pytest_plugin._interrupts import InterruptWatch
 from rampart.pytest_plugin._items import ItemHooks, ItemOutlet
+from rampart.pytest_plugin._journal import JournalWriter
 from rampart.pytest_plugin._junit import JunitProperties, junit_requested
-from rampart.pytest_plugin._ledger import LEDGER_KEY, GroupRecord, RecordedResult, RunLedger
+from rampart.pytest_plugin._ledger import LEDGER_KEY, FinishedUnit, GroupRecord, RunLedger
 from rampart.pytest_plugin._limits import LimitTracker, merge_limit_statistics
 from rampart.pytest_plugin._llm_cache import configure as configure_llm
 from rampart.pytest_plugin._llm_cache import llm_metadata
@@ -40,6 +44,13 @@ from rampart.pytest_plugin._options import Options
 from rampart.pytest_plugin._progress_session import ProgressNodes, ProgressSession, worker_progress
 from rampart.pytest_plugin._report_data import BackendNotes, group_summary, run_info
 from rampart.pytest_plugin._report_dir import report_dir_sinks
+from rampart.pytest_plugin._resume import ResumePlan, count_by_run
+from rampart.pytest_plugin._runjournal import (
+    RUN_INPUT_KEY,
+    JournalSettings,
+    RunJournal,
+    default_gitignore,
+)
 from rampart.pytest_plugin._sinks import SINKS_KEY, ReportSinks
 from rampart.pytest_plugin._summary import summary_lines
 from rampart.pytest_plugin._xdist import XdistController, XdistWorker
@@ -53,32 +64,73 @@ _REGISTERED = pytest.StashKey[list[str]]()
 def start(config: pytest.Config) -> None:
     """Make the run's ledger and register the plugin's parts (see the module docstring)."""
     options = Options.from_config(config)
-    ledger = RunLedger()
-    config.stash[LEDGER_KEY] = ledger
-    limits = LimitTracker()
     is_worker = hasattr(config, "workerinput")
+    ledger = RunLedger()
+    if is_worker:
+        settings = JournalSettings.from_workerinput(
+            config.workerinput.get(RUN_INPUT_KEY),  # type: ignore[attr-defined]
+            run_id=ledger.run_id,
+        )
+        ledger.run_id = settings.run_id
+    else:
+        settings = JournalSettings.resolve(
+            config, run_id=ledger.run_id, report_dir=options.report_dir
+        )
+    config.stash[LEDGER_KEY] = ledger
+    writer = None
+    if settings.journal is not None:
+        writer = JournalWriter(
+            settings.journal,
+            run_id=settings.run_id,
+            worker=_worker_id(config) if is_worker else None,
+            on_error=ledger.warn,
+            gitignore=default_gitignore(config, settings.journal),
+        )
+    plan = None
+    if settings.resume is not None:
+        plan = ResumePlan(settings.resume, current_run=settings.run_id)
+    journal = RunJournal(
+        config=config,
+        ledger=ledger,
+        settings=settings,
+        writer=writer,
+        is_worker=is_worker,
+        report_dir=options.report_dir,
+    )
+    limits = LimitTracker()
     parts: dict[str, object] = {
         "rampart-async-tests": AnyioByDefault(config),
         "rampart-backends": BackendNotes(ledger),
+        "rampart-journal": journal,
+        "rampart-interrupts": InterruptWatch(ledger=ledger, writer=writer),
     }
     outlet: ItemOutlet
     if is_worker:
-        outlet = XdistWorker(config=config, max_bytes=options.max_bytes, limits=limits)
+        outlet = XdistWorker(
+            config=config, max_bytes=options.max_bytes, limits=limits, journal=writer
+        )
         parts["rampart-xdist-worker"] = outlet
         progress = worker_progress(config)
         if progress is not None:
             parts["rampart-progress"] = progress
     else:
+        ledger.subscribe(journal.journal_unit)
         sinks = ReportSinks(config=config, ledger=ledger)
         config.stash[SINKS_KEY] = sinks
         outlet = LedgerOutlet(ledger)
         parts["rampart-report"] = RunReporter(
-            config=config, ledger=ledger, sinks=sinks, limits=limits, options=options
+            config=config,
+            ledger=ledger,
+            sinks=sinks,
+            limits=limits,
+            options=options,
+            journal=journal,
+            plan=plan,
         )
         # Not "dsession": xdist registers it in its own pytest_configure, which may run
         # after this one; xdist's hook specs are there as soon as xdist is loaded.
         if config.pluginmanager.has_plugin("xdist"):
-            parts["rampart-xdist"] = XdistController(ledger)
+            parts["rampart-xdist"] = XdistController(ledger, run_input=settings.to_workerinput())
         progress_session = ProgressSession(
             config, option=options.progress, interval=options.progress_interval
         )
@@ -87,7 +139,12 @@ def start(config: pytest.Config) -> None:
         if config.pluginmanager.has_plugin("xdist"):
             parts["rampart-progress-nodes"] = ProgressNodes(progress_session)
     parts["rampart-items"] = ItemHooks(
-        options=options, outlet=outlet, limits=limits, is_worker=is_worker
+        options=options,
+        outlet=outlet,
+        limits=limits,
+        is_worker=is_worker,
+        resume=plan,
+        hashing=writer is not None,
     )
     parts["rampart-fixtures"] = rampart.pytest_plugin._fixtures
     if junit_requested(config):
@@ -101,9 +158,17 @@ def start(config: pytest.Config) -> None:
 def stop(config: pytest.Config) -> None:
     """Unregister what ``start`` registered."""
     unconfigure_llm(config)
+    ledger = config.stash.get(LEDGER_KEY, None)
+    if ledger is not None:
+        ledger.close()
     for name in config.stash.get(_REGISTERED, []):
         if config.pluginmanager.has_plugin(name):
             config.pluginmanager.unregister(name=name)
+
+
+def _worker_id(config: pytest.Config) -> str:
+    workerinput = getattr(config, "workerinput", {})
+    return str(workerinput.get("workerid", "?"))
 
 
 class LedgerOutlet:
@@ -116,18 +181,19 @@ class LedgerOutlet:
     def __init__(self, ledger: RunLedger) -> None:
         self._ledger = ledger
 
+    def record(self, item: pytest.Item, unit: FinishedUnit) -> None:
+        del item
+        self._ledger.record_unit(unit)
+
     def deliver(
-        self,
-        item: pytest.Item,
-        report: pytest.TestReport,
-        results: list[RecordedResult],
-        group: GroupRecord | None,
+        self, item: pytest.Item, report: pytest.TestReport | None, group: GroupRecord | None
     ) -> None:
         del item, report
-        for recorded in results:
-            self._ledger.record(recordable(recorded))
         if group is not None:
             self._ledger.record_group(group)
+
+    def warn(self, message: str) -> None:
+        self._ledger.warn(message)
 
 
 def _group_order(group: GroupRecord) -> tuple[str, str]:
@@ -135,7 +201,13 @@ def _group_order(group: GroupRecord) -> tuple[str, str]:
 
 
 class RunReporter:
-    """Session end on the controller or the single process: report, sinks, summary."""
+    """Session end on the controller or the single process: report, sinks, summary.
+
+    A run pytest ends with a usage error (exit status 4) writes no report: nothing
+    ran, and an empty report would read as a clean run. An interrupted run writes its
+    reports with ``metadata["interrupted"] = True`` (which ``run.interrupted`` reads);
+    ``run.exit_status`` says how any run ended.
+    """
 
     def __init__(
         self,
@@ -145,6 +217,8 @@ class RunReporter:
         sinks: ReportSinks,
         limits: LimitTracker,
         options: Options,
+        journal: RunJournal | None = None,
+        plan: ResumePlan | None = None,
     ) -> None:
         self._config = config
         self._ledger = ledger
@@ -152,13 +226,18 @@ class RunReporter:
         self._limits = limits
         self._options = options
         self._report_dir_sinks = report_dir_sinks(options.report_dir)
+        self._journal = journal
+        self._plan = plan
+        self._not_written: str | None = None
 
     def build_report(self, exit_status: int | None = None) -> TestRunReport:
         ledger = self._ledger
         metadata: dict[str, Any] = {}
         if self._config.pluginmanager.has_plugin("dsession") or ledger.workers:
             metadata["xdist_active"] = True
-            metadata["worker_count"] = len(ledger.workers)
+            metadata["worker_count"] = ledger.worker_slots
+            if ledger.workers_replaced:
+                metadata["workers_replaced"] = ledger.workers_replaced
             metadata["dist_mode"] = str(self._config.getoption("dist", "no"))
         limits = merge_limit_statistics(self._limits.statistics() + list(ledger.limit_statistics))
         if limits:
@@ -169,6 +248,7 @@ class RunReporter:
         if ledger.incomplete_reasons:
             metadata["incomplete"] = True
             metadata["incomplete_reasons"] = list(ledger.incomplete_reasons)
+        metadata.update(self._run_metadata())
         duration = time.monotonic() - ledger.started
         groups = sorted(ledger.groups, key=_group_order)
         return TestRunReport.from_results(
@@ -181,16 +261,62 @@ class RunReporter:
             ),
         )
 
+    def _run_metadata(self) -> dict[str, Any]:
+        """The run id, its journal, what it resumed, and whether Ctrl-C stopped it."""
+        ledger = self._ledger
+        metadata: dict[str, Any] = {"run_id": ledger.run_id}
+        journal = self._journal
+        if journal is not None and journal.writer is not None and journal.writer.lines:
+            metadata["journal"] = str(journal.writer.path)
+        if self._plan is not None:
+            resumed = count_by_run(list(ledger.results))
+            metadata["resumed"] = {"journal": str(self._plan.journal), "runs": resumed}
+        if ledger.interrupted:
+            metadata["interrupted"] = True
+        if journal is not None and journal.recovered:
+            metadata["recovered_from_journal"] = journal.recovered
+        return metadata
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        report = self.build_report(int(session.exitstatus))
-        sinks = self._sinks.resolve() + self._report_dir_sinks
-        self._sinks.emit(report, sinks)
+        status = int(session.exitstatus)
+        if status == pytest.ExitCode.USAGE_ERROR:
+            self._not_written = "the run ended with a usage error (exit status 4)"
+            return
+        stopped = self._ledger.interrupted or self._ledger.incomplete_reasons
+        if stopped and self._journal is not None and self._ledger.workers:
+            self._journal.recover_from_journal()
+        try:
+            report = self.build_report(status)
+            sinks = self._sinks.resolve() + self._report_dir_sinks
+            self._sinks.remove_stale_temporaries(sinks, older_than=self._ledger.started_wall)
+            self._sinks.emit(report, sinks)
+        except KeyboardInterrupt:
+            # Ctrl-C while the reports are written (or a sink raised it): the run is
+            # interrupted; what was written is listed, the journal has the rest.
+            self._ledger.mark_interrupted()
+            self._ledger.sink_failed("interrupted while the reports were being written")
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+            return
         if self._ledger.failed and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         tr, ledger = terminalreporter, self._ledger
+        if ledger.interrupted:
+            tr.write_sep("=", "RAMPART: INTERRUPTED", red=True, bold=True)
+            tr.write_line(
+                f"The run was interrupted: {len(ledger.results)} results that finished are "
+                "kept and reported (metadata interrupted = true); tests still running did "
+                "not finish.",
+                red=True,
+            )
+            journal = self._journal
+            if journal is not None and journal.writer is not None and journal.writer.lines:
+                where = redact(one_line(str(journal.writer.path)))
+                tr.write_line(f"Resume it: pytest ... --rampart-resume={where}")
+        if self._not_written is not None:
+            tr.write_line(f"RAMPART: no report written: {redact(self._not_written)}", yellow=True)
         if ledger.incomplete_reasons:
             tr.write_sep("=", "RAMPART: INCOMPLETE RUN", red=True, bold=True)
             tr.write_line("Results may be partial; the report does not reflect every test.")
@@ -209,5 +335,11 @@ class RunReporter:
         tr.write_sep("=", "RAMPART Safety Summary")
         for line in summary_lines(results, ledger.groups, mode=self._options.summary):
             tr.write_line(line)
+        if self._plan is not None:
+            resumed = count_by_run(list(results))
+            if resumed:
+                runs = ", ".join(f"{count} from run {run[:12]}" for run, count in resumed.items())
+                where = redact(one_line(str(self._plan.journal)))
+                tr.write_line(f"Resumed from {where}: {runs} (not run again)")
         for path in ledger.written:
-            tr.write_line(f"RAMPART report written to {path}")
+            tr.write_line(f"RAMPART report written to {redact(one_line(path))}")

@@ -6,27 +6,48 @@ just that implementation), so one that raises is named and the others still
 contribute. Anything a sink or an implementation gets wrong is recorded on the run
 ledger: a warning for a return value that is not sinks, a sink failure (which fails
 the run) for an exception. A report never goes missing silently.
+
+Without a hook implementation, the deprecated ``rampart_sinks`` is used, as RAMPART
+documents it ("xdist compatibility"): in a single process the session fixture is
+resolved by pytest (``_fixtures``); where no test ran it -- the xdist controller -- a
+conftest's ``rampart_sinks`` is resolved directly: a module-level list (or tuple) of sinks is
+used as is, a fixture function without parameters is called, and a fixture that
+depends on other fixtures is skipped with a warning. A module-level list works in a
+single process too. Only conftest files pytest loaded at start-up are seen there.
 """
 
 from __future__ import annotations
 
+import inspect
+import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
 import pytest
 
+from rampart._text import one_line
 from rampart.reporting import ReportSink, TestRunReport
+from rampart.reporting._files import remove_stale_temporaries
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from rampart.pytest_plugin._ledger import RunLedger
 
-__all__ = ["ReportSinks", "SINKS_KEY"]
+__all__ = ["LEGACY_FIXTURE_WARNING", "ReportSinks", "SINKS_KEY"]
 
 SINKS_KEY = pytest.StashKey["ReportSinks"]()
 
 _HOOK = "pytest_rampart_sinks"
+
+LEGACY_FIXTURE_WARNING = (
+    "The rampart_sinks fixture is deprecated and will be removed in 0.3.0. "
+    "Use the pytest_rampart_sinks hook instead."
+)
+
+#: A temporary report file must be this much older than the session to be stale.
+_STALE_GRACE_SECONDS = 60.0
 
 
 class ReportSinks:
@@ -48,13 +69,9 @@ class ReportSinks:
         if self.has_hook_implementations():
             return list(self._hook_sinks())
         if self._fixture_sinks is None:
-            if self._ledger.workers and _defines_legacy_fixture(self._config):
-                self._ledger.sink_failed(
-                    "the deprecated rampart_sinks fixture cannot be resolved on the xdist "
-                    "controller, so its sinks received nothing; implement the "
-                    "pytest_rampart_sinks hook instead"
-                )
-            return []
+            self._fixture_sinks = self._legacy_sinks_directly()
+            if self._fixture_sinks is None:
+                return []
         kept = [sink for sink in self._fixture_sinks if isinstance(sink, ReportSink)]
         if len(kept) != len(self._fixture_sinks):
             self._ledger.warn("rampart_sinks fixture returned items that are not report sinks")
@@ -112,6 +129,66 @@ class ReportSinks:
         if path is not None:
             self._ledger.report_written(str(path))
 
+    def _legacy_sinks_directly(self) -> list[object] | None:
+        """``rampart_sinks`` from the loaded conftest files, resolved without pytest's
+        fixture machinery (module docstring); None when no conftest defines it."""
+        found: list[object] | None = None
+        for plugin in self._config.pluginmanager.get_plugins():
+            value = getattr(plugin, "rampart_sinks", None)
+            if value is None or not inspect.ismodule(plugin):
+                continue
+            where = one_line(str(getattr(plugin, "__file__", None) or plugin.__name__))
+            sinks = self._legacy_value(value, where)
+            if sinks is None:
+                continue
+            _warn_deprecated(self._ledger)
+            found = [*(found or []), *sinks]
+        return found
 
-def _defines_legacy_fixture(config: pytest.Config) -> bool:
-    return any(hasattr(plugin, "rampart_sinks") for plugin in config.pluginmanager.get_plugins())
+    def _legacy_value(self, value: object, where: str) -> list[object] | None:
+        if isinstance(value, list | tuple):
+            return list(value)
+        function = getattr(value, "__wrapped__", None)
+        if function is None or not callable(function):
+            self._ledger.warn(
+                f"rampart_sinks in {where} is neither a list of sinks nor a fixture; ignored"
+            )
+            return None
+        needed = [
+            name
+            for name, parameter in inspect.signature(function).parameters.items()
+            if parameter.default is inspect.Parameter.empty
+            and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
+        ]
+        if needed:
+            self._ledger.warn(
+                f"the rampart_sinks fixture in {where} depends on other fixtures "
+                f"({', '.join(needed)}), which cannot be resolved here (the xdist "
+                "controller); its sinks were skipped - use a parameterless fixture, a "
+                "module-level list, or the pytest_rampart_sinks hook"
+            )
+            return None
+        try:
+            produced = function()
+            if inspect.isgenerator(produced):
+                produced = next(produced)  # a yield fixture: its value, no teardown
+        except Exception as exc:  # reported loudly, exit status forced
+            self._ledger.sink_failed(
+                f"the rampart_sinks fixture in {where} raised {type(exc).__name__}: {exc}"
+            )
+            return None
+        return list(produced) if isinstance(produced, list | tuple) else [produced]
+
+    def remove_stale_temporaries(self, sinks: list[ReportSink], *, older_than: float) -> None:
+        """Remove temporary files rampart left in the file sinks' directories earlier."""
+        for sink in sinks:
+            directory = getattr(sink, "output_dir", None)
+            if isinstance(directory, Path):
+                remove_stale_temporaries(directory, older_than=older_than - _STALE_GRACE_SECONDS)
+
+
+def _warn_deprecated(ledger: RunLedger) -> None:
+    try:
+        warnings.warn(LEGACY_FIXTURE_WARNING, DeprecationWarning, stacklevel=2)
+    except DeprecationWarning:  # an "error" warnings filter: say it, do not crash the end
+        ledger.warn(LEGACY_FIXTURE_WARNING)

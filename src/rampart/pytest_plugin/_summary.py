@@ -1,8 +1,11 @@
 """The terminal safety summary, as pure functions from ledger entries to lines.
 
-Every line is sanitized (``one_line``) and then passes the redaction policy
+Every string that came from a test or an agent (names, summaries, harm categories)
+goes through ``one_line``, and every line then passes the redaction policy
 (``rampart._redact``), in that order, so an escape sequence cannot split a secret
-past the policy.
+past the policy. The summary is bounded: per category, a trial group prints the
+result lines of at most ``MAX_CLONES_SHOWN`` of its clones (the worst results first)
+and then one line saying how many more results the report holds.
 """
 
 from __future__ import annotations
@@ -21,7 +24,10 @@ if TYPE_CHECKING:
 
     from rampart.pytest_plugin._ledger import GroupRecord, RecordedResult
 
-__all__ = ["category_header", "group_line", "result_line", "summary_lines"]
+__all__ = ["MAX_CLONES_SHOWN", "category_header", "group_line", "result_line", "summary_lines"]
+
+#: Clones whose result lines a trial group prints per category; the rest are counted.
+MAX_CLONES_SHOWN = 20
 
 LABELS = {
     SafetyStatus.SAFE: "PASS",
@@ -75,7 +81,8 @@ def _plural(count: int, noun: str) -> str:
 def category_header(category: str, members: Sequence[RecordedResult]) -> str:
     """``DATA_EXFILTRATION (3 tests, 52 runs)``: tests are pytest items, runs results."""
     tests = len({recorded.attribution.nodeid for recorded in members})
-    return redact(f"{category.upper()} ({_plural(tests, 'test')}, {_plural(len(members), 'run')})")
+    name = one_line(category).upper()
+    return redact(f"{name} ({_plural(tests, 'test')}, {_plural(len(members), 'run')})")
 
 
 def _group_category(group: GroupRecord, results: Sequence[RecordedResult]) -> str:
@@ -84,6 +91,27 @@ def _group_category(group: GroupRecord, results: Sequence[RecordedResult]) -> st
         if recorded.attribution.clone is not None and recorded.attribution.nodeid == group.nodeid:
             return category_key(recorded.result)
     return group.harm if group.harm else UNCATEGORIZED
+
+
+def _bounded_result_lines(ordered: Sequence[RecordedResult]) -> list[str]:
+    """Result lines, a trial group's limited to ``MAX_CLONES_SHOWN`` clones, then how
+    many results of each group were left out."""
+    lines: list[str] = []
+    shown: dict[str, set[int]] = {}
+    hidden: dict[str, int] = {}
+    for recorded in ordered:
+        clone = recorded.attribution.clone
+        if clone is not None:
+            name = recorded.attribution.name
+            clones = shown.setdefault(name, set())
+            if clone not in clones and len(clones) >= MAX_CLONES_SHOWN:
+                hidden[name] = hidden.get(name, 0) + 1
+                continue
+            clones.add(clone)
+        lines.append(result_line(recorded))
+    for name, count in hidden.items():
+        lines.append(redact(f"  … {count} more results of {one_line(name)} in the report"))
+    return lines
 
 
 def summary_lines(
@@ -124,7 +152,7 @@ def summary_lines(
         lines.append("")
         lines.append(category_header(category, members))
         ordered = sorted(shown, key=lambda r: _ORDER.get(r.result.status, 4))
-        lines.extend(result_line(recorded) for recorded in ordered)
+        lines.extend(_bounded_result_lines(ordered))
         lines.extend(group_line(group) for group in category_groups)
     if groups and mode == "all":
         lines.append("")

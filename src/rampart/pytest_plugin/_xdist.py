@@ -1,10 +1,14 @@
 """Moving results from xdist workers to the controller, and noticing when some went missing.
 
-A worker (``XdistWorker``) attaches each test's results to its test report in the
-envelope of ``_envelope`` and counts what it streamed. The controller
-(``XdistController``) records what arrives on its run ledger, attributed to the worker
-that sent it, and compares each worker's count with what arrived; a crashed worker,
-an unreadable payload or a mismatch marks the run incomplete.
+A worker (``XdistWorker``) journals each finished unit at once (the run journal is
+shared by every process of the run) and attaches each test's results to its test
+report in the envelope of ``_envelope``, counting what it streamed. The controller
+(``XdistController``) hands every worker the run's settings (run id, journal, resumed
+journal) and the shared rate-limit directory, records what arrives on its run
+ledger, attributed to the worker that sent it, and compares each worker's count with
+what arrived; a crashed worker, an unreadable payload or a mismatch marks the run
+incomplete. ``worker_count`` in the report counts worker *slots*: a worker xdist
+starts to replace a crashed one takes the crashed one's slot.
 
 Trust boundary: payloads come from our own workers, but are parsed as data (canonical
 JSON records, checked envelope fields), never unpickled or evaluated.
@@ -19,16 +23,23 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from rampart.pytest_plugin._envelope import decode_envelope, encode_envelope
+from rampart.pytest_plugin._envelope import (
+    decode_envelope,
+    encode_entries,
+    envelope_notes,
+    make_envelope,
+)
 from rampart.pytest_plugin._limits import (
     WORKERINPUT_KEY,
     WORKEROUTPUT_KEY,
     LimitTracker,
     export_shared_directory,
 )
+from rampart.pytest_plugin._runjournal import RUN_INPUT_KEY
 
 if TYPE_CHECKING:
-    from rampart.pytest_plugin._ledger import GroupRecord, RecordedResult, RunLedger
+    from rampart.pytest_plugin._journal import JournalWriter
+    from rampart.pytest_plugin._ledger import FinishedUnit, GroupRecord, RunLedger
 
 __all__ = ["REPORT_ATTRIBUTE", "STREAMED_KEY", "XdistController", "XdistWorker"]
 
@@ -37,30 +48,46 @@ STREAMED_KEY = "rampart_streamed_results"
 
 
 class XdistWorker:
-    """Worker-side hooks: results ride on test reports; the count goes in workeroutput."""
+    """Worker-side hooks: units are journaled as they finish and ride on test reports;
+    the count goes in workeroutput."""
 
-    def __init__(self, *, config: pytest.Config, max_bytes: int, limits: LimitTracker) -> None:
+    def __init__(
+        self,
+        *,
+        config: pytest.Config,
+        max_bytes: int,
+        limits: LimitTracker,
+        journal: JournalWriter | None = None,
+    ) -> None:
         self._max_bytes = max_bytes
         self._limits = limits
+        self._journal = journal
         self._streamed = 0
+        self._pending: dict[str, list[dict[str, Any]]] = {}
+        self._notes: list[str] = []
         export_shared_directory(config.workerinput)  # type: ignore[attr-defined]
 
+    def record(self, item: pytest.Item, unit: FinishedUnit) -> None:
+        if self._journal is not None:
+            self._journal.write_unit(unit)
+        entries = encode_entries(unit.results, max_bytes=self._max_bytes)
+        self._pending.setdefault(item.nodeid, []).extend(entries)
+
+    def warn(self, message: str) -> None:
+        self._notes.append(message)
+
     def deliver(
-        self,
-        item: pytest.Item,
-        report: pytest.TestReport,
-        results: list[RecordedResult],
-        group: GroupRecord | None,
+        self, item: pytest.Item, report: pytest.TestReport | None, group: GroupRecord | None
     ) -> None:
-        payload = encode_envelope(
-            nodeid=item.nodeid,
-            name=item.name,
-            results=results,
-            group=group,
-            max_bytes=self._max_bytes,
+        entries = self._pending.pop(item.nodeid, [])
+        if report is None:
+            return  # interrupted: no report leaves; the journal has what finished
+        notes, self._notes = self._notes, []
+        payload = make_envelope(
+            nodeid=item.nodeid, name=item.name, entries=entries, group=group, notes=notes
         )
         setattr(report, REPORT_ATTRIBUTE, payload)
-        self._streamed += len(results)
+        self._streamed += len(entries)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -76,23 +103,26 @@ class XdistController:
     xdist is loaded (pytest rejects unknown ``pytest_*`` hooks).
     """
 
-    def __init__(self, ledger: RunLedger) -> None:
+    def __init__(self, ledger: RunLedger, *, run_input: dict[str, Any] | None = None) -> None:
         self._ledger = ledger
+        self._run_input = run_input
         self._received: Counter[str] = Counter()
         self._limits_directory: str | None = None
 
     def pytest_configure_node(self, node: Any) -> None:
-        """Hand every worker the run's shared rate-limit bucket directory."""
+        """Hand every worker the run's settings and shared rate-limit bucket directory."""
         if self._limits_directory is None:
             self._limits_directory = tempfile.mkdtemp(prefix="rampart-limits-")
         node.workerinput[WORKERINPUT_KEY] = self._limits_directory
+        if self._run_input is not None:
+            node.workerinput[RUN_INPUT_KEY] = self._run_input
 
     def pytest_unconfigure(self) -> None:
         if self._limits_directory is not None:
             shutil.rmtree(self._limits_directory, ignore_errors=True)
 
     def pytest_testnodeready(self, node: Any) -> None:
-        self._ledger.worker_seen(_worker_id(node))
+        self._ledger.worker_ready(_worker_id(node))
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         payload = getattr(report, REPORT_ATTRIBUTE, None)
@@ -113,11 +143,19 @@ class XdistController:
             self._ledger.record(recorded)
         if group is not None:
             self._ledger.record_group(group)
+        for note in envelope_notes(payload):
+            self._ledger.warn(note)
 
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         worker = _worker_id(node)
         self._ledger.worker_seen(worker)
         if error is not None:
+            if error == "keyboard-interrupt":
+                # xdist reports an interrupted worker this way; the run is interrupted,
+                # and what the worker journaled is read back at the end.
+                self._ledger.mark_interrupted()
+                return
+            self._ledger.worker_crashed(worker)
             self._ledger.mark_incomplete(
                 f"xdist worker {worker} crashed; results it had not streamed are lost ({error})"
             )

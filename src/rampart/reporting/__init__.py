@@ -14,6 +14,7 @@ from rampart.reporting._jsonl import JsonlTraceSink
 from rampart.reporting._report import PopulationSummary, TestRunReport
 from rampart.reporting._run_data import GroupInterval, RunInfo, StatusCounts, TrialGroupSummary
 from rampart.reporting._sink import ReportSink
+from rampart.reporting._stored import StoredResults
 
 __all__ = [
     "GroupInterval",
@@ -25,6 +26,7 @@ __all__ = [
     "ReportSink",
     "RunInfo",
     "StatusCounts",
+    "StoredResults",
     "TestRunReport",
     "TrialGroupSummary",
 ]

@@ -10,6 +10,11 @@ On a filesystem without hard links the file is created with ``O_CREAT | O_EXCL``
 under its final name instead; that also never replaces a file, but a crash in the
 middle of the write could leave a truncated report behind.
 
+The temporary file is named ``.rampart-tmp.<stem>.<32 hex>.tmp``, so a copy left
+behind by a killed process is recognisable: :func:`remove_stale_temporaries` deletes
+such files (and the ``.run_report_*`` / ``.traces_*`` temporaries of earlier
+versions) once they are older than a given time, and nothing else.
+
 These functions block; sinks run them in a worker thread.
 """
 
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -24,9 +30,14 @@ from typing import TYPE_CHECKING
 from rampart._checks import message
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from pathlib import Path
 
-__all__ = ["check_output_dir", "utc_timestamp", "write_new_file"]
+    #: File content: the bytes, or a function giving them in chunks (called again if
+    #: the content must be written a second time).
+    Content = bytes | Callable[[], Iterable[bytes]]
+
+__all__ = ["check_output_dir", "remove_stale_temporaries", "utc_timestamp", "write_new_file"]
 
 _OUTPUT_DIR = "a directory, or a path where one can be created"
 
@@ -54,6 +65,24 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
+# Chunks are gathered up to this size before each write.
+_BUFFER_BYTES = 1 << 20
+
+
+def _write_content(fd: int, data: Content) -> None:
+    if isinstance(data, bytes):
+        _write_all(fd, data)
+        return
+    buffer = bytearray()
+    for chunk in data():
+        buffer += chunk
+        if len(buffer) >= _BUFFER_BYTES:
+            _write_all(fd, bytes(buffer))
+            buffer.clear()
+    if buffer:
+        _write_all(fd, bytes(buffer))
+
+
 def _fsync_directory(directory: Path) -> None:
     # Makes the new directory entry durable. Best effort: some platforms and
     # filesystems cannot open or fsync a directory, and the report is complete
@@ -69,13 +98,48 @@ def _fsync_directory(directory: Path) -> None:
             os.close(fd)
 
 
-def _write_temp(directory: Path, stem: str, data: bytes) -> Path:
-    temp = directory / f".{stem}.{uuid.uuid4().hex}.tmp"
+_TEMP_PREFIX = ".rampart-tmp."
+# Ours: ``.rampart-tmp.<stem>.<hex>.tmp``; earlier versions: ``.run_report_<...>.<hex>.tmp``
+# and ``.traces_<...>.<hex>.tmp``.
+_STALE = re.compile(r"\A(?:\.rampart-tmp\..+|\.(?:run_report|traces)_[^/]*)\.[0-9a-f]{32}\.tmp\Z")
+
+
+def remove_stale_temporaries(directory: Path, *, older_than: float) -> list[Path]:
+    """Delete the temporary files rampart left in ``directory`` before ``older_than``.
+
+    Only regular files whose names rampart's writers use (``.rampart-tmp.*.<32 hex>.tmp``
+    and the ``.run_report_*`` / ``.traces_*`` temporaries of earlier versions) and whose
+    modification time (seconds since the epoch) is before ``older_than`` are removed;
+    anything else, and a file still being written, is left alone. Returns the removed
+    paths; a file that cannot be removed is skipped.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not _STALE.match(entry.name):
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            if entry.stat(follow_symlinks=False).st_mtime >= older_than:
+                continue
+            os.unlink(entry.path)
+        except OSError:
+            continue
+        removed.append(directory / entry.name)
+    return removed
+
+
+def _write_temp(directory: Path, stem: str, data: Content) -> Path:
+    temp = directory / f"{_TEMP_PREFIX}{stem}.{uuid.uuid4().hex}.tmp"
     _write_exclusive(temp, data)
     return temp
 
 
-def _write_exclusive(path: Path, data: bytes) -> None:
+def _write_exclusive(path: Path, data: Content) -> None:
     """Create ``path`` exclusively and write ``data`` into it, durably (fsynced).
 
     On failure the partial file is removed. Used for temp files, and as the fallback
@@ -83,7 +147,7 @@ def _write_exclusive(path: Path, data: bytes) -> None:
     """
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
-        _write_all(fd, data)
+        _write_content(fd, data)
         os.fsync(fd)
     except BaseException:
         os.close(fd)
@@ -107,7 +171,7 @@ def _publish_by_link(temp: Path, directory: Path, names: list[str]) -> Path | No
     raise _no_free_name(directory, names[0])
 
 
-def _publish_exclusive(directory: Path, names: list[str], data: bytes) -> Path:
+def _publish_exclusive(directory: Path, names: list[str], data: Content) -> Path:
     for name in names:
         final = directory / name
         try:
@@ -151,9 +215,13 @@ def check_output_dir(owner: str, directory: Path) -> Path:
 
 
 def write_new_file(
-    directory: Path, *, stem: str, suffix: str, data: bytes, owner: str = "write_new_file"
+    directory: Path, *, stem: str, suffix: str, data: Content, owner: str = "write_new_file"
 ) -> Path:
     """Write ``data`` to a new file ``<stem><suffix>`` in ``directory``; return its path.
+
+    ``data`` is the content, or a function returning it in chunks (so a large report is
+    never whole in memory); the function may be called a second time on a filesystem
+    without hard links.
 
     If that name is taken, ``<stem>_<uuid hex><suffix>`` is used instead. An existing
     file is never replaced and the final name never holds a partial file. The

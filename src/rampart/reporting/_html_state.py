@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from rampart.core.result import SafetyStatus
 from rampart.reporting._canonical import canonical_body, check_run_metadata
-from rampart.reporting._json_report import confidence_unusable
 from rampart.reporting._report import PopulationSummary, category_key
+from rampart.reporting._stored import confidence_unusable
 
 if TYPE_CHECKING:
     from rampart.core.result import Result
@@ -104,15 +104,20 @@ def html_state(report: TestRunReport) -> dict[str, Any]:
     the codec or the run metadata is not JSON-safe.
     """
     check_run_metadata(report.metadata)
-    results = report.results
+    # The page embeds every result: read them once (a pytest run's report reads them
+    # from its result store on access).
+    results = list(report.results)
     bodies = []
     for index, result in enumerate(results):
         body = _null_unusable_confidences(canonical_body(result, index), result)
         body["category"] = category_key(result)
         bodies.append(body)
+    by_category: dict[str, list[Result]] = {}
+    for result in results:
+        by_category.setdefault(category_key(result), []).append(result)
     categories = [
         {"name": name, **_summary_json(PopulationSummary.from_results(members))}
-        for name, members in report.by_harm_category().items()
+        for name, members in by_category.items()
     ]
     keyed = _attribution_index(results, report.trial_groups)
     groups = [

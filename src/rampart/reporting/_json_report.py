@@ -5,6 +5,12 @@ flat report layout; no field of a result is encoded here a second time. One valu
 read from the live result: an evaluation whose confidence is not a finite number
 (NaN, an infinity, not a number at all) is reported with ``null`` confidence, as
 RAMPART's report does (the canonical record, which needs a number, carries ``0.0``).
+
+The file is written as the JSON encoder produces it, one result at a time
+(``report_chunks``): a report of tens of thousands of results is never whole in
+memory, whether its results are in memory or stored on disk (``StoredResults``, whose
+stored canonical text is projected as it is, unless a confidence needs the live
+value). Redaction is applied per result entry and to the rest of the document.
 """
 
 from __future__ import annotations
@@ -16,13 +22,15 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 
 from rampart._checks import check_instance, check_path
-from rampart._redact import redact_data
-from rampart._text import safe_float, strip_ansi
+from rampart._redact import redact, redact_data
+from rampart._text import strip_ansi
 from rampart.reporting import _files
 from rampart.reporting._canonical import canonical_body, check_run_metadata
-from rampart.reporting._report import TestRunReport, category_key
+from rampart.reporting._report import TestRunReport
+from rampart.reporting._stored import StoredResults, confidence_unusable
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
     from pathlib import Path
 
     from rampart.core.result import Result
@@ -99,17 +107,6 @@ def project_result(body: dict[str, Any]) -> dict[str, Any]:
     return projected
 
 
-def confidence_unusable(evaluation: object) -> bool:
-    """True for a live evaluation whose confidence is not a finite number."""
-    if evaluation is None:
-        return False
-    try:
-        confidence = getattr(evaluation, "confidence", None)
-    except Exception:  # a subclass property that raises
-        return True
-    return safe_float(confidence) is None
-
-
 def _null_unusable_confidences(projected: dict[str, Any], result: Result) -> dict[str, Any]:
     """``projected`` with ``null`` where the live result's confidence is not a finite number."""
     final = projected.get("final_trace_evaluation")
@@ -121,18 +118,49 @@ def _null_unusable_confidences(projected: dict[str, Any], result: Result) -> dic
     return projected
 
 
-def build_document(report: TestRunReport) -> dict[str, Any]:
+class _ProjectedResults(list):  # type: ignore[type-arg]
+    """Some results' report entries, each projected while the JSON encoder iterates.
+
+    A ``list`` to the encoder (which writes lists by iterating them), holding nothing:
+    ``len`` and iteration answer from the report's results, one at a time.
+    """
+
+    def __init__(self, results: Sequence[Result], indices: list[int]) -> None:
+        super().__init__()
+        self._results = results
+        self._indices = indices
+
+    def __len__(self) -> int:
+        return len(self._indices)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for index in self._indices:
+            yield redact_data(_entry(self._results, index))
+
+
+def _entry(results: Sequence[Result], index: int) -> dict[str, Any]:
+    """Result ``index``'s report entry: projected from its stored record text when the
+    results are stored that way (no decode and re-encode), else from the live result."""
+    if isinstance(results, StoredResults):
+        text = results.record_text(index)
+        if text is not None:
+            return project_result(json.loads(text)["result"])
+    result = results[index]
+    return _null_unusable_confidences(project_result(canonical_body(result, index)), result)
+
+
+def build_document(report: TestRunReport, *, lazy: bool = False) -> dict[str, Any]:
     """The whole report as a JSON-ready dict, keys in their documented order.
 
-    Raises :class:`ReportError` if a result is rejected by the codec or the run
-    metadata is not JSON-safe.
+    With ``lazy`` the result entries are projected only while the document is encoded
+    (for ``report_chunks``); otherwise they are built here. Raises :class:`ReportError`
+    if a result is rejected by the codec or the run metadata is not JSON-safe.
     """
     check_run_metadata(report.metadata)
     by_category: dict[str, list[dict[str, Any]]] = {}
-    for index, result in enumerate(report.results):
-        projected = project_result(canonical_body(result, index))
-        projected = _null_unusable_confidences(projected, result)
-        by_category.setdefault(category_key(result), []).append(projected)
+    for category, indices in report.category_indices().items():
+        entries = _ProjectedResults(report.results, indices)
+        by_category[redact(category)] = entries if lazy else list(entries)
     summary = report.population_summary()
     return {
         "total_runs": report.total_runs,
@@ -164,9 +192,25 @@ def render_report(report: TestRunReport) -> bytes:
     metadata (limiter and LLM statistics, incomplete-run reasons) as well as the
     results, whose records the codec redacted already.
     """
-    document = redact_data(build_document(report))
-    text = json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False)
-    return (text + "\n").encode("utf-8")
+    return b"".join(report_chunks(report))
+
+
+def report_chunks(report: TestRunReport) -> Iterator[bytes]:
+    """``render_report``'s bytes in pieces, each result encoded as the writer gets to it.
+
+    The run metadata and every count are checked before the first piece, so a bad
+    report fails before anything is written. Each result entry is redacted as it is
+    produced; the rest of the document here.
+    """
+    document = build_document(report, lazy=True)
+    document = {
+        key: value if key == "by_harm_category" else redact_data(value)
+        for key, value in document.items()
+    }
+    encoder = json.JSONEncoder(indent=2, allow_nan=False, ensure_ascii=False)
+    for chunk in encoder.iterencode(document):
+        yield chunk.encode("utf-8")
+    yield b"\n"
 
 
 class JsonFileReportSink:
@@ -199,12 +243,11 @@ class JsonFileReportSink:
         return f"JsonFileReportSink(output_dir={str(self._output_dir)!r})"
 
     def _write_blocking(self, report: TestRunReport) -> Path:
-        data = render_report(report)
         return _files.write_new_file(
             self._output_dir,
             stem=f"run_report_{_files.utc_timestamp()}",
             suffix=".json",
-            data=data,
+            data=functools.partial(report_chunks, report),
             owner="JsonFileReportSink",
         )
 

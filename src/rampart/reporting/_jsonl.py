@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio.to_thread
 
@@ -11,6 +12,10 @@ from rampart._checks import check_instance, check_optional_filename, check_path
 from rampart.reporting import _files
 from rampart.reporting._canonical import encode_record, record_attribution
 from rampart.reporting._report import TestRunReport
+from rampart.reporting._stored import StoredResults
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = ["JsonlTraceSink"]
 
@@ -41,12 +46,20 @@ def render_traces(report: TestRunReport) -> bytes:
     holds valid ``_pytest_nodeid`` / ``_rampart_result_index`` values. Unicode line
     separators in strings are escaped (:func:`_escape_line_breaks`), so ``splitlines()`` works too.
     """
-    lines = []
-    for index, result in enumerate(report.results):
-        nodeid, result_index = record_attribution(result)
-        line = encode_record(result, index, pytest_nodeid=nodeid, result_index=result_index)
-        lines.append(_escape_line_breaks(line))
-    return "".join(line + "\n" for line in lines).encode("utf-8")
+    return b"".join(trace_chunks(report))
+
+
+def trace_chunks(report: TestRunReport) -> Iterator[bytes]:
+    """``render_traces``'s lines one at a time (a result is loaded only when written;
+    a stored record text is written as it is)."""
+    results = report.results
+    for index in range(len(results)):
+        line = results.record_text(index) if isinstance(results, StoredResults) else None
+        if line is None:
+            result = results[index]
+            nodeid, result_index = record_attribution(result)
+            line = encode_record(result, index, pytest_nodeid=nodeid, result_index=result_index)
+        yield (_escape_line_breaks(line) + "\n").encode("utf-8")
 
 
 class JsonlTraceSink:
@@ -83,7 +96,7 @@ class JsonlTraceSink:
         return f"JsonlTraceSink(output_dir={str(self._output_dir)!r}, filename={self._filename!r})"
 
     def _write_blocking(self, report: TestRunReport) -> Path:
-        data = render_traces(report)
+        data = functools.partial(trace_chunks, report)
         if self._filename is None:
             stem, suffix = f"traces_{_files.utc_timestamp()}", ".jsonl"
         else:

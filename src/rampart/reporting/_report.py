@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -12,6 +12,7 @@ from rampart._text import safe_str
 from rampart.core._dataclass import dataclass_compatible
 from rampart.core.result import HarmCategory, Result, SafetyStatus
 from rampart.reporting._run_data import RunInfo, TrialGroupSummary
+from rampart.reporting._stored import StoredResults
 
 __all__ = ["PopulationSummary", "TestRunReport"]
 
@@ -22,7 +23,9 @@ def _rate(count: int, denominator: int) -> float:
     return count / denominator if denominator else 0.0
 
 
-def _check_results(owner: str, results: object) -> list[Result]:
+def _check_results(owner: str, results: object) -> Sequence[Result]:
+    if isinstance(results, StoredResults):
+        return results  # built by the plugin from results it checked; not loaded here
     if isinstance(results, str | bytes | dict) or not isinstance(results, Iterable):
         raise invalid(owner, "results", "an iterable of Result", results)
     return [
@@ -85,13 +88,18 @@ class PopulationSummary:
         return self.unsafe_count == 0 and self.undetermined_count == 0 and self.error_count == 0
 
 
-def _count(results: list[Result]) -> dict[SafetyStatus | None, int]:
+def _count(results: Sequence[Result]) -> dict[SafetyStatus | None, int]:
     """Per-status counts; the ``None`` key holds the total."""
     counts: dict[SafetyStatus | None, int] = dict.fromkeys(SafetyStatus, 0)
-    for result in results:
+    for result in _slim(results):
         counts[result.status] += 1
     counts[None] = len(results)
     return counts
+
+
+def _slim(results: Sequence[Result]) -> Sequence[Result]:
+    """What counts and categories can be read from without loading stored results."""
+    return results.slim_results if isinstance(results, StoredResults) else results
 
 
 @dataclass_compatible
@@ -108,11 +116,15 @@ class TestRunReport:
     verdict) and ``run`` the :class:`RunInfo` (exit status, interrupted / incomplete
     markers, versions); a report built outside pytest gets an empty list and a
     ``RunInfo`` that knows only the duration.
+
+    ``results`` is a read-only sequence. The pytest plugin hands sinks a
+    ``StoredResults``, which loads each result from disk when it is read, so a report
+    of a very long run does not need every result in memory at once.
     """
 
     __test__ = False  # not a pytest test class, despite the name
 
-    results: list[Result]
+    results: Sequence[Result]
     total_runs: int
     passed: int
     failed: int
@@ -226,6 +238,14 @@ class TestRunReport:
             groups.setdefault(category_key(result), []).append(result)
         return groups
 
+    def category_indices(self) -> dict[str, list[int]]:
+        """The positions of each category's results, as ``by_harm_category`` orders
+        them, read without loading stored results."""
+        groups: dict[str, list[int]] = {}
+        for index, result in enumerate(_slim(self.results)):
+            groups.setdefault(category_key(result), []).append(index)
+        return groups
+
     def population_summary(
         self, *, harm_category: HarmCategory | str | None = None
     ) -> PopulationSummary:
@@ -243,5 +263,5 @@ class TestRunReport:
             expected="a HarmCategory, a str or None",
         )
         return PopulationSummary.from_results(
-            result for result in self.results if result.harm_category == harm_category
+            result for result in _slim(self.results) if result.harm_category == harm_category
         )

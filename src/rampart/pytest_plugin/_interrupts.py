@@ -1,0 +1,88 @@
+"""Ctrl-C ends the run cleanly; a second Ctrl-C ends it at once.
+
+The first ``KeyboardInterrupt`` -- wherever it is raised: the engine, a trial clone's
+own code (``_runner`` re-raises it bare out of any exception group), a fixture -- is
+left to pytest, which stops the session with exit status 2 and still runs the
+session's end. ``pytest_keyboard_interrupt`` marks the run ledger interrupted (the
+report says ``interrupted``, the terminal says INTERRUPTED in red) and arms the
+second interrupt: while the session ends (fixture teardown, injections removed,
+reports written) another SIGINT exits the process at once with status 130, what a
+shell reports for a process SIGINT ended. That exit never cuts a journal line in
+half: a SIGINT arriving during a journal write takes effect when the line is down.
+
+The handler is installed only from the first interrupt on, so the event loops'
+own SIGINT handling (trio's in particular) is untouched while tests run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pytest
+
+    from rampart.pytest_plugin._journal import JournalWriter
+    from rampart.pytest_plugin._ledger import RunLedger
+
+__all__ = ["EXIT_AT_ONCE", "InterruptWatch"]
+
+#: Exit status of a second Ctrl-C: 128 + SIGINT, as a shell reports it.
+EXIT_AT_ONCE = 128 + signal.SIGINT
+
+
+class InterruptWatch:
+    """Marks the run interrupted and arms the second Ctrl-C (see the module docstring)."""
+
+    def __init__(self, *, ledger: RunLedger, writer: JournalWriter | None) -> None:
+        self._ledger = ledger
+        self._writer = writer
+        self._previous: Any = None
+        self._armed = False
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        # pytest reports its own stops through this hook too (``Session.Interrupted``
+        # for collection errors, ``pytest.exit``); only a real KeyboardInterrupt is a
+        # Ctrl-C. (xdist reports an interrupted worker separately: ``_xdist``.)
+        if type(excinfo.value) is KeyboardInterrupt:
+            self._ledger.mark_interrupted()
+            self.arm()
+
+    def arm(self) -> None:
+        """From now on SIGINT exits at once (main thread only, where signals land)."""
+        if self._armed or threading.current_thread() is not threading.main_thread():
+            return
+        try:
+            self._previous = signal.signal(signal.SIGINT, self._exit_now)
+        except (ValueError, OSError):  # not the main interpreter, or no signals here
+            return
+        self._armed = True
+
+    def _exit_now(self, signum: int, frame: object) -> None:
+        del signum, frame
+        writer = self._writer
+        if writer is not None and writer.writing:
+            writer.exit_after_write = EXIT_AT_ONCE
+            return
+        exit_at_once(writer)
+
+    def pytest_unconfigure(self) -> None:
+        if self._armed:
+            self._armed = False
+            with contextlib.suppress(ValueError, OSError):
+                signal.signal(signal.SIGINT, self._previous or signal.default_int_handler)
+
+
+def exit_at_once(writer: JournalWriter | None) -> None:
+    """Say where the finished results are, then leave without any cleanup."""
+    where = ""
+    if writer is not None and writer.lines:
+        where = f"; finished results are in {writer.path}"
+    message = f"\nrampart: second interrupt, exiting at once (no report written){where}\n"
+    try:
+        os.write(2, message.encode("utf-8", "replace"))
+    finally:
+        os._exit(EXIT_AT_ONCE)

@@ -1,0 +1,332 @@
+"""The run journal: every finished result, on disk, as soon as it is final.
+
+A journal is a JSONL file of canonical ``rampart.trace.v2`` records (written with
+``rampart.codec``; each line reads back with ``deserialize_record``), one line per
+result, appended when its unit finishes: a trial clone as soon as its body is over,
+a plain test after its teardown. Besides the record's own ``pytest_nodeid`` and
+``result_index``, each result's metadata carries one bookkeeping key,
+``_rampart_journal``: the run id, the test's nodeid and name, the clone index, how
+many results the unit has (``of``), the test's hash (``_resume.test_hash``), the
+unit's outcome (``passed`` / ``failed`` / ``partial``, see ``UnitOutcome``) and its
+failure line, and the xdist worker. ``--rampart-resume`` reads it back (``_resume``).
+
+Every process of a run appends to the same file (xdist workers journal what they
+ran; the controller journals nothing of theirs): one ``os.write`` per unit on an
+``O_APPEND`` descriptor, under an exclusive ``flock`` where the platform has one.
+Nothing is buffered in the process, so a killed process (``kill -9``, an OOM kill)
+loses only the units still running; the lines are not fsynced one by one (that
+costs milliseconds per clone), so a power cut may lose the last ones. A writer that
+finds the file not ending in a newline (a writer killed mid-line) starts a new line
+first, so a torn line never swallows the next record; the reader skips torn and
+undecodable lines and says how many.
+
+A journal that cannot be written (disk full, permissions) turns itself off with a
+warning; the run and its reports carry on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from rampart._text import one_line
+from rampart.codec._record import ResultRecord, serialize_record
+from rampart.core.errors import SchemaError
+
+if sys.platform != "win32":  # POSIX: appends are serialized with flock
+    import fcntl
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+    from rampart.pytest_plugin._ledger import FinishedUnit, RecordedResult
+
+__all__ = [
+    "JOURNAL_KEY",
+    "JOURNAL_PREFIX",
+    "JournalLine",
+    "JournalWriter",
+    "journal_name",
+    "read_journal",
+]
+
+JOURNAL_KEY = "_rampart_journal"
+JOURNAL_PREFIX = "rampart-journal-"
+JOURNAL_SUFFIX = ".jsonl"
+
+# Longest failure line kept per unit (the report and the terminal have the full text).
+_MAX_DETAIL = 500
+
+# Line breaks ``str.splitlines()`` honours that JSON leaves raw inside strings.
+_UNICODE_LINE_BREAKS = (("\x85", "\\u0085"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
+
+
+def journal_name(run_id: str) -> str:
+    """``rampart-journal-<UTC time>-<run id>.jsonl``: sorts by start time, names its run."""
+    now = datetime.now(UTC)
+    stamp = f"{now:%Y-%m-%dT%H-%M-%S}-{now.microsecond // 1000:03d}"
+    return f"{JOURNAL_PREFIX}{stamp}-{run_id[:12]}{JOURNAL_SUFFIX}"
+
+
+def _escape_line_breaks(text: str) -> str:
+    if text.isascii():
+        return text
+    for character, escape in _UNICODE_LINE_BREAKS:
+        text = text.replace(character, escape)
+    return text
+
+
+def encode_line(
+    recorded: RecordedResult,
+    unit: FinishedUnit,
+    *,
+    run_id: str,
+    worker: str | None,
+) -> str:
+    """One journal line (no newline): the canonical record with its journal key."""
+    attribution = recorded.attribution
+    bookkeeping: dict[str, Any] = {
+        "run": run_id,
+        "nodeid": unit.nodeid,
+        "name": unit.name,
+        "clone": unit.clone,
+        "index": attribution.index,
+        "of": len(unit.results),
+        "hash": unit.test_hash,
+        "outcome": unit.outcome.value,
+        "detail": one_line(unit.detail)[:_MAX_DETAIL],
+        "worker": worker,
+    }
+    result = attrs.evolve(
+        recorded.result, metadata={**recorded.result.metadata, JOURNAL_KEY: bookkeeping}
+    )
+    record = ResultRecord(
+        result=result, pytest_nodeid=attribution.test_nodeid, result_index=attribution.index
+    )
+    return _escape_line_breaks(serialize_record(record=record))
+
+
+class JournalWriter:
+    """Appends finished units to one journal file (see the module docstring).
+
+    The file and its directory are created on the first unit, so a run that records
+    nothing leaves nothing behind. ``on_error`` receives a one-line message when the
+    journal fails and turns itself off.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        run_id: str,
+        worker: str | None = None,
+        on_error: Callable[[str], None] | None = None,
+        gitignore: Path | None = None,
+    ) -> None:
+        self.path = path
+        self._gitignore = gitignore
+        self.run_id = run_id
+        self._worker = worker
+        self._on_error = on_error
+        self._fd: int | None = None
+        self._broken = False
+        self.units = 0
+        self.lines = 0
+        # Set while a unit is being written: an immediate exit waits for the line end.
+        self.writing = False
+        self.exit_after_write: int | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return not self._broken
+
+    def write_unit(self, unit: FinishedUnit) -> None:
+        """Append ``unit``'s results (resumed results are already journaled: skipped)."""
+        if self._broken:
+            return
+        results = [recorded for recorded in unit.results if recorded.resumed_from is None]
+        if not results:
+            return
+        lines = []
+        for recorded in results:
+            try:
+                lines.append(encode_line(recorded, unit, run_id=self.run_id, worker=self._worker))
+            except SchemaError:
+                # Not recordable: the report carries an ERROR marker for it instead,
+                # and the unit is incomplete in the journal (it runs again on resume).
+                return
+        data = ("\n".join(lines) + "\n").encode("utf-8")
+        try:
+            self._append(data)
+        except OSError as exc:
+            self._fail(f"the run journal {self.path} could not be written ({exc}); it is off")
+            return
+        self.units += 1
+        self.lines += len(lines)
+
+    def _append(self, data: bytes) -> None:
+        if self._fd is None:
+            self._fd = self._open()
+        fd = self._fd
+        self.writing = True
+        try:
+            with _locked(fd):
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    data = b"\n" + data  # a writer died mid-line: never join onto it
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+        finally:
+            self.writing = False
+        if self.exit_after_write is not None:
+            from rampart.pytest_plugin._interrupts import exit_at_once
+
+            exit_at_once(self)
+
+    def _open(self) -> int:
+        fresh = self._gitignore is not None and not self._gitignore.parent.exists()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if fresh and self._gitignore is not None:
+            # rampart made the directory: keep it out of version control.
+            with contextlib.suppress(OSError):
+                self._gitignore.write_text("# created by rampart\n*\n")
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
+        return os.open(self.path, flags, 0o644)
+
+    def _fail(self, message: str) -> None:
+        self._broken = True
+        self.close()
+        if self._on_error is not None:
+            self._on_error(message)
+
+    def close(self) -> None:
+        """Flush to disk and close (the next unit, if any, reopens the file)."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _locked(fd: int) -> Iterator[None]:
+    """Hold an exclusive lock on the journal (elsewhere: single O_APPEND writes)."""
+    if sys.platform == "win32":  # pragma: no cover - no flock
+        yield
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+@attrs.frozen(kw_only=True)
+class JournalLine:
+    """One decodable line of a journal: its bookkeeping, and where its text is.
+
+    The record itself is decoded only when its result is used (``load``).
+    """
+
+    run: str
+    nodeid: str
+    name: str
+    clone: int | None
+    index: int
+    of: int
+    test_hash: str
+    outcome: str
+    detail: str
+    worker: str | None
+    offset: int
+    length: int
+
+    def text(self, path: Path) -> str:
+        with path.open("rb") as handle:
+            handle.seek(self.offset)
+            return handle.read(self.length).decode("utf-8")
+
+
+@attrs.frozen(kw_only=True)
+class JournalContents:
+    """What ``read_journal`` found: the lines, and how many it had to skip."""
+
+    path: Path
+    lines: tuple[JournalLine, ...]
+    skipped: int
+    torn_tail: bool
+
+
+def read_journal(path: Path) -> JournalContents:
+    """Every decodable line of the journal at ``path``, in file order.
+
+    A line that is not JSON, lacks the bookkeeping key or has it malformed is skipped
+    and counted; so is a last line without its newline (a writer was killed there).
+    Records are checked by the strict codec when they are loaded, not here.
+    """
+    found: list[JournalLine] = []
+    skipped = 0
+    torn_tail = False
+    offset = 0
+    with path.open("rb") as handle:
+        for raw in handle:
+            start, offset = offset, offset + len(raw)
+            if not raw.endswith(b"\n"):
+                torn_tail = bool(raw.strip())
+                break
+            if not raw.strip():
+                continue
+            line = _bookkeeping(raw, start)
+            if line is None:
+                skipped += 1
+            else:
+                found.append(line)
+    return JournalContents(path=path, lines=tuple(found), skipped=skipped, torn_tail=torn_tail)
+
+
+def _bookkeeping(raw: bytes, offset: int) -> JournalLine | None:
+    try:
+        document = json.loads(raw)
+        keys = document["result"]["metadata"][JOURNAL_KEY]
+        line = JournalLine(
+            run=_text(keys["run"]),
+            nodeid=_text(keys["nodeid"]),
+            name=_text(keys["name"]),
+            clone=_optional_count(keys["clone"]),
+            index=_count(keys["index"]),
+            of=_count(keys["of"]),
+            test_hash=_text(keys["hash"]),
+            outcome=_text(keys["outcome"]),
+            detail=_text(keys["detail"]),
+            worker=None if keys["worker"] is None else _text(keys["worker"]),
+            offset=offset,
+            length=len(raw) - 1,
+        )
+    except (ValueError, TypeError, KeyError):
+        return None
+    return line
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError("expected a string")
+    return value
+
+
+def _count(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TypeError("expected a count")
+    return value
+
+
+def _optional_count(value: object) -> int | None:
+    return None if value is None else _count(value)

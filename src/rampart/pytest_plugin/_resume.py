@@ -1,0 +1,227 @@
+"""``--rampart-resume``: reuse what a run journal holds, run only the rest.
+
+The plan (``ResumePlan``) reads the journal once and indexes its *complete* units by
+``(nodeid, clone)``: a unit is complete when the journal holds all ``of`` of its
+results and its outcome is not ``partial`` (an interrupted clone runs again). Lines
+of the running session's own run id are ignored (it appends to the same journal).
+
+Per item (``ResumePlan.for_item``): only units whose test hash matches the item's
+current hash are reused. The hash (``test_hash``) covers the test function's source,
+every marker's arguments and the effective trial settings, so changed test code
+invalidates the test's entries -- with a message naming the test -- and it runs
+again. A plain test is resumed when its unit is there; a trial test runs only the
+clone indices the journal lacks, and is not run at all when it has every one.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+from collections import Counter, defaultdict
+from typing import TYPE_CHECKING
+
+import attrs
+
+from rampart.codec._record import deserialize_record
+from rampart.pytest_plugin._journal import JOURNAL_KEY, JournalLine, read_journal
+from rampart.pytest_plugin._ledger import Attribution, RecordedResult, UnitOutcome
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import pytest
+
+    from rampart.pytest_plugin._markers import TrialSpec
+
+__all__ = [
+    "ItemResume",
+    "ResumePlan",
+    "ResumedUnit",
+    "changed_message",
+    "count_by_run",
+    "test_hash",
+]
+
+test_hash_version = "1"
+
+
+def test_hash(item: pytest.Item, spec: TrialSpec | None) -> str:
+    """A digest of what makes the test's results reusable: its code and its markers.
+
+    The source of the test function (its bytecode when the source is unavailable),
+    each marker's name and arguments (``repr``), the parametrization, and the
+    effective trial settings (``n`` after ``--rampart-trials``, threshold, early stop).
+    Concurrency is left out: it does not change what a clone records.
+    """
+    digest = hashlib.sha256(test_hash_version.encode())
+    function = getattr(item, "function", None)
+    source = _source(function) if function is not None else item.nodeid
+    digest.update(source.encode("utf-8", "surrogatepass"))
+    for marker in item.iter_markers():
+        digest.update(repr((marker.name, marker.args, sorted(marker.kwargs.items()))).encode())
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None:
+        digest.update(repr(sorted(callspec.params.items())).encode())
+    if spec is not None:
+        digest.update(repr((spec.n, spec.threshold, spec.early_stop)).encode())
+    return digest.hexdigest()[:32]
+
+
+@functools.lru_cache(maxsize=4096)
+def _source(function: object) -> str:
+    """The function's source (once per function: parametrized items share it), or its
+    bytecode when the source is unavailable."""
+    try:
+        return inspect.getsource(function)  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        code = getattr(function, "__code__", None)
+        return repr((code.co_code, code.co_consts)) if code is not None else repr(function)
+
+
+@attrs.frozen(kw_only=True)
+class ResumedUnit:
+    """A complete unit from the journal: its lines, run and outcome."""
+
+    run: str
+    clone: int | None
+    outcome: UnitOutcome
+    detail: str
+    lines: tuple[JournalLine, ...]
+
+
+@attrs.frozen(kw_only=True)
+class ItemResume:
+    """What the journal supplies for one item; with no units, ``stale_runs`` names the
+    runs whose entries for it its changed code invalidated."""
+
+    units: dict[int | None, ResumedUnit]
+    complete: bool  # the item need not run at all
+    stale_runs: tuple[str, ...] = ()
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        return tuple(sorted({unit.run for unit in self.units.values()}))
+
+
+class ResumePlan:
+    """The journal's complete units, ready to be matched to items (module docstring)."""
+
+    def __init__(self, journal: Path, *, current_run: str) -> None:
+        self.journal = journal
+        contents = read_journal(journal)
+        self.skipped_lines = contents.skipped + int(contents.torn_tail)
+        groups: dict[tuple[str, str, int | None], list[JournalLine]] = defaultdict(list)
+        for line in contents.lines:
+            if line.run != current_run:
+                groups[(line.run, line.nodeid, line.clone)].append(line)
+        # nodeid -> clone -> candidate (hash, unit) pairs, earliest run first.
+        self._units: dict[str, dict[int | None, list[tuple[str, ResumedUnit]]]] = {}
+        for (run, nodeid, clone), lines in groups.items():
+            unit = _complete_unit(run, clone, lines)
+            if unit is not None:
+                per_clone = self._units.setdefault(nodeid, {})
+                per_clone.setdefault(clone, []).append((lines[0].test_hash, unit))
+
+    @property
+    def unit_count(self) -> int:
+        return sum(len(per_clone) for per_clone in self._units.values())
+
+    def for_item(self, nodeid: str, current_hash: str, spec: TrialSpec | None) -> ItemResume | None:
+        """What the journal supplies for the item, or None when it has nothing for it.
+
+        When the journal's entries for it are all invalidated by changed code, the
+        answer has no units and names the runs (``changed_message`` says it).
+        """
+        per_clone = self._units.get(nodeid)
+        if per_clone is None:
+            return None
+        chosen: dict[int | None, ResumedUnit] = {}
+        stale_runs: set[str] = set()
+        for clone, candidates in per_clone.items():
+            for unit_hash, unit in candidates:
+                if unit_hash == current_hash:
+                    chosen.setdefault(clone, unit)
+                    break
+                stale_runs.add(unit.run)
+        if spec is not None:
+            chosen = {
+                clone: unit for clone, unit in chosen.items() if clone is None or clone < spec.n
+            }
+        if not chosen:
+            if stale_runs:
+                return ItemResume(units={}, complete=False, stale_runs=tuple(sorted(stale_runs)))
+            return None
+        if spec is None:
+            complete = None in chosen
+            chosen = {None: chosen[None]} if complete else {}
+            if not chosen:
+                return None
+        else:
+            complete = all(index in chosen for index in range(spec.n))
+            if not complete:
+                # The test runs, so its fixtures record afresh: reuse only clones.
+                chosen.pop(None, None)
+                if not chosen:
+                    return None
+        return ItemResume(units=chosen, complete=complete)
+
+    def load(self, unit: ResumedUnit, *, nodeid: str) -> list[RecordedResult]:
+        """The unit's results, decoded by the strict codec, marked as resumed.
+
+        Raises ``SchemaError`` when a line does not decode (the unit then runs again).
+        """
+        loaded = []
+        with self.journal.open("rb") as handle:
+            for line in unit.lines:
+                handle.seek(line.offset)
+                text = handle.read(line.length).decode("utf-8")
+                result = deserialize_record(data=text).result
+                metadata = dict(result.metadata)
+                metadata.pop(JOURNAL_KEY, None)
+                loaded.append(
+                    RecordedResult(
+                        result=attrs.evolve(result, metadata=metadata),
+                        attribution=Attribution(
+                            nodeid=nodeid,
+                            name=line.name,
+                            clone=line.clone,
+                            index=line.index,
+                            worker=line.worker,
+                        ),
+                        resumed_from=line.run,
+                    )
+                )
+        return loaded
+
+
+def changed_message(nodeid: str, runs: tuple[str, ...]) -> str:
+    """What to say about a test whose journaled results its changed code invalidates."""
+    return (
+        f"{nodeid} changed since run {', '.join(run[:12] for run in runs)} (its source or "
+        "marker arguments differ); its journaled results are not reused and it runs again"
+    )
+
+
+def _complete_unit(run: str, clone: int | None, lines: list[JournalLine]) -> ResumedUnit | None:
+    first = lines[0]
+    if first.outcome == UnitOutcome.PARTIAL.value:
+        return None
+    try:
+        outcome = UnitOutcome(first.outcome)
+    except ValueError:
+        return None
+    by_index: dict[int, JournalLine] = {}
+    for line in lines:
+        if (line.of, line.test_hash, line.outcome) != (first.of, first.test_hash, first.outcome):
+            return None
+        by_index.setdefault(line.index, line)
+    if sorted(by_index) != list(range(first.of)):
+        return None
+    ordered = tuple(by_index[index] for index in range(first.of))
+    return ResumedUnit(run=run, clone=clone, outcome=outcome, detail=first.detail, lines=ordered)
+
+
+def count_by_run(results: list[RecordedResult]) -> dict[str, int]:
+    """How many of ``results`` each journaled run supplied."""
+    return dict(Counter(r.resumed_from for r in results if r.resumed_from is not None))
