@@ -31,7 +31,8 @@ The fixed-n verdicts need no run: they do not depend on the order of the results
 are computed from the same seeded outcomes with the same rule (``TrialTally``).
 
 Usage: ``python benchmarks/bench_verdicts.py [--groups 2000] [--seed 14]
-[--backend asyncio] [--chart PATH]``; matplotlib (the ``bench`` extra) draws the chart.
+[--backend asyncio] [--chart PATH] [--quick]``; matplotlib (the ``bench`` extra) draws
+the chart (``docs/trials-verdicts.png`` is this chart from a full run).
 """
 
 from __future__ import annotations
@@ -359,7 +360,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
     parser.add_argument("--chart", type=Path, default=OUT_DIR / "bench_verdicts.png")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 50 groups per rate")
     args = parser.parse_args()
+    if args.quick:
+        args.groups = 50
 
     n_fixed = smallest_fixed()
     n_max = smallest_cap(n_fixed // 2, 4 * n_fixed)

@@ -1081,3 +1081,28 @@ class TestWithTheEngine:
         assert population.cancelled_count == 4
         assert agent.statistics().sessions_created == 1
         assert agent.surface.active == 0
+
+    @pytest.mark.anyio
+    async def test_sequential_stop_removes_the_injections_of_cancelled_trials(self) -> None:
+        """A sequential population that decides cancels the trials in flight; every
+        injection is removed and every session closed, and the trials not run are
+        counted."""
+        agent = SimulatedAgent(compliance=0.0, latency=0.001, seed=2)
+        population = await execute_trials_async(
+            execution_factory=self._xpia(agent),
+            adapter=agent,
+            n=120,
+            threshold=0.9,
+            confidence=0.95,
+            sequential=True,
+            concurrency=15,
+        )
+        assert population.verdict is TrialVerdict.PASSED
+        assert population.executed_count == 48
+        assert population.size == 120
+        assert population.cancelled_count + len(population.uncounted) == 72
+        assert population.cancelled_count > 0
+        stats = agent.statistics()
+        assert stats.sessions_created == stats.sessions_closed
+        assert stats.sessions_created < 120
+        assert agent.surface.active == 0

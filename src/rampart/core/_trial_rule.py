@@ -4,7 +4,7 @@ A group is ``size`` trials; their statuses are fed to a ``TrialTally`` **in tria
 order** (trial *i* counts once trials 0..i-1 are known), so a decision to stop never
 depends on which trials happened to finish first. The verdict (``TrialVerdict``):
 
-- **count rule** (the default, DESIGN decision 2): FAILED when more than
+- **count rule** (the default, the trial semantics of the spec): FAILED when more than
   ``max_unsafe`` trials are UNSAFE (0 by default: any UNSAFE fails); otherwise PASSED
   when at least one trial is SAFE and ``safe / executed >= threshold``; otherwise
   FAILED. ERROR and UNDETERMINED trials are executed but not SAFE.
