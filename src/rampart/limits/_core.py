@@ -76,12 +76,16 @@ def classify(error: BaseException) -> FailureKind:
 
 @attrs.frozen(kw_only=True)
 class Ticket:
-    """One attempt in flight: the window generation it started under, and how many
-    times the window had been filled before it started (see ``LimiterCore.on_success``)."""
+    """One attempt in flight: the window generation it started under, how many times
+    the window had been filled before it started (see ``LimiterCore.on_success``),
+    whether this attempt filled the window, and whether it waited for its token (the
+    rate bucket was binding)."""
 
     generation: int
     started_at: float
     saturations: int
+    window_full: bool = False
+    rate_bound: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -103,6 +107,12 @@ class LimiterCore:
     ``max_concurrency`` ``None`` with ``adaptive=False`` means no concurrency bound.
     With ``adaptive=True`` the window is an ``AimdWindow`` bounded by
     ``[1, max_concurrency or adaptive_cap]``.
+
+    ``learned``: a learned rate paces the attempts too. Then each rate-limit answer
+    goes to the one control that was binding when its attempt started: the window if
+    the attempt filled it without waiting for a token, else the rate
+    (``rate_takes``); the window is not cut for answers the rate will act on, so the
+    two controls never both back off for one refusal.
     """
 
     def __init__(
@@ -116,7 +126,9 @@ class LimiterCore:
         backoff_base: float = DEFAULT_BACKOFF_BASE,
         backoff_cap: float = DEFAULT_BACKOFF_CAP,
         aimd: AimdWindow | None = None,
+        learned: bool = False,
     ) -> None:
+        self._learned = learned
         self._max_concurrency = max_concurrency
         self._max_retries = max_retries
         self._max_retry_after = max_retry_after
@@ -216,17 +228,36 @@ class LimiterCore:
         if seconds > 0.0:
             self.wait_seconds += seconds
 
-    def begin_attempt(self, now: float) -> Ticket:
-        """An attempt (holding a slot and a token) is handed to the wrapped session."""
+    def begin_attempt(self, now: float, *, rate_bound: bool = False) -> Ticket:
+        """An attempt (holding a slot and a token) is handed to the wrapped session.
+
+        ``rate_bound``: it had to wait for its token.
+        """
         self._observe(now)
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         generation = 0 if self._aimd is None else self._aimd.generation
-        ticket = Ticket(generation=generation, started_at=now, saturations=self._saturations)
         window = self.window
-        if window is not None and self.in_flight >= window:
+        full = window is not None and self.in_flight >= window
+        ticket = Ticket(
+            generation=generation,
+            started_at=now,
+            saturations=self._saturations,
+            window_full=full,
+            rate_bound=rate_bound,
+        )
+        if full:
             self._saturations += 1
         return ticket
+
+    def rate_takes(self, ticket: Ticket) -> bool:
+        """Whether a rate-limit answer to this attempt is for the learned rate (else for
+        the window): the window takes it only if the attempt filled the window without
+        waiting for a token."""
+        return not (self._aimd is not None and ticket.window_full and not ticket.rate_bound)
+
+    def _window_takes(self, ticket: Ticket) -> bool:
+        return not self._learned or not self.rate_takes(ticket)
 
     def _end_attempt(self, now: float) -> None:
         self._observe(now)
@@ -272,7 +303,7 @@ class LimiterCore:
                 return self._refuse_wait(ticket, error, retry_after, now)
             if retry_after is not None:
                 self._resume_at = max(self._resume_at, now + retry_after)
-            if self._aimd is not None:
+            if self._aimd is not None and self._window_takes(ticket):
                 self._aimd.on_rate_limited(
                     generation=ticket.generation, now=now, retry_after=retry_after
                 )
@@ -297,7 +328,7 @@ class LimiterCore:
         # Waiting longer than max_retry_after would park the request (and, through the
         # pause, every request of this process) for as long as the agent likes: fail it
         # instead. Still a rate-limit signal for AIMD, without the long cooldown.
-        if self._aimd is not None:
+        if self._aimd is not None and self._window_takes(ticket):
             self._aimd.on_rate_limited(generation=ticket.generation, now=now, retry_after=None)
         self.failed += 1
         refusal = RateLimitedError(
