@@ -28,9 +28,10 @@ import trio.testing
 
 from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Request, Response
-from rampart.limits import RateLimitedError, limit, parse_rate_limit_headers, report_rate_limit
+from rampart.limits import RateLimitedError, parse_rate_limit_headers, report_rate_limit
 from rampart.limits._limiter import _build
 from rampart.testing.server import TokenBucket
+from rampart.testing.server._app import openai_quota_headers
 
 RATES = (5.0, 20.0, 50.0, 200.0)
 LATENCIES = (0.01, 0.1, 1.0)
@@ -43,17 +44,13 @@ WARMUP = 0.20
 def trials_for(rate: float, latency: float) -> int:
     """Trials per cell: long enough to learn and settle, short enough to run (at least
     200 trials, 20 s, and 40 latencies at the agent's rate)."""
-    return int(round(max(200.0, rate * 20.0, rate * 40.0 * latency)))
+    return round(max(200.0, rate * 20.0, rate * 40.0 * latency))
 
 
 def openai_headers(bucket: TokenBucket, now: float) -> dict[str, str]:
-    tokens = bucket.tokens(now)
-    reset = (bucket.burst - tokens) / bucket.rate
-    return {
-        "x-ratelimit-limit-requests": str(bucket.burst),
-        "x-ratelimit-remaining-requests": str(int(math.floor(tokens))),
-        "x-ratelimit-reset-requests": f"{reset * 1000:.3f}ms",
-    }
+    """What the test server sends with ``rate_limit_headers="openai"``."""
+    pairs = openai_quota_headers(tokens=bucket.tokens(now), rate=bucket.rate, burst=bucket.burst)
+    return {name.decode(): value.decode() for name, value in pairs}
 
 
 @attrs.define

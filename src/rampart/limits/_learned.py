@@ -366,17 +366,18 @@ def _measure(
 
 
 def _advance(state: LearnedState, now: float, policy: RatePolicy) -> LearnedState:
-    """Move the state to ``now``: time the bucket sat full (nothing queued: requests
-    came slower than the rate) or the law sat above its ceiling does not count for
-    growth."""
+    """Move the state to ``now``: time during which the rate held nobody back (the
+    caller arrives after the last request's spacing ran out: requests come slower
+    than the rate) or the law sat above its ceiling does not count for growth."""
     elapsed = now - state.stamp
     if elapsed <= 0.0:
         return state
     law = state.law
-    full_since = max(state.stamp, state.due)
-    if now > full_since:
-        law = _cubic.idle(law, now - full_since)
-    if _cubic.value(law, now) > _ceiling(state, now, policy):
+    if now >= state.due:
+        # Nothing was queued and the spacing had run out: the rate held nobody back
+        # since the last reservation.
+        law = _cubic.idle(law, elapsed)
+    elif _cubic.value(law, now) > _ceiling(state, now, policy):
         # Capped: the agent's (or the user's) ceiling binds, not the law; hold the law
         # where it is instead of letting it run off above the cap.
         law = _cubic.idle(law, elapsed)
