@@ -97,19 +97,30 @@ class TestThrottled:
         assert cuts == 1
         assert state.generation == 1
 
-    def test_probing_cut_is_gentle_late_in_the_climb_and_deeper_early(self) -> None:
-        """After the first cut: refused again late in the climb back -> x0.9; refused
-        again in its first half -> x0.7 (the last cut was not enough)."""
+    def test_refused_again_early_in_the_climb(self) -> None:
+        """After a cut at 40 (to 36): refused again late in the climb back -> x0.9 of
+        the refused rate; early, a lone refusal among many answers is taken for jitter
+        and changes nothing, but one among few answers cuts deeper (x0.7)."""
         state, _ = _learned.throttled(None, now=0.0, policy=POLICY, generation=0, rate=40.0)
         period = state.law.period
-        late, _ = _learned.throttled(
+        late, cut = _learned.throttled(
             state, now=0.9 * period, policy=POLICY, generation=1, rate=30.0
         )
+        assert cut
         assert late.law.origin == pytest.approx(27.0)
-        early, _ = _learned.throttled(
+        sparse, cut = _learned.throttled(
             state, now=0.1 * period, policy=POLICY, generation=1, rate=30.0
         )
-        assert early.law.origin == pytest.approx(21.0)
+        assert cut
+        assert sparse.law.origin == pytest.approx(21.0)
+        busy = state
+        for i in range(100):
+            busy, _ = _learned.reserve(busy, now=0.1 * period * i / 100, policy=POLICY)
+        lone, cut = _learned.throttled(
+            busy, now=0.1 * period, policy=POLICY, generation=1, rate=30.0
+        )
+        assert not cut
+        assert lone.law == busy.law
 
     def test_a_saturated_agent_is_measured(self) -> None:
         """When a good share of what was sent was refused, the cut starts from what the

@@ -14,7 +14,9 @@ but learned. Everything the rate controller decides is a pure function of a
 * ``throttled``: a rate-limit answer to a request sent under generation ``g`` at rate
   ``r``. If no cut happened since ``g``, the rate was too high: cut it (CUBIC, see
   ``_cubic``) to ``beta * r`` and probe back up. Answers to requests sent before the
-  last cut describe the old rate and change nothing but the counters;
+  last cut describe the old rate and change nothing but the counters; so does a lone
+  refusal early in the climb back (``SETTLE``), unless the agent is refusing a good
+  share of everything (``REFUSING``), when the cut starts from what it accepts;
 * ``observed``: what the agent said on an answer (``_signals.RateLimitSignal``): a
   request quota that implies a rate caps the learned rate at it (and ends slow start
   there at once), and a quota nearly used up (``remaining / limit`` below 5 %) is a
@@ -79,10 +81,19 @@ starts from that if it is lower than the rate the refused request was sent at. (
 bucket with a large burst lets a too-high rate through for a while, so the rate a
 refused request was sent at can be far above the agent's.)"""
 
+SETTLE = 0.5
+"""Share of the climb back after a cut during which a *lone* refusal (under
+``LONE_SHARE`` of the requests in a measuring window that holds at least
+``LONE_SENT`` of them) does not cut again: the cut is still taking effect, and such a refusal is more
+likely noise (two requests bunched by network or scheduling jitter) than a sign the
+new rate is too high. More refusals than that early in the climb mean the last cut
+was not enough (typically the agent's burst had let the rate run above its limit for
+a while): they cut deeper, by ``BETA_AGAIN``."""
+
+LONE_SHARE = 0.05
+LONE_SENT = 20.0
+
 BETA_AGAIN = 0.7
-"""The cut when a request is refused again early in the climb back (in its first
-half): the last cut was not enough, typically because the agent's burst had let the
-rate run above its limit for a while. A deeper cut ends such a descent in a few steps."""
 
 BETA_HEADROOM = 0.9
 """The gentle cut when the agent says its quota is nearly used up."""
@@ -449,14 +460,21 @@ def throttled(
     if current.law.phase == "start":
         return _cut(current, now=now, peak=rate, beta=BETA_START, policy=policy), True
     sent, refused = current.smoothed(now)
-    peak = rate
     window = current.window
-    saturated = refused * window >= REFUSING_COUNT and sent * window >= MEASURE_REQUESTS
-    if saturated and refused >= REFUSING * sent:
+    saturated = (
+        refused * window >= REFUSING_COUNT
+        and sent * window >= MEASURE_REQUESTS
+        and refused >= REFUSING * sent
+    )
+    if saturated:
         peak = min(rate, max(MIN_RATE, sent - refused))
-    climbed = (now - current.law.epoch) / current.law.period
-    beta = BETA_AGAIN if climbed < 0.5 else BETA
-    return _cut(current, now=now, peak=peak, beta=beta, policy=policy), True
+        return _cut(current, now=now, peak=peak, beta=BETA, policy=policy), True
+    since = math.inf if current.last_cut is None else now - current.last_cut
+    if since >= SETTLE * current.law.period:
+        return _cut(current, now=now, peak=rate, beta=BETA, policy=policy), True
+    if sent * window >= LONE_SENT and refused < LONE_SHARE * sent:
+        return current, False
+    return _cut(current, now=now, peak=rate, beta=BETA_AGAIN, policy=policy), True
 
 
 def observed(

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import math
 import random
 import weakref
 from typing import TYPE_CHECKING, Self, final
@@ -109,6 +110,7 @@ class LimitedAdapter:
     _clock: Callable[[], float]
     _core: LimiterCore
     _learner: LearnedRate | None
+    _next_send: float
     _waiters: collections.deque[anyio.Event]
     _serial: int
 
@@ -142,6 +144,7 @@ class LimitedAdapter:
         self._backend = backend
         self._clock = clock
         self._learner = None
+        self._next_send = -math.inf
         if adaptive:
             assert isinstance(backend, StateBackend)
             self._learner = LearnedRate(
@@ -321,6 +324,15 @@ class LimitedAdapter:
                 if learner is not None:
                     learner.forfeit()
                 continue
+            if grant is not None and self._burst == 1:
+                # A learned rate with burst 1: keep this process's sends at least one
+                # spacing apart even when this event loop woke them late and together
+                # (two back-to-back requests are a 429 from an agent without burst).
+                now = clock()
+                if now < self._next_send:
+                    waited = True
+                    await anyio.sleep(self._next_send - now)
+                self._next_send = max(clock(), self._next_send) + 1.0 / grant.rate
             return grant, waited
 
     async def _send(self, session: Session, request: Request) -> Response:
