@@ -158,22 +158,32 @@ class TestThrottled:
 class TestObserved:
     def test_a_stated_rate_ends_slow_start_at_once(self) -> None:
         """The agent says 50/s: the learned rate goes to 97 % of it, no doubling."""
-        state, _ = _learned.observed(None, now=0.0, policy=POLICY, signal=_stated(50.0), generation=0)
+        state, _ = _learned.observed(
+            None, now=0.0, policy=POLICY, signal=_stated(50.0), generation=0
+        )
         assert state.law.phase == "probe"
         assert state.hint == pytest.approx(50.0)
         assert _learned.rate_at(state, 0.0, POLICY) == pytest.approx(48.5)
         assert _learned.rate_at(state, 4.0, POLICY) == pytest.approx(48.5)
 
     def test_the_lowest_statement_wins_and_holds(self) -> None:
-        state, _ = _learned.observed(None, now=0.0, policy=POLICY, signal=_stated(50.0), generation=0)
-        state, _ = _learned.observed(state, now=1.0, policy=POLICY, signal=_stated(80.0), generation=0)
+        state, _ = _learned.observed(
+            None, now=0.0, policy=POLICY, signal=_stated(50.0), generation=0
+        )
+        state, _ = _learned.observed(
+            state, now=1.0, policy=POLICY, signal=_stated(80.0), generation=0
+        )
         assert state.hint == pytest.approx(50.0)
-        state, _ = _learned.observed(state, now=2.0, policy=POLICY, signal=_stated(20.0), generation=0)
+        state, _ = _learned.observed(
+            state, now=2.0, policy=POLICY, signal=_stated(20.0), generation=0
+        )
         assert _learned.rate_at(state, 2.0, POLICY) == pytest.approx(19.4)
 
     def test_an_old_statement_relaxes(self) -> None:
         """Not stated again for a long time, the ceiling rises (a raised limit is found)."""
-        state, _ = _learned.observed(None, now=0.0, policy=POLICY, signal=_stated(10.0), generation=0)
+        state, _ = _learned.observed(
+            None, now=0.0, policy=POLICY, signal=_stated(10.0), generation=0
+        )
         assert _learned._hint_at(state, 4.0) == pytest.approx(10.0)
         assert _learned._hint_at(state, 15.0) == pytest.approx(10.0 * 2.718281828, rel=1e-6)
 
@@ -195,7 +205,9 @@ class TestObserved:
 class TestState:
     def test_round_trip(self) -> None:
         state, _ = _reserve_many(None, 3.0, 3)
-        state, _ = _learned.observed(state, now=3.0, policy=POLICY, signal=_stated(7.0), generation=0)
+        state, _ = _learned.observed(
+            state, now=3.0, policy=POLICY, signal=_stated(7.0), generation=0
+        )
         assert LearnedState.from_dict(state.to_dict()) == state
 
     @pytest.mark.parametrize(

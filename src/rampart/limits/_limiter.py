@@ -317,8 +317,10 @@ class LimitedAdapter:
             if wait > 0.0:
                 waited = True
                 await anyio.sleep(wait)
-            stale = grant is not None and learner is not None and (
-                learner.generation > grant.generation
+            stale = (
+                grant is not None
+                and learner is not None
+                and (learner.generation > grant.generation)
             )
             if core.pause_remaining(clock()) > 0.0 or stale:
                 if learner is not None:
