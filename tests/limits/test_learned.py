@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from rampart.limits import Quota, RateLimitSignal, _learned
@@ -59,7 +61,7 @@ class TestBucket:
             later.append(now + grant.wait)
         due = [g.wait for g in first] + later
         assert due == sorted(due)
-        gaps = [b - a for a, b in zip(due, due[1:], strict=False)]
+        gaps = [b - a for a, b in itertools.pairwise(due)]
         assert min(gaps) > 0.0
 
     def test_slow_start_grows_only_while_the_rate_binds(self) -> None:

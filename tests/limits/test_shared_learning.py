@@ -117,7 +117,8 @@ class TestLimitersSharingABackend:
             _run_two(limiters, 600)
             assert all(limited.statistics().failed == 0 for limited in limiters)
             first, second = (limited.statistics().learned for limited in limiters)
-            assert first is not None and second is not None
+            assert first is not None
+            assert second is not None
             if shared:
                 assert first.cuts == second.cuts
                 assert first.rate == pytest.approx(second.rate, rel=0.05)

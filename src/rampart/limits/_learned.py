@@ -84,9 +84,9 @@ refused request was sent at can be far above the agent's.)"""
 SETTLE = 0.5
 """Share of the climb back after a cut during which a *lone* refusal (under
 ``LONE_SHARE`` of the requests in a measuring window that holds at least
-``LONE_SENT`` of them) does not cut again: the cut is still taking effect, and such a refusal is more
-likely noise (two requests bunched by network or scheduling jitter) than a sign the
-new rate is too high. More refusals than that early in the climb mean the last cut
+``LONE_SENT`` of them) does not cut again: the cut is still taking effect, and such a
+refusal is more likely noise (two requests bunched by network or scheduling jitter)
+than a sign the new rate is too high. More refusals than that early in the climb mean the last cut
 was not enough (typically the agent's burst had let the rate run above its limit for
 a while): they cut deeper, by ``BETA_AGAIN``."""
 
@@ -175,10 +175,11 @@ class LearnedState:
     """The shared document: the bucket, the growth law and what was measured.
 
     ``due``: when the next request may go out (the bucket; ``due <= now`` means full);
-    ``stamp``: the last update. Times are on the backend's clock. ``latency`` is the smoothed feedback delay the
-    participants reported; ``sent`` and ``refused`` are exponentially smoothed rates
-    (per second, as of ``measured_at``); ``hint`` is the lowest rate the agent stated
-    (as of ``hint_at``); ``last_cut`` when the rate was last cut.
+    ``stamp``: the last update. Times are on the backend's clock. ``latency`` is the
+    smoothed feedback delay the participants reported; ``sent`` and ``refused`` are
+    exponentially smoothed rates (per second, as of ``measured_at``, over ``window``
+    seconds); ``hint`` is the lowest rate the agent stated (as of ``hint_at``);
+    ``last_cut`` when the rate was last cut.
     """
 
     due: float
