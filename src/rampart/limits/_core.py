@@ -108,11 +108,12 @@ class LimiterCore:
     With ``adaptive=True`` the window is an ``AimdWindow`` bounded by
     ``[1, max_concurrency or adaptive_cap]``.
 
-    ``learned``: a learned rate paces the attempts too. Then each rate-limit answer
-    goes to the one control that was binding when its attempt started: the window if
-    the attempt filled it without waiting for a token, else the rate
-    (``rate_takes``); the window is not cut for answers the rate will act on, so the
-    two controls never both back off for one refusal.
+    ``learned``: a learned rate paces the attempts too. Then the rate takes every
+    rate-limit answer and the window is never cut: a concurrency limit shows up as
+    refusals as well, and cutting the rate cuts the attempts in flight (rate x
+    latency), while a window cut would recover by one slot per clean window, far too
+    slowly when many requests are in flight. The window still grows only while it is
+    full, up to its cap: it bounds the attempts in flight and holds back the first burst.
     """
 
     def __init__(
@@ -250,14 +251,10 @@ class LimiterCore:
             self._saturations += 1
         return ticket
 
-    def rate_takes(self, ticket: Ticket) -> bool:
-        """Whether a rate-limit answer to this attempt is for the learned rate (else for
-        the window): the window takes it only if the attempt filled the window without
-        waiting for a token."""
-        return not (self._aimd is not None and ticket.window_full and not ticket.rate_bound)
-
-    def _window_takes(self, ticket: Ticket) -> bool:
-        return not self._learned or not self.rate_takes(ticket)
+    def _window_takes(self) -> bool:
+        # With a learned rate, the rate takes every rate-limit answer (see the class
+        # docstring); the window only grows.
+        return not self._learned
 
     def _end_attempt(self, now: float) -> None:
         self._observe(now)
@@ -303,7 +300,7 @@ class LimiterCore:
                 return self._refuse_wait(ticket, error, retry_after, now)
             if retry_after is not None:
                 self._resume_at = max(self._resume_at, now + retry_after)
-            if self._aimd is not None and self._window_takes(ticket):
+            if self._aimd is not None and self._window_takes():
                 self._aimd.on_rate_limited(
                     generation=ticket.generation, now=now, retry_after=retry_after
                 )
@@ -328,7 +325,7 @@ class LimiterCore:
         # Waiting longer than max_retry_after would park the request (and, through the
         # pause, every request of this process) for as long as the agent likes: fail it
         # instead. Still a rate-limit signal for AIMD, without the long cooldown.
-        if self._aimd is not None and self._window_takes(ticket):
+        if self._aimd is not None and self._window_takes():
             self._aimd.on_rate_limited(generation=ticket.generation, now=now, retry_after=None)
         self.failed += 1
         refusal = RateLimitedError(

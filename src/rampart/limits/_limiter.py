@@ -36,7 +36,6 @@ import weakref
 from typing import TYPE_CHECKING, Self, final
 
 import anyio
-import attrs
 
 from rampart._checks import (
     check_bool,
@@ -368,9 +367,7 @@ class LimitedAdapter:
                     if learner is not None and serial is not None:
                         learner.end(serial, ended, timed=True)
                         try:
-                            await self._learn_refusal(
-                                grant, error, signals, core.rate_takes(ticket)
-                            )
+                            await self._learn_refusal(grant, error, signals)
                         except Exception:
                             if decision.retry:  # else the request is already counted
                                 core.on_request_failed()
@@ -404,7 +401,6 @@ class LimitedAdapter:
         grant: Grant | None,
         error: Exception,
         signals: list[RateLimitSignal],
-        rate_takes: bool,
     ) -> None:
         """Tell the learned rate about a failed attempt (only rate-limit answers count)."""
         learner = self._learner
@@ -416,10 +412,6 @@ class LimitedAdapter:
             return
         if error.signal is not None and error.signal not in signals:
             signals = [*signals, error.signal]
-        if not rate_takes:
-            # The window was the binding control and takes this answer: count it, but
-            # as an answer to an older generation, so the rate is not cut as well.
-            grant = attrs.evolve(grant, generation=-1)
         await learner.throttled(grant, signals)
 
 
