@@ -76,16 +76,12 @@ def classify(error: BaseException) -> FailureKind:
 
 @attrs.frozen(kw_only=True)
 class Ticket:
-    """One attempt in flight: the window generation it started under, how many times
-    the window had been filled before it started (see ``LimiterCore.on_success``),
-    whether this attempt filled the window, and whether it waited for its token (the
-    rate bucket was binding)."""
+    """One attempt in flight: the window generation it started under, and how many
+    times the window had been filled before it started (see ``LimiterCore.on_success``)."""
 
     generation: int
     started_at: float
     saturations: int
-    window_full: bool = False
-    rate_bound: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -229,25 +225,15 @@ class LimiterCore:
         if seconds > 0.0:
             self.wait_seconds += seconds
 
-    def begin_attempt(self, now: float, *, rate_bound: bool = False) -> Ticket:
-        """An attempt (holding a slot and a token) is handed to the wrapped session.
-
-        ``rate_bound``: it had to wait for its token.
-        """
+    def begin_attempt(self, now: float) -> Ticket:
+        """An attempt (holding a slot and a token) is handed to the wrapped session."""
         self._observe(now)
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         generation = 0 if self._aimd is None else self._aimd.generation
+        ticket = Ticket(generation=generation, started_at=now, saturations=self._saturations)
         window = self.window
-        full = window is not None and self.in_flight >= window
-        ticket = Ticket(
-            generation=generation,
-            started_at=now,
-            saturations=self._saturations,
-            window_full=full,
-            rate_bound=rate_bound,
-        )
-        if full:
+        if window is not None and self.in_flight >= window:
             self._saturations += 1
         return ticket
 

@@ -282,11 +282,10 @@ class LimitedAdapter:
         while self._waiters and core.try_acquire_slot():
             self._waiters.popleft().set()
 
-    async def _wait_until_ready(self) -> tuple[Grant | None, bool]:
+    async def _wait_until_ready(self) -> Grant | None:
         """Steps 2 and 3: the ``Retry-After`` pause, then a token.
 
-        Returns the learned rate's grant (``None`` for a fixed bucket or none) and
-        whether the attempt had to wait for its token.
+        Returns the learned rate's grant (``None`` for a fixed bucket or none).
 
         A pause may begin while the attempt sleeps on its token (another request's 429).
         Then the attempt waits the pause out and reserves a *fresh* token: the forfeited
@@ -299,7 +298,6 @@ class LimitedAdapter:
         clock = self._clock
         backend = self._backend
         learner = self._learner
-        waited = False
         while True:
             pause = core.pause_remaining(clock())
             while pause > 0.0:
@@ -310,11 +308,10 @@ class LimitedAdapter:
                 grant = await learner.reserve()
                 wait = grant.wait
             elif backend is None or self._rate is None or self._burst is None:
-                return None, waited
+                return None
             else:
                 wait = await backend.acquire(self._name, rate=self._rate, burst=self._burst)
             if wait > 0.0:
-                waited = True
                 await anyio.sleep(wait)
             stale = (
                 grant is not None
@@ -331,10 +328,9 @@ class LimitedAdapter:
                 # (two back-to-back requests are a 429 from an agent without burst).
                 now = clock()
                 if now < self._next_send:
-                    waited = True
                     await anyio.sleep(self._next_send - now)
                 self._next_send = max(clock(), self._next_send) + 1.0 / grant.rate
-            return grant, waited
+            return grant
 
     async def _send(self, session: Session, request: Request) -> Response:
         """Send ``request`` on ``session`` through this limiter (with retries)."""
@@ -349,13 +345,13 @@ class LimitedAdapter:
             decision: Decision
             try:
                 try:
-                    grant, waited = await self._wait_until_ready()
+                    grant = await self._wait_until_ready()
                 except Exception:
                     core.on_request_failed()  # the backend failed; the agent was not asked
                     raise
                 now = clock()
                 core.add_wait(now - queued_at)
-                ticket = core.begin_attempt(now, rate_bound=waited)
+                ticket = core.begin_attempt(now)
                 serial = None if learner is None else learner.begin(now)
                 signals: list[RateLimitSignal] = []
                 try:
