@@ -853,6 +853,21 @@ class TestLearnedRate:
         assert learned.stated_rate is None
         assert 16.0 <= learned.rate <= 22.0
 
+    def test_refused_again_and_again_does_not_straggle(self) -> None:
+        """With a learned rate, rate-limit retries keep the first backoff step (the
+        bucket spaces them): five refusals in a row cost 0.5 s each plus the bucket's
+        spacing at the (cut) learned rate, far from the 15.5 s of growing backoffs."""
+        agent, server = recording_agent(failures=[RateLimitedError("429") for _ in range(5)])
+        limited = _build(agent, adaptive=True, rng=TopJitter())
+
+        async def main() -> None:
+            start = trio.current_time()
+            await send_all(limited, ["a"])
+            assert trio.current_time() - start <= 6.0
+
+        run_virtual(main)
+        assert server.outcomes == ["RateLimitedError"] * 5 + ["ok"]
+
     def test_statistics_before_any_request(self) -> None:
         limited = limit(replying_agent(), adaptive=True, rate=30.0, burst=2)
         stats = limited.statistics()

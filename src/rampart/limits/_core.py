@@ -296,8 +296,14 @@ class LimiterCore:
             self.failed += 1
             return Decision(kind=kind, retry=False)
         self.retries += 1
+        # With a learned rate, a refused request's retry takes a token like any attempt,
+        # so the bucket (which the refusal just cut) spaces retries already: the backoff
+        # stays at its first step instead of growing with every refusal, or a request
+        # refused a few times in a row (jitter against an agent without burst) would
+        # wait tens of seconds and straggle far behind the others.
+        step = 0 if self._learned and kind is FailureKind.RATE_LIMITED else retry
         delay = backoff_delay(
-            retry,
+            step,
             rng=self._rng,
             retry_after=retry_after,
             base=self._backoff_base,
