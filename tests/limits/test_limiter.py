@@ -868,6 +868,23 @@ class TestLearnedRate:
         run_virtual(main)
         assert server.outcomes == ["RateLimitedError"] * 5 + ["ok"]
 
+    def test_sends_stay_one_spacing_apart_through_cuts(self) -> None:
+        """Burst 1 and a ceiling of 10/s: whatever the cuts and re-reservations, no two
+        attempts start closer than 0.1 s (two at once is a 429 from an agent without
+        burst)."""
+        agent, server = recording_agent(
+            failures=[RateLimitedError("429") for _ in range(3)], latency=0.3
+        )
+        limited = _build(agent, adaptive=True, rate=10.0, rng=NoJitter())
+
+        async def main() -> None:
+            await send_all(limited, [str(i) for i in range(30)])
+
+        run_virtual(main)
+        starts = sorted(server.starts)
+        gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+        assert min(gaps) >= 0.1 - 1e-9
+
     def test_statistics_before_any_request(self) -> None:
         limited = limit(replying_agent(), adaptive=True, rate=30.0, burst=2)
         stats = limited.statistics()

@@ -326,10 +326,11 @@ class LimitedAdapter:
                 # A learned rate with burst 1: keep this process's sends at least one
                 # spacing apart even when this event loop woke them late and together
                 # (two back-to-back requests are a 429 from an agent without burst).
-                now = clock()
-                if now < self._next_send:
+                # Check again after every sleep: another attempt may have claimed the
+                # slot meanwhile (checking once, then sleeping, lets both go together).
+                while (now := clock()) < self._next_send:
                     await anyio.sleep(self._next_send - now)
-                self._next_send = max(clock(), self._next_send) + 1.0 / grant.rate
+                self._next_send = now + 1.0 / grant.rate
             return grant
 
     async def _send(self, session: Session, request: Request) -> Response:
