@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import random
 from typing import TYPE_CHECKING, Any
 
@@ -882,7 +883,7 @@ class TestLearnedRate:
 
         run_virtual(main)
         starts = sorted(server.starts)
-        gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+        gaps = [b - a for a, b in itertools.pairwise(starts)]
         assert min(gaps) >= 0.1 - 1e-9
 
     def test_statistics_before_any_request(self) -> None:

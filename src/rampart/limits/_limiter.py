@@ -328,7 +328,8 @@ class LimitedAdapter:
                 # (two back-to-back requests are a 429 from an agent without burst).
                 # Check again after every sleep: another attempt may have claimed the
                 # slot meanwhile (checking once, then sleeping, lets both go together).
-                while (now := clock()) < self._next_send:
+                # A deadline, not an event to wait for: sleeping in the loop is the point.
+                while (now := clock()) < self._next_send:  # noqa: ASYNC110
                     await anyio.sleep(self._next_send - now)
                 self._next_send = now + 1.0 / grant.rate
             return grant
