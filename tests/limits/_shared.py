@@ -79,3 +79,33 @@ def assert_one_shared_bucket(
     """
     alone = (count - burst) / rate
     assert max(wait for worker in results for _, wait in worker) > alone
+
+
+def count_together(kind: str, location: str, key: str, *, count: int, workers: int = 2) -> None:
+    """Run ``workers`` processes applying ``count`` transact increments each, together."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
+    command = [sys.executable, "-m", "tests.limits._counter", kind, location, key, str(count)]
+    processes = [
+        subprocess.Popen(
+            command, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(workers)
+    ]
+    try:
+        for process in processes:
+            assert process.stdout is not None
+            assert process.stdout.readline().strip() == "ready"
+        for process in processes:
+            assert process.stdin is not None
+            process.stdin.write("go\n")
+            process.stdin.flush()
+        for process in processes:
+            out, _ = process.communicate(timeout=120)
+            assert process.returncode == 0
+            assert out.strip() == "done"
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()

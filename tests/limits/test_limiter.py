@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import random
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,8 @@ from rampart.limits import (
     RateLimitedError,
     limit,
     live_limiters,
+    parse_rate_limit_headers,
+    report_rate_limit_headers,
 )
 from rampart.limits._limiter import _build
 from rampart.probes import Probes
@@ -617,9 +620,10 @@ class TestVirtualTime:
         assert stats.current_window == 64
         assert stats.peak_in_flight == 64
 
-    def test_adaptive_window_finds_a_concurrency_ceiling(self) -> None:
-        """Against an agent that refuses more than 5 concurrent requests, AIMD overshoots
-        in slow start, cuts, and settles near the ceiling with every request answered."""
+    def test_adaptive_finds_a_concurrency_ceiling(self) -> None:
+        """Against an agent that refuses more than 5 concurrent requests (1 s each), the
+        learned rate takes the refusals: cutting the rate cuts the requests in flight
+        (rate x latency), so it settles near the ceiling with every request answered."""
         ceiling = ConcurrencyCeiling(5)
         agent, _ = recording_agent(refuse=ceiling, latency=1.0)
         limited = _build(agent, adaptive=True, max_retries=30, rng=random.Random(3))
@@ -631,14 +635,15 @@ class TestVirtualTime:
         stats = limited.statistics()
         assert stats.failed == 0
         assert stats.requests == 300
-        assert stats.rate_limit_episodes >= 1
-        assert stats.peak_in_flight > 5  # slow start overshot once ...
-        assert stats.current_window is not None
-        assert 2 <= stats.current_window <= 7
-        assert ceiling.refused < 150  # ... and then mostly stayed below the ceiling
+        assert stats.learned is not None
+        assert stats.learned.cuts >= 1
+        assert stats.rate_limit_episodes == 0  # the window is not cut with a learned rate
+        assert 2.0 <= stats.learned.rate <= 8.0
+        assert ceiling.refused < 100
 
     def test_adaptive_without_rate_against_a_rate_limited_server(self) -> None:
-        """With no client rate, AIMD plus Retry-After pauses still answer everything."""
+        """With no client rate, the learned rate finds the server's: everything is
+        answered, a few requests are refused on the way, and the rate was cut."""
         bucket = ServerBucket(rate=20, burst=5, retry_after=0.5)
         agent, _ = recording_agent(refuse=bucket, latency=0.05)
         limited = _build(agent, adaptive=True, max_retries=30, rng=random.Random(1))
@@ -650,7 +655,11 @@ class TestVirtualTime:
         stats = limited.statistics()
         assert stats.failed == 0
         assert stats.rate_limited == bucket.refused > 0
-        assert stats.rate_limit_episodes >= 1
+        assert bucket.refused <= 10
+        assert stats.learned is not None
+        assert stats.learned.cuts >= 1
+        # The window was never the binding limit, so the refusals did not cut it.
+        assert stats.rate_limit_episodes == 0
 
 
 class TestStatistics:
@@ -726,6 +735,7 @@ class TestArguments:
             ({"rate": 10, "burst": 2.5}, TypeError, "burst"),
             ({"rate": 10, "burst": True}, TypeError, "burst"),
             ({"burst": 5}, ValueError, "burst"),
+            ({"burst": 0, "adaptive": True}, ValueError, "burst"),
             ({"max_concurrency": 0}, ValueError, "max_concurrency"),
             ({"max_concurrency": 1.5}, TypeError, "max_concurrency"),
             ({"max_concurrency": False}, TypeError, "max_concurrency"),
@@ -776,3 +786,129 @@ class TestArguments:
         outer = limit(inner, rate=1, backend=MemoryBackend())
         assert outer.adapter is inner
         assert outer.name == "LimitedAdapter"
+
+
+class _StatingAgentServer:
+    """A 20/s, burst-1 agent that states its bucket OpenAI-style on every answer (through
+    the adapter-agnostic channel) and on its refusals (``RateLimitedError.signal``)."""
+
+    def __init__(self, *, state: bool) -> None:
+        self.bucket = ServerBucket(rate=20, burst=1)
+        self.state = state
+
+    def _headers(self) -> dict[str, str]:
+        tokens = self.bucket.tokens
+        return {
+            "x-ratelimit-limit-requests": "1",
+            "x-ratelimit-remaining-requests": str(max(0, int(tokens))),
+            "x-ratelimit-reset-requests": f"{(1 - tokens) / 20 * 1000:.3f}ms",
+        }
+
+    async def __call__(self, request: Request, turn: int) -> Response:
+        refusal = self.bucket(None)  # type: ignore[arg-type]
+        await anyio.sleep(0.05)
+        if refusal is not None:
+            signal = parse_rate_limit_headers(self._headers()) if self.state else None
+            raise RateLimitedError("429", signal=signal)
+        if self.state:
+            report_rate_limit_headers(self._headers())
+        return Response(text="ok")
+
+
+class TestLearnedRate:
+    def test_a_stated_rate_is_used_at_once(self) -> None:
+        """An agent that states 20/s: the learned rate goes to 97 % of it on the first
+        answer (no doubling into 429s) and nothing is refused."""
+        server = _StatingAgentServer(state=True)
+        limited = _build(ScriptedAgent(server), adaptive=True)
+
+        async def main() -> None:
+            start = trio.current_time()
+            await send_all(limited, [str(i) for i in range(200)])
+            # 200 requests at 19.4/s, plus the first few reserved at the starting 4/s.
+            assert 200 / 19.4 <= trio.current_time() - start <= 200 / 19.4 + 1.0
+
+        run_virtual(main)
+        learned = limited.statistics().learned
+        assert learned is not None
+        assert server.bucket.refused == 0
+        assert learned.stated_rate == pytest.approx(20.0)
+        assert learned.rate == pytest.approx(19.4)
+        assert learned.cuts == 0
+
+    def test_without_headers_the_rate_is_found_by_refusals(self) -> None:
+        """The same agent, silent: slow start, a few refusals, and it settles near 20/s."""
+        server = _StatingAgentServer(state=False)
+        limited = _build(ScriptedAgent(server), adaptive=True, max_retries=30)
+
+        async def main() -> None:
+            await send_all(limited, [str(i) for i in range(400)])
+
+        run_virtual(main)
+        stats = limited.statistics()
+        learned = stats.learned
+        assert learned is not None
+        assert stats.failed == 0
+        assert 0 < server.bucket.refused <= 20
+        assert learned.cuts >= 1
+        assert learned.stated_rate is None
+        assert 16.0 <= learned.rate <= 22.0
+
+    def test_refused_again_and_again_does_not_straggle(self) -> None:
+        """With a learned rate, rate-limit retries keep the first backoff step (the
+        bucket spaces them): five refusals in a row cost 0.5 s each plus the bucket's
+        spacing at the (cut) learned rate, far from the 15.5 s of growing backoffs."""
+        agent, server = recording_agent(failures=[RateLimitedError("429") for _ in range(5)])
+        limited = _build(agent, adaptive=True, rng=TopJitter())
+
+        async def main() -> None:
+            start = trio.current_time()
+            await send_all(limited, ["a"])
+            assert trio.current_time() - start <= 6.0
+
+        run_virtual(main)
+        assert server.outcomes == ["RateLimitedError"] * 5 + ["ok"]
+
+    def test_sends_stay_one_spacing_apart_through_cuts(self) -> None:
+        """Burst 1 and a ceiling of 10/s: whatever the cuts and re-reservations, no two
+        attempts start closer than 0.1 s (two at once is a 429 from an agent without
+        burst)."""
+        agent, server = recording_agent(
+            failures=[RateLimitedError("429") for _ in range(3)], latency=0.3
+        )
+        limited = _build(agent, adaptive=True, rate=10.0, rng=NoJitter())
+
+        async def main() -> None:
+            await send_all(limited, [str(i) for i in range(30)])
+
+        run_virtual(main)
+        starts = sorted(server.starts)
+        gaps = [b - a for a, b in itertools.pairwise(starts)]
+        assert min(gaps) >= 0.1 - 1e-9
+
+    def test_statistics_before_any_request(self) -> None:
+        limited = limit(replying_agent(), adaptive=True, rate=30.0, burst=2)
+        stats = limited.statistics()
+        assert stats.backend == "memory"
+        assert stats.learned is not None
+        assert (stats.learned.rate, stats.learned.ceiling, stats.learned.cuts) == (30.0, 30.0, 0)
+        assert stats.as_dict()["learned"]["phase"] == "probe"
+        assert limit(replying_agent()).statistics().learned is None
+
+    def test_adaptive_takes_burst_and_backend_without_rate(self) -> None:
+        backend = MemoryBackend()
+        limited = limit(replying_agent(), adaptive=True, burst=3, backend=backend)
+        assert (limited.rate, limited.burst, limited.backend) == (None, 3, backend)
+
+    def test_a_backend_that_cannot_share_state(self) -> None:
+        """adaptive=True needs transact(): a bucket-only backend is refused by name."""
+
+        class BucketOnly:
+            description = "bucket-only"
+
+            async def acquire(self, key: str, *, rate: float, burst: int) -> float:
+                return 0.0
+
+        with pytest.raises(TypeError, match=r"^limit\(\): backend must be a backend with transact"):
+            limit(replying_agent(), adaptive=True, backend=BucketOnly())  # type: ignore[arg-type]
+        assert limit(replying_agent(), rate=1.0, backend=BucketOnly()).backend is not None  # type: ignore[arg-type]

@@ -98,6 +98,59 @@ class TestRateLimit:
         assert "retry-after" in refused.headers
         assert "retry-after-ms" not in refused.headers
 
+    @pytest.mark.parametrize("style", ["openai", "ietf", "all"])
+    async def test_the_bucket_is_stated_on_every_answer(self, style: str) -> None:
+        """rate_limit_headers states the bucket as a provider does, on the answer that
+        took a token and on the refusal; what a client reads back is the server's rate."""
+        from rampart.limits import parse_rate_limit_headers
+
+        clock = _Clock()
+        app = ChatCompletionsApp(
+            ServerOptions(rate=4.0, burst=2, rate_limit_headers=style), clock=clock
+        )
+        async with serve_asgi(app) as root, httpx.AsyncClient(base_url=root) as client:
+            answers = [await client.post("/v1/chat/completions", json=_body()) for _ in range(3)]
+        assert [a.status_code for a in answers] == [200, 200, 429]
+        openai = style in ("openai", "all")
+        ietf = style in ("ietf", "all")
+        first, second, refused = (a.headers for a in answers)
+        if openai:
+            assert (
+                first["x-ratelimit-limit-requests"],
+                first["x-ratelimit-remaining-requests"],
+            ) == (
+                "2",
+                "1",
+            )
+            assert first["x-ratelimit-reset-requests"] == "250ms"
+            assert (
+                second["x-ratelimit-remaining-requests"],
+                second["x-ratelimit-reset-requests"],
+            ) == (
+                "0",
+                "500ms",
+            )
+            assert refused["x-ratelimit-remaining-requests"] == "0"
+        else:
+            assert "x-ratelimit-limit-requests" not in first
+        if ietf:
+            assert first["ratelimit-policy"] == '"default";q=4;w=1'
+            assert (first["ratelimit"], refused["ratelimit"]) == (
+                '"default";r=1;t=0',
+                '"default";r=0;t=1',
+            )
+        else:
+            assert "ratelimit" not in first
+        for headers in (first, refused):
+            signal = parse_rate_limit_headers(headers)
+            assert signal is not None
+            assert signal.request_rate == pytest.approx(4.0)
+
+    async def test_no_rate_limit_headers_by_default(self) -> None:
+        async with serve(rate=100.0, burst=5) as server:
+            (answer,) = await _post_many(server.url, 1)
+        assert not [name for name in answer.headers if "ratelimit" in name]
+
     async def test_unlimited_without_rate(self) -> None:
         """Without a rate every request is served."""
         async with serve() as server:

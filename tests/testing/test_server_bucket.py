@@ -72,6 +72,8 @@ class TestServerOptions:
             ("secret", "", ValueError),
             ("model", " ", ValueError),
             ("retry_after_ms", "yes", TypeError),
+            ("rate_limit_headers", "yes", ValueError),
+            ("rate_limit_headers", True, ValueError),
             ("max_conversations", 0, ValueError),
             ("max_body_bytes", -5, ValueError),
         ],

@@ -71,6 +71,7 @@ class TestCommandLine:
             secret="s3cret",
             model="toy",
             retry_after_ms=False,
+            rate_limit_headers="ietf",
             max_conversations=50,
             max_body_bytes=1000,
             echo_credentials=True,

@@ -6,11 +6,16 @@ an ``httpx.AsyncClient`` is configured, how a body is posted and read (bounded),
 how a failure maps onto rampart's errors, which is what a rate limiter acts on:
 
 * ``429`` and ``503`` with a wait -> ``rampart.limits.RateLimitedError`` with
-  ``retry_after`` read from ``retry-after-ms`` / ``Retry-After``;
+  ``retry_after`` read from ``retry-after-ms`` / ``Retry-After`` and ``signal``, the
+  answer's rate-limit headers (``rampart.limits.parse_rate_limit_headers``);
 * any other ``5xx``, a refused or dropped connection, a timeout ->
   ``InfrastructureError(transient=True)``;
 * any other non-2xx status -> ``InfrastructureError`` naming the status;
 * an oversized body -> ``MalformedResponseError``.
+
+The rate-limit headers of a 2xx answer (``x-ratelimit-*``, ``RateLimit``) are reported
+to the limiter running the request, if any (``rampart.limits.report_rate_limit_headers``),
+so a learned rate can follow what the agent says about its quota.
 
 httpx is imported inside the functions, so importing this module stays light.
 Messages never contain request headers, and every message goes through the
@@ -112,6 +117,9 @@ async def post_json(
         message = f"{where}: request failed ({type(exc).__name__}: {exc})"
         raise InfrastructureError(redact_text(message, redact)) from exc
     if 200 <= status < 300:
+        from rampart.limits import report_rate_limit_headers
+
+        report_rate_limit_headers(reply_headers)
         return data
     error = status_error(where, status, reply_headers, data, redact=redact)
     # The raw body may echo a credential; keep it out of this frame's locals, which a
@@ -166,13 +174,14 @@ def status_error(
     # 429 always means "slow down". A 503 only does when it says when to come back;
     # a bare 503 is an outage (transient), and must not shrink an adaptive window.
     if status == 429 or retry_after is not None:
-        from rampart.limits import RateLimitedError
+        from rampart.limits import RateLimitedError, parse_rate_limit_headers
 
         if retry_after is not None:
             message += f" (retry after {retry_after:g} s)"
         if detail:
             message += f": {detail}"
-        return RateLimitedError(message, retry_after=retry_after)
+        signal = parse_rate_limit_headers(headers)
+        return RateLimitedError(message, retry_after=retry_after, signal=signal)
     if detail:
         message += f": {detail}"
     return InfrastructureError(message, transient=500 <= status < 600)

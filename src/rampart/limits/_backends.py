@@ -10,6 +10,11 @@ every participant agrees on it; the caller only sleeps the returned relative del
 * ``MemoryBackend``: this process only (the default).
 * ``FileBackend(directory)``: every process on this machine that uses the directory.
 * ``RedisBackend(url)`` (``rampart.limits._redis``): every host that reaches the server.
+
+The three built-in backends also implement ``StateBackend``: ``transact(key, update)``
+applies a pure function to a small JSON document stored under ``key``, atomically and
+with the backend's clock. A learned rate (``limit(adapter, adaptive=True)``) keeps its
+bucket *and* its controller in one such document, so every participant learns one rate.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import os
 import re
 import threading
 import time
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import anyio
 import anyio.to_thread
@@ -39,8 +44,12 @@ __all__ = [
     "FileBackend",
     "LimitBackend",
     "MemoryBackend",
+    "StateBackend",
     "default_backend",
 ]
+
+T = TypeVar("T")
+
 
 LIMITS_REDIS_URL_ENV = "RAMPART_LIMITS_REDIS_URL"
 """Environment variable: when set, ``limit(...)`` shares its bucket through this Redis URL."""
@@ -68,6 +77,27 @@ class LimitBackend(Protocol):
         ...
 
 
+@runtime_checkable
+class StateBackend(LimitBackend, Protocol):
+    """A ``LimitBackend`` that can also update a shared JSON document atomically
+    (what a learned rate needs)."""
+
+    async def transact(
+        self,
+        key: str,
+        update: Callable[[dict[str, Any] | None, float], tuple[dict[str, Any], T]],
+    ) -> T:
+        """Apply ``update(document, now)`` to the document stored under ``key``
+        (``None`` if there is none) atomically, store the new document, return the result.
+
+        ``now`` is the backend's clock (the one every participant shares). ``update``
+        must be a pure, quick, synchronous function: a backend may call it more than
+        once (Redis retries it when another host wrote first). Documents are separate
+        from ``acquire``'s buckets even under the same key.
+        """
+        ...
+
+
 _CLOCK = "a callable returning seconds"
 
 
@@ -84,6 +114,7 @@ class MemoryBackend:
         check_callable("MemoryBackend", "clock", clock, expected=_CLOCK, optional=True)
         self._clock = clock
         self._buckets: dict[str, BucketState] = {}
+        self._documents: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -104,6 +135,28 @@ class MemoryBackend:
         check_text("MemoryBackend.acquire", "key", key)
         now = self._clock() if self._clock is not None else anyio.current_time()
         return self.reserve_now(key, rate=rate, burst=burst, now=now)
+
+    def transact_now(
+        self,
+        key: str,
+        update: Callable[[dict[str, Any] | None, float], tuple[dict[str, Any], T]],
+        *,
+        now: float,
+    ) -> T:
+        """Synchronous ``transact`` at an explicit ``now`` (for tests and sync callers)."""
+        with self._lock:
+            document, result = update(self._documents.get(key), now)
+            self._documents[key] = document
+        return result
+
+    async def transact(
+        self,
+        key: str,
+        update: Callable[[dict[str, Any] | None, float], tuple[dict[str, Any], T]],
+    ) -> T:
+        check_text("MemoryBackend.transact", "key", key)
+        now = self._clock() if self._clock is not None else anyio.current_time()
+        return self.transact_now(key, update, now=now)
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -196,6 +249,46 @@ class FileBackend:
     def _reserve_call(self, key: str, rate: float, burst: int) -> float:
         return self.reserve_now(key, rate=rate, burst=burst)
 
+    def state_path(self, key: str) -> Path:
+        """The file that holds ``transact``'s document for ``key``."""
+        return self.bucket_path(key).with_suffix(".state")
+
+    def transact_now(
+        self,
+        key: str,
+        update: Callable[[dict[str, Any] | None, float], tuple[dict[str, Any], T]],
+    ) -> T:
+        """The blocking ``transact`` (runs in a worker thread from ``transact``).
+
+        A document that cannot be parsed is passed to ``update`` as ``None``.
+        """
+        import fcntl
+
+        self._directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.state_path(key), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            raw = b""
+            while chunk := os.read(fd, 4096):
+                raw += chunk
+            now = self._clock()
+            document, result = update(_parse_document(raw), now)
+            data = json.dumps(document, allow_nan=False).encode()
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, data)
+            os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
+        return result
+
+    async def transact(
+        self,
+        key: str,
+        update: Callable[[dict[str, Any] | None, float], tuple[dict[str, Any], T]],
+    ) -> T:
+        check_text("FileBackend.transact", "key", key)
+        return await anyio.to_thread.run_sync(self.transact_now, key, update)
+
 
 def _parse_state(raw: bytes, *, now: float) -> BucketState | None:
     """The stored state; ``None`` for a new (empty) file; an empty bucket if unreadable."""
@@ -210,6 +303,16 @@ def _parse_state(raw: bytes, *, now: float) -> BucketState | None:
     if not (math.isfinite(tokens) and math.isfinite(stamp)):
         return BucketState(tokens=0.0, stamp=now)
     return BucketState(tokens=tokens, stamp=stamp)
+
+
+def _parse_document(raw: bytes) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    try:
+        document = json.loads(raw)
+    except ValueError:
+        return None
+    return document if isinstance(document, dict) else None
 
 
 def default_backend() -> LimitBackend:

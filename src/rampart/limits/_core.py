@@ -103,6 +103,13 @@ class LimiterCore:
     ``max_concurrency`` ``None`` with ``adaptive=False`` means no concurrency bound.
     With ``adaptive=True`` the window is an ``AimdWindow`` bounded by
     ``[1, max_concurrency or adaptive_cap]``.
+
+    ``learned``: a learned rate paces the attempts too. Then the rate takes every
+    rate-limit answer and the window is never cut: a concurrency limit shows up as
+    refusals as well, and cutting the rate cuts the attempts in flight (rate x
+    latency), while a window cut would recover by one slot per clean window, far too
+    slowly when many requests are in flight. The window still grows only while it is
+    full, up to its cap: it bounds the attempts in flight and holds back the first burst.
     """
 
     def __init__(
@@ -116,7 +123,9 @@ class LimiterCore:
         backoff_base: float = DEFAULT_BACKOFF_BASE,
         backoff_cap: float = DEFAULT_BACKOFF_CAP,
         aimd: AimdWindow | None = None,
+        learned: bool = False,
     ) -> None:
+        self._learned = learned
         self._max_concurrency = max_concurrency
         self._max_retries = max_retries
         self._max_retry_after = max_retry_after
@@ -228,6 +237,11 @@ class LimiterCore:
             self._saturations += 1
         return ticket
 
+    def _window_takes(self) -> bool:
+        # With a learned rate, the rate takes every rate-limit answer (see the class
+        # docstring); the window only grows.
+        return not self._learned
+
     def _end_attempt(self, now: float) -> None:
         self._observe(now)
         if self.in_flight <= 0:
@@ -272,7 +286,7 @@ class LimiterCore:
                 return self._refuse_wait(ticket, error, retry_after, now)
             if retry_after is not None:
                 self._resume_at = max(self._resume_at, now + retry_after)
-            if self._aimd is not None:
+            if self._aimd is not None and self._window_takes():
                 self._aimd.on_rate_limited(
                     generation=ticket.generation, now=now, retry_after=retry_after
                 )
@@ -282,8 +296,14 @@ class LimiterCore:
             self.failed += 1
             return Decision(kind=kind, retry=False)
         self.retries += 1
+        # With a learned rate, a refused request's retry takes a token like any attempt,
+        # so the bucket (which the refusal just cut) spaces retries already: the backoff
+        # stays at its first step instead of growing with every refusal, or a request
+        # refused a few times in a row (jitter against an agent without burst) would
+        # wait tens of seconds and straggle far behind the others.
+        step = 0 if self._learned and kind is FailureKind.RATE_LIMITED else retry
         delay = backoff_delay(
-            retry,
+            step,
             rng=self._rng,
             retry_after=retry_after,
             base=self._backoff_base,
@@ -297,7 +317,7 @@ class LimiterCore:
         # Waiting longer than max_retry_after would park the request (and, through the
         # pause, every request of this process) for as long as the agent likes: fail it
         # instead. Still a rate-limit signal for AIMD, without the long cooldown.
-        if self._aimd is not None:
+        if self._aimd is not None and self._window_takes():
             self._aimd.on_rate_limited(generation=ticket.generation, now=now, retry_after=None)
         self.failed += 1
         refusal = RateLimitedError(

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from rampart._checks import check_optional_seconds
+from rampart._checks import check_optional_instance, check_optional_seconds
 from rampart.core.errors import InfrastructureError
+from rampart.limits._signals import RateLimitSignal
 
 __all__ = ["RateLimitedError"]
 
@@ -13,15 +14,28 @@ class RateLimitedError(InfrastructureError):
 
     ``retry_after`` is how many seconds the agent asked the caller to wait (``None``:
     it did not say). A limiter retries these errors no sooner than ``retry_after``,
-    shrinks its adaptive window, and pauses new requests for that long. The error is
-    always ``transient``: waiting is expected to help. It pickles with its
-    ``retry_after`` (the base class's ``__reduce__`` carries the instance state).
+    slows down (its learned rate, or its adaptive window), and pauses new requests for
+    that long. ``signal`` is everything else the refusal said about the agent's limit
+    (its rate-limit headers, ``parse_rate_limit_headers``), which a learned rate uses.
+    The error is always ``transient``: waiting is expected to help. It pickles with
+    its ``retry_after`` and ``signal`` (the base class's ``__reduce__`` carries the
+    instance state).
     """
 
-    def __init__(self, message: str = "", *, retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        retry_after: float | None = None,
+        signal: RateLimitSignal | None = None,
+    ) -> None:
         checked = check_optional_seconds("RateLimitedError", "retry_after", retry_after)
+        check_optional_instance(
+            "RateLimitedError", "signal", signal, RateLimitSignal, expected="a RateLimitSignal"
+        )
         super().__init__(message, transient=True)
         self.retry_after = checked
+        self.signal = signal
 
     def __repr__(self) -> str:
         return f"RateLimitedError({str(self)!r}, retry_after={self.retry_after!r})"

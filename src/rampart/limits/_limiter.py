@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import math
 import random
 import weakref
 from typing import TYPE_CHECKING, Self, final
@@ -56,8 +57,12 @@ from rampart.core._contract import (
 )
 from rampart.core.adapter import AgentAdapter, Session
 from rampart.core.errors import AdapterContractError
-from rampart.limits._backends import LimitBackend, default_backend
+from rampart.limits._backends import LimitBackend, StateBackend, default_backend
 from rampart.limits._core import DEFAULT_MAX_RETRY_AFTER, Decision, LimiterCore
+from rampart.limits._errors import RateLimitedError
+from rampart.limits._learned import Grant, RatePolicy
+from rampart.limits._learning import LearnedRate
+from rampart.limits._signals import RateLimitSignal, collect_signals
 from rampart.limits._stats import LimiterStatistics
 
 if TYPE_CHECKING:
@@ -72,6 +77,10 @@ __all__ = ["LimitedAdapter", "LimitedSession", "limit", "live_limiters"]
 _OWNER = "limit()"
 _ADAPTER = "an AgentAdapter (create_session_async, manifest, observability_profile)"
 _BACKEND = "a LimitBackend (MemoryBackend, FileBackend, RedisBackend, ...)"
+_STATE_BACKEND = (
+    "a backend with transact() (MemoryBackend, FileBackend, RedisBackend) for a learned "
+    "rate (adaptive=True)"
+)
 _CLOCK = "a callable returning seconds"
 _LIVE: weakref.WeakSet[LimitedAdapter] = weakref.WeakSet()
 _SERIALS = itertools.count()
@@ -100,6 +109,8 @@ class LimitedAdapter:
     _backend: LimitBackend | None
     _clock: Callable[[], float]
     _core: LimiterCore
+    _learner: LearnedRate | None
+    _next_send: float
     _waiters: collections.deque[anyio.Event]
     _serial: int
 
@@ -132,12 +143,23 @@ class LimitedAdapter:
         self._max_retry_after = max_retry_after
         self._backend = backend
         self._clock = clock
+        self._learner = None
+        self._next_send = -math.inf
+        if adaptive:
+            assert isinstance(backend, StateBackend)
+            self._learner = LearnedRate(
+                backend=backend,
+                key=name,
+                policy=RatePolicy(burst=burst or 1, ceiling=rate),
+                clock=clock,
+            )
         self._core = LimiterCore(
             max_concurrency=max_concurrency,
             adaptive=adaptive,
             max_retries=max_retries,
             max_retry_after=max_retry_after,
             rng=rng,
+            learned=self._learner is not None,
         )
         self._waiters = collections.deque()
         self._serial = next(_SERIALS)
@@ -180,6 +202,8 @@ class LimitedAdapter:
 
     @property
     def rate(self) -> float | None:
+        """The ``rate=`` given: the fixed rate, or with ``adaptive=True`` the learned
+        rate's starting point and ceiling (``None``: not given)."""
         return self._rate
 
     @property
@@ -205,7 +229,8 @@ class LimitedAdapter:
 
     @property
     def backend(self) -> LimitBackend | None:
-        """Where the token bucket lives (``None`` without ``rate``)."""
+        """Where the token bucket lives (``None`` without one: no ``rate`` and not
+        ``adaptive``)."""
         return self._backend
 
     def statistics(self) -> LimiterStatistics:
@@ -232,6 +257,7 @@ class LimitedAdapter:
             current_window=core.window,
             rate_limit_episodes=core.episodes,
             wait_seconds=core.wait_seconds,
+            learned=None if self._learner is None else self._learner.statistics(),
         )
 
     # -- the shell -------------------------------------------------------------------
@@ -261,34 +287,63 @@ class LimitedAdapter:
         while self._waiters and core.try_acquire_slot():
             self._waiters.popleft().set()
 
-    async def _wait_until_ready(self) -> None:
+    async def _wait_until_ready(self) -> Grant | None:
         """Steps 2 and 3: the ``Retry-After`` pause, then a token.
+
+        Returns the learned rate's grant (``None`` for a fixed bucket or none).
 
         A pause may begin while the attempt sleeps on its token (another request's 429).
         Then the attempt waits the pause out and reserves a *fresh* token: the forfeited
         one only delays (the budget still holds), and the fresh reservations space the
         waiters at ``1/rate`` after the pause instead of letting them all go at once.
+        Likewise when a learned rate was cut while the attempt slept: its token was
+        reserved at the old rate, so it reserves again at the new one.
         """
         core = self._core
         clock = self._clock
         backend = self._backend
+        learner = self._learner
         while True:
             pause = core.pause_remaining(clock())
             while pause > 0.0:
                 await anyio.sleep(pause)
                 pause = core.pause_remaining(clock())
-            if backend is None or self._rate is None or self._burst is None:
-                return
-            wait = await backend.acquire(self._name, rate=self._rate, burst=self._burst)
+            grant: Grant | None = None
+            if learner is not None:
+                grant = await learner.reserve()
+                wait = grant.wait
+            elif backend is None or self._rate is None or self._burst is None:
+                return None
+            else:
+                wait = await backend.acquire(self._name, rate=self._rate, burst=self._burst)
             if wait > 0.0:
                 await anyio.sleep(wait)
-            if core.pause_remaining(clock()) <= 0.0:
-                return
+            stale = (
+                grant is not None
+                and learner is not None
+                and (learner.generation > grant.generation)
+            )
+            if core.pause_remaining(clock()) > 0.0 or stale:
+                if learner is not None:
+                    learner.forfeit()
+                continue
+            if grant is not None and self._burst == 1:
+                # A learned rate with burst 1: keep this process's sends at least one
+                # spacing apart even when this event loop woke them late and together
+                # (two back-to-back requests are a 429 from an agent without burst).
+                # Check again after every sleep: another attempt may have claimed the
+                # slot meanwhile (checking once, then sleeping, lets both go together).
+                # A deadline, not an event to wait for: sleeping in the loop is the point.
+                while (now := clock()) < self._next_send:  # noqa: ASYNC110
+                    await anyio.sleep(self._next_send - now)
+                self._next_send = now + 1.0 / grant.rate
+            return grant
 
     async def _send(self, session: Session, request: Request) -> Response:
         """Send ``request`` on ``session`` through this limiter (with retries)."""
         core = self._core
         clock = self._clock
+        learner = self._learner
         core.on_request()
         retry = 0
         while True:
@@ -297,26 +352,45 @@ class LimitedAdapter:
             decision: Decision
             try:
                 try:
-                    await self._wait_until_ready()
+                    grant = await self._wait_until_ready()
                 except Exception:
                     core.on_request_failed()  # the backend failed; the agent was not asked
                     raise
                 now = clock()
                 core.add_wait(now - queued_at)
                 ticket = core.begin_attempt(now)
+                serial = None if learner is None else learner.begin(now)
+                signals: list[RateLimitSignal] = []
                 try:
-                    response = await send_checked(session, request)
+                    with collect_signals(signals.append):
+                        response = await send_checked(session, request)
                 except Exception as error:
-                    decision = core.on_failure(ticket, error, clock(), retry)
+                    ended = clock()
+                    decision = core.on_failure(ticket, error, ended, retry)
+                    if learner is not None and serial is not None:
+                        learner.end(serial, ended, timed=True)
+                        try:
+                            await self._learn_refusal(grant, error, signals)
+                        except Exception:
+                            if decision.retry:  # else the request is already counted
+                                core.on_request_failed()
+                            raise
                     if not decision.retry:
                         if decision.error is not None:
                             raise decision.error from error
                         raise
                 except BaseException:
                     core.on_abandoned(clock())
+                    if learner is not None and serial is not None:
+                        learner.end(serial, clock(), timed=False)
                     raise
                 else:
-                    core.on_success(ticket, clock())
+                    ended = clock()
+                    core.on_success(ticket, ended)
+                    if learner is not None and serial is not None:
+                        learner.end(serial, ended, timed=True)
+                        if signals and grant is not None:
+                            await learner.observed(grant, signals)
                     return response
             finally:
                 self._release_slot()
@@ -324,6 +398,24 @@ class LimitedAdapter:
             await anyio.sleep(decision.delay)
             core.add_wait(clock() - backoff_from)
             retry += 1
+
+    async def _learn_refusal(
+        self,
+        grant: Grant | None,
+        error: Exception,
+        signals: list[RateLimitSignal],
+    ) -> None:
+        """Tell the learned rate about a failed attempt (only rate-limit answers count)."""
+        learner = self._learner
+        if learner is None or grant is None:
+            return
+        if not isinstance(error, RateLimitedError):
+            if signals:
+                await learner.observed(grant, signals)
+            return
+        if error.signal is not None and error.signal not in signals:
+            signals = [*signals, error.signal]
+        await learner.throttled(grant, signals)
 
 
 @final
@@ -397,9 +489,12 @@ def limit(
       (``None``: unbounded, or ``256`` as the adaptive cap).
     * ``rate`` / ``burst``: a token bucket of ``rate`` requests per second holding up
       to ``burst`` tokens (default ``1``: evenly spaced, no bursts). ``burst`` and
-      ``backend`` need ``rate``.
-    * ``adaptive``: an AIMD window in ``[1, max_concurrency or 256]`` that shrinks on
-      rate-limit episodes and grows on clean windows.
+      ``backend`` need ``rate`` or ``adaptive``.
+    * ``adaptive``: learn the rate (a bucket whose rate follows a CUBIC-style
+      controller on the agent's rate-limit answers and headers; ``rate``, if given, is
+      where it starts and its ceiling) and an AIMD window in
+      ``[1, max_concurrency or 256]`` that shrinks on rate-limit episodes it was the
+      binding limit for and grows on clean windows.
     * ``max_retries``: retries per request for rate-limited and transient failures.
     * ``max_retry_after``: the longest ``Retry-After`` (seconds) the limiter waits for;
       a rate-limit answer asking for longer fails the request at once, unretried.
@@ -451,18 +546,23 @@ def _build(
         name = type(adapter).__qualname__
     if backend is not None and not isinstance(backend, LimitBackend):
         raise invalid(_OWNER, "backend", f"{_BACKEND} or None", backend)
-    if checked_rate is None:
+    if checked_rate is None and not adaptive:
         if checked_burst is not None:
-            raise ValueError(f"{_OWNER}: burst={burst!r} needs rate; pass rate= as well")
+            raise ValueError(
+                f"{_OWNER}: burst={burst!r} needs rate (or adaptive=True); pass rate= as well"
+            )
         if backend is not None:
             raise ValueError(
-                f"{_OWNER}: backend holds the token bucket and needs rate; pass rate= as well"
+                f"{_OWNER}: backend holds the token bucket and needs rate (or adaptive=True); "
+                "pass rate= as well"
             )
     else:
         if checked_burst is None:
             checked_burst = 1
         if backend is None:
             backend = default_backend()
+        if adaptive and not isinstance(backend, StateBackend):
+            raise invalid(_OWNER, "backend", _STATE_BACKEND, backend)
     check_callable(_OWNER, "clock", clock, expected=_CLOCK, optional=True)
     return LimitedAdapter._create(
         adapter=adapter,

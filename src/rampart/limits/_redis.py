@@ -1,6 +1,10 @@
 """``RedisBackend``: one token bucket per key in Redis, shared by every host.
 
 The reservation is one Lua script, so Redis runs the read-modify-write atomically.
+``transact`` (the shared document of a learned rate) is an optimistic transaction:
+one script reads the document and the server's clock, the update runs here, and a
+second script stores the result only if the document is still the one that was read
+(else the update runs again on the fresh document).
 It measures time with the server's ``TIME`` (one clock for every host) unless the
 backend was given a ``clock``. The synchronous redis-py client runs in a worker thread
 (``anyio.to_thread``), which works on asyncio and trio alike; redis-py is imported
@@ -9,8 +13,9 @@ only when a ``RedisBackend`` is created (optional extra ``rampart[redis]``).
 
 from __future__ import annotations
 
+import json
 import urllib.parse
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 
@@ -23,7 +28,14 @@ if TYPE_CHECKING:
 
 __all__ = ["RedisBackend"]
 
+T = TypeVar("T")
+
 DEFAULT_PREFIX = "rampart:limits:"
+
+DOCUMENT_TTL_MS = 3_600_000
+"""A learned-rate document expires after an hour without use."""
+
+MAX_TRANSACT_ATTEMPTS = 100
 
 _OWNER = "RedisBackend"
 _URL = "a redis://, rediss:// or unix:// URL"
@@ -65,6 +77,31 @@ return {string.format('%.17g', wait), string.format('%.17g', now)}
 """
 
 
+# KEYS[1] document; ARGV[1] now ('' = the server's TIME). Returns {document or '', now}.
+_READ = """
+local now
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+else
+  now = tonumber(ARGV[1])
+end
+local current = redis.call('GET', KEYS[1])
+if current == false then current = '' end
+return {current, string.format('%.17g', now)}
+"""
+
+# KEYS[1] document; ARGV: the document read ('' = none), the new one, TTL in ms.
+# Stores the new document only if nobody changed it since it was read.
+_COMPARE_AND_SET = """
+local current = redis.call('GET', KEYS[1])
+if current == false then current = '' end
+if current ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1
+"""
+
+
 class RedisBackend:
     """Token buckets in Redis at ``url`` (``redis://host:port/db``), keyed ``prefix + key``.
 
@@ -103,6 +140,8 @@ class RedisBackend:
         self._clock = clock
         self._client: Any = redis.Redis.from_url(url)
         self._script: Any = self._client.register_script(_SCRIPT)
+        self._read: Any = self._client.register_script(_READ)
+        self._compare_and_set: Any = self._client.register_script(_COMPARE_AND_SET)
         self._errors: tuple[type[BaseException], ...] = (redis.exceptions.RedisError,)
 
     def __repr__(self) -> str:
@@ -139,6 +178,55 @@ class RedisBackend:
     def _reserve_call(self, key: str, rate: float, burst: int) -> float:
         return self.reserve_now(key, rate=rate, burst=burst)
 
+    def document_key(self, key: str) -> str:
+        """The Redis key of ``transact``'s document for ``key``."""
+        return f"{self._prefix}state:{key}"
+
+    def transact_now(
+        self,
+        key: str,
+        update: Callable[[dict[str, Any] | None, float], tuple[dict[str, Any], T]],
+    ) -> T:
+        """The blocking ``transact`` (runs in a worker thread from ``transact``)."""
+        name = self.document_key(key)
+        for _ in range(MAX_TRANSACT_ATTEMPTS):
+            now = "" if self._clock is None else repr(float(self._clock()))
+            try:
+                raw, stamp = self._read(keys=[name], args=[now])
+                text = raw.decode() if isinstance(raw, bytes) else str(raw)
+                document, result = update(_parse_document(text), float(stamp))
+                stored = json.dumps(document, allow_nan=False)
+                written = self._compare_and_set(keys=[name], args=[text, stored, DOCUMENT_TTL_MS])
+            except self._errors as error:
+                raise InfrastructureError(
+                    f"RedisBackend {redact(self._url)}: could not update the shared "
+                    f"state of {key!r}: {error}"
+                ) from error
+            if int(written) == 1:
+                return result
+        raise InfrastructureError(
+            f"RedisBackend {redact(self._url)}: the shared state of {key!r} changed under "
+            f"every one of {MAX_TRANSACT_ATTEMPTS} attempts to update it"
+        )
+
+    async def transact(
+        self,
+        key: str,
+        update: Callable[[dict[str, Any] | None, float], tuple[dict[str, Any], T]],
+    ) -> T:
+        check_text("RedisBackend.transact", "key", key)
+        return await anyio.to_thread.run_sync(self.transact_now, key, update)
+
     def close(self) -> None:
         """Close the client's pooled connections (optional; they close at exit anyway)."""
         self._client.close()
+
+
+def _parse_document(text: str) -> dict[str, Any] | None:
+    if not text:
+        return None
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return None
+    return document if isinstance(document, dict) else None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import attrs
 
+from rampart.limits._learning import LearnedRateStatistics
+
 __all__ = ["LimiterStatistics"]
 
 
@@ -19,7 +21,10 @@ class LimiterStatistics:
     in flight (``None``: unbounded); ``wait_seconds`` is the total time requests spent
     waiting for a slot, a ``Retry-After`` pause, a token or a backoff.
     ``rate_limit_episodes`` counts the cuts of an adaptive window. ``backend``
-    describes where the token bucket lives (``"none"`` without ``rate``).
+    describes where the token bucket lives (``"none"`` without a bucket).
+    ``learned`` is the learned rate's state (``adaptive=True``; ``None`` otherwise), as
+    this process last saw it: with a shared backend it is the rate every participant
+    learned together.
     """
 
     name: str
@@ -38,6 +43,7 @@ class LimiterStatistics:
     current_window: int | None
     rate_limit_episodes: int
     wait_seconds: float
+    learned: LearnedRateStatistics | None = None
 
     def as_dict(self) -> dict[str, object]:
         """The snapshot as a JSON-ready dict (for report metadata)."""

@@ -56,7 +56,16 @@ from rampart.testing.server._models import SimulatedModels, UnknownModelMode, is
 from rampart.testing.server._options import ServerOptions
 from rampart.testing.server._stats import ServerStatistics
 
-__all__ = ["ASGIApp", "ChatCompletionsApp", "Receive", "Scope", "Send"]
+__all__ = [
+    "ASGIApp",
+    "ChatCompletionsApp",
+    "Receive",
+    "Scope",
+    "Send",
+    "go_duration",
+    "ietf_quota_headers",
+    "openai_quota_headers",
+]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -73,6 +82,49 @@ _MAX_AGENTS = 4096
 
 _Reply = tuple[int, dict[str, Any] | bytes, list[tuple[bytes, bytes]]]
 """Status, JSON body (or JSON text, already encoded) and extra headers of a response."""
+
+
+def go_duration(seconds: float) -> str:
+    """``seconds`` as OpenAI writes ``x-ratelimit-reset-*``: ``"6m0s"``, ``"1.5s"``,
+    ``"12ms"`` (Go duration syntax, microsecond precision)."""
+    micros = max(0, round(seconds * 1_000_000))
+    if micros < 1000:
+        return f"{micros}us" if micros else "0s"
+    if micros < 1_000_000:
+        return f"{micros / 1000:.3f}".rstrip("0").rstrip(".") + "ms"
+    minutes, micros = divmod(micros, 60_000_000)
+    text = f"{micros / 1_000_000:.6f}".rstrip("0").rstrip(".") + "s"
+    if minutes:
+        hours, minutes = divmod(minutes, 60)
+        text = f"{minutes}m{text}"
+        if hours:
+            text = f"{hours}h{text}"
+    return text
+
+
+def openai_quota_headers(*, tokens: float, rate: float, burst: int) -> list[tuple[bytes, bytes]]:
+    """OpenAI's request-quota headers for a bucket holding ``tokens`` of ``burst``:
+    the limit (its size), what is left (whole requests) and the time until it is full."""
+    return [
+        (b"x-ratelimit-limit-requests", str(burst).encode()),
+        (b"x-ratelimit-remaining-requests", str(max(0, math.floor(tokens))).encode()),
+        (b"x-ratelimit-reset-requests", go_duration((burst - tokens) / rate).encode()),
+    ]
+
+
+def ietf_quota_headers(*, tokens: float, rate: float) -> list[tuple[bytes, bytes]]:
+    """The IETF draft's fields for a bucket refilling at ``rate``: the policy as a quota
+    per whole-second window (``q / w`` = the rate, exactly when some window up to an
+    hour makes ``q`` whole), and what is left with the seconds until the next request
+    is allowed (rounded up)."""
+    window = next((w for w in (1, 10, 60, 3600) if abs(rate * w - round(rate * w)) < 1e-9), 60)
+    quota = max(1, math.floor(rate * window + 1e-9))
+    remaining = max(0, math.floor(tokens))
+    until = 0 if tokens >= 1.0 else math.ceil((1.0 - tokens) / rate)
+    return [
+        (b"ratelimit-policy", f'"default";q={quota};w={window}'.encode()),
+        (b"ratelimit", f'"default";r={remaining};t={until}'.encode()),
+    ]
 
 
 class _Disconnected(Exception):
@@ -455,10 +507,26 @@ class ChatCompletionsApp:
 
     async def _handle(self, scope: Scope, receive: Receive, model: str | None) -> _Reply | None:
         """The reply to one completion request (``None``: the client went away)."""
+        quota: list[tuple[bytes, bytes]] = []
+        reply = await self._reply_to(scope, receive, model, quota)
+        if reply is None or not quota:
+            return reply
+        status, body, headers = reply
+        return status, body, [*headers, *quota]
+
+    async def _reply_to(
+        self,
+        scope: Scope,
+        receive: Receive,
+        model: str | None,
+        quota: list[tuple[bytes, bytes]],
+    ) -> _Reply | None:
+        """The reply; ``quota`` receives the rate-limit headers once a token was taken."""
         try:
             body = await _read_body(receive, self._options.max_body_bytes)
             self._check_credentials(scope)
             wait = self._take_token()
+            quota.extend(self._quota_headers())
             if wait > 0:
                 self._rate_limited += 1
                 return self._too_many(wait)
@@ -488,6 +556,21 @@ class ChatCompletionsApp:
             kind = self._faults.choice(self._options.broken_bodies)
             return 200, broken_body(kind, payload), []
         return 200, payload, []
+
+    def _quota_headers(self) -> list[tuple[bytes, bytes]]:
+        """The bucket as a provider states it (``rate_limit_headers``), right after the
+        request took its token (or was refused one)."""
+        style = self._options.rate_limit_headers
+        bucket = self._bucket
+        if style == "none" or bucket is None:
+            return []
+        tokens = bucket.tokens(self._clock())
+        headers: list[tuple[bytes, bytes]] = []
+        if style in ("openai", "all"):
+            headers += openai_quota_headers(tokens=tokens, rate=bucket.rate, burst=bucket.burst)
+        if style in ("ietf", "all"):
+            headers += ietf_quota_headers(tokens=tokens, rate=bucket.rate)
+        return headers
 
     async def _model_reply(
         self,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from rampart.testing.server._options import BROKEN_BODIES, ServerOptions
+from rampart.testing.server._options import BROKEN_BODIES, RATE_LIMIT_HEADER_STYLES, ServerOptions
 from rampart.testing.server._serve import check_address, serve
 
 if TYPE_CHECKING:
@@ -65,6 +65,13 @@ def parser() -> argparse.ArgumentParser:
         action="store_false",
         help="send only Retry-After (whole seconds) with a 429",
     )
+    cli.add_argument(
+        "--rate-limit-headers",
+        choices=RATE_LIMIT_HEADER_STYLES,
+        default="none",
+        help="state the bucket on every answer: OpenAI x-ratelimit-* headers, the IETF "
+        "draft's RateLimit-Policy/RateLimit, all of them, or none (default)",
+    )
     cli.add_argument("--max-conversations", type=int, default=10_000)
     cli.add_argument("--max-body-bytes", type=int, default=4 * 1024 * 1024)
     cli.add_argument(
@@ -98,6 +105,7 @@ def _options(arguments: argparse.Namespace) -> ServerOptions:
         secret=arguments.secret,
         model=arguments.model,
         retry_after_ms=arguments.retry_after_ms,
+        rate_limit_headers=arguments.rate_limit_headers,
         max_conversations=arguments.max_conversations,
         max_body_bytes=arguments.max_body_bytes,
         api_key=arguments.api_key,

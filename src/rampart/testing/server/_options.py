@@ -8,6 +8,7 @@ import attrs
 
 from rampart._checks import (
     check_bool,
+    check_choice,
     check_int,
     check_items,
     check_optional_number,
@@ -19,7 +20,7 @@ from rampart._checks import (
     invalid,
 )
 
-__all__ = ["BROKEN_BODIES", "ServerOptions"]
+__all__ = ["BROKEN_BODIES", "RATE_LIMIT_HEADER_STYLES", "ServerOptions"]
 
 _OWNER = "ServerOptions"
 
@@ -109,6 +110,14 @@ def _check_flag(_instance: object, attribute: attrs.Attribute[Any], value: Any) 
     check_bool(_OWNER, attribute.name, value)
 
 
+RATE_LIMIT_HEADER_STYLES = ("none", "openai", "ietf", "all")
+"""Values of ``ServerOptions.rate_limit_headers``."""
+
+
+def _check_header_style(_instance: object, _attribute: object, value: Any) -> None:
+    check_choice(_OWNER, "rate_limit_headers", value, RATE_LIMIT_HEADER_STYLES)
+
+
 @attrs.frozen(kw_only=True)
 class ServerOptions:
     """How the test server behaves.
@@ -116,6 +125,10 @@ class ServerOptions:
     * ``rate`` / ``burst``: a token bucket (requests per second, bucket size); ``None``
       means no limit. An empty bucket answers ``429`` with ``Retry-After`` (whole
       seconds, rounded up) and, unless ``retry_after_ms`` is false, ``retry-after-ms``.
+      ``rate_limit_headers`` makes every answer also state the bucket the way a
+      provider does: ``"openai"`` (``x-ratelimit-limit-requests``,
+      ``x-ratelimit-remaining-requests``, ``x-ratelimit-reset-requests``), ``"ietf"``
+      (``RateLimit-Policy`` and ``RateLimit``), ``"all"`` (both) or ``"none"``.
     * ``latency``: seconds the simulated agent takes per answered request.
     * ``error_rate``: probability that an admitted request fails with a status drawn
       from ``error_statuses`` (default 500 or 503); ``hang_rate``: probability that it
@@ -158,6 +171,7 @@ class ServerOptions:
     secret: str | None = attrs.field(default=None, validator=_check_optional_text)
     model: str = attrs.field(default="simulated-agent", validator=_check_text)
     retry_after_ms: bool = attrs.field(default=True, validator=_check_flag)
+    rate_limit_headers: str = attrs.field(default="none", validator=_check_header_style)
     max_conversations: int = attrs.field(default=10_000, validator=_check_positive)
     max_body_bytes: int = attrs.field(default=4 * 1024 * 1024, validator=_check_positive)
     api_key: str | None = attrs.field(default=None, repr=False)

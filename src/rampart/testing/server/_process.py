@@ -44,6 +44,7 @@ def cli_arguments(options: ServerOptions) -> list[str]:
     arguments += ["--model", options.model]
     if not options.retry_after_ms:
         arguments.append("--no-retry-after-ms")
+    arguments += ["--rate-limit-headers", options.rate_limit_headers]
     arguments += ["--max-conversations", str(options.max_conversations)]
     arguments += ["--max-body-bytes", str(options.max_body_bytes)]
     if options.api_key is not None:

@@ -50,6 +50,7 @@ class ServerSettings(TypedDict, total=False):
     secret: str | None
     model: str
     retry_after_ms: bool
+    rate_limit_headers: str
     max_conversations: int
     max_body_bytes: int
     api_key: str | None

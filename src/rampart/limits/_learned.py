@@ -1,0 +1,512 @@
+"""The learned rate: a token bucket whose fill rate follows the agent's signals (sans-io).
+
+``limit(adapter, adaptive=True)`` paces requests with a bucket whose rate is not given
+but learned. Everything the rate controller decides is a pure function of a
+``LearnedState`` (a small JSON document) and ``now``:
+
+* ``reserve``: schedule a request, and say under which *generation* (number of cuts
+  so far) and at which rate it goes out. The bucket is kept in its *virtual
+  scheduling* form (GCRA): ``due`` is when the next request may go, each reservation
+  moves it on by ``1 / rate`` at the rate of the moment, and ``burst - 1`` spacings
+  may be used early. Unlike a balance of tokens, this keeps the due times of queued
+  requests in order when the rate changes: a request reserved after the rate rose
+  never goes out before one reserved earlier at the lower rate;
+* ``throttled``: a rate-limit answer to a request sent under generation ``g`` at rate
+  ``r``. If no cut happened since ``g``, the rate was too high: cut it (CUBIC, see
+  ``_cubic``) to ``beta * r`` and probe back up. Answers to requests sent before the
+  last cut describe the old rate and change nothing but the counters; so does a lone
+  refusal early in the climb back (``SETTLE``), unless the agent is refusing a good
+  share of everything (``REFUSING``), when the cut starts from what it accepts;
+* ``observed``: what the agent said on an answer (``_signals.RateLimitSignal``): a
+  request quota that implies a rate caps the learned rate at it (and ends slow start
+  there at once), and a quota nearly used up (``remaining / limit`` below 5 %) is a
+  gentle cut before any 429 comes.
+
+Because the state is data and the transitions are pure, the backends can apply them
+atomically to one shared document (a dict under a lock, a JSON file under ``flock``, a
+Redis key with compare-and-set): every process and host that uses the same name and
+backend learns *one* rate together and paces against it, instead of each learning its
+own and together overshooting.
+
+The rate the bucket uses at ``now`` is the CUBIC law's value clamped to
+``[MIN_RATE, ceiling]``, where the ceiling is the user's ``rate=`` (if given) and the
+agent's stated rate (if it said one, less a small margin for jitter; unless it is
+stated again it rises slowly after ``HINT_HOLD`` seconds, so a raised limit is found
+again). Time during which the bucket
+stayed full (requests came slower than the rate) does not count for growth.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from rampart.limits import _cubic
+from rampart.limits._cubic import CubicState
+
+if TYPE_CHECKING:
+    from rampart.limits._signals import RateLimitSignal
+
+__all__ = [
+    "DEFAULT_INITIAL_RATE",
+    "Grant",
+    "LearnedState",
+    "RatePolicy",
+    "observed",
+    "rate_at",
+    "reserve",
+    "throttled",
+]
+
+DEFAULT_INITIAL_RATE = 4.0
+"""Requests per second a learned rate starts from (when ``rate=`` is not given)."""
+
+MIN_RATE = 0.01
+"""The learned rate never goes below one request per 100 s."""
+
+BETA_START = 0.5
+"""The cut that ends slow start: halve the rate the refused request was sent at
+(slow start doubled it every feedback delay, so half is below the agent's limit)."""
+
+BETA = 0.9
+"""The cut while probing: the rate drops to 80 % of the rate that was refused."""
+
+REFUSING = 0.3
+"""When at least this share of recent requests was refused (and at least
+``REFUSING_COUNT`` of them, over ``MEASURE_REQUESTS`` sent), the agent is saturated and
+what it accepts (requests sent minus refused, smoothed) *is* its rate: a cut then
+starts from that if it is lower than the rate the refused request was sent at. (A
+bucket with a large burst lets a too-high rate through for a while, so the rate a
+refused request was sent at can be far above the agent's.)"""
+
+SETTLE = 0.5
+"""Share of the climb back after a cut during which a *lone* refusal (under
+``LONE_SHARE`` of the requests in a measuring window that holds at least
+``LONE_SENT`` of them) does not cut again: the cut is still taking effect, and such a
+refusal is more likely noise (two requests bunched by network or scheduling jitter)
+than a sign the new rate is too high. More refusals than that early in the climb mean the last cut
+was not enough (typically the agent's burst had let the rate run above its limit for
+a while): they cut deeper, by ``BETA_AGAIN``."""
+
+LONE_SHARE = 0.05
+LONE_SENT = 20.0
+
+BETA_AGAIN = 0.7
+
+BETA_HEADROOM = 0.9
+"""The gentle cut when the agent says its quota is nearly used up."""
+
+HEADROOM_LOW = 0.05
+"""``remaining / limit`` below this is "nearly used up"."""
+
+DOUBLING_MIN = 0.5
+"""Seconds: slow start doubles the rate at most this often (and at most once per
+feedback delay, the smoothed time an attempt takes)."""
+
+PERIOD_MIN = 1.0
+"""Seconds: the shortest time to climb back to the rate that was refused."""
+
+PERIOD_LATENCIES = 3.0
+"""... and at least this many feedback delays (answers must come back to be heard)."""
+
+PERIOD_REQUESTS = 80.0
+"""... and at least as long as this many requests take at that rate, so a slow agent is
+probed rarely: each probe above its limit costs a refused request or two."""
+
+PERIOD_MAX = 60.0
+"""Seconds: the longest climb back."""
+
+HINT_HOLD = 5.0
+"""Seconds a rate the agent stated holds as a ceiling without being stated again ..."""
+
+HINT_RELAX = 0.1
+"""... after which it rises by this much per second (so a limit that was raised, or
+an agent that stopped stating it, does not hold the rate down for good)."""
+
+DEFAULT_LATENCY = DOUBLING_MIN
+"""The feedback delay assumed before any attempt has been timed."""
+
+LATENCY_WEIGHT = 0.05
+"""Weight of each reported latency in the state's moving average."""
+
+MEASURE_SECONDS = 1.0
+"""Shortest time constant of the send-rate and refusal-rate averages ..."""
+
+MEASURE_REQUESTS = 10.0
+"""... which average over at least this many requests at the current rate."""
+
+REFUSING_COUNT = 3.0
+
+HINT_SHARE = 0.97
+"""The learned rate stays this far below a rate the agent stated: pacing at exactly
+the agent's rate leaves no room for network jitter, and the agent answers 429 to any
+two requests that arrive a little closer than its spacing."""
+
+_FORMAT = 1
+
+
+@attrs.frozen(kw_only=True)
+class RatePolicy:
+    """The fixed settings of one learned rate (from ``limit()``'s arguments).
+
+    ``burst``: the client bucket's capacity; ``initial``: where the rate starts;
+    ``ceiling``: the user's ``rate=`` (``None``: none).
+    """
+
+    burst: int = 1
+    initial: float = DEFAULT_INITIAL_RATE
+    ceiling: float | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Grant:
+    """A reserved token: wait ``wait`` seconds, then send; the request goes out under
+    generation ``generation`` at ``rate`` requests per second."""
+
+    wait: float
+    generation: int
+    rate: float
+
+
+@attrs.frozen(kw_only=True)
+class LearnedState:
+    """The shared document: the bucket, the growth law and what was measured.
+
+    ``due``: when the next request may go out (the bucket; ``due <= now`` means full);
+    ``stamp``: the last update. Times are on the backend's clock. ``latency`` is the
+    smoothed feedback delay the participants reported; ``sent`` and ``refused`` are
+    exponentially smoothed rates (per second, as of ``measured_at``, over ``window``
+    seconds); ``hint`` is the lowest rate the agent stated (as of ``hint_at``);
+    ``last_cut`` when the rate was last cut.
+    """
+
+    due: float
+    stamp: float
+    law: CubicState
+    latency: float = DEFAULT_LATENCY
+    sent: float = 0.0
+    refused: float = 0.0
+    measured_at: float = 0.0
+    window: float = MEASURE_SECONDS
+    hint: float | None = None
+    hint_at: float = 0.0
+    last_cut: float | None = None
+    headroom_cuts: int = 0
+
+    # -- wire form (JSON-ready; the file and Redis backends store it) ---------------
+
+    def to_dict(self) -> dict[str, Any]:
+        law = self.law
+        return {
+            "v": _FORMAT,
+            "due": self.due,
+            "stamp": self.stamp,
+            "phase": law.phase,
+            "origin": law.origin,
+            "peak": law.peak,
+            "epoch": law.epoch,
+            "period": law.period,
+            "doubling": law.doubling,
+            "cuts": law.cuts,
+            "latency": self.latency,
+            "sent": self.sent,
+            "refused": self.refused,
+            "measured_at": self.measured_at,
+            "window": self.window,
+            "hint": self.hint,
+            "hint_at": self.hint_at,
+            "last_cut": self.last_cut,
+            "headroom_cuts": self.headroom_cuts,
+        }
+
+    @classmethod
+    def from_dict(cls, data: object) -> LearnedState | None:
+        """The state in ``data``, or ``None`` if it is not a state this version wrote
+        (a damaged or foreign document restarts the controller)."""
+        if not isinstance(data, dict) or data.get("v") != _FORMAT:
+            return None
+        try:
+            phase = data["phase"]
+            if phase not in ("start", "probe"):
+                return None
+            numbers = {
+                key: float(data[key])
+                for key in (
+                    "due",
+                    "stamp",
+                    "origin",
+                    "peak",
+                    "epoch",
+                    "period",
+                    "doubling",
+                    "latency",
+                    "sent",
+                    "refused",
+                    "measured_at",
+                    "window",
+                    "hint_at",
+                )
+            }
+            hint = None if data["hint"] is None else float(data["hint"])
+            last_cut = None if data["last_cut"] is None else float(data["last_cut"])
+            cuts = int(data["cuts"])
+            headroom_cuts = int(data["headroom_cuts"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        values = [*numbers.values(), hint or 0.0, last_cut or 0.0]
+        if not all(math.isfinite(v) for v in values):
+            return None
+        positive = ("origin", "peak", "period", "doubling", "window")
+        if min(numbers[key] for key in positive) <= 0:
+            return None
+        return cls(
+            due=numbers["due"],
+            stamp=numbers["stamp"],
+            law=CubicState(
+                phase=phase,
+                origin=numbers["origin"],
+                peak=numbers["peak"],
+                epoch=numbers["epoch"],
+                period=numbers["period"],
+                doubling=numbers["doubling"],
+                cuts=cuts,
+            ),
+            latency=numbers["latency"],
+            sent=numbers["sent"],
+            refused=numbers["refused"],
+            measured_at=numbers["measured_at"],
+            window=numbers["window"],
+            hint=hint,
+            hint_at=numbers["hint_at"],
+            last_cut=last_cut,
+            headroom_cuts=headroom_cuts,
+        )
+
+    # -- derived values ------------------------------------------------------------
+
+    @property
+    def generation(self) -> int:
+        return self.law.cuts
+
+    def smoothed(self, now: float) -> tuple[float, float]:
+        """``(sent, refused)`` per second as of ``now``."""
+        decay = math.exp(-max(0.0, now - self.measured_at) / self.window)
+        return self.sent * decay, self.refused * decay
+
+
+def _window(rate: float) -> float:
+    """Seconds the measured rates average over (longer at low rates)."""
+    return min(PERIOD_MAX, max(MEASURE_SECONDS, MEASURE_REQUESTS / max(rate, MIN_RATE)))
+
+
+def _doubling(latency: float) -> float:
+    return max(DOUBLING_MIN, latency)
+
+
+def _period(latency: float, rate: float) -> float:
+    period = max(PERIOD_MIN, PERIOD_LATENCIES * latency, PERIOD_REQUESTS / max(rate, MIN_RATE))
+    return min(PERIOD_MAX, period)
+
+
+def fresh(now: float, policy: RatePolicy) -> LearnedState:
+    """A new controller: slow start from ``policy.initial``, or (with a ceiling, which
+    the user gave as ``rate=``) probing from the ceiling itself."""
+    initial = policy.initial if policy.ceiling is None else policy.ceiling
+    law = _cubic.restart(
+        value=initial,
+        now=now,
+        period=_period(DEFAULT_LATENCY, initial),
+        doubling=_doubling(DEFAULT_LATENCY),
+    )
+    if policy.ceiling is not None:
+        law = _cubic.plateau(law, now=now, peak=initial, period=law.period)
+    return LearnedState(due=now, stamp=now, law=law, measured_at=now)
+
+
+def _hint_at(state: LearnedState, now: float) -> float | None:
+    if state.hint is None:
+        return None
+    return state.hint * math.exp(HINT_RELAX * max(0.0, now - state.hint_at - HINT_HOLD))
+
+
+def _ceiling(state: LearnedState, now: float, policy: RatePolicy) -> float:
+    ceiling = math.inf if policy.ceiling is None else policy.ceiling
+    hint = _hint_at(state, now)
+    if hint is not None:
+        ceiling = min(ceiling, hint * HINT_SHARE)
+    return max(MIN_RATE, ceiling)
+
+
+def rate_at(state: LearnedState, now: float, policy: RatePolicy) -> float:
+    """The bucket's fill rate at ``now``."""
+    value = _cubic.value(state.law, now)
+    return min(_ceiling(state, now, policy), max(MIN_RATE, value))
+
+
+def _rebase(state: LearnedState, now: float) -> LearnedState:
+    """A clock that stepped back (state written under another clock): shift every
+    stored time by the step, so ages, the growth law and the bucket are kept."""
+    if now >= state.stamp:
+        return state
+    shift = now - state.stamp
+    law = attrs.evolve(state.law, epoch=state.law.epoch + shift)
+    return attrs.evolve(
+        state,
+        due=state.due + shift,
+        stamp=now,
+        law=law,
+        measured_at=state.measured_at + shift,
+        hint_at=state.hint_at + shift,
+        last_cut=None if state.last_cut is None else state.last_cut + shift,
+    )
+
+
+def _measure(
+    state: LearnedState, now: float, policy: RatePolicy, *, sent: int = 0, refused: int = 0
+) -> LearnedState:
+    current_sent, current_refused = state.smoothed(now)
+    window = _window(rate_at(state, now, policy))
+    return attrs.evolve(
+        state,
+        sent=max(0.0, current_sent + sent / window),
+        refused=current_refused + refused / window,
+        measured_at=max(now, state.measured_at),
+        window=window,
+    )
+
+
+def _advance(state: LearnedState, now: float, policy: RatePolicy) -> LearnedState:
+    """Move the state to ``now``: time during which the rate held nobody back (the
+    caller arrives after the last request's spacing ran out: requests come slower
+    than the rate) or the law sat above its ceiling does not count for growth."""
+    elapsed = now - state.stamp
+    if elapsed <= 0.0:
+        return state
+    law = state.law
+    if now >= state.due:
+        # Nothing was queued and the spacing had run out: the rate held nobody back
+        # since the last reservation.
+        law = _cubic.idle(law, elapsed)
+    elif _cubic.value(law, now) > _ceiling(state, now, policy):
+        # Capped: the agent's (or the user's) ceiling binds, not the law; hold the law
+        # where it is instead of letting it run off above the cap.
+        law = _cubic.idle(law, elapsed)
+    return attrs.evolve(state, stamp=now, law=law)
+
+
+def reserve(
+    state: LearnedState | None,
+    *,
+    now: float,
+    policy: RatePolicy,
+    latency: float | None = None,
+    forfeited: int = 0,
+) -> tuple[LearnedState, Grant]:
+    """Take one token at ``now``; ``latency``: the caller's current feedback delay;
+    ``forfeited``: earlier reservations of this caller that were never used (a pause
+    or a cut began while they waited), taken back out of the measured send rate."""
+    current = fresh(now, policy) if state is None else _rebase(state, now)
+    if latency is not None and latency > 0.0 and math.isfinite(latency):
+        smoothed = current.latency + LATENCY_WEIGHT * (latency - current.latency)
+        law = _cubic.reanchor(current.law, now=now, doubling=_doubling(smoothed))
+        current = attrs.evolve(current, latency=smoothed, law=law)
+    current = _advance(current, now, policy)
+    rate = rate_at(current, now, policy)
+    spacing = 1.0 / rate
+    # ``burst - 1`` spacings may be used ahead of the schedule (at most ``burst`` at once).
+    start = max(now, current.due - (policy.burst - 1) * spacing)
+    due = max(current.due, start) + spacing
+    current = _measure(attrs.evolve(current, due=due), now, policy, sent=1 - forfeited)
+    return current, Grant(wait=start - now, generation=current.generation, rate=rate)
+
+
+def _cut(
+    state: LearnedState, *, now: float, peak: float, beta: float, policy: RatePolicy
+) -> LearnedState:
+    state = _advance(state, now, policy)
+    law = _cubic.congested(
+        state.law,
+        now=now,
+        peak=peak,
+        beta=beta,
+        period=_period(state.latency, peak),
+        floor=MIN_RATE,
+    )
+    # Reservations already queued were made at the old rate: forgive them (the limiter
+    # re-reserves any whose generation is stale when it wakes), so the new rate
+    # applies at once instead of after the queue drains; the next request goes one
+    # spacing at the new rate from now, not in a burst.
+    due = min(state.due, now + 1.0 / max(MIN_RATE, law.origin))
+    return attrs.evolve(state, law=law, due=due, last_cut=now)
+
+
+def throttled(
+    state: LearnedState | None,
+    *,
+    now: float,
+    policy: RatePolicy,
+    generation: int,
+    rate: float,
+) -> tuple[LearnedState, bool]:
+    """A rate-limit answer to a request sent under ``generation`` at ``rate``.
+
+    Returns the new state and whether it cut the rate.
+    """
+    current = fresh(now, policy) if state is None else _rebase(state, now)
+    current = _measure(current, now, policy, refused=1)
+    if generation != current.generation:
+        return current, False
+    if current.law.phase == "start":
+        return _cut(current, now=now, peak=rate, beta=BETA_START, policy=policy), True
+    sent, refused = current.smoothed(now)
+    window = current.window
+    saturated = (
+        refused * window >= REFUSING_COUNT
+        and sent * window >= MEASURE_REQUESTS
+        and refused >= REFUSING * sent
+    )
+    if saturated:
+        peak = min(rate, max(MIN_RATE, sent - refused))
+        return _cut(current, now=now, peak=peak, beta=BETA, policy=policy), True
+    since = math.inf if current.last_cut is None else now - current.last_cut
+    if since >= SETTLE * current.law.period:
+        return _cut(current, now=now, peak=rate, beta=BETA, policy=policy), True
+    if sent * window >= LONE_SENT and refused < LONE_SHARE * sent:
+        return current, False
+    return _cut(current, now=now, peak=rate, beta=BETA_AGAIN, policy=policy), True
+
+
+def observed(
+    state: LearnedState | None,
+    *,
+    now: float,
+    policy: RatePolicy,
+    signal: RateLimitSignal,
+    generation: int,
+) -> tuple[LearnedState, bool]:
+    """What an answer (to a request sent under ``generation``) said about the limit.
+
+    Returns the new state and whether it cut the rate (a quota nearly used up).
+    """
+    current = fresh(now, policy) if state is None else _rebase(state, now)
+    stated = signal.request_rate
+    if stated is not None and stated > 0.0 and math.isfinite(stated):
+        previous = _hint_at(current, now)
+        hint = stated if previous is None else min(previous, stated)
+        current = _advance(current, now, policy)
+        current = attrs.evolve(current, hint=max(MIN_RATE, hint), hint_at=now)
+        if current.law.phase == "start":
+            # The agent told us its rate: no need to find it by doubling into 429s.
+            peak = hint * HINT_SHARE
+            law = _cubic.plateau(
+                current.law, now=now, peak=peak, period=_period(current.latency, peak)
+            )
+            current = attrs.evolve(current, law=law)
+    headroom = signal.headroom
+    if headroom is not None and headroom < HEADROOM_LOW and generation == current.generation:
+        peak = rate_at(current, now, policy)
+        cut = _cut(current, now=now, peak=peak, beta=BETA_HEADROOM, policy=policy)
+        return attrs.evolve(cut, headroom_cuts=current.headroom_cuts + 1), True
+    return current, False

@@ -1,0 +1,59 @@
+"""The whole path over HTTP: the test server states its bucket, ChatCompletionsAdapter
+reports the headers, and the learned rate takes the stated rate (real server on
+127.0.0.1; no timing assertions)."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from rampart.adapters import ChatCompletionsAdapter
+from rampart.core.types import Request
+from rampart.limits import MemoryBackend, RateLimitedError, limit
+from rampart.testing.server import serve
+
+pytestmark = pytest.mark.anyio
+
+
+async def _send(adapter: ChatCompletionsAdapter, limited: object, count: int) -> None:
+    async def one() -> None:
+        session = await limited.create_session_async()  # type: ignore[attr-defined]
+        async with session:
+            await session.send_async(Request(prompt="hello"))
+
+    async with adapter, anyio.create_task_group() as group:
+        for _ in range(count):
+            group.start_soon(one)
+
+
+@pytest.mark.parametrize("style", ["openai", "ietf"])
+async def test_the_stated_rate_reaches_the_learned_rate(style: str) -> None:
+    """Each answer's headers go through the adapter to the limiter: after the first
+    answer the learned rate is 97 % of the server's 40/s, without slow start."""
+    async with serve(rate=40.0, burst=5, rate_limit_headers=style) as server:
+        adapter = ChatCompletionsAdapter(base_url=server.url, model="m")
+        limited = limit(adapter, adaptive=True, max_retries=20, backend=MemoryBackend())
+        await _send(adapter, limited, 30)
+    learned = limited.statistics().learned
+    assert learned is not None
+    assert learned.stated_rate == pytest.approx(40.0, rel=0.1)
+    assert learned.phase == "probe"
+    assert learned.rate <= 40.0
+
+
+async def test_a_refusal_carries_its_headers() -> None:
+    """A 429's rate-limit headers travel on RateLimitedError.signal."""
+    async with serve(rate=0.01, burst=1, rate_limit_headers="openai") as server:
+        adapter = ChatCompletionsAdapter(base_url=server.url, model="m")
+        async with adapter:
+            session = await adapter.create_session_async()
+            async with session:
+                await session.send_async(Request(prompt="first"))
+                with pytest.raises(RateLimitedError) as refused:
+                    await session.send_async(Request(prompt="second"))
+    signal = refused.value.signal
+    assert signal is not None
+    assert signal.retry_after is not None
+    (quota,) = signal.quotas
+    assert (quota.unit, quota.limit, quota.remaining) == ("requests", 1, 0)
+    assert quota.rate == pytest.approx(0.01, rel=0.05)

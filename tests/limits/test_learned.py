@@ -1,0 +1,229 @@
+"""The learned rate's decisions: pure functions of a JSON-ready state and ``now``."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from rampart.limits import Quota, RateLimitSignal, _learned
+from rampart.limits._learned import LearnedState, RatePolicy
+
+POLICY = RatePolicy()
+
+
+def _reserve_many(
+    state: LearnedState | None, now: float, count: int, policy: RatePolicy = POLICY
+) -> tuple[LearnedState, list[_learned.Grant]]:
+    grants = []
+    for _ in range(count):
+        state, grant = _learned.reserve(state, now=now, policy=policy)
+        grants.append(grant)
+    assert state is not None
+    return state, grants
+
+
+def _stated(rate: float) -> RateLimitSignal:
+    # OpenAI style: a quota of 60 per minute, 59 left, full again in 60/rate seconds.
+    return RateLimitSignal(
+        quotas=(Quota(unit="requests", source="openai", limit=60, remaining=59, reset=1 / rate),)
+    )
+
+
+class TestBucket:
+    def test_starts_at_the_initial_rate_evenly_spaced(self) -> None:
+        """Four requests at once with burst 1 at 4/s: due at 0, 0.25, 0.5, 0.75."""
+        _, grants = _reserve_many(None, 0.0, 4)
+        assert [g.wait for g in grants] == pytest.approx([0.0, 0.25, 0.5, 0.75])
+        assert {g.rate for g in grants} == {4.0}
+        assert {g.generation for g in grants} == {0}
+
+    def test_burst(self) -> None:
+        """burst=3: three at once, then the spacing."""
+        _, grants = _reserve_many(None, 0.0, 5, RatePolicy(burst=3))
+        assert [g.wait for g in grants] == pytest.approx([0.0, 0.0, 0.0, 0.25, 0.5])
+
+    def test_ceiling_is_the_start(self) -> None:
+        """rate= given: the learned rate starts there, not in slow start."""
+        policy = RatePolicy(ceiling=50.0)
+        state, grants = _reserve_many(None, 0.0, 2, policy)
+        assert grants[1].wait == pytest.approx(0.02)
+        assert state.law.phase == "probe"
+        assert _learned.rate_at(state, 100.0, policy) == 50.0
+
+    def test_due_times_stay_in_order_when_the_rate_rises(self) -> None:
+        """A request reserved later, at a higher rate, never goes before an earlier one
+        (a balance of tokens would let it: the bug that made requests bunch)."""
+        state, first = _reserve_many(None, 0.0, 8)
+        later = []
+        for now in (0.5, 0.6, 0.7):
+            state, grant = _learned.reserve(state, now=now, policy=POLICY)
+            later.append(now + grant.wait)
+        due = [g.wait for g in first] + later
+        assert due == sorted(due)
+        gaps = [b - a for a, b in itertools.pairwise(due)]
+        assert min(gaps) > 0.0
+
+    def test_slow_start_grows_only_while_the_rate_binds(self) -> None:
+        """Requests queued on the bucket: the rate doubles every 0.5 s. One request every
+        second (the bucket sits full): it stays at 4."""
+        busy, _ = _reserve_many(None, 0.0, 40)
+        assert _learned.rate_at(busy, 1.0, POLICY) == pytest.approx(16.0, rel=0.01)
+        idle: LearnedState | None = None
+        for second in range(10):
+            idle, _ = _learned.reserve(idle, now=float(second), policy=POLICY)
+        assert idle is not None
+        assert _learned.rate_at(idle, 9.0, POLICY) == pytest.approx(4.0, rel=0.05)
+
+
+class TestThrottled:
+    def test_first_refusal_halves_and_ends_slow_start(self) -> None:
+        state, grants = _reserve_many(None, 0.0, 3)
+        state, cut = _learned.throttled(
+            state, now=0.5, policy=POLICY, generation=grants[-1].generation, rate=10.0
+        )
+        assert cut
+        assert state.law.phase == "probe"
+        assert state.generation == 1
+        assert _learned.rate_at(state, 0.5, POLICY) == pytest.approx(5.0)
+
+    def test_answers_to_requests_sent_before_the_cut_do_not_cut_again(self) -> None:
+        """Five refusals of requests sent under generation 0: one cut."""
+        state, grants = _reserve_many(None, 0.0, 5)
+        cuts = 0
+        for grant in grants:
+            state, cut = _learned.throttled(
+                state, now=1.0, policy=POLICY, generation=grant.generation, rate=grant.rate
+            )
+            cuts += cut
+        assert cuts == 1
+        assert state.generation == 1
+
+    def test_refused_again_early_in_the_climb(self) -> None:
+        """After a cut at 40 (to 36): refused again late in the climb back -> x0.9 of
+        the refused rate; early, a lone refusal among many answers is taken for jitter
+        and changes nothing, but one among few answers cuts deeper (x0.7)."""
+        state, _ = _learned.throttled(None, now=0.0, policy=POLICY, generation=0, rate=40.0)
+        period = state.law.period
+        late, cut = _learned.throttled(
+            state, now=0.9 * period, policy=POLICY, generation=1, rate=30.0
+        )
+        assert cut
+        assert late.law.origin == pytest.approx(27.0)
+        sparse, cut = _learned.throttled(
+            state, now=0.1 * period, policy=POLICY, generation=1, rate=30.0
+        )
+        assert cut
+        assert sparse.law.origin == pytest.approx(21.0)
+        busy = state
+        for i in range(100):
+            busy, _ = _learned.reserve(busy, now=0.1 * period * i / 100, policy=POLICY)
+        lone, cut = _learned.throttled(
+            busy, now=0.1 * period, policy=POLICY, generation=1, rate=30.0
+        )
+        assert not cut
+        assert lone.law == busy.law
+
+    def test_a_saturated_agent_is_measured(self) -> None:
+        """When a good share of what was sent was refused, the cut starts from what the
+        agent accepted, not from the (far higher) rate the refused request was sent at."""
+        state, _ = _learned.throttled(None, now=0.0, policy=POLICY, generation=0, rate=100.0)
+        state = _learned.reserve(state, now=0.0, policy=POLICY)[0]
+        # 60 sent and 30 refused within a second: the agent accepts about half.
+        now = 1.0
+        generation = state.generation
+        for i in range(60):
+            state, _ = _learned.reserve(state, now=now + i / 600, policy=POLICY)
+        for i in range(29):
+            state, _ = _learned.throttled(
+                state, now=now + 0.1 + i / 600, policy=POLICY, generation=-1, rate=60.0
+            )
+        sent, refused = state.smoothed(now + 0.2)
+        state, cut = _learned.throttled(
+            state, now=now + 0.2, policy=POLICY, generation=generation, rate=60.0
+        )
+        assert cut
+        accepted = sent - refused
+        assert accepted < 40.0
+        assert state.law.peak < 40.0
+
+    def test_cut_forgives_reservations_queued_at_the_old_rate(self) -> None:
+        """After a cut the next request is one spacing (at the new rate) away, however
+        many were queued before it."""
+        state, _ = _reserve_many(None, 0.0, 20)
+        state, _ = _learned.throttled(state, now=0.1, policy=POLICY, generation=0, rate=4.0)
+        state, grant = _learned.reserve(state, now=0.1, policy=POLICY)
+        assert grant.wait == pytest.approx(0.5)
+        assert grant.generation == 1
+
+
+class TestObserved:
+    def test_a_stated_rate_ends_slow_start_at_once(self) -> None:
+        """The agent says 50/s: the learned rate goes to 97 % of it, no doubling."""
+        state, _ = _learned.observed(
+            None, now=0.0, policy=POLICY, signal=_stated(50.0), generation=0
+        )
+        assert state.law.phase == "probe"
+        assert state.hint == pytest.approx(50.0)
+        assert _learned.rate_at(state, 0.0, POLICY) == pytest.approx(48.5)
+        assert _learned.rate_at(state, 4.0, POLICY) == pytest.approx(48.5)
+
+    def test_the_lowest_statement_wins_and_holds(self) -> None:
+        state, _ = _learned.observed(
+            None, now=0.0, policy=POLICY, signal=_stated(50.0), generation=0
+        )
+        state, _ = _learned.observed(
+            state, now=1.0, policy=POLICY, signal=_stated(80.0), generation=0
+        )
+        assert state.hint == pytest.approx(50.0)
+        state, _ = _learned.observed(
+            state, now=2.0, policy=POLICY, signal=_stated(20.0), generation=0
+        )
+        assert _learned.rate_at(state, 2.0, POLICY) == pytest.approx(19.4)
+
+    def test_an_old_statement_relaxes(self) -> None:
+        """Not stated again for a long time, the ceiling rises (a raised limit is found)."""
+        state, _ = _learned.observed(
+            None, now=0.0, policy=POLICY, signal=_stated(10.0), generation=0
+        )
+        assert _learned._hint_at(state, 4.0) == pytest.approx(10.0)
+        assert _learned._hint_at(state, 15.0) == pytest.approx(10.0 * 2.718281828, rel=1e-6)
+
+    def test_a_quota_nearly_used_up_is_a_gentle_cut(self) -> None:
+        """remaining/limit below 5 % of a large quota: x0.9 before any 429."""
+        low = RateLimitSignal(
+            quotas=(Quota(unit="tokens", source="openai", limit=10_000, remaining=100),)
+        )
+        policy = RatePolicy(ceiling=40.0)
+        state = _learned.fresh(0.0, policy)
+        state, cut = _learned.observed(state, now=1.0, policy=policy, signal=low, generation=0)
+        assert cut
+        assert state.headroom_cuts == 1
+        assert _learned.rate_at(state, 1.0, policy) == pytest.approx(36.0)
+        _, cut = _learned.observed(state, now=1.1, policy=policy, signal=low, generation=0)
+        assert not cut  # an answer to a request sent before that cut
+
+
+class TestState:
+    def test_round_trip(self) -> None:
+        state, _ = _reserve_many(None, 3.0, 3)
+        state, _ = _learned.observed(
+            state, now=3.0, policy=POLICY, signal=_stated(7.0), generation=0
+        )
+        assert LearnedState.from_dict(state.to_dict()) == state
+
+    @pytest.mark.parametrize(
+        "document",
+        [None, [], {"v": 2}, {"v": 1}, {**_learned.fresh(0.0, POLICY).to_dict(), "peak": "x"}],
+    )
+    def test_damaged_documents_restart(self, document: object) -> None:
+        assert LearnedState.from_dict(document) is None
+
+    def test_a_clock_that_steps_back_keeps_ages(self) -> None:
+        """State written under a clock near 1000, read under one near 5: the cut is
+        still 2 s old and the queue is still there."""
+        state, _ = _learned.throttled(None, now=998.0, policy=POLICY, generation=0, rate=8.0)
+        state, _ = _reserve_many(state, 1000.0, 3)
+        moved, grant = _learned.reserve(state, now=5.0, policy=POLICY)
+        assert moved.last_cut == pytest.approx(3.0)
+        assert grant.wait > 0.0
