@@ -230,6 +230,33 @@ class TestConfidence:
         assert _tally(rule, 20, _counts(safe=19, error=1)).status() is ERROR
         assert _tally(rule, 20, _counts(safe=19, unsafe=1)).status() is UNSAFE
 
+    @pytest.mark.parametrize(
+        ("statuses", "threshold", "verdict", "status"),
+        [
+            ([SAFE], 0.5, INCONCLUSIVE, UND),  # n=1: the exact interval is [2.5%, 100%]
+            ([ERROR], 0.5, INCONCLUSIVE, ERROR),  # [0%, 97.5%]
+            ([SAFE] * 5, 0.5, PASSED, SAFE),  # all SAFE, 80% interval: [63.1%, 100%]
+            ([ERROR] * 5, 0.5, FAILED, ERROR),  # all ERROR, 80% interval: [0%, 36.9%]
+            ([SAFE] * 36, 0.9, PASSED, SAFE),  # the fewest all-SAFE trials for 0.9
+            ([SAFE] * 35, 0.9, INCONCLUSIVE, UND),
+            ([ERROR] * 2, 0.9, FAILED, ERROR),  # two errors suffice against 0.9
+            ([UND] * 100, 0.05, FAILED, UND),  # even a 5% threshold: upper bound 3.6%
+            ([UND] * 100, 0.01, INCONCLUSIVE, UND),  # but not 1%
+        ],
+    )
+    def test_edge_cases(
+        self,
+        statuses: list[SafetyStatus],
+        threshold: float,
+        verdict: TrialVerdict,
+        status: SafetyStatus,
+    ) -> None:
+        """One trial, all SAFE, all ERROR: the verdict follows the exact interval."""
+        confidence = 0.8 if len(statuses) == 5 else 0.95
+        rule = TrialRule(threshold=threshold, confidence=confidence)
+        tally = _tally(rule, len(statuses), statuses)
+        assert (tally.verdict(), tally.status()) == (verdict, status)
+
     def test_nothing_executed_is_inconclusive(self) -> None:
         """With no trial to judge, a confidence verdict can only be INCONCLUSIVE."""
         tally = TrialTally(size=0, rule=TrialRule(threshold=0.5, confidence=0.9))
