@@ -51,6 +51,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_concurrency.py
 	$(BIN)/python benchmarks/bench_llm.py
 	$(BIN)/python benchmarks/bench_resilience.py
+	$(BIN)/python benchmarks/bench_verdicts.py
 	bash scripts/ensure_chromium.sh
 	$(BIN)/python benchmarks/bench_html.py
 

@@ -69,6 +69,7 @@ from rampart.core import (
     ToolCall,
     ToolDeclaration,
     TraceEndReason,
+    TrialVerdict,
     Turn,
 )
 from rampart.pytest_plugin._collect import TrialInfo, current_trial, record_result
@@ -158,6 +159,7 @@ __all__ = [
     "TraceEndReason",
     "TranscriptScope",
     "TrialInfo",
+    "TrialVerdict",
     "Turn",
     "current_trial",
     "execute_trials_async",

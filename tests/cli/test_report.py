@@ -168,3 +168,32 @@ class TestFiles:
             "$.result.status: "
         )
         assert outcome.err.endswith("('rampart validate' lists every bad record)\n")
+
+
+def test_an_inconclusive_group_renders_as_pytest_printed_it(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A report's confidence-aware group keeps its verdict, exact interval and reason."""
+    pytester.makeini("[pytest]\nrampart_inconclusive = xfail")
+    pytester.makepyfile(
+        """
+        import pytest
+        from rampart import Result, SafetyStatus, record_result
+
+        @pytest.mark.trial(n=20, threshold=0.9, confidence=0.95)
+        def test_group(rampart_trial):
+            record_result(Result(status=SafetyStatus.SAFE, summary="ok"))
+        """
+    )
+    run = pytester.runpytest(
+        "-p", "no:asyncio", "-p", "no:cacheprovider", "--rampart-report-dir=out"
+    )
+    run.assert_outcomes(xfailed=1)
+    printed = next(line for line in run.outlines if "  test_group [" in line)
+    (report,) = (pytester.path / "out").glob("run_report_*.json")
+    outcome = run_main(capsys, "report", report, "--summary", "groups")
+    assert printed in outcome.lines
+    assert printed == (
+        "  WARN  test_group [20/20 safe, 100% pass rate, threshold: 90%, 95% CI 83–100% "
+        "(exact)] -- INCONCLUSIVE: 95% interval 83–100% contains threshold 90%"
+    )

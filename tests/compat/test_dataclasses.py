@@ -144,7 +144,9 @@ MODELS: list[tuple[type, Any, bool, str]] = [
         PopulationResult,
         PopulationResult(results=[], threshold=1.0),
         False,
-        "results threshold population_id cancelled_count",
+        # confidence .. uncounted: the opt-in verdict extensions (docs/trials.md)
+        "results threshold population_id cancelled_count confidence sequential max_unsafe "
+        "uncounted",
     ),
     (ToolDeclaration, ToolDeclaration(name="t"), False, "name description parameters permissions"),
     (DataSource, DataSource(name="d"), False, "name type writable_by_untrusted"),

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 from fractions import Fraction
 from typing import Any
 
@@ -10,7 +11,8 @@ import pytest
 
 from rampart import Attacks, Payload
 from rampart.core import PopulationRef
-from rampart.core._stats import StatusTally, population_status, wilson_interval
+from rampart.core._stats import wilson_interval
+from rampart.core._trial_rule import TrialTally, TrialVerdict, check_rule
 from rampart.core.result import PopulationResult, Result, SafetyStatus
 from rampart.engine import execute_trials_async
 from rampart.engine._fanout import fan_out
@@ -267,146 +269,70 @@ class TestPopulationVerdict:
         assert population.wilson_interval(0.99) == wilson_interval(8, 10, 0.99)
 
 
-class TestStatusTally:
-    @pytest.mark.parametrize(
-        ("size", "threshold", "arrived", "settled"),
-        [
-            (5, 1.0, [], False),
-            (5, 1.0, [UNSAFE], True),
-            (5, 0.0, [UNSAFE], True),
-            (5, 1.0, [SAFE, SAFE, SAFE, SAFE], False),
-            (5, 1.0, [ERROR], True),
-            (5, 1.0, [UND], True),
-            (5, 0.8, [ERROR], False),
-            (5, 0.8, [ERROR, UND], True),
-            (5, 0.8, [SAFE, SAFE, SAFE, ERROR], False),
-            (3, 0.0, [ERROR, ERROR], False),
-            (3, 0.0, [ERROR, ERROR, ERROR], True),
-        ],
-    )
-    def test_settlement_table(
-        self, size: int, threshold: float, arrived: list[SafetyStatus], settled: bool
-    ) -> None:
-        """A fail settles on UNSAFE or an unreachable threshold; a pass never settles early."""
-        tally = StatusTally(size=size, threshold=threshold)
-        for status in arrived:
-            tally.add(status)
-        assert tally.settled_fail() is settled
-
-    def test_settlement_is_exact(self) -> None:
-        """Settled exactly when no completion of the outstanding trials passes the group."""
-        for size in range(1, 5):
-            for threshold in (0.0, 0.25, 0.5, 0.75, 1.0):
-                for done in range(size + 1):
-                    for prefix in itertools.product(list(SafetyStatus), repeat=done):
-                        tally = StatusTally(size=size, threshold=threshold)
-                        for status in prefix:
-                            tally.add(status)
-                        rest = size - done
-                        can_pass = any(
-                            population_status(
-                                safe=full.count(SAFE),
-                                unsafe=full.count(UNSAFE),
-                                error=full.count(ERROR),
-                                executed=size,
-                                threshold=threshold,
-                            )
-                            is SAFE
-                            for tail in itertools.product(list(SafetyStatus), repeat=rest)
-                            for full in [list(prefix) + list(tail)]
-                        )
-                        assert tally.settled_fail() is (not can_pass), (prefix, size, threshold)
-
-    def test_tally_status_matches_population(self) -> None:
-        """The incremental tally and PopulationResult agree on the verdict."""
-        statuses = [SAFE, SAFE, ERROR, UND, SAFE]
-        tally = StatusTally(size=5, threshold=0.6)
-        for status in statuses:
-            tally.add(status)
-        assert tally.executed == 5
-        assert tally.count(SAFE) == 3
-        assert (
-            tally.status()
-            is PopulationResult(results=make_results(*statuses), threshold=0.6).status
+class TestPopulationExtensions:
+    def test_count_rule_summary_is_unchanged(self) -> None:
+        """Without an extension the summary keeps its documented format."""
+        population = _population({SAFE: 18, ERROR: 2}, 0.9)
+        assert population.verdict is TrialVerdict.PASSED
+        assert population.summary == (
+            "18/20 trials safe (90.0% pass rate, threshold: 90.0%); status: safe"
+        )
+        assert repr(population) == (
+            "PopulationResult(status=safe, safe=18/20, threshold=0.9, cancelled_count=0)"
         )
 
+    def test_confidence_summary_names_the_interval_and_verdict(self) -> None:
+        """With confidence the summary shows the exact interval and the verdict."""
+        population = _population({SAFE: 18, ERROR: 2}, 0.9, confidence=0.95)
+        assert population.verdict is TrialVerdict.INCONCLUSIVE
+        assert population.status is ERROR
+        assert population.summary == (
+            "18/20 trials safe (90.0% pass rate, threshold: 90.0%, 95% CI 68.3–98.8%); "
+            "verdict: inconclusive, status: error"
+        )
+        assert repr(population).startswith("PopulationResult(verdict=inconclusive, status=error")
+        assert population.clopper_pearson_interval() == pytest.approx(
+            (0.6830172859809176, 0.9876514728297052)
+        )
+        assert population.clopper_pearson_interval(0.99)[0] < 0.683
 
-class TestWilsonInterval:
-    @pytest.mark.parametrize(
-        ("successes", "total", "low", "high"),
-        [
-            (0, 10, 0.0, 0.2775),
-            (0, 20, 0.0, 0.1611),
-            (0, 30, 0.0, 0.1135),
-            (2, 20, 0.0279, 0.3010),
-            (8, 10, 0.4902, 0.9433),
-            (16, 20, 0.5840, 0.9193),
-            (5, 10, 0.2366, 0.7634),
-            (10, 10, 0.7225, 1.0),
-        ],
-    )
-    def test_known_values(self, successes: int, total: int, low: float, high: float) -> None:
-        """95% Wilson bounds match published values to four decimals."""
-        got_low, got_high = wilson_interval(successes, total)
-        assert got_low == pytest.approx(low, abs=5e-5)
-        assert got_high == pytest.approx(high, abs=5e-5)
+    def test_sequential_summary(self) -> None:
+        """A sequential population says so; cancelled trials count towards its size."""
+        population = _population(
+            {SAFE: 48}, 0.9, confidence=0.95, sequential=True, cancelled_count=152
+        )
+        assert population.verdict is TrialVerdict.PASSED
+        assert population.size == 200
+        assert population.summary == (
+            "48/48 trials safe (100.0% pass rate, threshold: 90.0%, 95% CI 92.6–100.0%, "
+            "sequential); verdict: passed, status: safe, 152 cancelled by early stop"
+        )
 
-    def test_extremes_are_exact(self) -> None:
-        """Zero successes give a lower bound of exactly 0; all successes an upper bound of 1."""
-        assert wilson_interval(0, 7)[0] == 0.0
-        assert wilson_interval(7, 7)[1] == 1.0
-
-    def test_higher_confidence_is_wider(self) -> None:
-        """A 99% interval contains the 95% interval."""
-        low95, high95 = wilson_interval(8, 10, 0.95)
-        low99, high99 = wilson_interval(8, 10, 0.99)
-        assert low99 < low95
-        assert high99 > high95
-
-    def test_symmetry(self) -> None:
-        """Swapping successes and failures mirrors the interval around one half."""
-        low, high = wilson_interval(3, 11)
-        mirror_low, mirror_high = wilson_interval(8, 11)
-        assert low == pytest.approx(1 - mirror_high)
-        assert high == pytest.approx(1 - mirror_low)
-
-    def test_no_trials(self) -> None:
-        """With no trials nothing is known: the interval is [0, 1]."""
-        assert wilson_interval(0, 0) == (0.0, 1.0)
+    def test_settled_fail_is_judged_on_all_trials(self) -> None:
+        """A confidence population cut short by early stop reports the settled verdict."""
+        population = _population({UND: 20}, 0.9, confidence=0.95, cancelled_count=80)
+        assert population.verdict is TrialVerdict.FAILED
 
     @pytest.mark.parametrize(
-        ("args", "error", "match"),
+        ("kwargs", "error", "match"),
         [
+            ({"confidence": 0.95}, ValueError, r"^PopulationResult: threshold must be in \(0, 1\)"),
             (
-                (True, 3),
-                TypeError,
-                r"^wilson_interval: successes must be an integer in \[0, 3\], got True",
-            ),
-            (
-                (1, 3.0),
-                TypeError,
-                r"^wilson_interval: total must be a non-negative integer, got 3\.0",
-            ),
-            ((4, 3), ValueError, r"^wilson_interval: successes must be in \[0, 3\], got 4"),
-            ((-1, 3), ValueError, r"^wilson_interval: successes must be in \[0, 3\], got -1"),
-            ((0, -1), ValueError, r"^wilson_interval: total must be non-negative, got -1"),
-            (
-                (1, 3, 0.0),
+                {"threshold": 0.5, "sequential": True},
                 ValueError,
-                r"^wilson_interval: confidence must be a number in \(0, 1\), got 0\.0",
+                r"^PopulationResult: sequential must be False unless confidence is set",
             ),
-            ((1, 3, 1.0), ValueError, r"confidence must be a number in \(0, 1\), got 1\.0"),
-            ((1, 3, math.nan), ValueError, r"confidence must be a number in \(0, 1\), got nan"),
-            ((1, 3, True), TypeError, r"confidence must be a number in \(0, 1\), got True"),
-            ((1, 3, "0.95"), TypeError, r"confidence must be a number in \(0, 1\), got '0\.95'"),
+            ({"threshold": 0.5, "max_unsafe": True}, TypeError, r"max_unsafe must be a non-neg"),
+            ({"threshold": 0.5, "uncounted": [1]}, TypeError, r"uncounted\[0\] must be a Result"),
         ],
     )
-    def test_rejects_bad_arguments(
-        self, args: tuple[Any, ...], error: type[Exception], match: str
+    def test_rejects_conflicting_rules(
+        self, kwargs: dict[str, Any], error: type[Exception], match: str
     ) -> None:
-        """Bad counts and confidences are rejected with the argument named."""
+        """The rule fields are validated alone and together, naming the field."""
+        arguments: dict[str, Any] = {"results": [], "threshold": 1.0, **kwargs}
         with pytest.raises(error, match=match):
-            wilson_interval(*args)
+            PopulationResult(**arguments)
 
 
 async def _run_trials(harness: _Harness, out: list[PopulationResult], **kwargs: Any) -> None:
@@ -509,19 +435,26 @@ class TestExecuteTrials:
 
     @pytest.mark.anyio
     async def test_early_stop_on_unsafe_cancels_the_rest(self) -> None:
-        """The first UNSAFE settles the group: running trials are cancelled and counted."""
+        """An UNSAFE trial settles the group once the trials before it are known; the
+        running trials are then cancelled and counted."""
         statuses = [SAFE, UNSAFE, SAFE, SAFE, SAFE, SAFE]
         harness = _Harness(statuses, gated={0, 2, 3, 4, 5})
-        population = await execute_trials_async(
-            execution_factory=harness.factory, adapter=ADAPTER, n=6, early_stop=True
-        )
+        out: list[PopulationResult] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: _run_trials(harness, out, n=6, early_stop=True))
+            await anyio.wait_all_tasks_blocked()
+            # Trial 1 came back UNSAFE first, but counts only after trial 0.
+            assert harness.finished == [1]
+            assert harness.cancelled == []
+            harness.release(0)
+        (population,) = out
         assert population.status is UNSAFE
-        assert population.cancelled_count == 5
-        assert [r.metadata["number"] for r in population.results] == [1]
-        assert population.summary.endswith(", 5 cancelled by early stop")
+        assert population.cancelled_count == 4
+        assert [r.metadata["number"] for r in population.results] == [0, 1]
+        assert population.summary.endswith(", 4 cancelled by early stop")
         assert harness.in_flight == 0
-        assert sorted(harness.cancelled) == sorted(set(harness.started) - {1})
-        assert harness.finished == [1]
+        assert sorted(harness.cancelled) == [2, 3, 4, 5]
+        assert harness.finished == [1, 0]
 
     @pytest.mark.anyio
     async def test_early_stop_when_threshold_unreachable(self) -> None:
@@ -734,6 +667,26 @@ class TestExecuteTrials:
                 r"^execute_trials_async: early_stop must be a bool, got ",
             ),
             (
+                {"confidence": 0.95},
+                ValueError,
+                r"^execute_trials_async: threshold must be in \(0, 1\) when confidence is set",
+            ),
+            (
+                {"confidence": 1.5, "threshold": 0.9},
+                ValueError,
+                r"^execute_trials_async: confidence must be a number or None in \(0, 1\)",
+            ),
+            (
+                {"sequential": True, "threshold": 0.9},
+                ValueError,
+                r"^execute_trials_async: sequential must be False unless confidence is set",
+            ),
+            (
+                {"max_unsafe": -1},
+                ValueError,
+                r"^execute_trials_async: max_unsafe must be non-negative, got -1",
+            ),
+            (
                 {"early_stop": None},
                 TypeError,
                 r"^execute_trials_async: early_stop must be a bool, got ",
@@ -754,6 +707,211 @@ class TestExecuteTrials:
         with pytest.raises(error, match=match):
             await execute_trials_async(**arguments)
         assert harness.created == 0
+
+
+class _Timed:
+    """Fake executions whose outcome is fixed per index and whose duration, in turns of
+    the scheduler (no wall clock), depends on the outcome: ``turns[status]``."""
+
+    def __init__(self, statuses: list[SafetyStatus], turns: dict[SafetyStatus, int]) -> None:
+        self.statuses = statuses
+        self.turns = turns
+        self.created = 0
+        self.finished: list[int] = []
+
+    def factory(self) -> Any:
+        number = self.created
+        self.created += 1
+        timed = self
+
+        class _Execution:
+            async def execute_async(self, *, adapter: Any) -> Result:
+                status = timed.statuses[number]
+                for _ in range(timed.turns[status]):
+                    await anyio.lowlevel.checkpoint()
+                timed.finished.append(number)
+                return Result(status=status, summary=f"trial {number}", metadata={"n": number})
+
+        return _Execution()
+
+
+def _decide_in_order(
+    statuses: list[SafetyStatus], order: list[int], **rule: Any
+) -> tuple[TrialVerdict, list[int]]:
+    """Feed ``statuses`` in ``order`` to the rule until it settles: the verdict and the
+    indices it rested on."""
+    size = len(statuses)
+    tally = TrialTally(size=size, rule=check_rule("test", **rule))
+    used: list[int] = []
+    for index in order:
+        tally.add(statuses[index])
+        used.append(index)
+        if tally.settled():
+            break
+    return tally.verdict(), used
+
+
+class TestExtensions:
+    @pytest.mark.anyio
+    async def test_confidence_verdicts(self) -> None:
+        """With confidence the population is PASSED, FAILED or INCONCLUSIVE from the
+        exact interval; INCONCLUSIVE is not SAFE."""
+        cases = [
+            ([SAFE] * 20, TrialVerdict.INCONCLUSIVE, UND),  # exact 95% CI 83-100%
+            ([SAFE] * 60, TrialVerdict.PASSED, SAFE),  # 94-100%
+            ([SAFE] * 10 + [ERROR] * 10, TrialVerdict.FAILED, ERROR),  # 27-73%
+        ]
+        for statuses, verdict, status in cases:
+            population = await execute_trials_async(
+                execution_factory=_Harness(statuses).factory,
+                adapter=ADAPTER,
+                n=len(statuses),
+                threshold=0.9,
+                confidence=0.95,
+            )
+            assert population.verdict is verdict
+            assert population.status is status
+            assert bool(population) is (verdict is TrialVerdict.PASSED)
+            assert population.confidence == 0.95
+            assert f"verdict: {verdict.value}" in population.summary
+
+    @pytest.mark.anyio
+    async def test_sequential_stops_once_decided_and_cancels_in_flight(self) -> None:
+        """A sequential population stops at the trial that decides; the trials in flight
+        are cancelled and the rest never start, and the summary says how many."""
+        harness = _Harness([SAFE] * 48 + [SAFE] * 152, gated={48, 49, 50})
+        population = await execute_trials_async(
+            execution_factory=harness.factory,
+            adapter=ADAPTER,
+            n=200,
+            threshold=0.9,
+            confidence=0.95,
+            sequential=True,
+            concurrency=4,
+        )
+        assert population.verdict is TrialVerdict.PASSED  # 48 SAFE in a row decide
+        assert population.executed_count == 48
+        assert population.cancelled_count == 152
+        assert sorted(harness.cancelled) == [48, 49, 50]
+        assert harness.created == 51
+        assert population.sequential
+        assert population.summary.endswith(", 152 cancelled by early stop")
+
+    @pytest.mark.anyio
+    async def test_sequential_fail_and_inconclusive(self) -> None:
+        """Five non-SAFE trials in a row fail a 90% group at 95%; a group whose rate sits
+        at the threshold runs all n and ends INCONCLUSIVE."""
+        population = await execute_trials_async(
+            execution_factory=_Harness([UND] * 30).factory,
+            adapter=ADAPTER,
+            n=30,
+            threshold=0.9,
+            confidence=0.95,
+            sequential=True,
+        )
+        assert (population.verdict, population.executed_count) == (TrialVerdict.FAILED, 5)
+        statuses = ([SAFE] * 9 + [UND]) * 10
+        population = await execute_trials_async(
+            execution_factory=_Harness(statuses).factory,
+            adapter=ADAPTER,
+            n=100,
+            threshold=0.9,
+            confidence=0.95,
+            sequential=True,
+            concurrency=7,
+        )
+        assert (population.verdict, population.executed_count) == (TrialVerdict.INCONCLUSIVE, 100)
+        assert population.cancelled_count == 0
+
+    @pytest.mark.anyio
+    async def test_max_unsafe(self) -> None:
+        """max_unsafe tolerates that many UNSAFE trials; one more fails the group."""
+        statuses = [SAFE] * 8 + [UNSAFE] * 2
+        for max_unsafe, verdict in ((1, TrialVerdict.FAILED), (2, TrialVerdict.PASSED)):
+            population = await execute_trials_async(
+                execution_factory=_Harness(statuses).factory,
+                adapter=ADAPTER,
+                n=10,
+                threshold=0.8,
+                max_unsafe=max_unsafe,
+            )
+            assert population.verdict is verdict
+            assert f"max unsafe: {max_unsafe}" in population.summary
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("seed", range(12))
+    async def test_fast_unsafe_answers_do_not_bias_the_decision(self, seed: int) -> None:
+        """An agent whose UNSAFE answers come 10x faster than its SAFE ones: the decision
+        is the one the trials give in index order, at concurrency 1 and at 40 alike,
+        for the sequential test and for today's early stop."""
+        rng = random.Random(seed)
+        statuses = [SAFE if rng.random() < 0.985 else UNSAFE for _ in range(150)]
+        turns = {SAFE: 10, UNSAFE: 1}
+        in_order = list(range(len(statuses)))
+        for rule in (
+            {"threshold": 0.9, "confidence": 0.95, "sequential": True},
+            {"threshold": 0.9},
+        ):
+            expected, used = _decide_in_order(statuses, in_order, **rule)
+            for concurrency in (1, 40):
+                timed = _Timed(statuses, turns)
+                population = await execute_trials_async(
+                    execution_factory=timed.factory,
+                    adapter=ADAPTER,
+                    n=len(statuses),
+                    concurrency=concurrency,
+                    early_stop=True,
+                    **rule,
+                )
+                assert population.verdict is expected, (rule, concurrency)
+                assert [r.metadata["n"] for r in population.results] == used
+                counted = set(used)
+                assert all(r.metadata["n"] not in counted for r in population.uncounted)
+                if concurrency == 1:
+                    assert population.uncounted == []
+
+    @pytest.mark.anyio
+    async def test_completion_order_would_have_been_biased(self) -> None:
+        """The check above has teeth: on these agents a decision read in completion
+        order differs from the index-order one for some seeds (a PASS turned FAIL by
+        an UNSAFE answer that only arrived early because it was fast)."""
+        rule = {"threshold": 0.9, "confidence": 0.95, "sequential": True}
+        differing = 0
+        for seed in range(12):
+            rng = random.Random(seed)
+            statuses = [SAFE if rng.random() < 0.985 else UNSAFE for _ in range(150)]
+            timed = _Timed(statuses, {SAFE: 10, UNSAFE: 1})
+            await execute_trials_async(
+                execution_factory=timed.factory,
+                adapter=ADAPTER,
+                n=len(statuses),
+                concurrency=40,
+                **rule,
+            )
+            by_index, _ = _decide_in_order(statuses, list(range(len(statuses))), **rule)
+            by_completion, _ = _decide_in_order(statuses, timed.finished, **rule)
+            differing += by_index is not by_completion
+        assert differing >= 1
+
+    @pytest.mark.anyio
+    async def test_late_trials_are_uncounted_not_lost(self) -> None:
+        """A trial above the deciding one that finished before the decision is kept in
+        ``uncounted`` (with its result), and the summary says so."""
+        harness = _Harness([SAFE, UNSAFE, UNSAFE, SAFE], gated={0, 3})
+        out: list[PopulationResult] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: _run_trials(harness, out, n=4, early_stop=True))
+            await anyio.wait_all_tasks_blocked()
+            assert sorted(harness.finished) == [1, 2]
+            harness.release(0)
+        (population,) = out
+        assert [r.metadata["number"] for r in population.results] == [0, 1]
+        assert [r.metadata["number"] for r in population.uncounted] == [2]
+        assert population.cancelled_count == 1
+        assert population.size == 4
+        assert population.summary.endswith(
+            ", 1 cancelled by early stop, 1 finished after the decision (not counted; 1 UNSAFE)"
+        )
 
 
 class TestFanOut:
@@ -786,17 +944,19 @@ class TestFanOut:
         assert peak == 2
 
     @pytest.mark.anyio
-    async def test_late_outcome_after_settlement_is_dropped(self) -> None:
-        """A job that finishes after the settlement (it shielded itself) counts as cancelled."""
+    async def test_outcome_after_settlement_is_late(self) -> None:
+        """A job that finishes after the settlement (it shielded itself) is reported as
+        late and never handed to the settlement."""
         gate = anyio.Event()
         seen: list[tuple[int, str]] = []
 
         async def run(index: int) -> str:
-            if index == 0:
+            if index == 2:
                 with anyio.CancelScope(shield=True):
                     await gate.wait()
                 return "late"
-            return "settles"
+            await anyio.lowlevel.checkpoint()
+            return "settles" if index == 1 else "ok"
 
         def settled(index: int, outcome: str) -> bool:
             seen.append((index, outcome))
@@ -806,17 +966,56 @@ class TestFanOut:
 
         async def main() -> None:
             out.append(
-                await fan_out(run, count=2, limiter=anyio.CapacityLimiter(2), settled=settled)
+                await fan_out(run, count=3, limiter=anyio.CapacityLimiter(3), settled=settled)
             )
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(main)
             await anyio.wait_all_tasks_blocked()
-            assert seen == [(1, "settles")]
+            assert seen == [(0, "ok"), (1, "settles")]
             gate.set()
-        assert seen == [(1, "settles")]
-        assert out[0].completed == [(1, "settles")]
-        assert out[0].cancelled_count == 1
+        assert seen == [(0, "ok"), (1, "settles")]
+        assert out[0].completed == [(0, "ok"), (1, "settles")]
+        assert out[0].late == [(2, "late")]
+        assert out[0].cancelled_count == 0
+        assert out[0].settled
+
+    @pytest.mark.anyio
+    async def test_settlement_sees_index_order(self) -> None:
+        """Jobs finishing in reverse order reach the settlement in index order, and a
+        decision at index m leaves the higher jobs that already finished as late."""
+        gates = [anyio.Event() for _ in range(5)]
+        seen: list[int] = []
+
+        async def run(index: int) -> int:
+            await gates[index].wait()
+            return index
+
+        def settled(index: int, _outcome: int) -> bool:
+            seen.append(index)
+            return index == 1
+
+        out: list[Any] = []
+
+        async def main() -> None:
+            out.append(
+                await fan_out(run, count=5, limiter=anyio.CapacityLimiter(5), settled=settled)
+            )
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(main)
+            for index in (3, 2, 1):
+                await anyio.wait_all_tasks_blocked()
+                gates[index].set()
+            await anyio.wait_all_tasks_blocked()
+            assert seen == []  # nothing counts before index 0 is known
+            gates[0].set()
+        assert seen == [0, 1]
+        result = out[0]
+        assert result.completed == [(0, 0), (1, 1)]
+        assert result.late == [(2, 2), (3, 3)]
+        assert result.cancelled_count == 1  # index 4, cancelled while waiting
+        assert result.settled
 
     @pytest.mark.anyio
     async def test_runs_every_index_once(self) -> None:
@@ -881,4 +1080,29 @@ class TestWithTheEngine:
         assert population.executed_count == 1
         assert population.cancelled_count == 4
         assert agent.statistics().sessions_created == 1
+        assert agent.surface.active == 0
+
+    @pytest.mark.anyio
+    async def test_sequential_stop_removes_the_injections_of_cancelled_trials(self) -> None:
+        """A sequential population that decides cancels the trials in flight; every
+        injection is removed and every session closed, and the trials not run are
+        counted."""
+        agent = SimulatedAgent(compliance=0.0, latency=0.001, seed=2)
+        population = await execute_trials_async(
+            execution_factory=self._xpia(agent),
+            adapter=agent,
+            n=120,
+            threshold=0.9,
+            confidence=0.95,
+            sequential=True,
+            concurrency=15,
+        )
+        assert population.verdict is TrialVerdict.PASSED
+        assert population.executed_count == 48
+        assert population.size == 120
+        assert population.cancelled_count + len(population.uncounted) == 72
+        assert population.cancelled_count > 0
+        stats = agent.statistics()
+        assert stats.sessions_created == stats.sessions_closed
+        assert stats.sessions_created < 120
         assert agent.surface.active == 0

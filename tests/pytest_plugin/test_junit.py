@@ -82,3 +82,27 @@ def test_no_properties_without_junitxml(pytester: pytest.Pytester) -> None:
     )
     pytester.makepyfile(SUITE)
     pytester.runpytest(*NO_ASYNCIO).assert_outcomes(passed=2, failed=1)
+
+
+def test_inconclusive_group_says_so(pytester: pytest.Pytester) -> None:
+    """A group judged with a confidence carries its verdict (inconclusive here), the
+    confidence and the exact interval the verdict read."""
+    write_ini(pytester, "rampart_inconclusive = xfail")
+    pytester.makepyfile(
+        """
+        import pytest
+        from rampart import Result, SafetyStatus, record_result
+
+        @pytest.mark.trial(n=20, threshold=0.9, confidence=0.95)
+        def test_group(rampart_trial):
+            record_result(Result(status=SafetyStatus.SAFE, summary="ok"))
+        """
+    )
+    junit = pytester.path / "junit.xml"
+    pytester.runpytest(*NO_ASYNCIO, f"--junitxml={junit}").assert_outcomes(xfailed=1)
+    group = _properties(junit)["test_group"]
+    assert group["rampart_verdict"] == "inconclusive"
+    assert group["rampart_status"] == "undetermined"
+    assert group["rampart_confidence"] == "0.95"
+    assert group["rampart_exact_interval"] == "0.8316-1.0000"
+    assert group["rampart_reason"] == "95% interval 83–100% contains threshold 90%"

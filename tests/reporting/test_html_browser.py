@@ -17,7 +17,13 @@ import anyio
 import pytest
 
 from rampart.core import Result, SafetyStatus
-from rampart.reporting import HtmlReportSink, TestRunReport
+from rampart.reporting import (
+    GroupInterval,
+    HtmlReportSink,
+    StatusCounts,
+    TestRunReport,
+    TrialGroupSummary,
+)
 from tests.reporting._html_support import hostile_report, trial_report
 
 if TYPE_CHECKING:
@@ -130,6 +136,36 @@ class TestLoads:
         assert cells.nth(1).get_attribute("class") == "bg-unsafe"
         assert page.locator("#statistics-body").inner_text().count("llm:judge") == 1
         assert page.locator("#results-count").inner_text() == "6 results"
+
+    def test_inconclusive_group(self, open_report: Any) -> None:
+        """A confidence-aware group shows INCONCLUSIVE, its exact interval at its level,
+        the sequential stop and the clones that were not run or not counted."""
+        group = TrialGroupSummary(
+            nodeid="tests/test_x.py::test_seq",
+            test_name="test_seq",
+            n=30,
+            threshold=0.9,
+            counts=StatusCounts(safe=28, undetermined=2),
+            executed=30,
+            not_run=0,
+            pass_rate=28 / 30,
+            interval=GroupInterval(method="clopper-pearson", level=0.9, low=0.8, high=0.99),
+            verdict="inconclusive",
+            population_status="undetermined",
+            reason="sequential test undecided after 30 of 30 clones",
+            confidence=0.9,
+            sequential=True,
+            not_counted=2,
+        )
+        page = open_report(TestRunReport.from_results([], trial_groups=[group])).goto()
+        shown = page.locator("#groups-body .group")
+        assert shown.locator(".badge").inner_text() == "INCONCLUSIVE"
+        text = shown.inner_text()
+        assert "(90% CI 80.0%–99.0%, exact, sequential)" in text
+        assert "2 finished after the decision, not counted" in text
+        assert shown.locator(".group-reason").inner_text() == (
+            "sequential test undecided after 30 of 30 clones"
+        )
 
     def test_interrupted_and_incomplete_runs_say_so_in_red(self, open_report: Any) -> None:
         page = open_report(hostile_report()).goto()

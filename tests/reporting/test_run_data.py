@@ -60,6 +60,7 @@ class TestTrialGroupSummary:
             "confidence",
             "max_unsafe",
             "sequential",
+            "not_counted",
             "worker",
         ]
         assert data["counts"] == {
@@ -71,6 +72,7 @@ class TestTrialGroupSummary:
         }
         assert data["interval"] == {"method": "wilson", "level": 0.95, "low": 0.31, "high": 0.83}
         assert (data["confidence"], data["max_unsafe"], data["sequential"]) == (None, 0, False)
+        assert data["not_counted"] == 0
         json.dumps(data, allow_nan=False)
 
     def test_round_trip_and_unknown_keys_ignored(self) -> None:
@@ -94,6 +96,12 @@ class TestTrialGroupSummary:
             ({"executed": 9}, ValueError, "counts must add up to executed"),
             ({"population_status": "fine"}, ValueError, "population_status must be one of"),
             ({"early_stopped": 1}, TypeError, "early_stopped must be"),
+            ({"not_counted": -1}, ValueError, "not_counted must be non-negative"),
+            (
+                {"verdict": "inconclusive"},
+                ValueError,
+                r"verdict must be 'passed' or 'failed' without a confidence",
+            ),
         ],
     )
     def test_bad_values_are_refused(

@@ -1,8 +1,8 @@
 """Exact small-sample tests for comparing runs: Fisher's exact test, McNemar's, Holm.
 
-Exact (integer binomial coefficients, no normal approximation), because trial groups
-are small (20 to a few hundred clones) and a p-value decides whether a change is
-called a regression.
+Exact (no normal approximation), because trial groups are small (20 to a few hundred
+clones) and a p-value decides whether a change is called a regression. Fisher's test
+is the statistics module's (``rampart.core._stats``), which the trial verdicts use too.
 """
 
 from __future__ import annotations
@@ -18,18 +18,13 @@ def fisher_less(safe_old: int, total_old: int, safe_new: int, total_new: int) ->
     The 2x2 table is (SAFE, not SAFE) x (old, new); under the null hypothesis (one
     pass rate for both) the number of SAFE clones in the new run is hypergeometric
     given the margins. The p-value is the probability of seeing as few SAFE in the
-    new run as observed, or fewer. ``1.0`` when either run has no clones.
+    new run as observed, or fewer. ``1.0`` when either run has no clones. The test
+    itself is ``rampart.core._stats.fisher_exact`` (one- and two-sided), shared with
+    the trial verdicts' statistics.
     """
-    if total_old <= 0 or total_new <= 0:
-        return 1.0
-    safe = safe_old + safe_new
-    total = total_old + total_new
-    denominator = comb(total, total_new)
-    lowest = max(0, safe - total_old)
-    tail = sum(
-        comb(safe, k) * comb(total - safe, total_new - k) for k in range(lowest, safe_new + 1)
-    )
-    return min(1.0, tail / denominator)
+    from rampart.core._stats import fisher_exact
+
+    return fisher_exact(safe_new, total_new, safe_old, total_old, alternative="less")
 
 
 def mcnemar(changed_one_way: int, changed_other_way: int) -> float:

@@ -63,9 +63,23 @@ def describe(group: GroupOutcome) -> str:
         parts.append(f"{group.no_result} no-result")
     parts.append(f"{percent(group.pass_rate)} pass rate")
     parts.append(f"threshold: {percent(group.threshold)}")
-    parts.append(f"95% CI {math.floor(low * 100)}–{round(high * 100)}%")  # noqa: RUF001
+    stated = group.stated
+    if stated is not None and stated.max_unsafe:
+        parts.append(f"max unsafe: {stated.max_unsafe} ({group.unsafe} UNSAFE)")
+    if stated is not None and stated.interval.method == "clopper-pearson":
+        # The exact interval a confidence verdict read, rounded outwards.
+        low, high = stated.interval.low, stated.interval.high
+        level = percent(stated.interval.level)
+        bounds = f"{math.floor(low * 100)}–{math.ceil(high * 100)}%"  # noqa: RUF001
+        parts.append(f"{level} CI {bounds} (exact)")
+    else:
+        parts.append(f"95% CI {math.floor(low * 100)}–{round(high * 100)}%")  # noqa: RUF001
+    if stated is not None and stated.sequential:
+        parts.append("sequential")
     if group.not_run:
         parts.append(f"{group.not_run} not run")
+    if stated is not None and stated.not_counted:
+        parts.append(f"{stated.not_counted} finished after the decision, not counted")
     return ", ".join(parts)
 
 
@@ -73,7 +87,7 @@ def group_line(group: GroupOutcome) -> str:
     label = "PASS" if group.passed else "FAIL"
     verdict = "PASSED" if group.passed else f"FAILED: {group.reason}"
     if group.verdict == "inconclusive":
-        label, verdict = "WARN", "INCONCLUSIVE"
+        label, verdict = "WARN", f"INCONCLUSIVE: {group.reason}" if group.reason else "INCONCLUSIVE"
     name = group.nodeid.rpartition("::")[2]
     return f"  {label}  {cell(name)} [{describe(group)}] -- {cell(verdict)}"
 

@@ -5,7 +5,7 @@ results (UNSAFE, ERROR, UNDETERMINED, SAFE, in that order). A **trial group** is
 set of clones of one ``@pytest.mark.trial`` item: records whose result carries a
 ``population``, keyed by the item's node id (the clone's ``[trial-N]`` suffix
 removed). Each clone's status is the worst of its results, and the group's verdict
-follows the spec's count rule (``rampart.core._stats.population_status``): any UNSAFE
+follows the spec's count rule (``rampart.core._trial_rule.population_status``): any UNSAFE
 clone fails it, else it passes when SAFE / executed reaches the threshold.
 
 A JSON report that carries ``trial_groups`` (written by the pytest plugin) is read
@@ -156,7 +156,7 @@ def _reason(group: dict[str, Any]) -> str | None:
 
 
 def _derived_groups(records: list[ResultRecord]) -> dict[str, GroupOutcome]:
-    from rampart.core._stats import population_status
+    from rampart.core._trial_rule import population_status
 
     clones: dict[str, dict[int, list[SafetyStatus]]] = {}
     first: dict[str, ResultRecord] = {}

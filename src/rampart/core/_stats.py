@@ -1,16 +1,22 @@
-"""Trial-population statistics: the group verdict, early-stop settlement, Wilson interval.
+"""Statistics for trial populations: intervals, the sequential evidence, Fisher's test.
 
-Kept free of any execution machinery so ``PopulationResult`` and the pytest plugin's
-in-item trials share one definition of "the group passed".
+Pure functions of counts, with no dependency beyond :mod:`math`, so the verdict rules
+(``rampart.core._trial_rule``), the reports and ``rampart diff`` share one definition:
 
-The verdict rule (``docs/trials.md``), applied to the trials that produced a result:
+- ``wilson_interval``: the Wilson score interval, printed beside a count-rule verdict;
+- ``clopper_pearson_interval``: the exact (Clopper-Pearson) interval, whose coverage
+  is at least the nominal level for every true rate and every ``n``; the
+  confidence-aware verdict reads its bounds;
+- ``binomial_tails``: ``P(X >= k)`` and ``P(X <= k)`` of a binomial, the exact test
+  behind the Clopper-Pearson bounds;
+- ``sequential_evidence``: the two one-sided mixture likelihood ratios (e-values) of
+  the sequential test, for a rate above and below a threshold (``docs/trials.md``);
+- ``fisher_exact``: Fisher's exact test comparing two pass counts.
 
-1. any UNSAFE trial -> UNSAFE (the group fails, whatever the pass rate);
-2. otherwise SAFE when at least one trial is SAFE and ``safe / executed >= threshold``
-   (ERROR and UNDETERMINED trials count as executed but not SAFE);
-3. otherwise ERROR if any trial is ERROR, else UNDETERMINED.
-
-The pass rate is compared as a float quotient, so 8 of 10 meets a threshold of 0.8.
+The regularized incomplete beta function behind all of them is evaluated by its
+continued fraction (Abramowitz & Stegun 26.5.8, with Lentz's method), on the side of
+the distribution where the fraction converges fast, and in log space, so tails far
+below the smallest float still compare correctly.
 """
 
 from __future__ import annotations
@@ -18,10 +24,19 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-from rampart._checks import check_int, check_number
-from rampart.core.types import SafetyStatus
+from rampart._checks import check_choice, check_int, check_number
 
-__all__ = ["StatusTally", "percent", "population_status", "wilson_interval"]
+__all__ = [
+    "binomial_tails",
+    "clopper_pearson_interval",
+    "exact_fail",
+    "exact_pass",
+    "fisher_exact",
+    "mixture_prior",
+    "percent",
+    "sequential_evidence",
+    "wilson_interval",
+]
 
 _MAX_DIGITS = 6
 
@@ -42,79 +57,28 @@ def percent(value: float, *, digits: int = 0) -> str:
     return f"{scaled:.{_MAX_DIGITS}f}%"  # pragma: no cover - within 1e-8 of 0 or 1
 
 
-def population_status(
-    *, safe: int, unsafe: int, error: int, executed: int, threshold: float
-) -> SafetyStatus:
-    """The group verdict from status counts (see the module docstring for the rule)."""
-    if unsafe:
-        return SafetyStatus.UNSAFE
-    if safe and safe / executed >= threshold:
-        return SafetyStatus.SAFE
-    if error:
-        return SafetyStatus.ERROR
-    return SafetyStatus.UNDETERMINED
+def _check_counts(owner: str, successes: object, total: object) -> tuple[int, int]:
+    checked_total = check_int(owner, "total", total, minimum=0)
+    checked = check_int(owner, "successes", successes, minimum=0, maximum=checked_total)
+    return checked, checked_total
 
 
-class StatusTally:
-    """Incremental status counts of a population whose trials finish one by one.
-
-    ``settled_fail()`` answers the early-stop question in O(1) per trial: can the
-    trials still outstanding no longer make the group pass? A pass is never settled
-    early, because any outstanding trial could still come back UNSAFE.
-    """
-
-    __slots__ = ("_counts", "size", "threshold")
-
-    def __init__(self, *, size: int, threshold: float) -> None:
-        self.size = size
-        self.threshold = threshold
-        self._counts = dict.fromkeys(SafetyStatus, 0)
-
-    def add(self, status: SafetyStatus) -> None:
-        self._counts[status] += 1
-
-    def count(self, status: SafetyStatus) -> int:
-        return self._counts[status]
-
-    @property
-    def executed(self) -> int:
-        return sum(self._counts.values())
-
-    def settled_fail(self) -> bool:
-        """True once the group cannot pass however the outstanding trials end.
-
-        That is the case after the first UNSAFE trial, or when even if every
-        outstanding trial came back SAFE the SAFE fraction of all ``size`` trials
-        would stay below the threshold (or no trial could be SAFE at all).
-        """
-        if self._counts[SafetyStatus.UNSAFE]:
-            return True
-        best_safe = self.size - self.executed + self._counts[SafetyStatus.SAFE]
-        return best_safe == 0 or best_safe / self.size < self.threshold
-
-    def status(self) -> SafetyStatus:
-        return population_status(
-            safe=self._counts[SafetyStatus.SAFE],
-            unsafe=self._counts[SafetyStatus.UNSAFE],
-            error=self._counts[SafetyStatus.ERROR],
-            executed=self.executed,
-            threshold=self.threshold,
-        )
-
-
-_OWNER = "wilson_interval"
+def _check_confidence(owner: str, confidence: object) -> float:
+    return check_number(owner, "confidence", confidence, above=0, below=1, noun="a number")
 
 
 def wilson_interval(successes: int, total: int, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion ``successes / total``.
 
     Stays inside [0, 1] and behaves at small ``total`` and at 0 or ``total``
-    successes, where the normal (Wald) interval collapses. With no trials the
+    successes, where the normal (Wald) interval collapses. Its coverage is close to
+    the nominal level on average but can dip below it for some rates; the verdict of a
+    ``confidence=`` group uses ``clopper_pearson_interval`` instead. With no trials the
     proportion is unknown, so the interval is ``(0.0, 1.0)``.
     """
-    total = check_int(_OWNER, "total", total, minimum=0)
-    successes = check_int(_OWNER, "successes", successes, minimum=0, maximum=total)
-    confidence = check_number(_OWNER, "confidence", confidence, above=0, below=1, noun="a number")
+    owner = "wilson_interval"
+    successes, total = _check_counts(owner, successes, total)
+    confidence = _check_confidence(owner, confidence)
     if total == 0:
         return (0.0, 1.0)
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
@@ -126,3 +90,273 @@ def wilson_interval(successes: int, total: int, confidence: float = 0.95) -> tup
     low = 0.0 if successes == 0 else max(0.0, centre - half_width)
     high = 1.0 if successes == total else min(1.0, centre + half_width)
     return (low, high)
+
+
+# -- the regularized incomplete beta function ------------------------------------------
+
+_FRACTION_TERMS = 10_000
+_FRACTION_EPSILON = 1e-15
+_TINY = 1e-300
+
+
+def _log_beta(a: float, b: float) -> float:
+    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+
+
+def _continued_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of ``I_x(a, b)`` (A&S 26.5.8), by the modified Lentz method.
+
+    Converges quickly where ``x < (a + 1) / (a + b + 2)``; callers use the symmetry
+    ``I_x(a, b) = 1 - I_{1-x}(b, a)`` to stay in that region.
+    """
+    c = 1.0
+    d = 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > _TINY else _TINY)
+    fraction = d
+    for m in range(1, _FRACTION_TERMS):
+        # Each m contributes an even and an odd coefficient.
+        for coefficient in (
+            m * (b - m) * x / ((a + 2 * m - 1.0) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1.0)),
+        ):
+            d = 1.0 + coefficient * d
+            d = 1.0 / (d if abs(d) > _TINY else _TINY)
+            c = 1.0 + coefficient / c
+            c = c if abs(c) > _TINY else _TINY
+            step = c * d
+            fraction *= step
+        if abs(step - 1.0) < _FRACTION_EPSILON:
+            return fraction
+    raise ArithmeticError(  # pragma: no cover - the fraction converges for finite a, b
+        f"incomplete beta: no convergence for a={a!r}, b={b!r}, x={x!r}"
+    )
+
+
+def _log_beta_tails(a: float, b: float, x: float) -> tuple[float, float]:
+    """``(log I_x(a, b), log(1 - I_x(a, b)))``, each accurate even when far below 1e-308.
+
+    ``I_x(a, b)`` is the CDF at ``x`` of a Beta(a, b) distribution; the smaller of the
+    two tails comes from the continued fraction in log space, the larger from it.
+    """
+    if x <= 0.0:
+        return (-math.inf, 0.0)
+    if x >= 1.0:
+        return (0.0, -math.inf)
+    log_front = a * math.log(x) + b * math.log1p(-x) - _log_beta(a, b)
+    if x < (a + 1.0) / (a + b + 2.0):
+        small = log_front + math.log(_continued_fraction(a, b, x) / a)
+        return (small, _log1m_exp(small))
+    small = log_front + math.log(_continued_fraction(b, a, 1.0 - x) / b)
+    return (_log1m_exp(small), small)
+
+
+def _log1m_exp(log_value: float) -> float:
+    """``log(1 - exp(log_value))`` for ``log_value <= 0``, without cancellation."""
+    if log_value >= 0.0:
+        return -math.inf
+    if log_value > -math.log(2.0):
+        return math.log(-math.expm1(log_value))
+    return math.log1p(-math.exp(log_value))
+
+
+def _beta_quantile(probability: float, a: float, b: float) -> float:
+    """The ``x`` with ``I_x(a, b) == probability``, by bisection to float resolution.
+
+    Bisection rather than Newton: the CDF is monotone, so it cannot fail, and the
+    bounds are computed once per reported group.
+    """
+    target = math.log(probability)
+    low, high = 0.0, 1.0
+    for _ in range(1100):  # enough halvings to reach the smallest subnormal step
+        middle = (low + high) / 2.0
+        if middle in (low, high):
+            break
+        if _log_beta_tails(a, b, middle)[0] < target:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2.0
+
+
+# -- binomial tails and the exact interval ----------------------------------------------
+
+
+def binomial_tails(successes: int, total: int, rate: float) -> tuple[float, float]:
+    """``(P(X >= successes), P(X <= successes))`` for ``X ~ Binomial(total, rate)``.
+
+    These are the one-sided p-values of the exact binomial test of ``rate``; the
+    Clopper-Pearson bounds are the rates at which they equal ``(1 - confidence) / 2``.
+    """
+    owner = "binomial_tails"
+    successes, total = _check_counts(owner, successes, total)
+    rate = check_number(owner, "rate", rate, minimum=0, maximum=1, noun="a number")
+    upper = 1.0 if successes == 0 else math.exp(_upper_tail_log(successes, total, rate))
+    lower = 1.0 if successes == total else math.exp(_lower_tail_log(successes, total, rate))
+    return (upper, lower)
+
+
+def _upper_tail_log(successes: int, total: int, rate: float) -> float:
+    """``log P(X >= successes)`` for ``1 <= successes <= total`` (= ``log I_rate(k, n-k+1)``)."""
+    return _log_beta_tails(successes, total - successes + 1, rate)[0]
+
+
+def _lower_tail_log(successes: int, total: int, rate: float) -> float:
+    """``log P(X <= successes)`` for ``0 <= successes < total``."""
+    return _log_beta_tails(successes + 1, total - successes, rate)[1]
+
+
+def exact_pass(successes: int, total: int, threshold: float, confidence: float) -> bool:
+    """The Clopper-Pearson lower bound is ``>= threshold`` (tested exactly, no inversion).
+
+    Equivalent to ``P(X >= successes) <= (1 - confidence) / 2`` at ``rate=threshold``.
+    """
+    if successes == 0:
+        return threshold <= 0.0
+    return _upper_tail_log(successes, total, threshold) <= math.log((1.0 - confidence) / 2.0)
+
+
+def exact_fail(successes: int, total: int, threshold: float, confidence: float) -> bool:
+    """The Clopper-Pearson upper bound is ``< threshold`` (tested exactly, no inversion)."""
+    if successes == total:
+        return False
+    return _lower_tail_log(successes, total, threshold) < math.log((1.0 - confidence) / 2.0)
+
+
+def clopper_pearson_interval(
+    successes: int, total: int, confidence: float = 0.95
+) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) interval for a binomial proportion.
+
+    Each bound misses the true rate with probability at most ``(1 - confidence) / 2``
+    for every rate and every ``total``, which the Wilson interval does not guarantee.
+    The price is width: it is the conservative interval. ``(0.0, 1.0)`` with no trials.
+    """
+    owner = "clopper_pearson_interval"
+    successes, total = _check_counts(owner, successes, total)
+    confidence = _check_confidence(owner, confidence)
+    if total == 0:
+        return (0.0, 1.0)
+    tail = (1.0 - confidence) / 2.0
+    if successes == 0:
+        low = 0.0
+    elif successes == total:
+        low = tail ** (1.0 / total)
+    else:
+        low = _beta_quantile(tail, successes, total - successes + 1)
+    if successes == total:
+        high = 1.0
+    elif successes == 0:
+        high = 1.0 - tail ** (1.0 / total)
+    else:
+        high = _beta_quantile(1.0 - tail, successes + 1, total - successes)
+    return (low, high)
+
+
+# -- the sequential test ---------------------------------------------------------------
+
+
+def mixture_prior(threshold: float) -> tuple[float, float]:
+    """The Beta(a, b) mixing distribution of the sequential test at ``threshold``.
+
+    The Beta with mean ``threshold`` whose smaller parameter is 1: at a threshold of 0.9
+    it is Beta(9, 1), whose failure rate ``1 - p`` is spread on the scale of the
+    tolerated failure rate 0.1, the scale on which "clearly worse" (twice the tolerated
+    failure rate) and "clearly better" (a tenth of it) are told apart.
+    """
+    if threshold >= 0.5:
+        return (threshold / (1.0 - threshold), 1.0)
+    return (1.0, (1.0 - threshold) / threshold)
+
+
+def sequential_evidence(successes: int, failures: int, threshold: float) -> tuple[float, float]:
+    """``(log E_above, log E_below)``: the sequential test's evidence after these counts.
+
+    ``E_above`` is the likelihood ratio of the data under a SAFE rate ``p`` above
+    ``threshold`` against ``p = threshold``, averaged over ``p`` drawn from
+    ``mixture_prior(threshold)`` restricted to ``(threshold, 1]``; ``E_below`` the same
+    with the prior restricted to ``[0, threshold)``. Whatever the true rate on the
+    other side of the threshold, each is a nonnegative supermartingale starting at 1,
+    so by Ville's inequality it ever reaches ``1 / alpha`` with probability at most
+    ``alpha``: a test that may stop after any trial. Depends on the counts only.
+    """
+    owner = "sequential_evidence"
+    successes = check_int(owner, "successes", successes, minimum=0)
+    failures = check_int(owner, "failures", failures, minimum=0)
+    threshold = check_number(owner, "threshold", threshold, above=0, below=1, noun="a number")
+    return _log_evidence(successes, failures, threshold)
+
+
+def _log_evidence(successes: int, failures: int, threshold: float) -> tuple[float, float]:
+    a, b = mixture_prior(threshold)
+    prior_below, prior_above = _log_beta_tails(a, b, threshold)
+    posterior_below, posterior_above = _log_beta_tails(a + successes, b + failures, threshold)
+    # log of the marginal likelihood ratio: B(a+S, b+F) / B(a, b) over the null's
+    # likelihood, each side renormalised to its own part of the prior.
+    shared = (
+        _log_beta(a + successes, b + failures)
+        - _log_beta(a, b)
+        - successes * math.log(threshold)
+        - failures * math.log1p(-threshold)
+    )
+    return (
+        shared + posterior_above - prior_above,
+        shared + posterior_below - prior_below,
+    )
+
+
+# -- Fisher's exact test ---------------------------------------------------------------
+
+_ALTERNATIVES = ("two-sided", "greater", "less")
+# Tables as likely as the observed one count as "at least as extreme" in the two-sided
+# test; the tolerance absorbs rounding in the log-probabilities.
+_RELATIVE_TOLERANCE = 1e-7
+
+
+def fisher_exact(
+    successes_a: int,
+    total_a: int,
+    successes_b: int,
+    total_b: int,
+    *,
+    alternative: str = "two-sided",
+) -> float:
+    """The p-value of Fisher's exact test comparing two pass counts.
+
+    Conditional on both totals and on the pooled number of successes, the successes of
+    sample A follow a hypergeometric distribution under "same pass rate".
+    ``alternative="greater"``: the evidence that A's rate is higher (the probability of
+    at least ``successes_a``); ``"less"``: that it is lower; ``"two-sided"`` (default):
+    that they differ (the probability of every table no more likely than the observed
+    one). Returns 1.0 when either sample is empty.
+    """
+    owner = "fisher_exact"
+    total_a = check_int(owner, "total_a", total_a, minimum=0)
+    successes_a = check_int(owner, "successes_a", successes_a, minimum=0, maximum=total_a)
+    total_b = check_int(owner, "total_b", total_b, minimum=0)
+    successes_b = check_int(owner, "successes_b", successes_b, minimum=0, maximum=total_b)
+    alternative = check_choice(owner, "alternative", alternative, _ALTERNATIVES)
+    if total_a == 0 or total_b == 0:
+        return 1.0
+    pooled = successes_a + successes_b
+    low = max(0, pooled - total_b)
+    high = min(pooled, total_a)
+    # Unnormalised log-probabilities; dividing by their own sum (rather than by the
+    # binomial normaliser) makes the whole support sum to exactly 1.
+    log_weight = {
+        x: _log_choose(pooled, x) + _log_choose(total_a + total_b - pooled, total_a - x)
+        for x in range(low, high + 1)
+    }
+    if alternative == "greater":
+        chosen = [w for x, w in log_weight.items() if x >= successes_a]
+    elif alternative == "less":
+        chosen = [w for x, w in log_weight.items() if x <= successes_a]
+    else:
+        cutoff = log_weight[successes_a] + math.log1p(_RELATIVE_TOLERANCE)
+        chosen = [w for w in log_weight.values() if w <= cutoff]
+    top = max(log_weight.values())
+    total = math.fsum(math.exp(w - top) for w in log_weight.values())
+    return min(1.0, math.fsum(math.exp(w - top) for w in chosen) / total)
+
+
+def _log_choose(n: int, k: int) -> float:
+    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)

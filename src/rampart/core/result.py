@@ -15,8 +15,10 @@ from typing import Any
 import attrs
 
 from rampart._checks import (
+    check_bool,
     check_instance,
     check_int,
+    check_optional_number,
     check_optional_text,
     check_probability,
     invalid,
@@ -24,7 +26,8 @@ from rampart._checks import (
 from rampart._redact import redact
 from rampart.core._dataclass import dataclass_compatible
 from rampart.core._population import PopulationRef
-from rampart.core._stats import percent, population_status, wilson_interval
+from rampart.core._stats import clopper_pearson_interval, percent, wilson_interval
+from rampart.core._trial_rule import TrialRule, TrialTally, TrialVerdict, check_rule
 from rampart.core._verdicts import resolve_attack_verdict, resolve_probe_verdict
 from rampart.core.types import (
     EvalOutcome,
@@ -43,6 +46,7 @@ __all__ = [
     "PopulationResult",
     "Result",
     "SafetyStatus",
+    "TrialVerdict",
     "resolve_as_attack",
     "resolve_as_probe",
     "resolve_attack_verdict",
@@ -219,10 +223,18 @@ def _outcomes(owner: str, eval_results: object) -> list[EvalOutcome]:
 _POPULATION = "PopulationResult"
 
 
-def _check_results(_instance: object, _attribute: object, value: Any) -> None:
-    check_instance(_POPULATION, "results", value, list, expected="a list of Result")
+def _check_result_list(name: str, value: Any) -> None:
+    check_instance(_POPULATION, name, value, list, expected="a list of Result")
     for position, item in enumerate(value):
-        check_instance(_POPULATION, f"results[{position}]", item, Result, expected="a Result")
+        check_instance(_POPULATION, f"{name}[{position}]", item, Result, expected="a Result")
+
+
+def _check_results(_instance: object, _attribute: object, value: Any) -> None:
+    _check_result_list("results", value)
+
+
+def _check_uncounted(_instance: object, _attribute: object, value: Any) -> None:
+    _check_result_list("uncounted", value)
 
 
 def _check_population_threshold(value: object) -> float:
@@ -237,25 +249,72 @@ def _check_cancelled_count(_instance: object, _attribute: object, value: Any) ->
     check_int(_POPULATION, "cancelled_count", value, minimum=0)
 
 
+def _check_confidence(value: object) -> float | None:
+    return check_optional_number(_POPULATION, "confidence", value, above=0, below=1)
+
+
+def _check_sequential(_instance: object, _attribute: object, value: Any) -> None:
+    check_bool(_POPULATION, "sequential", value)
+
+
+def _check_max_unsafe(_instance: object, _attribute: object, value: Any) -> None:
+    check_int(_POPULATION, "max_unsafe", value, minimum=0)
+
+
 @dataclass_compatible
 @attrs.define(kw_only=True, repr=False)
 class PopulationResult:
     """The per-trial results of one population and the group verdict.
 
-    ``results`` are in trial-index order. Trials cancelled by early stop have no
-    result: they are absent from ``results`` and counted in ``cancelled_count``
-    (the ``PopulationRef.index`` of each result says which trials did run).
-    ``population_id`` is the id stamped on every result's ``PopulationRef``
-    (``None`` when the population was assembled by hand and never stamped).
+    ``results`` are the trials that count, in trial-index order. Trials cancelled by
+    early stop (or never started) have no result and are counted in
+    ``cancelled_count``; trials that finished after the stopping decision was made on
+    lower-indexed trials are kept in ``uncounted`` (reported, not counted: the
+    decision must not depend on which trials finish first). The ``PopulationRef.index``
+    of each result says which trial it is. ``population_id`` is the id stamped on
+    every result's ``PopulationRef`` (``None`` when the population was assembled by
+    hand and never stamped).
+
+    ``threshold``, ``confidence``, ``sequential`` and ``max_unsafe`` are the verdict
+    rule (``docs/trials.md``): the count rule by default; ``confidence`` and
+    ``sequential`` make the verdict confidence-aware, with INCONCLUSIVE possible.
     """
 
     results: list[Result] = attrs.field(validator=_check_results)
     threshold: float = attrs.field(converter=_check_population_threshold)
     population_id: str | None = attrs.field(default=None, validator=_check_population_id)
     cancelled_count: int = attrs.field(default=0, validator=_check_cancelled_count)
+    confidence: float | None = attrs.field(default=None, converter=_check_confidence)
+    sequential: bool = attrs.field(default=False, validator=_check_sequential)
+    max_unsafe: int = attrs.field(default=0, validator=_check_max_unsafe)
+    uncounted: list[Result] = attrs.field(factory=list, validator=_check_uncounted)
+
+    def __attrs_post_init__(self) -> None:
+        self.rule()
+
+    def rule(self) -> TrialRule:
+        """The verdict rule of this population (``ValueError`` if the fields conflict)."""
+        return check_rule(
+            _POPULATION,
+            threshold=self.threshold,
+            confidence=self.confidence,
+            sequential=self.sequential,
+            max_unsafe=self.max_unsafe,
+        )
 
     def _counts(self) -> Counter[SafetyStatus]:
         return Counter(result.status for result in self.results)
+
+    def _tally(self) -> TrialTally:
+        tally = TrialTally(size=self.size, rule=self.rule())
+        for result in self.results:
+            tally.add(result.status)
+        return tally
+
+    @property
+    def size(self) -> int:
+        """The trials the population could run: counted, uncounted and cancelled."""
+        return len(self.results) + len(self.uncounted) + self.cancelled_count
 
     @property
     def safe_count(self) -> int:
@@ -275,7 +334,7 @@ class PopulationResult:
 
     @property
     def executed_count(self) -> int:
-        """Trials that produced a result (cancelled trials excluded)."""
+        """Trials whose result counts (cancelled and uncounted trials excluded)."""
         return len(self.results)
 
     @property
@@ -285,16 +344,15 @@ class PopulationResult:
         return self.safe_count / executed if executed else 0.0
 
     @property
+    def verdict(self) -> TrialVerdict:
+        """PASSED, FAILED or (only with ``confidence``) INCONCLUSIVE."""
+        return self._tally().verdict()
+
+    @property
     def status(self) -> SafetyStatus:
-        """The group verdict; see the module docstring for the exact rule."""
-        counts = self._counts()
-        return population_status(
-            safe=counts[SafetyStatus.SAFE],
-            unsafe=counts[SafetyStatus.UNSAFE],
-            error=counts[SafetyStatus.ERROR],
-            executed=len(self.results),
-            threshold=self.threshold,
-        )
+        """The group status: SAFE when the verdict is PASSED, otherwise UNSAFE if any
+        trial was UNSAFE, else ERROR if any was, else UNDETERMINED."""
+        return self._tally().status()
 
     @property
     def safe(self) -> bool:
@@ -306,16 +364,34 @@ class PopulationResult:
     @property
     def summary(self) -> str:
         """One line: counts, pass rate, threshold, verdict, and early-stop cancellations."""
-        counts = self._counts()
+        tally = self._tally()
+        rule = tally.rule
         executed = len(self.results)
-        safe = counts[SafetyStatus.SAFE]
+        safe = tally.count(SafetyStatus.SAFE)
         rate = safe / executed if executed else 0.0
-        text = (
-            f"{safe}/{executed} trials safe ({percent(rate, digits=1)} pass rate, "
-            f"threshold: {percent(self.threshold, digits=1)}); status: {self.status.value}"
-        )
+        details = [
+            f"{percent(rate, digits=1)} pass rate",
+            f"threshold: {percent(rule.threshold, digits=1)}",
+        ]
+        if rule.max_unsafe:
+            details.append(f"max unsafe: {rule.max_unsafe}")
+        if rule.confidence is not None:
+            low, high = clopper_pearson_interval(safe, executed, rule.confidence)
+            interval = f"{percent(low, digits=1)[:-1]}–{percent(high, digits=1)}"  # noqa: RUF001
+            details.append(f"{percent(rule.confidence)} CI {interval}")
+        if rule.sequential:
+            details.append("sequential")
+        text = f"{safe}/{executed} trials safe ({', '.join(details)}); "
+        if rule.is_count_rule:
+            text += f"status: {tally.status().value}"
+        else:
+            text += f"verdict: {tally.verdict().value}, status: {tally.status().value}"
         if self.cancelled_count:
             text += f", {self.cancelled_count} cancelled by early stop"
+        if self.uncounted:
+            unsafe = sum(result.status is SafetyStatus.UNSAFE for result in self.uncounted)
+            text += f", {len(self.uncounted)} finished after the decision (not counted"
+            text += f"; {unsafe} UNSAFE)" if unsafe else ")"
         return text
 
     def wilson_interval(self, confidence: float = 0.95) -> tuple[float, float]:
@@ -326,9 +402,17 @@ class PopulationResult:
         """
         return wilson_interval(self.safe_count, len(self.results), confidence)
 
+    def clopper_pearson_interval(self, confidence: float | None = None) -> tuple[float, float]:
+        """The exact interval for the true pass rate, at ``confidence`` (default: the
+        population's own, else 0.95); the bounds a ``confidence=`` verdict reads."""
+        if confidence is None:
+            confidence = 0.95 if self.confidence is None else self.confidence
+        return clopper_pearson_interval(self.safe_count, len(self.results), confidence)
+
     def __repr__(self) -> str:
+        verdict = "" if self.rule().is_count_rule else f"verdict={self.verdict.value}, "
         return (
-            f"PopulationResult(status={self.status.value}, safe={self.safe_count}/"
+            f"PopulationResult({verdict}status={self.status.value}, safe={self.safe_count}/"
             f"{self.executed_count}, threshold={self.threshold}, "
             f"cancelled_count={self.cancelled_count})"
         )

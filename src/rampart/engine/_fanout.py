@@ -1,10 +1,18 @@
-"""Bounded concurrent fan-out with an early-stop settlement predicate.
+"""Bounded concurrent fan-out with an early-stop settlement predicate, in index order.
 
 The one piece both ``execute_trials_async`` and the pytest plugin's in-item trials use
 to run ``count`` indexed jobs concurrently. It knows nothing about executions or
 verdicts: it runs an async callable per index under a ``CapacityLimiter`` in a single
 task group and, when the caller's ``settled`` predicate says the remaining jobs can no
 longer matter, cancels them through the task group's cancel scope.
+
+Jobs finish in any order, and the time a job takes can depend on its outcome (an agent
+that refuses quickly and complies slowly). A stopping decision that read outcomes in
+completion order would therefore be biased by concurrency: it would see the fast
+outcomes first. So ``settled`` sees outcomes in **index order**: the outcome of job
+*i* is handed to it once the outcomes of jobs 0..i-1 have been, and a decision taken at
+index *m* rests on jobs 0..m exactly, whatever the concurrency. Jobs above *m* that
+had already finished are returned apart (``late``), never counted.
 """
 
 from __future__ import annotations
@@ -27,15 +35,21 @@ T = TypeVar("T")
 class FanOutResult(Generic[T]):
     """What a fan-out produced.
 
-    ``completed`` holds ``(index, outcome)`` pairs in index order; the indices missing
-    from it (``cancelled_count`` of them) were cancelled by the settlement when
-    ``settled`` is True. Otherwise a missing index is a job that ended by a
-    cancellation of its own (on asyncio a job can raise ``CancelledError`` itself),
-    which the caller reports as such, never as an early stop.
+    ``completed`` holds the ``(index, outcome)`` pairs that count, in index order: every
+    index without a settlement, else the indices up to and including the one at which
+    ``settled`` returned True (``settled`` is then True). ``late`` holds the pairs of
+    jobs above that index that finished anyway (before the cancellation reached them, or
+    by ignoring it), in index order. The other ``cancelled_count`` indices never
+    finished: cancelled by the settlement while running, or never started. Without a
+    settlement (``settled`` False) a missing index is a job that ended by a cancellation
+    of its own (on asyncio a job can raise ``CancelledError`` itself), which the caller
+    reports as such, never as an early stop; no later index reaches ``settled`` then,
+    since its lower indices are not all known.
     """
 
     completed: list[tuple[int, T]]
     cancelled_count: int
+    late: list[tuple[int, T]] = attrs.field(factory=list)
     settled: bool = False
 
 
@@ -61,19 +75,18 @@ async def fan_out(
     before all of them had been set up; staggered, the first requests go out at once
     and the later jobs are set up while the earlier ones wait on the agent.
 
-    ``settled(index, outcome)`` is called once per finished job, in completion order,
-    with no checkpoint between the job's return and the call, so it can keep an
-    incremental tally. When it returns True, every job still waiting or running is
-    cancelled; an outcome that arrives after that point (a job that ignored the
-    cancellation) is dropped and counted as cancelled, so the settlement decision only
-    ever sees outcomes that arrived before it.
+    ``settled(index, outcome)`` is called once per index, in index order (see the
+    module docstring), with no checkpoint between the job's return and the call, so it
+    can keep an incremental tally. When it returns True, every job still waiting or
+    running is cancelled; outcomes of higher indices go to ``late``.
 
     Exceptions from ``run_one`` propagate (as the task group's exception group) and
     cancel the other jobs; cancellation from outside propagates unchanged.
     """
     outcomes: dict[int, T] = {}
     next_index = 0
-    settled_early = False
+    frontier = 0  # the next index whose outcome goes to ``settled``
+    decided_at: int | None = None
 
     async with anyio.create_task_group() as tg:
         scope = tg.cancel_scope
@@ -83,8 +96,20 @@ async def fan_out(
             # read, because the answer changes across the job's await).
             return scope.cancel_called
 
+        def settle() -> None:
+            # Hand over every outcome whose lower indices are all known.
+            nonlocal frontier, decided_at
+            assert settled is not None
+            while frontier in outcomes:
+                index = frontier
+                frontier += 1
+                if settled(index, outcomes[index]):
+                    decided_at = index
+                    scope.cancel()
+                    return
+
         async def worker() -> None:
-            nonlocal next_index, settled_early
+            nonlocal next_index
             while next_index < count:
                 try:
                     # A free token is taken without a trip through the scheduler; the
@@ -102,13 +127,14 @@ async def fan_out(
                     outcome = await run_one(index)
                 finally:
                     limiter.release()
+                # Kept even after a settlement: a job that finished is reported (late).
+                outcomes[index] = outcome
                 if stopping():
                     return
-                outcomes[index] = outcome
-                if settled is not None and settled(index, outcome):
-                    settled_early = True
-                    scope.cancel()
-                    return
+                if settled is not None:
+                    settle()
+                    if stopping():
+                        return
 
         tokens = limiter.total_tokens
         workers = count if math.isinf(tokens) else min(count, int(tokens))
@@ -116,7 +142,12 @@ async def fan_out(
             tg.start_soon(worker)
             await anyio.lowlevel.checkpoint()  # give it a turn before starting the next
 
-    completed = [(index, outcomes[index]) for index in range(count) if index in outcomes]
+    last = count - 1 if decided_at is None else decided_at
+    completed = [(index, outcomes[index]) for index in range(last + 1) if index in outcomes]
+    late = [(index, outcomes[index]) for index in range(last + 1, count) if index in outcomes]
     return FanOutResult(
-        completed=completed, cancelled_count=count - len(completed), settled=settled_early
+        completed=completed,
+        cancelled_count=count - len(completed) - len(late),
+        late=late,
+        settled=decided_at is not None,
     )

@@ -4,18 +4,17 @@
 ``anyio.CapacityLimiter``, stamps every result with its ``PopulationRef`` and returns a
 ``PopulationResult`` holding the per-trial results in index order plus the verdict.
 
-Group verdict (``docs/trials.md``), over the trials that produced a result:
+Group verdict (``docs/trials.md``, ``rampart.core._trial_rule``), over the trials that
+count: by default the spec's count rule (any UNSAFE trial fails the group; otherwise
+the SAFE fraction must reach ``threshold``; ERROR and UNDETERMINED trials count as not
+SAFE). ``confidence=`` makes it confidence-aware (PASSED, FAILED or INCONCLUSIVE from
+the exact interval), ``sequential=True`` decides with an anytime-valid test after
+every trial, ``max_unsafe=k`` tolerates up to ``k`` UNSAFE trials.
 
-1. any UNSAFE trial -> UNSAFE;
-2. otherwise SAFE when at least one trial is SAFE and ``safe / executed >= threshold``
-   (ERROR and UNDETERMINED trials are executed but not SAFE);
-3. otherwise ERROR if any trial is ERROR, else UNDETERMINED.
-
-With ``early_stop=True`` the outstanding trials are cancelled as soon as the group can
-no longer pass: at the first UNSAFE trial, or once too many trials are not SAFE for the
-threshold to be reachable even if every outstanding trial came back SAFE. A pass is
-never settled early: any outstanding trial could still be UNSAFE, so a passing group
-always runs all ``n`` trials.
+With ``early_stop=True`` (always with ``sequential=True``) the outstanding trials are
+cancelled as soon as the verdict can no longer change. Results count in trial-index
+order, never completion order: trial *i* counts once trials 0..i-1 are known, so the
+verdict does not depend on the concurrency or on which trials answer fastest.
 """
 
 from __future__ import annotations
@@ -32,11 +31,10 @@ from rampart._checks import (
     check_callable,
     check_int,
     check_optional_int,
-    check_probability,
     invalid,
 )
 from rampart.core._population import PopulationRef
-from rampart.core._stats import StatusTally
+from rampart.core._trial_rule import TrialTally, check_rule
 from rampart.core.result import PopulationResult, Result
 from rampart.engine._fanout import fan_out
 
@@ -59,6 +57,9 @@ async def execute_trials_async(
     threshold: float = 1.0,
     concurrency: int | None = None,
     early_stop: bool = False,
+    confidence: float | None = None,
+    sequential: bool = False,
+    max_unsafe: int = 0,
 ) -> PopulationResult:
     """Run ``n`` fresh executions concurrently and return their population verdict.
 
@@ -69,11 +70,18 @@ async def execute_trials_async(
     (``None``: no bound). Each result is stamped with
     ``PopulationRef(id, index, size=n, threshold)``.
 
-    ``early_stop=True`` cancels the outstanding trials once the group can no longer
-    pass (see the module docstring); they are left out of ``results`` and counted in
-    ``cancelled_count``. ERROR results are verdicts, not exceptions; an exception
-    escaping an execution (a bug, not an infrastructure failure) cancels the other
-    trials and propagates in an exception group.
+    ``confidence`` (a number in (0, 1), with ``0 < threshold < 1``) makes the verdict
+    confidence-aware; ``sequential=True`` (needs ``confidence``) makes ``n`` the most
+    trials to run and stops as soon as the sequential test decides; ``max_unsafe``
+    tolerates that many UNSAFE trials (default 0, the spec's rule). See the module
+    docstring and ``docs/trials.md``.
+
+    ``early_stop=True`` cancels the outstanding trials once the verdict can no longer
+    change; they are left out of ``results`` and counted in ``cancelled_count``
+    (trials that had finished after the deciding one are in ``uncounted``). ERROR
+    results are verdicts, not exceptions; an exception escaping an execution (a bug,
+    not an infrastructure failure) cancels the other trials and propagates in an
+    exception group.
     """
     check_callable(
         _OWNER,
@@ -82,9 +90,16 @@ async def execute_trials_async(
         expected="a zero-argument callable returning a fresh execution",
     )
     size = check_int(_OWNER, "n", n, minimum=1)
-    threshold = check_probability(_OWNER, "threshold", threshold)
+    rule = check_rule(
+        _OWNER,
+        threshold=threshold,
+        confidence=confidence,
+        sequential=sequential,
+        max_unsafe=max_unsafe,
+    )
+    threshold = rule.threshold
     concurrency = check_optional_int(_OWNER, "concurrency", concurrency, minimum=1)
-    check_bool(_OWNER, "early_stop", early_stop)
+    stop_early = check_bool(_OWNER, "early_stop", early_stop) or rule.sequential
 
     population_id = uuid.uuid4().hex
     limiter = anyio.CapacityLimiter(math.inf if concurrency is None else concurrency)
@@ -105,18 +120,23 @@ async def execute_trials_async(
         ref = PopulationRef(id=population_id, index=index, size=size, threshold=threshold)
         return attrs.evolve(result, population=ref)
 
-    tally = StatusTally(size=size, threshold=threshold)
+    tally = TrialTally(size=size, rule=rule)
 
     def settled(_index: int, result: Result) -> bool:
+        # Called in index order (fan_out), so the tally sees trials 0, 1, 2, ...
         tally.add(result.status)
-        return tally.settled_fail()
+        return tally.settled()
 
     fanned = await fan_out(
-        run_trial, count=size, limiter=limiter, settled=settled if early_stop else None
+        run_trial, count=size, limiter=limiter, settled=settled if stop_early else None
     )
     return PopulationResult(
         results=[result for _index, result in fanned.completed],
         threshold=threshold,
         population_id=population_id,
         cancelled_count=fanned.cancelled_count,
+        confidence=rule.confidence,
+        sequential=rule.sequential,
+        max_unsafe=rule.max_unsafe,
+        uncounted=[result for _index, result in fanned.late],
     )

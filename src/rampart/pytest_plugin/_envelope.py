@@ -24,7 +24,7 @@ from rampart._checks import invalid
 from rampart._text import strip_ansi
 from rampart.codec._record import ResultRecord, deserialize_record, serialize_record
 from rampart.core.errors import SchemaError
-from rampart.core.result import Result, SafetyStatus
+from rampart.core.result import Result, SafetyStatus, TrialVerdict
 from rampart.pytest_plugin._groups import GroupVerdict
 from rampart.pytest_plugin._ledger import (
     LOSS_KEY,
@@ -212,10 +212,11 @@ def _verdict_to_json(verdict: GroupVerdict) -> dict[str, Any]:
 
 
 def _enum_value(_instance: object, _field: object, value: object) -> object:
-    return value.value if isinstance(value, SafetyStatus) else value
+    return value.value if isinstance(value, SafetyStatus | TrialVerdict) else value
 
 
 _VERDICT_FIELDS = frozenset(field.name for field in attrs.fields(GroupVerdict))
+_COUNT_FIELDS = ("n", "safe", "unsafe", "errors", "no_result", "executed", "cancelled")
 
 
 def _verdict_from_json(raw: object) -> GroupVerdict:
@@ -227,17 +228,35 @@ def _verdict_from_json(raw: object) -> GroupVerdict:
             raw,
             error=ValueError,
         )
-    counts = {key: value for key, value in raw.items() if key not in ("threshold", "status")}
-    for key, value in counts.items():
-        if not _is_count(value):
-            raise invalid(_OWNER, f"group.{key}", "an int >= 0", value, error=ValueError)
+    for key in (*_COUNT_FIELDS, "max_unsafe", "late", "late_unsafe"):
+        if not _is_count(raw[key]):
+            raise invalid(_OWNER, f"group.{key}", "an int >= 0", raw[key], error=ValueError)
     threshold = raw["threshold"]
     if isinstance(threshold, bool) or not isinstance(threshold, int | float):
         raise invalid(_OWNER, "group.threshold", "a number", threshold, error=ValueError)
+    confidence = raw["confidence"]
+    if confidence is not None and (
+        isinstance(confidence, bool) or not isinstance(confidence, int | float)
+    ):
+        raise invalid(_OWNER, "group.confidence", "a number or null", confidence, error=ValueError)
+    if not isinstance(raw["sequential"], bool):
+        raise invalid(_OWNER, "group.sequential", "a bool", raw["sequential"], error=ValueError)
     try:
         status = SafetyStatus(raw["status"])
+        verdict = TrialVerdict(raw["verdict"])
     except ValueError:
         raise ValueError(
-            f"rampart xdist payload: group 'status' {raw['status']!r} is not a status"
+            f"rampart xdist payload: group 'status' {raw['status']!r} or 'verdict' "
+            f"{raw['verdict']!r} is not one"
         ) from None
-    return GroupVerdict(threshold=float(threshold), status=status, **counts)
+    return GroupVerdict(
+        threshold=float(threshold),
+        status=status,
+        verdict=verdict,
+        confidence=None if confidence is None else float(confidence),
+        sequential=raw["sequential"],
+        max_unsafe=raw["max_unsafe"],
+        late=raw["late"],
+        late_unsafe=raw["late_unsafe"],
+        **{key: raw[key] for key in _COUNT_FIELDS},
+    )

@@ -2,10 +2,14 @@
 
 An item's body runs once (``ItemRun`` with one ``CloneRun``) or, for a trial test, as
 ``n`` clones. One clone is SAFE when it recorded at least one result, every result is
-SAFE and its body did not fail. The group verdict is ``rampart.core._stats``'s rule
-(the one ``execute_trials_async`` uses): any UNSAFE clone fails the group; otherwise
-the SAFE fraction of the clones that ran must reach the threshold (ERROR,
-UNDETERMINED, failed and no-result clones all count against it).
+SAFE and its body did not fail. The group verdict is ``rampart.core._trial_rule``'s
+(the one ``execute_trials_async`` uses): by default any UNSAFE clone fails the group
+and otherwise the SAFE fraction of the clones that count must reach the threshold
+(ERROR, UNDETERMINED, failed and no-result clones all count against it);
+``confidence=``, ``sequential=True`` and ``max_unsafe=`` extend it, and only with
+``confidence=`` can a group be INCONCLUSIVE. Clones count in index order: with early
+stop, the clones above the deciding one that finished anyway are reported but not
+counted (``late``).
 
 ``GroupVerdict.of`` is the one place the verdict is computed; the runner does it once,
 when the clones have finished, and both the pytest outcome (``judge``) and the
@@ -26,7 +30,8 @@ import pytest
 
 from rampart._redact import redact
 from rampart._text import one_line
-from rampart.core._stats import StatusTally, percent, wilson_interval
+from rampart.core._stats import clopper_pearson_interval, percent, wilson_interval
+from rampart.core._trial_rule import TrialTally, TrialVerdict
 from rampart.core.result import Result, SafetyStatus
 from rampart.pytest_plugin._collect import ResultCollector
 from rampart.pytest_plugin._markers import TrialSpec
@@ -36,9 +41,12 @@ __all__ = [
     "CloneRun",
     "GroupVerdict",
     "ItemRun",
+    "clone_settles",
     "clone_status",
+    "count_clones",
+    "count_resumed",
     "judge",
-    "settled_fail",
+    "settle_known",
 ]
 
 _SEVERITY = (SafetyStatus.UNSAFE, SafetyStatus.ERROR, SafetyStatus.UNDETERMINED)
@@ -109,10 +117,16 @@ class CloneRun:
 
 @attrs.frozen(kw_only=True)
 class GroupVerdict:
-    """The aggregate of one trial group: its counts and the population status.
+    """The aggregate of one trial group: its counts, verdict and population status.
 
-    ``status`` is the population verdict (``StatusTally.status()``); the group passed
-    when it is SAFE. JSON-safe field values, so it crosses from an xdist worker.
+    ``verdict`` is the group verdict (``TrialTally.verdict()``) and ``status`` the
+    population status; the group passed when the verdict is PASSED. ``cancelled``
+    clones never finished (not run); ``late`` clones finished after the deciding clone
+    and do not count (``late_unsafe`` of them recorded an UNSAFE result: shown on the
+    line, since a finding is never hidden, but not counted, since counting it would
+    let the fastest answers decide). ``confidence``, ``sequential`` and ``max_unsafe`` are the rule
+    (``None``, ``False``, ``0``: the spec's count rule). JSON-safe field values (enums
+    by value), so it crosses from an xdist worker.
     """
 
     n: int
@@ -124,10 +138,21 @@ class GroupVerdict:
     executed: int
     cancelled: int
     status: SafetyStatus
+    verdict: TrialVerdict = attrs.field()
+    confidence: float | None = None
+    sequential: bool = False
+    max_unsafe: int = 0
+    late: int = 0
+    late_unsafe: int = 0
+
+    @verdict.default
+    def _count_rule_verdict(self) -> TrialVerdict:
+        # Without a rule extension the verdict follows the status (PASSED iff SAFE).
+        return TrialVerdict.PASSED if self.status is SafetyStatus.SAFE else TrialVerdict.FAILED
 
     @property
     def passed(self) -> bool:
-        return self.status is SafetyStatus.SAFE
+        return self.verdict is TrialVerdict.PASSED
 
     @property
     def pass_rate(self) -> float:
@@ -139,14 +164,22 @@ class GroupVerdict:
         return self.executed - self.safe - self.unsafe - self.errors - self.no_result
 
     def interval(self) -> tuple[float, float]:
+        """The interval the line shows: the exact one the verdict reads when the group
+        has a confidence, else the 95% Wilson interval."""
+        if self.confidence is not None:
+            return clopper_pearson_interval(self.safe, self.executed, self.confidence)
         return wilson_interval(self.safe, self.executed)
 
     def reason(self) -> str | None:
         """Why the group did not pass, on one line; ``None`` when it passed.
 
-        ``"4 UNSAFE"`` (any UNSAFE clone fails the group), else the pass rate against
-        the threshold, with what the clones that were not SAFE ended as:
-        ``"pass rate 60% below threshold 90% (2 ERROR, 2 UNDETERMINED)"``.
+        ``"4 UNSAFE"`` (more UNSAFE clones than ``max_unsafe``, 0 by default, fail the
+        group), else the pass rate against the threshold, with what the clones that
+        were not SAFE ended as: ``"pass rate 60% below threshold 90% (2 ERROR, 2
+        UNDETERMINED)"``. With ``confidence`` it names the interval that decided
+        (``"95% upper bound 88.2% below threshold 90%"``) or, for an INCONCLUSIVE
+        group, says that the interval contains the threshold or that the sequential
+        test did not decide.
         """
         if self.passed:
             return None
@@ -159,33 +192,52 @@ class GroupVerdict:
             )
             if count
         ]
-        if self.unsafe:
-            return ", ".join([f"{self.unsafe} UNSAFE", *others])
-        if not self.executed:
+        if self.unsafe > self.max_unsafe:
+            limit = f" (max unsafe: {self.max_unsafe})" if self.max_unsafe else ""
+            return ", ".join([f"{self.unsafe} UNSAFE{limit}", *others])
+        if self.confidence is not None:
+            head = self._confidence_reason()
+        elif not self.executed:
             head = "no clone ran"
         elif not self.safe:
             head = "no SAFE clone"
         else:
             rate, threshold = _percent_pair(self.pass_rate, self.threshold)
             head = f"pass rate {rate} below threshold {threshold}"
+        if self.unsafe:
+            others.insert(0, f"{self.unsafe} UNSAFE")
         return head + (f" ({', '.join(others)})" if others else "")
+
+    def _confidence_reason(self) -> str:
+        assert self.confidence is not None
+        level = percent(self.confidence)
+        threshold = percent(self.threshold)
+        low, high = self.interval()
+        low_text, high_text = _bounds_text(low, high, self.threshold)
+        if self.sequential:
+            if self.verdict is TrialVerdict.FAILED:
+                return f"sequential test: SAFE rate below threshold {threshold} ({level})"
+            return f"sequential test undecided after {self.executed} of {self.n} clones"
+        if self.verdict is TrialVerdict.FAILED:
+            return f"{level} upper bound {high_text}% below threshold {threshold}"
+        return f"{level} interval {low_text}–{high_text}% contains threshold {threshold}"  # noqa: RUF001
 
     @classmethod
     def of(cls, run: ItemRun) -> GroupVerdict:
-        """The verdict over the clones of ``run`` that finished (``run.spec`` is set)."""
-        if run.spec is None:
+        """The verdict over the clones of ``run`` that count (``run.spec`` is set)."""
+        spec = run.spec
+        if spec is None:
             raise ValueError("GroupVerdict.of needs a trial run (spec is None)")
-        tally = StatusTally(size=run.spec.n, threshold=run.spec.threshold)
+        tally = TrialTally(size=spec.n, rule=spec.rule)
         no_result = 0
         for clone in run.clones:
             status = clone_status(clone)
             if status is None:
                 no_result += 1
-                status = SafetyStatus.UNDETERMINED
-            tally.add(status)
+            tally.add(_tally_status(status))
         return cls(
-            n=run.spec.n,
-            threshold=run.spec.threshold,
+            n=spec.n,
+            threshold=spec.threshold,
             safe=tally.count(SafetyStatus.SAFE),
             unsafe=tally.count(SafetyStatus.UNSAFE),
             errors=tally.count(SafetyStatus.ERROR),
@@ -193,23 +245,63 @@ class GroupVerdict:
             executed=tally.executed,
             cancelled=run.cancelled,
             status=tally.status(),
+            verdict=tally.verdict(),
+            confidence=spec.confidence,
+            sequential=spec.sequential,
+            max_unsafe=spec.max_unsafe,
+            late=run.late,
+            late_unsafe=run.late_unsafe,
         )
 
     def describe(self) -> str:
-        """The bracketed part of the group line: counts, pass rate, threshold, Wilson CI."""
+        """The bracketed part of the group line: counts, pass rate, threshold, interval."""
         low, high = self.interval()
         parts = [f"{self.safe}/{self.executed} safe"]
         if self.no_result:
             parts.append(f"{self.no_result} no-result")
         parts.append(f"{percent(self.pass_rate)} pass rate")
         parts.append(f"threshold: {percent(self.threshold)}")
-        # The lower bound is rounded down, so the printed interval never claims more
-        # confidence in the pass rate than the data gives (18 of 20 prints 69 to 97).
-        lower, upper = math.floor(low * 100), round(high * 100)
-        parts.append(f"95% CI {lower}–{upper}%")  # noqa: RUF001 - the documented format
+        if self.max_unsafe:
+            parts.append(f"max unsafe: {self.max_unsafe} ({self.unsafe} UNSAFE)")
+        if self.confidence is None:
+            # The lower bound is rounded down, so the printed interval never claims more
+            # confidence in the pass rate than the data gives (18 of 20 prints 69 to 97).
+            lower, upper = math.floor(low * 100), round(high * 100)
+            parts.append(f"95% CI {lower}–{upper}%")  # noqa: RUF001 - the documented format
+        else:
+            lower_text, upper_text = _bounds_text(low, high, self.threshold)
+            parts.append(
+                f"{percent(self.confidence)} CI {lower_text}–{upper_text}% (exact)"  # noqa: RUF001
+            )
+        if self.sequential:
+            parts.append("sequential")
         if self.cancelled:
-            parts.append(f"{self.cancelled} not run (early stop)")
+            cause = "sequential stop" if self.sequential else "early stop"
+            parts.append(f"{self.cancelled} not run ({cause})")
+        if self.late:
+            found = f" ({self.late_unsafe} UNSAFE)" if self.late_unsafe else ""
+            parts.append(f"{self.late} finished after the decision, not counted{found}")
         return ", ".join(parts)
+
+
+def _bounds_text(low: float, high: float, threshold: float) -> tuple[str, str]:
+    """Both bounds as percentages rounded outwards (the lower down, the upper up), with
+    as many decimals as it takes for the printed bounds to compare with the threshold
+    as the true ones do, so the line never contradicts its verdict."""
+    for decimals in range(5):
+        scale = 10.0 ** (decimals + 2)
+        shown_low = math.floor(low * scale) / scale
+        shown_high = math.ceil(high * scale) / scale
+        if (shown_low >= threshold) == (low >= threshold) and (shown_high < threshold) == (
+            high < threshold
+        ):
+            break
+    return f"{shown_low * 100:.{decimals}f}", f"{shown_high * 100:.{decimals}f}"
+
+
+def _tally_status(status: SafetyStatus | None) -> SafetyStatus:
+    """A clone that recorded no result counts as UNDETERMINED (nothing was shown)."""
+    return SafetyStatus.UNDETERMINED if status is None else status
 
 
 def _percent_pair(rate: float, threshold: float) -> tuple[str, str]:
@@ -225,12 +317,16 @@ def _percent_pair(rate: float, threshold: float) -> tuple[str, str]:
 class ItemRun:
     """What running one item produced; read by the plugin after the call phase.
 
-    ``clones`` are the runs that finished, in index order; ``partial`` the clones early
-    stop cancelled (or an interrupt stopped) that still recorded results. ``resumed``
-    holds the clones a run journal supplied (``--rampart-resume``): they count in the
-    verdict and are not run again. ``verdict`` is set once a trial group has finished;
-    ``interrupted`` when a KeyboardInterrupt stopped it first. ``clone_done`` is
-    called once per clone whose body finished, before the next checkpoint.
+    ``clones`` are the runs that count, in index order; ``partial`` the clones early
+    stop cancelled (or an interrupt stopped) that still recorded results, and the
+    ``late`` ones (finished after the deciding clone; reported, not counted).
+    ``resumed`` holds the clones a run journal supplied (``--rampart-resume``): they
+    count in the verdict, in index order like the others, and are not run again.
+    ``verdict`` is set once a trial group has finished; ``interrupted`` when a
+    KeyboardInterrupt stopped it first. ``clone_done`` is called once per clone whose
+    body finished, before the next checkpoint. ``fed`` and ``decided_at`` are the
+    early-stop bookkeeping: the next clone index the tally expects, and the index at
+    which the verdict settled.
     """
 
     spec: TrialSpec | None
@@ -238,7 +334,11 @@ class ItemRun:
     partial: list[CloneRun] = attrs.field(factory=list)
     resumed: dict[int, CloneRun] = attrs.field(factory=dict)
     cancelled: int = 0
-    tally: StatusTally | None = None  # early-stop bookkeeping, fed one clone at a time
+    late: int = 0
+    late_unsafe: int = 0
+    tally: TrialTally | None = None  # early-stop bookkeeping, fed in index order
+    fed: int = 0
+    decided_at: int | None = None
     verdict: GroupVerdict | None = None
     interrupted: bool = False
     clone_done: Callable[[CloneRun], None] | None = None
@@ -276,21 +376,70 @@ def _status_of(clone: CloneRun) -> SafetyStatus | None:
     return SafetyStatus.SAFE
 
 
-def settled_fail(run: ItemRun, clone: CloneRun) -> bool:
-    """Early stop: True once the clones still outstanding cannot make the group pass.
-
-    Called once per finished clone; the tally on the run is updated incrementally.
-    """
-    if run.spec is None:
-        raise ValueError("settled_fail needs a trial run (spec is None)")
+def _feed(run: ItemRun, clone: CloneRun) -> bool:
+    """Add the clone at index ``run.fed`` to the tally; True once that settles it."""
+    spec = run.spec
+    if spec is None:
+        raise ValueError("early stop needs a trial run (spec is None)")
     if run.tally is None:
-        run.tally = StatusTally(size=run.spec.n, threshold=run.spec.threshold)
-        for resumed in run.resumed.values():
-            earlier = clone_status(resumed)
-            run.tally.add(SafetyStatus.UNDETERMINED if earlier is None else earlier)
-    status = clone_status(clone)
-    run.tally.add(SafetyStatus.UNDETERMINED if status is None else status)
-    return run.tally.settled_fail()
+        run.tally = TrialTally(size=spec.n, rule=spec.rule)
+    if clone.index != run.fed:
+        raise ValueError(f"clone {clone.index} fed out of index order (expected {run.fed})")
+    run.tally.add(_tally_status(clone_status(clone)))
+    run.fed += 1
+    if run.tally.settled():
+        run.decided_at = clone.index
+        return True
+    return False
+
+
+def settle_known(run: ItemRun) -> bool:
+    """Feed the resumed clones that come next in index order; True once they settle the
+    group (then no clone above the deciding one counts, nor needs to run)."""
+    while run.decided_at is None and run.fed in run.resumed:
+        if _feed(run, run.resumed[run.fed]):
+            return True
+    return run.decided_at is not None
+
+
+def count_clones(run: ItemRun, counted: list[CloneRun], late: list[CloneRun]) -> None:
+    """Set the clones that count (in index order) and the late ones on ``run``.
+
+    With early stop, a clone above the one that settled the group never counts, even
+    one a run journal supplied; each late clone is reported, and an UNSAFE one is shown
+    on the group line.
+    """
+    counted = sorted(counted, key=_by_index)
+    if run.decided_at is not None:
+        decided_at = run.decided_at
+        late = [*late, *(c for c in counted if c.index > decided_at)]
+        counted = [c for c in counted if c.index <= decided_at]
+    run.clones = counted
+    run.late = len(late)
+    run.late_unsafe = sum(clone_status(clone) is SafetyStatus.UNSAFE for clone in late)
+
+
+def count_resumed(run: ItemRun) -> None:
+    """A group whose every clone a run journal supplied: count them as the original run
+    did (in index order, up to the clone that settled the group when it stops early)."""
+    if run.spec is not None and run.spec.stops_early:
+        settle_known(run)
+    count_clones(run, list(run.resumed.values()), [])
+
+
+def _by_index(clone: CloneRun) -> int:
+    return clone.index
+
+
+def clone_settles(run: ItemRun, clone: CloneRun) -> bool:
+    """Early stop: True once the clones outstanding can no longer change the verdict.
+
+    Called once per finished clone **in index order** (``fan_out`` hands clones over
+    that way), so the tally sees clones 0, 1, 2, ... whatever order they finished in;
+    a clone that finished early waits for the clones before it. Resumed clones (known
+    from a run journal) are fed at their own index, between the clones that run.
+    """
+    return _feed(run, clone) or settle_known(run)
 
 
 def judge(run: ItemRun, *, item_name: str) -> None:
@@ -312,12 +461,21 @@ def judge(run: ItemRun, *, item_name: str) -> None:
     if verdict.passed:
         return
     failing = [c for c in run.clones if clone_status(c) is not SafetyStatus.SAFE]
-    lines = [f"trial group failed: {verdict.describe()}; {verdict.reason()}"]
+    head = "inconclusive" if verdict.verdict is TrialVerdict.INCONCLUSIVE else "failed"
+    lines = [f"trial group {head}: {verdict.describe()}; {verdict.reason()}"]
     for clone in failing[:3]:
         lines.append(f"  {one_line(item_name)}[trial-{clone.index}]: {_clone_summary(clone)}")
     if len(failing) > 3:
         lines.append(f"  ... and {len(failing) - 3} more failing clones")
-    pytest.fail(redact("\n".join(lines)), pytrace=False)
+    text = redact("\n".join(lines))
+    outcome = "fail" if run.spec is None else run.spec.inconclusive
+    if verdict.verdict is TrialVerdict.INCONCLUSIVE and outcome != "fail":
+        if outcome == "pass":
+            return
+        if outcome == "skip":
+            pytest.skip(text)
+        pytest.xfail(text)
+    pytest.fail(text, pytrace=False)
 
 
 def _clone_summary(clone: CloneRun) -> str:

@@ -28,7 +28,7 @@ from rampart._text import one_line
 from rampart.core._population import PopulationRef
 from rampart.core.result import Result, SafetyStatus
 from rampart.pytest_plugin._collect import NoResultWarning, ResultCollector
-from rampart.pytest_plugin._groups import CloneRun, GroupVerdict, ItemRun, judge
+from rampart.pytest_plugin._groups import CloneRun, GroupVerdict, ItemRun, count_resumed, judge
 from rampart.pytest_plugin._ledger import (
     Attribution,
     FinishedUnit,
@@ -183,6 +183,8 @@ class ItemHooks:
                     item,
                     trials_override=self._options.trials_override,
                     default_concurrency=self._options.default_concurrency,
+                    default_confidence=self._options.default_confidence,
+                    inconclusive=self._options.inconclusive,
                     max_trials=self._options.max_trials,
                 )
                 if spec is not None and not _is_plain_function(item):
@@ -271,7 +273,7 @@ class ItemHooks:
                 )
             pytest.skip(f"rampart resume: result of run {runs} reused from the journal")
         run = ItemRun(spec=state.spec, resumed=state.resumed_clones)
-        run.clones = sorted(state.resumed_clones.values(), key=lambda clone: clone.index)
+        count_resumed(run)
         state.run = run
         run.verdict = GroupVerdict.of(run)
         try:

@@ -7,9 +7,11 @@ every result of the item is known) this adds, for a test that recorded results:
 - ``rampart_status`` (the worst result's status, or a trial group's population status),
   ``rampart_harm_category``, ``rampart_results`` (how many) and ``rampart_summary`` (the
   worst result's summary, on one line);
-- for a trial group: ``rampart_verdict`` (``passed`` / ``failed``), ``rampart_pass_rate``,
-  ``rampart_ci95`` (the Wilson interval, ``low-high``), ``rampart_threshold``,
-  ``rampart_counts`` and, when it failed, ``rampart_reason``.
+- for a trial group: ``rampart_verdict`` (``passed`` / ``failed``, or ``inconclusive``
+  for a group judged with a confidence), ``rampart_pass_rate``, ``rampart_ci95`` (the
+  95% Wilson interval, ``low-high``), ``rampart_threshold``, ``rampart_counts`` and,
+  when it did not pass, ``rampart_reason``; a group judged with a confidence adds
+  ``rampart_confidence`` and ``rampart_exact_interval`` (the interval its verdict reads).
 
 Registered only when ``--junitxml`` is given. ``user_properties`` travel with the test
 report, so under xdist the controller's JUnit file has them too.
@@ -23,6 +25,7 @@ import pytest
 
 from rampart._redact import redact
 from rampart._text import one_line
+from rampart.core._stats import wilson_interval
 from rampart.core.result import SafetyStatus
 from rampart.pytest_plugin._items import ITEM_KEY
 
@@ -82,16 +85,20 @@ def properties(state: ItemState) -> list[tuple[str, str]]:
     if worst is not None:
         found.append(("rampart_summary", redact(one_line(worst.summary))))
     if verdict is not None:
-        low, high = verdict.interval()
+        low, high = wilson_interval(verdict.safe, verdict.executed)
         found.extend(
             [
-                ("rampart_verdict", "passed" if verdict.passed else "failed"),
+                ("rampart_verdict", verdict.verdict.value),
                 ("rampart_pass_rate", f"{verdict.pass_rate:.4f}"),
                 ("rampart_ci95", f"{low:.4f}-{high:.4f}"),
                 ("rampart_threshold", f"{verdict.threshold:g}"),
                 ("rampart_counts", verdict.describe()),
             ]
         )
+        if verdict.confidence is not None:
+            low, high = verdict.interval()
+            found.append(("rampart_confidence", f"{verdict.confidence:g}"))
+            found.append(("rampart_exact_interval", f"{low:.4f}-{high:.4f}"))
         reason = verdict.reason()
         if reason is not None:
             found.append(("rampart_reason", reason))

@@ -11,12 +11,15 @@ from typing import TYPE_CHECKING, TypeVar
 import attrs
 import pytest
 
-from rampart._checks import check_bool, check_int, check_probability, invalid
+from rampart._checks import check_bool, check_int, invalid
+from rampart.core._trial_rule import TrialRule, check_rule
 from rampart.core.result import HarmCategory
 
-__all__ = ["TrialSpec", "harm_category_of", "trial_spec_of"]
+__all__ = ["INCONCLUSIVE_OUTCOMES", "TrialSpec", "harm_category_of", "trial_spec_of"]
 
 DEFAULT_CONCURRENCY = 10
+#: What an INCONCLUSIVE group does to its test (ini ``rampart_inconclusive``).
+INCONCLUSIVE_OUTCOMES = ("fail", "xfail", "skip", "pass")
 #: Default of ini ``rampart_max_trials``, the largest ``n`` a trial group may have.
 DEFAULT_MAX_TRIALS = 10_000
 
@@ -28,12 +31,35 @@ if TYPE_CHECKING:
 
 @attrs.frozen(kw_only=True)
 class TrialSpec:
-    """The effective trial settings of one test item."""
+    """The effective trial settings of one test item.
+
+    ``threshold``, ``confidence``, ``sequential`` and ``max_unsafe`` are the verdict
+    rule (``rule``); ``inconclusive`` is what an INCONCLUSIVE verdict does to the test
+    (one of ``INCONCLUSIVE_OUTCOMES``).
+    """
 
     n: int
     threshold: float = 1.0
     concurrency: int = DEFAULT_CONCURRENCY
     early_stop: bool = False
+    confidence: float | None = None
+    sequential: bool = False
+    max_unsafe: int = 0
+    inconclusive: str = "fail"
+
+    @property
+    def rule(self) -> TrialRule:
+        return TrialRule(
+            threshold=self.threshold,
+            confidence=self.confidence,
+            sequential=self.sequential,
+            max_unsafe=self.max_unsafe,
+        )
+
+    @property
+    def stops_early(self) -> bool:
+        """Clones stop once the verdict is settled (``early_stop``, or ``sequential``)."""
+        return self.early_stop or self.sequential
 
 
 def _usage(check: Callable[[], T]) -> T:
@@ -44,7 +70,13 @@ def _usage(check: Callable[[], T]) -> T:
         raise pytest.UsageError(str(error)) from None
 
 
-_TRIAL_KWARGS = frozenset({"n", "threshold", "concurrency", "early_stop"})
+_TRIAL_KWARGS = frozenset(
+    {"n", "threshold", "concurrency", "early_stop", "confidence", "sequential", "max_unsafe"}
+)
+
+
+def _marker_name(argument: str) -> str:
+    return f"@pytest.mark.trial({argument}=)"
 
 
 def trial_spec_of(
@@ -52,12 +84,19 @@ def trial_spec_of(
     *,
     trials_override: int | None,
     default_concurrency: int,
+    default_confidence: float | None = None,
+    inconclusive: str = "fail",
     max_trials: int = DEFAULT_MAX_TRIALS,
 ) -> TrialSpec | None:
     """The item's trial settings, or None when it carries no ``trial`` marker.
 
     ``n`` above ``max_trials`` (ini ``rampart_max_trials``) is a usage error: a trial
     group is bounded by design. ``trials_override`` was checked against it already.
+    ``default_confidence`` (``--rampart-confidence`` / ini ``rampart_confidence``)
+    applies to groups whose marker does not set ``confidence=`` (``confidence=None``
+    opts out) and whose threshold is strictly between 0 and 1: a threshold of 1.0
+    asks that no clone fail, which no sample can show with confidence, so such a
+    group keeps the count rule.
     """
     marker = item.get_closest_marker("trial")
     if marker is None:
@@ -66,7 +105,8 @@ def trial_spec_of(
     if unknown:
         raise pytest.UsageError(
             f"@pytest.mark.trial got unexpected argument(s) {sorted(unknown)} on {item.nodeid}; "
-            "expected n=, threshold=, concurrency=, early_stop="
+            "expected n=, threshold=, concurrency=, early_stop=, confidence=, sequential=, "
+            "max_unsafe="
         )
     if len(marker.args) > 1 or (marker.args and "n" in marker.kwargs):
         raise pytest.UsageError(
@@ -79,20 +119,32 @@ def trial_spec_of(
     else:
         raise pytest.UsageError(f"@pytest.mark.trial requires n= (on {item.nodeid})")
     owner = item.nodeid
-    n = _usage(lambda: check_int(owner, "@pytest.mark.trial(n=)", raw_n, minimum=1))
+    n = _usage(lambda: check_int(owner, _marker_name("n"), raw_n, minimum=1))
     if trials_override is not None:
         n = trials_override
     elif n > max_trials:
         raise invalid(
             owner,
-            "@pytest.mark.trial(n=)",
+            _marker_name("n"),
             f"<= {max_trials} (ini rampart_max_trials; raise it to run more clones)",
             raw_n,
             error=pytest.UsageError,
         )
-    threshold = _usage(
-        lambda: check_probability(
-            owner, "@pytest.mark.trial(threshold=)", marker.kwargs.get("threshold", 1.0)
+    raw_threshold = marker.kwargs.get("threshold", 1.0)
+    if "confidence" in marker.kwargs:
+        raw_confidence = marker.kwargs["confidence"]
+    elif default_confidence is not None and _strictly_between(raw_threshold):
+        raw_confidence = default_confidence
+    else:
+        raw_confidence = None
+    rule = _usage(
+        lambda: check_rule(
+            owner,
+            threshold=raw_threshold,
+            confidence=raw_confidence,
+            sequential=marker.kwargs.get("sequential", False),
+            max_unsafe=marker.kwargs.get("max_unsafe", 0),
+            name=_marker_name,
         )
     )
     raw_concurrency = marker.kwargs.get("concurrency")
@@ -100,15 +152,31 @@ def trial_spec_of(
         default_concurrency
         if raw_concurrency is None
         else _usage(
-            lambda: check_int(owner, "@pytest.mark.trial(concurrency=)", raw_concurrency, minimum=1)
+            lambda: check_int(owner, _marker_name("concurrency"), raw_concurrency, minimum=1)
         )
     )
     early_stop = _usage(
         lambda: check_bool(
-            owner, "@pytest.mark.trial(early_stop=)", marker.kwargs.get("early_stop", False)
+            owner, _marker_name("early_stop"), marker.kwargs.get("early_stop", False)
         )
     )
-    return TrialSpec(n=n, threshold=threshold, concurrency=concurrency, early_stop=early_stop)
+    return TrialSpec(
+        n=n,
+        threshold=rule.threshold,
+        concurrency=concurrency,
+        early_stop=early_stop,
+        confidence=rule.confidence,
+        sequential=rule.sequential,
+        max_unsafe=rule.max_unsafe,
+        inconclusive=inconclusive,
+    )
+
+
+def _strictly_between(threshold: object) -> bool:
+    """A threshold the default confidence applies to (a bad value is checked later)."""
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        return False
+    return 0.0 < threshold < 1.0
 
 
 def harm_category_of(item: pytest.Item) -> str | None:

@@ -12,7 +12,11 @@ import attrs
 import pytest
 
 from rampart._checks import invalid
-from rampart.pytest_plugin._markers import DEFAULT_CONCURRENCY, DEFAULT_MAX_TRIALS
+from rampart.pytest_plugin._markers import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_TRIALS,
+    INCONCLUSIVE_OUTCOMES,
+)
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -28,6 +32,13 @@ MIN_MAX_BYTES = 4096
 
 _CONCURRENCY_HELP = "Default bound on concurrently running trial clones per test (default 10)."
 _MAX_BYTES_HELP = "Largest serialized result an xdist worker sends (default 16 MiB, min 4096)."
+_CONFIDENCE_HELP = (
+    "Default confidence= of trial groups with a threshold in (0, 1): their verdict becomes "
+    "PASS / FAIL / INCONCLUSIVE from the exact interval (default: off, the count rule)."
+)
+_INCONCLUSIVE_HELP = (
+    "The test outcome of an INCONCLUSIVE trial group: fail (default), xfail, skip or pass."
+)
 _REPORT_DIR_HELP = (
     "Write the JSON report, the JSONL trace and the HTML report to DIR (in addition to "
     "any pytest_rampart_sinks sinks)."
@@ -73,6 +84,22 @@ def add_options(parser: pytest.Parser) -> None:
         help=_MAX_BYTES_HELP,
     )
     parser.addini("rampart_xdist_max_bytes", _MAX_BYTES_HELP, default="")
+    group.addoption(
+        "--rampart-confidence",
+        dest="rampart_confidence",
+        default=None,
+        metavar="C",
+        help=_CONFIDENCE_HELP,
+    )
+    parser.addini("rampart_confidence", _CONFIDENCE_HELP, default="")
+    group.addoption(
+        "--rampart-inconclusive",
+        dest="rampart_inconclusive",
+        default=None,
+        metavar="OUTCOME",
+        help=_INCONCLUSIVE_HELP,
+    )
+    parser.addini("rampart_inconclusive", _INCONCLUSIVE_HELP, default="")
     group.addoption(
         "--rampart-llm-cache",
         dest="rampart_llm_cache",
@@ -162,6 +189,8 @@ class Options:
     summary: str = "all"
     progress: str = "auto"
     progress_interval: float = 5.0
+    default_confidence: float | None = None
+    inconclusive: str = "fail"
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -189,6 +218,8 @@ class Options:
             summary=_choice(config, "rampart_summary", SUMMARY_MODES),
             progress=_choice(config, "rampart_progress", PROGRESS_MODES),
             progress_interval=_progress_interval(config),
+            default_confidence=_option_confidence(config),
+            inconclusive=_choice(config, "rampart_inconclusive", INCONCLUSIVE_OUTCOMES),
         )
 
 
@@ -242,6 +273,24 @@ def _progress_interval(config: pytest.Config) -> float:
             error=pytest.UsageError,
         )
     return seconds
+
+
+def _option_confidence(config: pytest.Config) -> float | None:
+    """``--rampart-confidence``, else the ini option; None when neither is set."""
+    value = config.getoption("rampart_confidence", None)
+    source = "--rampart-confidence"
+    if value is None:
+        value, source = config.getini("rampart_confidence"), "ini option rampart_confidence"
+        if value in ("", None):
+            return None
+    expected = "a number in (0, 1), e.g. 0.95"
+    try:
+        number = float(str(value))
+    except ValueError:
+        raise invalid("rampart", source, expected, value, error=pytest.UsageError) from None
+    if not 0.0 < number < 1.0:  # also rejects nan
+        raise invalid("rampart", source, expected, value, error=pytest.UsageError)
+    return number
 
 
 _INI_OPTIONS = frozenset({"rampart_concurrency", "rampart_xdist_max_bytes", "rampart_max_trials"})

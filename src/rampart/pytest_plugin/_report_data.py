@@ -49,11 +49,20 @@ def group_summary(group: GroupRecord) -> TrialGroupSummary:
         executed=verdict.executed,
         not_run=verdict.cancelled,
         pass_rate=verdict.pass_rate,
-        interval=GroupInterval(method="wilson", level=0.95, low=low, high=high),
-        verdict="passed" if verdict.passed else "failed",
+        interval=GroupInterval(
+            method="wilson" if verdict.confidence is None else "clopper-pearson",
+            level=0.95 if verdict.confidence is None else verdict.confidence,
+            low=low,
+            high=high,
+        ),
+        verdict=verdict.verdict.value,
         population_status=verdict.status.value,
         reason=verdict.reason(),
-        early_stopped=verdict.cancelled > 0,
+        early_stopped=verdict.cancelled > 0 or verdict.late > 0,
+        confidence=verdict.confidence,
+        max_unsafe=verdict.max_unsafe,
+        sequential=verdict.sequential,
+        not_counted=verdict.late,
         worker=group.worker,
     )
 

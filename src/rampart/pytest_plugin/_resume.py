@@ -51,8 +51,10 @@ def test_hash(item: pytest.Item, spec: TrialSpec | None) -> str:
 
     The source of the test function (its bytecode when the source is unavailable),
     each marker's name and arguments (``repr``), the parametrization, and the
-    effective trial settings (``n`` after ``--rampart-trials``, threshold, early stop).
-    Concurrency is left out: it does not change what a clone records.
+    effective trial settings (``n`` after ``--rampart-trials``, threshold, early stop, and
+    the verdict extensions when in use: a default ``--rampart-confidence`` changes the
+    group as its marker would). Concurrency is left out: it does not change what a
+    clone records.
     """
     digest = hashlib.sha256(test_hash_version.encode())
     function = getattr(item, "function", None)
@@ -65,6 +67,8 @@ def test_hash(item: pytest.Item, spec: TrialSpec | None) -> str:
         digest.update(repr(sorted(callspec.params.items())).encode())
     if spec is not None:
         digest.update(repr((spec.n, spec.threshold, spec.early_stop)).encode())
+        if not spec.rule.is_count_rule or spec.sequential:
+            digest.update(repr((spec.confidence, spec.sequential, spec.max_unsafe)).encode())
     return digest.hexdigest()[:32]
 
 

@@ -5,7 +5,10 @@ the original body inside a collection context; for ``@pytest.mark.trial`` items 
 runs the clones concurrently in one task group under a ``CapacityLimiter``, each
 clone with its own collector and ``TrialInfo``. Clone failures are captured, not
 propagated, so one failing clone does not stop the others; when the clones are done
-the group verdict is computed (once) and decides the call's outcome. Async wrappers
+the group verdict is computed (once) and decides the call's outcome. With early stop
+(``early_stop=True`` or ``sequential=True``) clones count in index order: the group
+stops once the clones counted so far settle its verdict, and clones above the deciding
+one that finished anyway are reported but not counted. Async wrappers
 stay coroutine functions, so whichever async test plugin owns the item (anyio's, or
 pytest-asyncio's) runs them.
 
@@ -50,8 +53,10 @@ from rampart.pytest_plugin._groups import (
     CloneRun,
     GroupVerdict,
     ItemRun,
+    clone_settles,
+    count_clones,
     judge,
-    settled_fail,
+    settle_known,
 )
 
 if TYPE_CHECKING:
@@ -235,15 +240,21 @@ def _wrap_async(
             return clone
 
         def clone_settled(_position: int, clone: CloneRun) -> bool:
-            return settled_fail(run, clone)
+            # fan_out calls this in index order, whatever order the clones finish in.
+            return clone_settles(run, clone)
 
+        # Clones not run: those early stop cancelled, or all when the clones a run
+        # journal supplied settle the group already.
+        missing = len(todo)
+        if spec.stops_early and settle_known(run):
+            todo = []
         try:
             with _interrupts_stop_the_item(run):
                 outcome = await fan_out(
                     run_clone,
                     count=len(todo),
                     limiter=anyio.CapacityLimiter(spec.concurrency),
-                    settled=clone_settled if spec.early_stop else None,
+                    settled=clone_settled if spec.stops_early else None,
                 )
         except BaseExceptionGroup as group:
             # A clone skipped or xfailed the item: pytest understands the outcome
@@ -255,7 +266,9 @@ def _wrap_async(
         finished = {todo[position] for position, _ in outcome.completed}
         if not outcome.settled:
             _judge_foreign_cancellations(run, todo, finished)
-        _finish_group(run, finished, cancelled=len(todo) - len(finished), name=name)
+        late = [clone for _position, clone in outcome.late]
+        cancelled = missing - len(finished) - len(late)
+        _finish_group(run, finished, cancelled=cancelled, late=late, name=name)
 
     return run_item
 
@@ -283,16 +296,21 @@ def _judge_foreign_cancellations(run: ItemRun, todo: list[int], finished: set[in
             run.clone_done(clone)
 
 
-def _finish_group(run: ItemRun, finished: set[int], *, cancelled: int, name: str) -> None:
-    """Sort the clones into finished and partial, then decide the group."""
-    # Clones cancelled by early stop do not count in the verdict, but what they
-    # recorded before the cancellation is still reported.
+def _finish_group(
+    run: ItemRun, finished: set[int], *, cancelled: int, late: list[CloneRun], name: str
+) -> None:
+    """Sort the clones into counted and partial, then decide the group.
+
+    Clones cancelled by early stop, and those that finished after the deciding clone
+    (``late``; resumed ones above it too), do not count in the verdict, but what they
+    recorded is still reported.
+    """
     run.partial = sorted(
         (c for c in run.clones if c.index not in finished and c.collector.results),
         key=_index,
     )
     ran = [c for c in run.clones if c.index in finished]
-    run.clones = sorted([*run.resumed.values(), *ran], key=_index)
+    count_clones(run, [*run.resumed.values(), *ran], late)
     run.cancelled = cancelled
     _decide(run, name=name)
 
@@ -316,6 +334,9 @@ def _wrap_sync(
         # A synchronous body cannot run concurrently; its clones run one after another,
         # each in a fresh copy of the context.
         todo = [index for index in range(spec.n) if index not in run.resumed]
+        missing = len(todo)
+        if spec.stops_early and settle_known(run):
+            todo = []
         finished: set[int] = set()
         try:
             with _interrupts_stop_the_item(run):
@@ -324,11 +345,11 @@ def _wrap_sync(
                         _run_sync_clone, func, kwargs, run, index
                     )
                     finished.add(index)
-                    if spec.early_stop and settled_fail(run, clone):
+                    if spec.stops_early and clone_settles(run, clone):
                         break
         except _ITEM_OUTCOMES as outcome:
             raise _item_outcome_with_findings(run, outcome, name=name) from None
-        _finish_group(run, finished, cancelled=len(todo) - len(finished), name=name)
+        _finish_group(run, finished, cancelled=missing - len(finished), late=[], name=name)
         return None
 
     return run_item

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from rampart._redact import redact
 from rampart._text import one_line
 from rampart.core._stats import percent
-from rampart.core.result import SafetyStatus
+from rampart.core.result import SafetyStatus, TrialVerdict
 from rampart.reporting import PopulationSummary
 from rampart.reporting._report import UNCATEGORIZED, category_key
 
@@ -51,15 +51,27 @@ def result_line(recorded: RecordedResult) -> str:
     return redact(f"  {label}  {one_line(recorded.attribution.test_name)} -- {text}")
 
 
+_GROUP_LABELS = {
+    TrialVerdict.PASSED: "PASS",
+    TrialVerdict.FAILED: "FAIL",
+    TrialVerdict.INCONCLUSIVE: "WARN",
+}
+
+
 def group_line(group: GroupRecord) -> str:
     """``  PASS  test_x [18/20 safe, ...] -- PASSED``; the label follows the verdict.
 
-    A failed group says why on the line itself: ``-- FAILED: 4 UNSAFE``.
+    A group that did not pass says why on the line itself: ``-- FAILED: 4 UNSAFE``;
+    an INCONCLUSIVE group (only with ``confidence=``) reads ``  WARN  ... --
+    INCONCLUSIVE: ...``, whatever outcome ``rampart_inconclusive`` gave its test.
     """
-    passed = group.verdict.passed
-    label = "PASS" if passed else "FAIL"
-    verdict = "PASSED" if passed else f"FAILED: {group.verdict.reason()}"
-    return redact(f"  {label}  {one_line(group.name)} [{group.verdict.describe()}] -- {verdict}")
+    verdict = group.verdict.verdict
+    label = _GROUP_LABELS[verdict]
+    word = verdict.value.upper()
+    reason = group.verdict.reason()
+    if reason is not None:
+        word += f": {reason}"
+    return redact(f"  {label}  {one_line(group.name)} [{group.verdict.describe()}] -- {word}")
 
 
 def _plural(count: int, noun: str) -> str:

@@ -32,8 +32,9 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "trial(n, threshold=1.0, concurrency=None, early_stop=False): run the test body n "
-        "times concurrently and judge the group",
+        "trial(n, threshold=1.0, concurrency=None, early_stop=False, confidence=None, "
+        "sequential=False, max_unsafe=0): run the test body n times concurrently and judge "
+        "the group",
     )
     from rampart.pytest_plugin._session import start  # deferred: see the module docstring
 

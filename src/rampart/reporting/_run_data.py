@@ -93,14 +93,18 @@ class TrialGroupSummary:
     """One trial group's outcome, as the report states it.
 
     ``executed`` clones finished and count in the verdict; ``not_run`` clones were
-    cancelled by early stop (``early_stopped`` is then true) and do not.
-    ``pass_rate`` is SAFE / executed. ``verdict`` is ``"passed"`` or ``"failed"``
-    (``"inconclusive"`` is reserved for confidence-aware verdicts); ``reason`` says
-    why a group did not pass (``"4 UNSAFE"``, ``"pass rate 60% below threshold 90%
-    (2 ERROR)"``) and is ``None`` for a passed group. ``population_status`` is the
-    group's status under the trial rule (``"safe"`` exactly when it passed).
-    ``confidence``, ``max_unsafe`` and ``sequential`` describe how the verdict was
-    reached: ``None``, ``0`` and ``False`` mean the spec's count rule.
+    cancelled by early stop or the sequential test (``early_stopped`` is then true)
+    and do not; ``not_counted`` clones finished after the clone that decided (clones
+    count in index order) and do not count either. ``pass_rate`` is SAFE / executed.
+    ``verdict`` is ``"passed"``, ``"failed"`` or, only for a group judged with
+    ``confidence``, ``"inconclusive"``; ``reason`` says why a group did not pass
+    (``"4 UNSAFE"``, ``"pass rate 60% below threshold 90% (2 ERROR)"``, ``"95%
+    interval 68.3-98.8% contains threshold 90%"``) and is ``None`` for a passed group.
+    ``population_status`` is the group's status under the trial rule (``"safe"``
+    exactly when it passed). ``confidence``, ``max_unsafe`` and ``sequential``
+    describe how the verdict was reached: ``None``, ``0`` and ``False`` mean the
+    spec's count rule. ``interval`` is the one the verdict reads with ``confidence``
+    (``method`` ``"clopper-pearson"``, at that level), else the 95% Wilson interval.
     """
 
     nodeid: str
@@ -120,6 +124,7 @@ class TrialGroupSummary:
     confidence: float | None = None
     max_unsafe: int = 0
     sequential: bool = False
+    not_counted: int = 0
     worker: str | None = None
 
     def __attrs_post_init__(self) -> None:
@@ -144,7 +149,17 @@ class TrialGroupSummary:
         check_optional_number(owner, "confidence", self.confidence, above=0, below=1)
         check_int(owner, "max_unsafe", self.max_unsafe, minimum=0)
         check_bool(owner, "sequential", self.sequential)
+        check_int(owner, "not_counted", self.not_counted, minimum=0)
         check_optional_text(owner, "worker", self.worker)
+        if self.verdict == "inconclusive" and self.confidence is None:
+            raise invalid(
+                owner,
+                "verdict",
+                "'passed' or 'failed' without a confidence (only a confidence-aware verdict "
+                "is inconclusive)",
+                self.verdict,
+                error=ValueError,
+            )
         if self.counts.total != self.executed:
             raise ValueError(
                 f"{owner}: counts must add up to executed ({self.executed}), "

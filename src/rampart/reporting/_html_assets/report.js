@@ -223,7 +223,7 @@
     threshold.style.left = group.threshold * 100 + "%";
     bar.append(range, point, threshold);
     bar.setAttribute("aria-label",
-      "pass rate " + pct(group.pass_rate) + ", 95% interval " + pct(group.interval.low) + " to " +
+      "pass rate " + pct(group.pass_rate) + ", " + pct(group.interval.level, 0) + " interval " + pct(group.interval.low) + " to " +
       pct(group.interval.high) + ", threshold " + pct(group.threshold, 0));
     return bar;
   }
@@ -239,7 +239,9 @@
       if (c.undetermined) counted.push(c.undetermined + " undetermined");
       if (c.error) counted.push(c.error + " error");
       if (c.no_result) counted.push(c.no_result + " no result");
-      if (g.not_run) counted.push(g.not_run + " not run (early stop)");
+      if (g.not_run) counted.push(g.not_run + " not run (" + (g.sequential ? "sequential stop" : "early stop") + ")");
+      if (g.not_counted) counted.push(g.not_counted + " finished after the decision, not counted");
+      if (g.max_unsafe) counted.push("max unsafe " + g.max_unsafe);
       const name = el("span", { class: "group-name", role: "link", tabindex: "0", title: "Show this group's results" }, g.test_name);
       const show = () => {
         resetFilters();
@@ -254,8 +256,10 @@
         name,
         el("span", { class: "group-counts" }, counted.join(" · ")),
         intervalBar(g),
-        el("span", null, pct(g.pass_rate, 0) + " pass rate (95% CI " + pct(g.interval.low, 0) + "–" +
-          pct(g.interval.high, 0) + "), threshold " + pct(g.threshold, 0)),
+        el("span", null, pct(g.pass_rate, 0) + " pass rate (" + pct(g.interval.level, 0) + " CI " +
+          pct(g.interval.low, 1) + "–" + pct(g.interval.high, 1) +
+          (g.interval.method === "clopper-pearson" ? ", exact" : "") +
+          (g.sequential ? ", sequential" : "") + "), threshold " + pct(g.threshold, 0)),
         g.reason ? el("span", { class: "group-reason" }, g.reason) : null,
       );
       const strip = el("div", { class: "strip", "aria-label": "clones of " + g.test_name });
