@@ -46,7 +46,10 @@ class LearnedRateStatistics:
     they stated none); ``latency``: the smoothed feedback delay (seconds); ``sent_rate``
     and ``refused_rate``: smoothed requests and rate-limit answers per second over every
     participant; ``since_cut``: seconds since the last cut (``None``: none yet);
-    ``initial`` and ``ceiling``: where it started and the user's ``rate=``.
+    ``initial`` and ``ceiling``: where it started and the user's ``rate=``;
+    ``burst``: the client bucket's capacity now (the user's ``burst=``, or learned from
+    the capacity the agent stated, ``stated_capacity``); ``refused_share``: the share of
+    about the last 100 reservations that were refused (``None``: fewer yet).
     """
 
     rate: float
@@ -61,6 +64,9 @@ class LearnedRateStatistics:
     since_cut: float | None
     initial: float
     ceiling: float | None
+    burst: int = 1
+    stated_capacity: float | None = None
+    refused_share: float | None = None
 
 
 class LearnedRate:
@@ -192,6 +198,9 @@ class LearnedRate:
         headroom = signal.headroom
         if headroom is not None and headroom < _learned.HEADROOM_LOW:
             return True
+        capacity = signal.request_capacity
+        if capacity is not None and (state is None or capacity != state.capacity):
+            return True
         stated = signal.request_rate
         if stated is None:
             return False
@@ -238,8 +247,9 @@ class LearnedRate:
         # As of the last transaction, on the backend's clock.
         at = max(state.stamp, state.measured_at, state.hint_at)
         sent, refused = state.smoothed(at)
+        rate = _learned.rate_at(state, at, policy)
         return LearnedRateStatistics(
-            rate=_learned.rate_at(state, at, policy),
+            rate=rate,
             phase=state.law.phase,
             peak=state.law.peak,
             cuts=state.generation,
@@ -251,4 +261,7 @@ class LearnedRate:
             since_cut=None if state.last_cut is None else max(0.0, at - state.last_cut),
             initial=policy.initial if policy.ceiling is None else policy.ceiling,
             ceiling=policy.ceiling,
+            burst=_learned.burst_at(state, rate, policy),
+            stated_capacity=state.capacity,
+            refused_share=state.refused_share,
         )

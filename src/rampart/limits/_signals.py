@@ -128,6 +128,17 @@ class RateLimitSignal:
         return min(rates) if rates else None
 
     @property
+    def request_capacity(self) -> float | None:
+        """The smallest request quota's size (its ``limit``): the most requests the agent
+        accepts at once from a full quota, if any request quota gave one."""
+        limits = [
+            q.limit
+            for q in self.quotas
+            if q.unit == "requests" and q.limit is not None and q.limit > 0
+        ]
+        return min(limits) if limits else None
+
+    @property
     def headroom(self) -> float | None:
         """The smallest ``remaining / limit`` over quotas large enough to tell."""
         values = [q.headroom for q in self.quotas if q.headroom is not None]
