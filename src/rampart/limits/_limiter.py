@@ -549,15 +549,16 @@ def limit(
     """Wrap ``adapter`` so its sessions' sends are paced, bounded and retried.
 
     * ``max_concurrency``: at most this many attempts in flight in this process
-      (``None``: unbounded, or ``256`` as the adaptive cap).
+      (``None``: unbounded; with ``adaptive``, the window's cap is derived from the
+      learned rate times the attempts' latency, Little's law).
     * ``rate`` / ``burst``: a token bucket of ``rate`` requests per second holding up
-      to ``burst`` tokens (default ``1``: evenly spaced, no bursts). ``burst`` and
+      to ``burst`` tokens (default ``1``: evenly spaced, no bursts; with ``adaptive``,
+      learned from the bucket size the agent states, else ``1``). ``burst`` and
       ``backend`` need ``rate`` or ``adaptive``.
     * ``adaptive``: learn the rate (a bucket whose rate follows a CUBIC-style
       controller on the agent's rate-limit answers and headers; ``rate``, if given, is
-      where it starts and its ceiling) and an AIMD window in
-      ``[1, max_concurrency or 256]`` that shrinks on rate-limit episodes it was the
-      binding limit for and grows on clean windows.
+      where it starts and its ceiling) and a window in ``[1, max_concurrency]``
+      (default: ``2 x rate x latency + 8``, 16 to 10,000) that grows on clean windows.
     * ``max_retries``: retries per request for rate-limited and transient failures.
     * ``max_retry_after``: the longest ``Retry-After`` (seconds) the limiter waits for;
       a rate-limit answer asking for longer fails the request at once, unretried.
