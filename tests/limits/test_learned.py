@@ -148,6 +148,22 @@ class TestThrottled:
         assert accepted < 40.0
         assert state.law.peak < 40.0
 
+    def test_a_stalled_client_does_not_measure_the_agent(self) -> None:
+        """The client stalled: it sent a bunch at once and most were refused, so sent
+        minus refused is near nothing. The cut still keeps half the rate the refused
+        request went at (measured: without this, cut after cut to the 0.01/s floor)."""
+        policy = RatePolicy(ceiling=200.0)
+        state, _ = _learned.reserve(None, now=0.0, policy=policy)
+        for _ in range(20):
+            state, _ = _learned.reserve(state, now=0.5, policy=policy)
+        for _ in range(19):
+            state, _ = _learned.throttled(state, now=0.5, policy=policy, generation=-1, rate=200.0)
+        sent, refused = state.smoothed(0.5)
+        assert sent - refused < 10.0
+        state, cut = _learned.throttled(state, now=0.5, policy=policy, generation=0, rate=200.0)
+        assert cut
+        assert state.law.peak == pytest.approx(100.0)
+
     def test_cut_forgives_reservations_queued_at_the_old_rate(self) -> None:
         """After a cut the next request is one spacing (at the new rate) away, however
         many were queued before it."""

@@ -91,7 +91,12 @@ REFUSING = 0.3
 what it accepts (requests sent minus refused, smoothed) *is* its rate: a cut then
 starts from that if it is lower than the rate the refused request was sent at. (A
 bucket with a large burst lets a too-high rate through for a while, so the rate a
-refused request was sent at can be far above the agent's.)"""
+refused request was sent at can be far above the agent's.) Such a cut never goes below
+``BETA_START`` of the rate the refused request was sent at: when the *client* stalls
+(its event loop or HTTP pool busy for a few seconds), it sends little and then a bunch
+at once, which an agent with a small burst refuses in large part, and "sent minus
+refused" then measures the stall, not the agent (measured at 200/s: cut after cut down
+to the 0.01/s floor, and no request left the client for good)."""
 
 SETTLE = 0.5
 """Share of the climb back after a cut during which a *lone* refusal (under
@@ -563,7 +568,7 @@ def throttled(
         and refused >= REFUSING * sent
     )
     if saturated:
-        peak = min(rate, max(MIN_RATE, sent - refused))
+        peak = min(rate, max(MIN_RATE, sent - refused, BETA_START * rate))
         return _cut(current, now=now, peak=peak, beta=BETA, policy=policy), True
     share = current.refused_share
     hint = _hint_at(current, now)

@@ -30,6 +30,10 @@ __all__ = ["LearnedRate", "LearnedRateStatistics"]
 LATENCY_WEIGHT = 0.2
 """Weight of each timed attempt in this process's latency average."""
 
+FLOOR_RISE_SECONDS = 60.0
+"""The latency floor (``LearnedRate.latency_floor``) follows a shorter attempt at once
+and a longer one at most by a factor ``e`` per this many seconds."""
+
 HINT_REFRESH = 1.0
 """Seconds: a repeated statement of the same limit is written at most this often."""
 
@@ -86,6 +90,8 @@ class LearnedRate:
         self._clock = clock
         self._state: LearnedState | None = None
         self._latency: float | None = None
+        self._floor: float | None = None
+        self._floor_at = 0.0
         self._starts: collections.deque[tuple[int, float]] = collections.deque()
         self._finished: set[int] = set()
         self._serials = itertools.count()
@@ -109,8 +115,10 @@ class LearnedRate:
         self._starts.append((serial, now))
         return serial
 
-    def end(self, serial: int, now: float, *, timed: bool) -> None:
-        """The attempt ``serial`` ended; ``timed``: its duration is a feedback delay."""
+    def end(self, serial: int, now: float, *, timed: bool, answered: bool = False) -> None:
+        """The attempt ``serial`` ended; ``timed``: its duration is a feedback delay;
+        ``answered``: the agent answered it (a refusal comes at once: it says nothing
+        about how long an answer takes, so only answers lower ``latency_floor``)."""
         started = None
         if self._starts and self._starts[0][0] == serial:
             started = self._starts.popleft()[1]
@@ -124,10 +132,33 @@ class LearnedRate:
             self._finished.discard(self._starts.popleft()[0])
         if timed and started is not None:
             duration = max(0.0, now - started)
+            if answered:
+                self._lower_floor(duration, now)
             if self._latency is None:
                 self._latency = duration
             else:
                 self._latency += LATENCY_WEIGHT * (duration - self._latency)
+
+    def _lower_floor(self, duration: float, now: float) -> None:
+        floor = self._floor
+        if floor is not None:
+            # Rises slowly (by e per FLOOR_RISE_SECONDS) towards a longer duration.
+            floor *= math.exp(max(0.0, now - self._floor_at) / FLOOR_RISE_SECONDS)
+        self._floor = duration if floor is None else min(floor, duration)
+        self._floor_at = now
+
+    def latency_floor(self) -> float | None:
+        """The shortest recent attempt duration (``None``: none ended yet): the agent's
+        own latency, without the time attempts spent queued in this process.
+
+        The window's Little's-law cap uses it, not the average: when this process
+        stalls (its event loop or its HTTP pool busy), the attempts' measured duration
+        grows, and a cap following it would let even more attempts in, which stalls
+        the process further. The floor follows a shorter attempt at once and a longer
+        one only slowly (``FLOOR_RISE_SECONDS``), so an agent that really slowed down
+        is followed within a minute or so, and a stall of a few seconds is not.
+        """
+        return self._floor
 
     def feedback_delay(self, now: float) -> float | None:
         """The delay this process reports: its average attempt duration, or before any

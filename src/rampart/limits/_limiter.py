@@ -323,7 +323,7 @@ class LimitedAdapter:
             if learner is not None:
                 grant = await learner.reserve()
                 wait = grant.wait
-                core.on_learned_rate(grant.rate, learner.feedback_delay(clock()))
+                core.on_learned_rate(grant.rate, learner.latency_floor())
             elif backend is None or self._rate is None or self._burst is None:
                 return None
             else:
@@ -451,7 +451,7 @@ class LimitedAdapter:
                     ended = clock()
                     core.on_success(ticket, ended)
                     if learner is not None and serial is not None:
-                        learner.end(serial, ended, timed=True)
+                        learner.end(serial, ended, timed=True, answered=True)
                         if signals and grant is not None:
                             await learner.observed(grant, signals)
                     return response
