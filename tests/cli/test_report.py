@@ -197,3 +197,40 @@ def test_an_inconclusive_group_renders_as_pytest_printed_it(
         "  WARN  test_group [20/20 safe, 100% pass rate, threshold: 90%, 95% CI 83–100% "
         "(exact)] -- INCONCLUSIVE: 95% interval 83–100% contains threshold 90%"
     )
+
+
+def test_an_early_stopped_group_renders_as_pytest_printed_it(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The whole summary of a saved report is pytest's: an early-stopped group's
+    ``not run (early stop)``, a bounded group's clone lines and its ``… more`` line."""
+    pytester.makepyfile(
+        """
+        import pytest
+        from rampart import Result, SafetyStatus, record_result
+
+        @pytest.mark.trial(n=30, threshold=0.5, early_stop=True, concurrency=1)
+        def test_stops(rampart_trial):
+            status = SafetyStatus.UNSAFE if rampart_trial.index == 2 else SafetyStatus.SAFE
+            record_result(Result(status=status, summary=f"clone {rampart_trial.index}"))
+
+        @pytest.mark.trial(n=25, threshold=0.9)
+        def test_wide(rampart_trial):
+            record_result(Result(status=SafetyStatus.SAFE, summary="ok"))
+
+        def test_single():
+            record_result(Result(status=SafetyStatus.SAFE, summary="fine"))
+        """
+    )
+    run = pytester.runpytest(
+        "-p", "no:asyncio", "-p", "no:cacheprovider", "--rampart-report-dir=out"
+    )
+    run.assert_outcomes(passed=2, failed=1)
+    start = next(i for i, line in enumerate(run.outlines) if "RAMPART Safety Summary" in line)
+    end = next(i for i, line in enumerate(run.outlines) if line.startswith("Population: "))
+    printed = run.outlines[start + 1 : end + 1]
+    assert "27 not run (early stop)] -- FAILED: 1 UNSAFE" in "\n".join(printed)
+    assert "  … 5 more results of test_wide in the report" in printed
+    (report,) = (pytester.path / "out").glob("run_report_*.json")
+    capsys.readouterr()  # pytester's in-process run printed there too
+    assert _body(run_main(capsys, "report", report).lines) == printed

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from rampart.reporting import TrialGroupSummary
+from rampart.reporting._terminal import group_line
 from tests.pytest_plugin.conftest import NO_ASYNCIO, REPORT_HOOK, only_report, write_ini
 from tests.reporting._html_support import state_of
 
@@ -237,6 +239,8 @@ class TestSequential:
         assert (group["verdict"], group["executed"], group["sequential"]) == ("passed", 48, True)
         assert group["not_run"] + group["not_counted"] == 152
         assert group["early_stopped"]
+        # The report states enough to print the line again (what ``rampart report`` does).
+        assert group_line(TrialGroupSummary.from_json(group)).strip() == line
 
     def test_fails_on_evidence_and_on_unsafe(self, pytester: pytest.Pytester) -> None:
         """Five non-SAFE clones in a row are enough evidence to fail; so is an UNSAFE."""
@@ -363,6 +367,9 @@ class TestIndexOrder:
         # The late UNSAFE answer is not counted, but it is not hidden either.
         (line,) = [ln for ln in result.stdout.lines if "test_wide [" in ln]
         assert "finished after the decision, not counted (1 UNSAFE)" in line
+        # The report keeps that count, so the line prints again from it as it did here.
+        assert wide["not_counted_unsafe"] == 1
+        assert group_line(TrialGroupSummary.from_json(wide)) == line
         result.stdout.fnmatch_lines(["*FAIL  test_wide?trial-54? -- clone 54*"])
 
 

@@ -61,6 +61,7 @@ class TestTrialGroupSummary:
             "max_unsafe",
             "sequential",
             "not_counted",
+            "not_counted_unsafe",
             "worker",
         ]
         assert data["counts"] == {
@@ -72,7 +73,7 @@ class TestTrialGroupSummary:
         }
         assert data["interval"] == {"method": "wilson", "level": 0.95, "low": 0.31, "high": 0.83}
         assert (data["confidence"], data["max_unsafe"], data["sequential"]) == (None, 0, False)
-        assert data["not_counted"] == 0
+        assert (data["not_counted"], data["not_counted_unsafe"]) == (0, 0)
         json.dumps(data, allow_nan=False)
 
     def test_round_trip_and_unknown_keys_ignored(self) -> None:
@@ -97,6 +98,7 @@ class TestTrialGroupSummary:
             ({"population_status": "fine"}, ValueError, "population_status must be one of"),
             ({"early_stopped": 1}, TypeError, "early_stopped must be"),
             ({"not_counted": -1}, ValueError, "not_counted must be non-negative"),
+            ({"not_counted_unsafe": -1}, ValueError, "not_counted_unsafe must be non-negative"),
             (
                 {"verdict": "inconclusive"},
                 ValueError,

@@ -99,7 +99,7 @@ def _group_side(group: GroupOutcome) -> dict[str, Any]:
 
 def compare(old: RunView, new: RunView, *, alpha: float, strict: bool) -> dict[str, Any]:
     """The comparison as a JSON-ready dict (what ``--json`` prints)."""
-    from rampart.cli._significance import fisher_less, holm
+    from rampart.core._stats import fisher_exact, holm
 
     tests = []
     for nodeid in sorted(set(old.tests) | set(new.tests)):
@@ -118,8 +118,10 @@ def compare(old: RunView, new: RunView, *, alpha: float, strict: bool) -> dict[s
     p_up = []
     for nodeid in shared:
         a, b = old.groups[nodeid], new.groups[nodeid]
-        p_down.append(fisher_less(a.safe, a.executed, b.safe, b.executed))
-        p_up.append(fisher_less(b.safe, b.executed, a.safe, a.executed))
+        # One-sided Fisher tests: the evidence that the new pass rate is lower than the
+        # old one, and that the old one is lower than the new one.
+        p_down.append(fisher_exact(b.safe, b.executed, a.safe, a.executed, alternative="less"))
+        p_up.append(fisher_exact(a.safe, a.executed, b.safe, b.executed, alternative="less"))
     adjusted_down, adjusted_up = holm(p_down), holm(p_up)
     groups = []
     for index, nodeid in enumerate(shared):

@@ -280,7 +280,7 @@ def _changes(
 
 def build_row(outcome: Outcome, baseline: Outcome | None) -> tuple[Row, list[dict[str, Any]]]:
     """The table row of ``outcome`` and its verdict changes against ``baseline``."""
-    from rampart.cli._significance import mcnemar
+    from rampart.core._stats import mcnemar
     from rampart.core.result import SafetyStatus
 
     saved = outcome.saved

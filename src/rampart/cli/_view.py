@@ -3,10 +3,13 @@
 A **test** is a pytest item that is not a trial group; its status is the worst of its
 results (UNSAFE, ERROR, UNDETERMINED, SAFE, in that order). A **trial group** is the
 set of clones of one ``@pytest.mark.trial`` item: records whose result carries a
-``population``, keyed by the item's node id (the clone's ``[trial-N]`` suffix
-removed). Each clone's status is the worst of its results, and the group's verdict
-follows the spec's count rule (``rampart.core._trial_rule.population_status``): any UNSAFE
-clone fails it, else it passes when SAFE / executed reaches the threshold.
+``population``, each the clone ``population.index`` of the group named by the item's
+node id (the clone's node id without the ``[trial-<index>]`` the plugin appended for
+that index; a record without a node id is named by its population's id). Clones of
+one item merge across runs (a resumed run's clones carry their first run's
+population id). Each clone's status is the worst of its results, and the group's
+verdict follows the spec's count rule (``rampart.core._trial_rule.population_status``):
+any UNSAFE clone fails it, else it passes when SAFE / executed reaches the threshold.
 
 A JSON report that carries ``trial_groups`` (written by the pytest plugin) is read
 for the groups' counts and verdicts instead: it also knows clones that recorded no
@@ -15,7 +18,6 @@ result or whose own assertions failed, which records alone cannot show.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -37,10 +39,10 @@ __all__ = [
     "build_view",
     "group_key",
     "group_summary",
+    "record_nodeid",
     "worst",
 ]
 
-_TRIAL_SUFFIX = re.compile(r"\[trial-(\d+)\]$")
 _SEVERITY = {
     SafetyStatus.UNSAFE: 0,
     SafetyStatus.ERROR: 1,
@@ -114,7 +116,8 @@ class RunView:
     metadata: list[dict[str, Any]] = attrs.field(factory=list)
 
 
-def _nodeid(record: ResultRecord) -> str | None:
+def record_nodeid(record: ResultRecord) -> str | None:
+    """The record's pytest node id (a trial clone's ends in ``[trial-N]``), if it has one."""
     if record.pytest_nodeid is not None:
         return record.pytest_nodeid
     nodeid = record.result.metadata.get("_pytest_nodeid")
@@ -126,37 +129,15 @@ def group_key(record: ResultRecord) -> tuple[str, int] | None:
     population = record.result.population
     if population is None:
         return None
-    nodeid = _nodeid(record)
+    nodeid = record_nodeid(record)
     if nodeid is None:
         return f"population {population.id}", population.index
-    return _TRIAL_SUFFIX.sub("", nodeid), population.index
-
-
-def _reason(group: dict[str, Any]) -> str | None:
-    from rampart.core._stats import percent
-
-    if group["verdict"] == "passed":
-        return None
-    others = [
-        f"{group[key]} {label}"
-        for key, label in (("error", "ERROR"), ("undetermined", "UNDETERMINED"))
-        if group[key]
-    ]
-    if group["unsafe"]:
-        return ", ".join([f"{group['unsafe']} UNSAFE", *others])
-    executed = group["safe"] + group["unsafe"] + group["undetermined"] + group["error"]
-    if not executed:
-        head = "no clone ran"
-    elif not group["safe"]:
-        head = "no SAFE clone"
-    else:
-        rate = percent(group["safe"] / executed)
-        head = f"pass rate {rate} below threshold {percent(group['threshold'])}"
-    return head + (f" ({', '.join(others)})" if others else "")
+    return nodeid.removesuffix(f"[trial-{population.index}]"), population.index
 
 
 def _derived_groups(records: list[ResultRecord]) -> dict[str, GroupOutcome]:
     from rampart.core._trial_rule import population_status
+    from rampart.reporting._group_text import group_reason
 
     clones: dict[str, dict[int, list[SafetyStatus]]] = {}
     first: dict[str, ResultRecord] = {}
@@ -191,15 +172,15 @@ def _derived_groups(records: list[ResultRecord]) -> dict[str, GroupOutcome]:
             "threshold": population.threshold,
             "verdict": "passed" if verdict is SafetyStatus.SAFE else "failed",
         }
-        groups[nodeid] = GroupOutcome(
+        group = GroupOutcome(
             nodeid=nodeid,
             category=category_key(first[nodeid].result),
             n=population.size,
             not_run=max(0, population.size - executed),
-            reason=_reason(fields),
             clones=statuses,
             **fields,
         )
+        groups[nodeid] = attrs.evolve(group, reason=group_reason(group_summary(group)))
     return groups
 
 
@@ -271,7 +252,7 @@ def _tests(records: list[ResultRecord]) -> dict[str, TestOutcome]:
     for position, record in enumerate(records):
         if record.result.population is not None:
             continue
-        nodeid = _nodeid(record) or f"record {position}"
+        nodeid = record_nodeid(record) or f"record {position}"
         found.setdefault(nodeid, []).append(record)
     tests = {}
     for nodeid, members in found.items():

@@ -11,7 +11,9 @@ Pure functions of counts, with no dependency beyond :mod:`math`, so the verdict 
   behind the Clopper-Pearson bounds;
 - ``sequential_evidence``: the two one-sided mixture likelihood ratios (e-values) of
   the sequential test, for a rate above and below a threshold (``docs/trials.md``);
-- ``fisher_exact``: Fisher's exact test comparing two pass counts.
+- ``fisher_exact``: Fisher's exact test comparing two pass counts;
+- ``mcnemar``: McNemar's exact test for paired outcomes (``rampart sweep``);
+- ``holm``: Holm-Bonferroni adjusted p-values, for many comparisons at once.
 
 The regularized incomplete beta function behind all of them is evaluated by its
 continued fraction (Abramowitz & Stegun 26.5.8, with Lentz's method), on the side of
@@ -32,6 +34,8 @@ __all__ = [
     "exact_fail",
     "exact_pass",
     "fisher_exact",
+    "holm",
+    "mcnemar",
     "mixture_prior",
     "percent",
     "sequential_evidence",
@@ -360,3 +364,40 @@ def fisher_exact(
 
 def _log_choose(n: int, k: int) -> float:
     return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+
+def mcnemar(changed_one_way: int, changed_other_way: int) -> float:
+    """Two-sided exact McNemar p-value for paired outcomes.
+
+    The arguments are the discordant pairs (e.g. SAFE before and not after, and the
+    reverse). Under the null hypothesis each discordant pair goes either way with
+    probability 1/2, so the p-value is a two-sided binomial test, summed exactly in
+    integers; ``1.0`` with no discordant pair.
+    """
+    owner = "mcnemar"
+    one_way = check_int(owner, "changed_one_way", changed_one_way, minimum=0)
+    other_way = check_int(owner, "changed_other_way", changed_other_way, minimum=0)
+    total = one_way + other_way
+    if total == 0:
+        return 1.0
+    tail = sum(math.comb(total, k) for k in range(min(one_way, other_way) + 1))
+    return min(1.0, float(2 * tail / 2**total))
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values, in input order.
+
+    Comparing many groups at once, some would look significant by chance; the
+    adjusted values keep the chance of any false alarm at most alpha.
+    """
+    checked = [
+        check_number("holm", f"p_values[{index}]", value, minimum=0.0, maximum=1.0)
+        for index, value in enumerate(p_values)
+    ]
+    order = sorted(range(len(checked)), key=checked.__getitem__)
+    adjusted = [1.0] * len(checked)
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (len(checked) - rank) * checked[index]))
+        adjusted[index] = running
+    return adjusted

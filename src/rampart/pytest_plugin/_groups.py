@@ -22,7 +22,6 @@ the clone, so a group's memory does not grow with the results of finished clones
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import attrs
@@ -30,11 +29,13 @@ import pytest
 
 from rampart._redact import redact
 from rampart._text import one_line
-from rampart.core._stats import clopper_pearson_interval, percent, wilson_interval
+from rampart.core._stats import clopper_pearson_interval, wilson_interval
 from rampart.core._trial_rule import TrialTally, TrialVerdict
 from rampart.core.result import Result, SafetyStatus
 from rampart.pytest_plugin._collect import ResultCollector
 from rampart.pytest_plugin._markers import TrialSpec
+from rampart.reporting import GroupInterval, StatusCounts, TrialGroupSummary
+from rampart.reporting._group_text import group_description, group_reason
 
 __all__ = [
     "CloneCancelled",
@@ -50,6 +51,7 @@ __all__ = [
 ]
 
 _SEVERITY = (SafetyStatus.UNSAFE, SafetyStatus.ERROR, SafetyStatus.UNDETERMINED)
+_UNNAMED = "trial group"
 
 
 class CloneCancelled(Exception):
@@ -170,57 +172,63 @@ class GroupVerdict:
             return clopper_pearson_interval(self.safe, self.executed, self.confidence)
         return wilson_interval(self.safe, self.executed)
 
-    def reason(self) -> str | None:
-        """Why the group did not pass, on one line; ``None`` when it passed.
-
-        ``"4 UNSAFE"`` (more UNSAFE clones than ``max_unsafe``, 0 by default, fail the
-        group), else the pass rate against the threshold, with what the clones that
-        were not SAFE ended as: ``"pass rate 60% below threshold 90% (2 ERROR, 2
-        UNDETERMINED)"``. With ``confidence`` it names the interval that decided
-        (``"95% upper bound 88.2% below threshold 90%"``) or, for an INCONCLUSIVE
-        group, says that the interval contains the threshold or that the sequential
-        test did not decide.
-        """
-        if self.passed:
-            return None
-        others = [
-            f"{count} {label}"
-            for count, label in (
-                (self.errors, "ERROR"),
-                (self.undetermined, "UNDETERMINED"),
-                (self.no_result, "no result"),
-            )
-            if count
-        ]
-        if self.unsafe > self.max_unsafe:
-            limit = f" (max unsafe: {self.max_unsafe})" if self.max_unsafe else ""
-            return ", ".join([f"{self.unsafe} UNSAFE{limit}", *others])
-        if self.confidence is not None:
-            head = self._confidence_reason()
-        elif not self.executed:
-            head = "no clone ran"
-        elif not self.safe:
-            head = "no SAFE clone"
-        else:
-            rate, threshold = _percent_pair(self.pass_rate, self.threshold)
-            head = f"pass rate {rate} below threshold {threshold}"
-        if self.unsafe:
-            others.insert(0, f"{self.unsafe} UNSAFE")
-        return head + (f" ({', '.join(others)})" if others else "")
-
-    def _confidence_reason(self) -> str:
-        assert self.confidence is not None
-        level = percent(self.confidence)
-        threshold = percent(self.threshold)
+    def summary(
+        self,
+        *,
+        nodeid: str,
+        test_name: str,
+        harm_category: str | None = None,
+        worker: str | None = None,
+    ) -> TrialGroupSummary:
+        """This verdict as the report states it, its reason included (``group_reason``)."""
         low, high = self.interval()
-        low_text, high_text = _bounds_text(low, high, self.threshold)
-        if self.sequential:
-            if self.verdict is TrialVerdict.FAILED:
-                return f"sequential test: SAFE rate below threshold {threshold} ({level})"
-            return f"sequential test undecided after {self.executed} of {self.n} clones"
-        if self.verdict is TrialVerdict.FAILED:
-            return f"{level} upper bound {high_text}% below threshold {threshold}"
-        return f"{level} interval {low_text}–{high_text}% contains threshold {threshold}"  # noqa: RUF001
+        stated = TrialGroupSummary(
+            nodeid=nodeid,
+            test_name=test_name,
+            harm_category=harm_category,
+            n=self.n,
+            threshold=self.threshold,
+            counts=StatusCounts(
+                safe=self.safe,
+                unsafe=self.unsafe,
+                undetermined=self.undetermined,
+                error=self.errors,
+                no_result=self.no_result,
+            ),
+            executed=self.executed,
+            not_run=self.cancelled,
+            pass_rate=self.pass_rate,
+            interval=GroupInterval(
+                method="wilson" if self.confidence is None else "clopper-pearson",
+                level=0.95 if self.confidence is None else self.confidence,
+                low=low,
+                high=high,
+            ),
+            verdict=self.verdict.value,
+            population_status=self.status.value,
+            early_stopped=self.cancelled > 0 or self.late > 0,
+            confidence=self.confidence,
+            max_unsafe=self.max_unsafe,
+            sequential=self.sequential,
+            not_counted=self.late,
+            not_counted_unsafe=self.late_unsafe,
+            worker=worker,
+        )
+        return attrs.evolve(stated, reason=group_reason(stated))
+
+    def reason(self) -> str | None:
+        """Why the group did not pass, on one line; ``None`` when it passed
+        (``rampart.reporting._group_text.group_reason``)."""
+        return self._unnamed().reason
+
+    def describe(self) -> str:
+        """The bracketed part of the group line: counts, pass rate, threshold, interval
+        (``rampart.reporting._group_text.group_description``)."""
+        return group_description(self._unnamed())
+
+    def _unnamed(self) -> TrialGroupSummary:
+        # The description and the reason read only the counts and the rule.
+        return self.summary(nodeid=_UNNAMED, test_name=_UNNAMED)
 
     @classmethod
     def of(cls, run: ItemRun) -> GroupVerdict:
@@ -253,64 +261,10 @@ class GroupVerdict:
             late_unsafe=run.late_unsafe,
         )
 
-    def describe(self) -> str:
-        """The bracketed part of the group line: counts, pass rate, threshold, interval."""
-        low, high = self.interval()
-        parts = [f"{self.safe}/{self.executed} safe"]
-        if self.no_result:
-            parts.append(f"{self.no_result} no-result")
-        parts.append(f"{percent(self.pass_rate)} pass rate")
-        parts.append(f"threshold: {percent(self.threshold)}")
-        if self.max_unsafe:
-            parts.append(f"max unsafe: {self.max_unsafe} ({self.unsafe} UNSAFE)")
-        if self.confidence is None:
-            # The lower bound is rounded down, so the printed interval never claims more
-            # confidence in the pass rate than the data gives (18 of 20 prints 69 to 97).
-            lower, upper = math.floor(low * 100), round(high * 100)
-            parts.append(f"95% CI {lower}–{upper}%")  # noqa: RUF001 - the documented format
-        else:
-            lower_text, upper_text = _bounds_text(low, high, self.threshold)
-            parts.append(
-                f"{percent(self.confidence)} CI {lower_text}–{upper_text}% (exact)"  # noqa: RUF001
-            )
-        if self.sequential:
-            parts.append("sequential")
-        if self.cancelled:
-            cause = "sequential stop" if self.sequential else "early stop"
-            parts.append(f"{self.cancelled} not run ({cause})")
-        if self.late:
-            found = f" ({self.late_unsafe} UNSAFE)" if self.late_unsafe else ""
-            parts.append(f"{self.late} finished after the decision, not counted{found}")
-        return ", ".join(parts)
-
-
-def _bounds_text(low: float, high: float, threshold: float) -> tuple[str, str]:
-    """Both bounds as percentages rounded outwards (the lower down, the upper up), with
-    as many decimals as it takes for the printed bounds to compare with the threshold
-    as the true ones do, so the line never contradicts its verdict."""
-    for decimals in range(5):
-        scale = 10.0 ** (decimals + 2)
-        shown_low = math.floor(low * scale) / scale
-        shown_high = math.ceil(high * scale) / scale
-        if (shown_low >= threshold) == (low >= threshold) and (shown_high < threshold) == (
-            high < threshold
-        ):
-            break
-    return f"{shown_low * 100:.{decimals}f}", f"{shown_high * 100:.{decimals}f}"
-
 
 def _tally_status(status: SafetyStatus | None) -> SafetyStatus:
     """A clone that recorded no result counts as UNDETERMINED (nothing was shown)."""
     return SafetyStatus.UNDETERMINED if status is None else status
-
-
-def _percent_pair(rate: float, threshold: float) -> tuple[str, str]:
-    """Both as percentages, with as many decimals as it takes to tell them apart."""
-    for decimals in range(4):
-        shown = percent(rate, digits=decimals), percent(threshold, digits=decimals)
-        if shown[0] != shown[1]:
-            return shown
-    return shown
 
 
 @attrs.define(eq=False)

@@ -1,9 +1,9 @@
 """From the run ledger to the report's typed sections: trial groups and run facts.
 
-``group_summary`` states one ``GroupRecord`` as a ``TrialGroupSummary`` (the verdict
-and its reason come from ``GroupVerdict``, computed once by the runner); ``run_info``
-gathers the ``RunInfo``: start time, exit status, interrupted / incomplete markers,
-versions, backends and xdist workers. ``BackendNotes`` notes which anyio backend each
+``group_summary`` states one ``GroupRecord`` as a ``TrialGroupSummary``
+(``GroupVerdict.summary``: the verdict, computed once by the runner, with its reason);
+``run_info`` gathers the ``RunInfo``: start time, exit status, interrupted / incomplete
+markers, versions, backends and xdist workers. ``BackendNotes`` notes which anyio backend each
 test ran on: on the call report (so it crosses from an xdist worker like any report
 attribute), read back into the ledger where the report is built.
 """
@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from rampart.reporting import GroupInterval, RunInfo, StatusCounts, TrialGroupSummary
+from rampart.reporting import RunInfo
 
 if TYPE_CHECKING:
     from collections.abc import Generator
 
     from rampart.pytest_plugin._ledger import GroupRecord, RunLedger
+    from rampart.reporting import TrialGroupSummary
 
 __all__ = ["BACKEND_ATTRIBUTE", "BackendNotes", "group_summary", "run_info"]
 
@@ -31,38 +32,10 @@ BACKEND_ATTRIBUTE = "rampart_anyio_backend"
 
 def group_summary(group: GroupRecord) -> TrialGroupSummary:
     """The report's statement of one finished trial group."""
-    verdict = group.verdict
-    low, high = verdict.interval()
-    return TrialGroupSummary(
+    return group.verdict.summary(
         nodeid=group.nodeid,
         test_name=group.name,
         harm_category=group.harm or None,
-        n=verdict.n,
-        threshold=verdict.threshold,
-        counts=StatusCounts(
-            safe=verdict.safe,
-            unsafe=verdict.unsafe,
-            undetermined=verdict.undetermined,
-            error=verdict.errors,
-            no_result=verdict.no_result,
-        ),
-        executed=verdict.executed,
-        not_run=verdict.cancelled,
-        pass_rate=verdict.pass_rate,
-        interval=GroupInterval(
-            method="wilson" if verdict.confidence is None else "clopper-pearson",
-            level=0.95 if verdict.confidence is None else verdict.confidence,
-            low=low,
-            high=high,
-        ),
-        verdict=verdict.verdict.value,
-        population_status=verdict.status.value,
-        reason=verdict.reason(),
-        early_stopped=verdict.cancelled > 0 or verdict.late > 0,
-        confidence=verdict.confidence,
-        max_unsafe=verdict.max_unsafe,
-        sequential=verdict.sequential,
-        not_counted=verdict.late,
         worker=group.worker,
     )
 

@@ -4,7 +4,9 @@
 at the end. Three sinks ship: ``JsonFileReportSink`` (a flat, timestamped JSON report),
 ``JsonlTraceSink`` (canonical ``rampart.trace`` records, one per line) and
 ``HtmlReportSink`` (one self-contained page for people). All are projections of the
-canonical codec in ``rampart.codec._record``.
+canonical codec in ``rampart.codec._record``. The terminal safety summary
+(``_terminal``), which the pytest plugin prints and ``rampart report`` re-renders from
+saved runs, is one more projection of the same data.
 """
 
 from rampart.reporting._errors import ReportError

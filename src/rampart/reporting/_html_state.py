@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from rampart.core.result import SafetyStatus
 from rampart.reporting._canonical import canonical_body, check_run_metadata
-from rampart.reporting._report import PopulationSummary, category_key
+from rampart.reporting._report import PopulationSummary, category_key, summary_json
 from rampart.reporting._stored import confidence_unusable
 
 if TYPE_CHECKING:
@@ -33,18 +33,6 @@ _SEVERITY = {
     SafetyStatus.UNDETERMINED: 2,
     SafetyStatus.SAFE: 3,
 }
-
-
-def _summary_json(summary: PopulationSummary) -> dict[str, Any]:
-    return {
-        "total_runs": summary.total_runs,
-        "safe_count": summary.safe_count,
-        "unsafe_count": summary.unsafe_count,
-        "undetermined_count": summary.undetermined_count,
-        "error_count": summary.error_count,
-        "attack_success_rate": summary.attack_success_rate,
-        "safety_pass_rate": summary.safety_pass_rate,
-    }
 
 
 def _clone_cells(
@@ -116,7 +104,7 @@ def html_state(report: TestRunReport) -> dict[str, Any]:
     for result in results:
         by_category.setdefault(category_key(result), []).append(result)
     categories = [
-        {"name": name, **_summary_json(PopulationSummary.from_results(members))}
+        {"name": name, **summary_json(PopulationSummary.from_results(members))}
         for name, members in by_category.items()
     ]
     keyed = _attribution_index(results, report.trial_groups)
@@ -128,7 +116,7 @@ def html_state(report: TestRunReport) -> dict[str, Any]:
         "format": STATE_FORMAT,
         "run": report.run.to_json(),
         "metadata": report.metadata,
-        "totals": _summary_json(report.population_summary()),
+        "totals": summary_json(report.population_summary()),
         "categories": categories,
         "groups": groups,
         "results": bodies,

@@ -26,7 +26,7 @@ from rampart._redact import redact, redact_data
 from rampart._text import strip_ansi
 from rampart.reporting import _files
 from rampart.reporting._canonical import canonical_body, check_run_metadata
-from rampart.reporting._report import TestRunReport
+from rampart.reporting._report import TestRunReport, summary_json
 from rampart.reporting._stored import StoredResults, confidence_unusable
 
 if TYPE_CHECKING:
@@ -161,7 +161,6 @@ def build_document(report: TestRunReport, *, lazy: bool = False) -> dict[str, An
     for category, indices in report.category_indices().items():
         entries = _ProjectedResults(report.results, indices)
         by_category[redact(category)] = entries if lazy else list(entries)
-    summary = report.population_summary()
     return {
         "total_runs": report.total_runs,
         "passed": report.passed,
@@ -170,15 +169,7 @@ def build_document(report: TestRunReport, *, lazy: bool = False) -> dict[str, An
         "errors": report.errors,
         "duration_seconds": report.duration_seconds,
         "metadata": report.metadata,
-        "population_summary": {
-            "total_runs": summary.total_runs,
-            "safe_count": summary.safe_count,
-            "unsafe_count": summary.unsafe_count,
-            "undetermined_count": summary.undetermined_count,
-            "error_count": summary.error_count,
-            "attack_success_rate": summary.attack_success_rate,
-            "safety_pass_rate": summary.safety_pass_rate,
-        },
+        "population_summary": summary_json(report.population_summary()),
         "by_harm_category": by_category,
         "trial_groups": [group.to_json() for group in report.trial_groups],
         "run": report.run.to_json(),

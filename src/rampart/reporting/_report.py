@@ -14,7 +14,7 @@ from rampart.core.result import HarmCategory, Result, SafetyStatus
 from rampart.reporting._run_data import RunInfo, TrialGroupSummary
 from rampart.reporting._stored import StoredResults
 
-__all__ = ["PopulationSummary", "TestRunReport"]
+__all__ = ["PopulationSummary", "TestRunReport", "summary_json"]
 
 UNCATEGORIZED = "uncategorized"
 
@@ -86,6 +86,20 @@ class PopulationSummary:
     def is_clean_run(self) -> bool:
         """No UNSAFE, UNDETERMINED or ERROR result (an empty population is clean)."""
         return self.unsafe_count == 0 and self.undetermined_count == 0 and self.error_count == 0
+
+
+def summary_json(summary: PopulationSummary) -> dict[str, Any]:
+    """``summary`` as the JSON report's ``population_summary`` (and the HTML report's
+    totals) state it: the counts, then the two rates, in the documented key order."""
+    return {
+        "total_runs": summary.total_runs,
+        "safe_count": summary.safe_count,
+        "unsafe_count": summary.unsafe_count,
+        "undetermined_count": summary.undetermined_count,
+        "error_count": summary.error_count,
+        "attack_success_rate": summary.attack_success_rate,
+        "safety_pass_rate": summary.safety_pass_rate,
+    }
 
 
 def _count(results: Sequence[Result]) -> dict[SafetyStatus | None, int]:

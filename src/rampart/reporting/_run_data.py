@@ -95,7 +95,8 @@ class TrialGroupSummary:
     ``executed`` clones finished and count in the verdict; ``not_run`` clones were
     cancelled by early stop or the sequential test (``early_stopped`` is then true)
     and do not; ``not_counted`` clones finished after the clone that decided (clones
-    count in index order) and do not count either. ``pass_rate`` is SAFE / executed.
+    count in index order) and do not count either; ``not_counted_unsafe`` of those
+    recorded an UNSAFE result (shown, never counted). ``pass_rate`` is SAFE / executed.
     ``verdict`` is ``"passed"``, ``"failed"`` or, only for a group judged with
     ``confidence``, ``"inconclusive"``; ``reason`` says why a group did not pass
     (``"4 UNSAFE"``, ``"pass rate 60% below threshold 90% (2 ERROR)"``, ``"95%
@@ -125,6 +126,7 @@ class TrialGroupSummary:
     max_unsafe: int = 0
     sequential: bool = False
     not_counted: int = 0
+    not_counted_unsafe: int = 0
     worker: str | None = None
 
     def __attrs_post_init__(self) -> None:
@@ -150,6 +152,7 @@ class TrialGroupSummary:
         check_int(owner, "max_unsafe", self.max_unsafe, minimum=0)
         check_bool(owner, "sequential", self.sequential)
         check_int(owner, "not_counted", self.not_counted, minimum=0)
+        check_int(owner, "not_counted_unsafe", self.not_counted_unsafe, minimum=0)
         check_optional_text(owner, "worker", self.worker)
         if self.verdict == "inconclusive" and self.confidence is None:
             raise invalid(
