@@ -181,3 +181,20 @@ class TestArguments:
         """Every bad bound or factor is rejected with its name."""
         with pytest.raises(error, match=name):
             AimdWindow(**kwargs)  # type: ignore[arg-type]
+
+
+class TestSetMaximum:
+    def test_a_lower_bound_shrinks_the_window_and_a_higher_one_lets_it_grow(self) -> None:
+        window = AimdWindow(maximum=64, initial=32)
+        window.set_maximum(10)
+        assert (window.bounds, window.window) == ((1, 10), 10)
+        window.set_maximum(40)
+        assert window.window == 10  # not raised at once: it grows on clean windows
+        for _ in range(10):
+            window.on_success(generation=0, now=0.0)
+        assert window.window == 20
+
+    def test_below_the_minimum_is_refused(self) -> None:
+        window = AimdWindow(minimum=4)
+        with pytest.raises(ValueError, match="maximum"):
+            window.set_maximum(3)

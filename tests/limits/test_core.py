@@ -6,7 +6,7 @@ import pytest
 
 from rampart.core.errors import AdapterContractError, DriverError, InfrastructureError
 from rampart.limits import FailureKind, RateLimitedError, classify
-from rampart.limits._core import LimiterCore
+from rampart.limits._core import LimiterCore, window_cap
 
 
 def _core(**kwargs: object) -> LimiterCore:
@@ -238,3 +238,45 @@ class TestAdaptiveFeedback:
         assert (core.in_flight, core.peak_in_flight) == (0, 2)
         with pytest.raises(RuntimeError, match="never began"):
             core.on_abandoned(1.0)
+
+
+class TestLittleWindowCap:
+    """A learned rate's window is bounded by Little's law, not by a fixed 256."""
+
+    @pytest.mark.parametrize(
+        ("rate", "latency", "cap"),
+        [
+            (200.0, 1.0, 408),  # 2 x 200 in flight + 8
+            (50.0, 0.1, 18),
+            (5.0, 0.01, 16),  # never below the floor
+            (1e6, 10.0, 10_000),  # nor above the ceiling
+            (float("inf"), 1.0, 10_000),
+            (float("nan"), 1.0, 10_000),
+        ],
+    )
+    def test_window_cap(self, rate: float, latency: float, cap: int) -> None:
+        assert window_cap(rate, latency) == cap
+
+    def test_the_cap_follows_the_learned_rate(self) -> None:
+        core = _core(adaptive=True, learned=True)
+        assert core.aimd is not None
+        assert core.aimd.bounds == (1, 16)  # nothing measured yet
+        core.on_learned_rate(200.0, None)
+        assert core.aimd.bounds == (1, 16)  # no latency yet: unchanged
+        core.on_learned_rate(200.0, 1.0)
+        assert core.aimd.bounds == (1, 408)
+        core.on_learned_rate(20.0, 1.0)
+        assert core.aimd.bounds == (1, 48)
+
+    @pytest.mark.parametrize(
+        "options",
+        [{"max_concurrency": 8}, {"learned": False}],
+        ids=["max_concurrency given", "not learned"],
+    )
+    def test_a_given_bound_or_a_fixed_rate_keeps_its_cap(self, options: dict[str, object]) -> None:
+        core = _core(adaptive=True, **{"learned": True, **options})
+        assert core.aimd is not None
+        before = core.aimd.bounds
+        core.on_learned_rate(200.0, 1.0)
+        assert core.aimd.bounds == before
+        assert before[1] in (8, 256)

@@ -4,12 +4,15 @@ reports the headers, and the learned rate takes the stated rate (real server on
 
 from __future__ import annotations
 
+import math
+
 import anyio
 import pytest
 
 from rampart.adapters import ChatCompletionsAdapter
 from rampart.core.types import Request
 from rampart.limits import MemoryBackend, RateLimitedError, limit
+from rampart.limits._core import window_cap
 from rampart.testing.server import serve
 
 pytestmark = pytest.mark.anyio
@@ -57,3 +60,36 @@ async def test_a_refusal_carries_its_headers() -> None:
     (quota,) = signal.quotas
     assert (quota.unit, quota.limit, quota.remaining) == ("requests", 1, 0)
     assert quota.rate == pytest.approx(0.01, rel=0.05)
+
+
+async def test_a_stated_capacity_becomes_the_clients_burst() -> None:
+    """The server states a bucket of 10 at 100/s (OpenAI headers): the limiter learns
+    a client burst of half of it, bounded by 50 ms of requests at the learned rate, and
+    its window's cap follows the learned rate times the measured latency (Little's law)
+    instead of staying at the floor of 16."""
+    async with serve(rate=100.0, burst=10, latency=0.2, rate_limit_headers="openai") as server:
+        adapter = ChatCompletionsAdapter(base_url=server.url, model="m")
+        limited = limit(adapter, adaptive=True, max_retries=20, backend=MemoryBackend())
+        await _send(adapter, limited, 40)
+    statistics = limited.statistics()
+    learned = statistics.learned
+    assert learned is not None
+    assert learned.stated_capacity == 10
+    assert learned.burst == max(1, min(5, math.ceil(learned.rate * 0.05)))
+    assert learned.burst > 1
+    assert learned.refused_share is None  # fewer than 50 reservations: not trusted yet
+    assert limited.burst is None  # not given: learned
+    aimd = limited._core.aimd
+    assert aimd is not None
+    # Learned about 97/s with answers taking at least 0.2 s: 2 x 97 x 0.2 + 8 = 47.
+    assert aimd.bounds[1] >= window_cap(40.0, 0.2) > 16
+
+
+async def test_without_headers_the_burst_stays_one() -> None:
+    async with serve(rate=100.0, burst=10, rate_limit_headers="none") as server:
+        adapter = ChatCompletionsAdapter(base_url=server.url, model="m")
+        limited = limit(adapter, adaptive=True, max_retries=20, backend=MemoryBackend())
+        await _send(adapter, limited, 10)
+    learned = limited.statistics().learned
+    assert learned is not None
+    assert (learned.stated_capacity, learned.burst) == (None, 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import attrs
 import pytest
 
 from rampart.limits import Quota, RateLimitSignal, _learned
@@ -147,6 +148,22 @@ class TestThrottled:
         assert accepted < 40.0
         assert state.law.peak < 40.0
 
+    def test_a_stalled_client_does_not_measure_the_agent(self) -> None:
+        """The client stalled: it sent a bunch at once and most were refused, so sent
+        minus refused is near nothing. The cut still keeps half the rate the refused
+        request went at (measured: without this, cut after cut to the 0.01/s floor)."""
+        policy = RatePolicy(ceiling=200.0)
+        state, _ = _learned.reserve(None, now=0.0, policy=policy)
+        for _ in range(20):
+            state, _ = _learned.reserve(state, now=0.5, policy=policy)
+        for _ in range(19):
+            state, _ = _learned.throttled(state, now=0.5, policy=policy, generation=-1, rate=200.0)
+        sent, refused = state.smoothed(0.5)
+        assert sent - refused < 10.0
+        state, cut = _learned.throttled(state, now=0.5, policy=policy, generation=0, rate=200.0)
+        assert cut
+        assert state.law.peak == pytest.approx(100.0)
+
     def test_cut_forgives_reservations_queued_at_the_old_rate(self) -> None:
         """After a cut the next request is one spacing (at the new rate) away, however
         many were queued before it."""
@@ -227,3 +244,151 @@ class TestState:
         moved, grant = _learned.reserve(state, now=5.0, policy=POLICY)
         assert moved.last_cut == pytest.approx(3.0)
         assert grant.wait > 0.0
+
+
+def _bucket(capacity: int, rate: float) -> RateLimitSignal:
+    """OpenAI style: a bucket of ``capacity`` refilling at ``rate``, one request used."""
+    quota = Quota(
+        unit="requests", source="openai", limit=capacity, remaining=capacity - 1, reset=1 / rate
+    )
+    return RateLimitSignal(quotas=(quota,))
+
+
+class TestLearnedBurst:
+    """The client's own burst: 1 until the agent states its capacity, then a share of it."""
+
+    def test_one_until_the_agent_states_a_capacity(self) -> None:
+        state, grants = _reserve_many(None, 0.0, 3)
+        assert state.capacity is None
+        assert {g.burst for g in grants} == {1}
+        assert [g.wait for g in grants] == pytest.approx([0.0, 0.25, 0.5])
+
+    @pytest.mark.parametrize(
+        ("capacity", "rate", "burst"),
+        [
+            (10.0, 200.0, 5),  # half the agent's capacity
+            (10.0, 20.0, 1),  # at most 50 ms of requests at the rate
+            (1.0, 200.0, 1),  # an agent without a burst: none
+            (5000.0, 1000.0, 16),  # never more than 16
+        ],
+    )
+    def test_burst_at(self, capacity: float, rate: float, burst: int) -> None:
+        state = attrs.evolve(_learned.fresh(0.0, POLICY), capacity=capacity)
+        assert _learned.burst_at(state, rate, POLICY) == burst
+
+    def test_the_users_burst_wins(self) -> None:
+        state = attrs.evolve(_learned.fresh(0.0, POLICY), capacity=10.0)
+        assert _learned.burst_at(state, 200.0, RatePolicy(burst=1)) == 1
+        assert _learned.burst_at(state, 200.0, RatePolicy(burst=3)) == 3
+
+    def test_a_stated_capacity_lets_requests_go_together(self) -> None:
+        """The agent states a bucket of 10 at 200/s: the learned rate is 194/s and the
+        client may send 5 at once (then the spacing)."""
+        state, _ = _learned.observed(
+            None, now=0.0, policy=POLICY, signal=_bucket(10, 200.0), generation=0
+        )
+        assert state.capacity == 10.0
+        state, grants = _reserve_many(state, 0.0, 7)
+        assert {g.burst for g in grants} == {5}
+        spacing = 1 / 194.0
+        assert [g.wait for g in grants] == pytest.approx([0.0] * 5 + [spacing, 2 * spacing])
+
+    def test_a_window_quota_states_no_capacity(self) -> None:
+        """IETF's q per w is what a window holds, not what may come at once."""
+        window = RateLimitSignal(
+            quotas=(Quota(unit="requests", source="ietf", limit=200, remaining=150, window=1),)
+        )
+        state, _ = _learned.observed(None, now=0.0, policy=POLICY, signal=window, generation=0)
+        assert state.capacity is None
+
+
+class TestTolerance:
+    """Refusals under the agent's stated rate are jitter while they stay under 3 %."""
+
+    def _stated_and_busy(self, count: int) -> tuple[LearnedState, float]:
+        """The agent states 50/s; ``count`` requests go at the learned 48.5/s."""
+        state, _ = _learned.observed(
+            None, now=0.0, policy=POLICY, signal=_stated(50.0), generation=0
+        )
+        rate = _learned.rate_at(state, 0.0, POLICY)
+        for i in range(count):
+            state, _ = _learned.reserve(state, now=i / rate, policy=POLICY)
+        return state, count / rate
+
+    def test_a_rare_refusal_under_the_stated_rate_does_not_cut(self) -> None:
+        state, now = self._stated_and_busy(100)
+        assert state.refused_share == 0.0
+        state, cut = _learned.throttled(state, now=now, policy=POLICY, generation=0, rate=48.5)
+        assert not cut
+        assert state.generation == 0
+        assert state.refused_share == pytest.approx(1 / state.tally)
+        assert _learned.rate_at(state, now, POLICY) == pytest.approx(48.5)
+
+    def test_refusals_that_are_not_rare_cut(self) -> None:
+        """Two refusals in the last ~63 (decayed) reservations are over 3 %: a cut, and
+        the share restarts from the new rate."""
+        state, now = self._stated_and_busy(100)
+        state, first = _learned.throttled(state, now=now, policy=POLICY, generation=0, rate=48.5)
+        state, second = _learned.throttled(
+            state, now=now + 0.01, policy=POLICY, generation=0, rate=48.5
+        )
+        assert (first, second) == (False, True)
+        assert state.generation == 1
+        assert state.tally_refused == 0.0
+
+    def test_too_few_requests_to_tell_cut(self) -> None:
+        state, now = self._stated_and_busy(20)
+        assert state.refused_share is None
+        _, cut = _learned.throttled(state, now=now, policy=POLICY, generation=0, rate=48.5)
+        assert cut
+
+    def test_a_refusal_above_the_stated_rate_cuts(self) -> None:
+        state, now = self._stated_and_busy(100)
+        _, cut = _learned.throttled(state, now=now, policy=POLICY, generation=0, rate=49.9)
+        assert cut
+
+    def test_without_a_statement_every_refusal_counts(self) -> None:
+        policy = RatePolicy(ceiling=50.0)
+        state, _ = _reserve_many(None, 0.0, 1, policy)
+        for i in range(1, 100):
+            state, _ = _learned.reserve(state, now=i / 50.0, policy=policy)
+        assert state.refused_share == 0.0
+        _, cut = _learned.throttled(state, now=2.0, policy=policy, generation=0, rate=50.0)
+        assert cut
+
+    def test_forfeited_reservations_do_not_count(self) -> None:
+        state, _ = _reserve_many(None, 0.0, 10)
+        before = state.tally
+        state, _ = _learned.reserve(state, now=0.0, policy=POLICY, forfeited=3)
+        assert state.tally == pytest.approx(before * 0.99 + 1 - 3)
+
+
+class TestStateCompatibility:
+    def test_round_trip_with_capacity_and_tally(self) -> None:
+        state, _ = _learned.observed(
+            None, now=0.0, policy=POLICY, signal=_bucket(10, 20.0), generation=0
+        )
+        state, _ = _reserve_many(state, 1.0, 5)
+        state, _ = _learned.throttled(state, now=1.0, policy=POLICY, generation=0, rate=20.0)
+        assert state.capacity == 10.0
+        assert state.tally > 0
+        assert LearnedState.from_dict(state.to_dict()) == state
+
+    def test_a_document_of_the_previous_version_still_loads(self) -> None:
+        """Written before capacity and the tally existed (another process, an older
+        rampart): read with none of them, not thrown away."""
+        state, _ = _reserve_many(None, 0.0, 3)
+        document = state.to_dict()
+        for key in ("capacity", "tally", "tally_refused"):
+            del document[key]
+        loaded = LearnedState.from_dict(document)
+        assert loaded is not None
+        assert (loaded.capacity, loaded.tally, loaded.tally_refused) == (None, 0.0, 0.0)
+        assert loaded.due == state.due
+
+    @pytest.mark.parametrize(
+        ("key", "value"), [("capacity", -1.0), ("tally", float("inf")), ("tally_refused", "x")]
+    )
+    def test_damaged_new_fields_restart(self, key: str, value: object) -> None:
+        document = {**_learned.fresh(0.0, POLICY).to_dict(), key: value}
+        assert LearnedState.from_dict(document) is None

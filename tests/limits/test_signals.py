@@ -183,3 +183,38 @@ class TestRateLimitedErrorSignal:
     def test_signal_must_be_a_signal(self) -> None:
         with pytest.raises(TypeError, match=r"^RateLimitedError: signal must be a RateLimitSignal"):
             RateLimitedError("429", signal={"retry_after": 1})  # type: ignore[arg-type]
+
+
+class TestRequestCapacity:
+    def test_the_smallest_request_bucket(self) -> None:
+        signal = RateLimitSignal(
+            quotas=(
+                Quota(unit="requests", source="openai", limit=50, remaining=3, reset=1.0),
+                Quota(unit="requests", source="openai", limit=10, remaining=3, reset=1.0),
+                Quota(unit="tokens", source="openai", limit=5, remaining=3, reset=1.0),
+            )
+        )
+        assert signal.request_capacity == 10
+
+    @pytest.mark.parametrize(
+        "quota",
+        [
+            Quota(unit="tokens", source="openai", limit=10, remaining=3),
+            Quota(unit="requests", source="ietf", limit=100, remaining=3, window=10),
+            Quota(unit="requests", source="openai", remaining=3),
+            Quota(unit="requests", source="openai", limit=0, remaining=0),
+        ],
+        ids=["tokens", "a window quota", "no limit", "zero"],
+    )
+    def test_none_stated(self, quota: Quota) -> None:
+        assert RateLimitSignal(quotas=(quota,)).request_capacity is None
+
+    def test_read_from_openai_headers(self) -> None:
+        signal = parse_rate_limit_headers(
+            {
+                "x-ratelimit-limit-requests": "10",
+                "x-ratelimit-remaining-requests": "9",
+                "x-ratelimit-reset-requests": "5ms",
+            }
+        )
+        assert signal.request_capacity == 10

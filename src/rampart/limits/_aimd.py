@@ -113,6 +113,15 @@ class AimdWindow:
     def bounds(self) -> tuple[int, int]:
         return (self._minimum, self._maximum)
 
+    def set_maximum(self, maximum: int) -> None:
+        """Move the upper bound (at least ``minimum``); a window above it shrinks to it.
+
+        For a caller that derives the bound from what it measures (a learned rate times
+        the observed latency, for instance) instead of fixing it once.
+        """
+        self._maximum = check_int(_OWNER, "maximum", maximum, minimum=self._minimum)
+        self._window = min(self._window, self._maximum)
+
     def _observe(self, now: float) -> None:
         # A clock that steps back (a new event loop with another clock) moves the
         # cooldown deadline with it, so the remaining cooldown is kept, not stretched.

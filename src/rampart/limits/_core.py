@@ -47,10 +47,36 @@ __all__ = [
     "LimiterCore",
     "Ticket",
     "classify",
+    "window_cap",
 ]
 
 DEFAULT_MAX_RETRY_AFTER = 60.0
 """Seconds: the longest ``Retry-After`` a limiter waits for by default."""
+
+LITTLE_HEADROOM = 2.0
+"""A learned rate's window allows this many times ``rate x latency`` in flight ..."""
+
+LITTLE_SLACK = 8
+"""... plus this many (attempts holding a slot while they wait for their token) ..."""
+
+LITTLE_MIN = 16
+LITTLE_MAX = 10_000
+"""... within these bounds (see ``window_cap``)."""
+
+
+def window_cap(rate: float, latency: float) -> int:
+    """The adaptive window's upper bound for a learned ``rate`` (requests/s) and an
+    attempt ``latency`` (s), when the user gave no ``max_concurrency``.
+
+    Little's law: ``rate x latency`` attempts are in flight on average when requests go
+    at ``rate`` and each takes ``latency``. Twice that leaves room for slow answers and
+    retries (a fixed cap of 256 cannot carry 200/s at 1 s plus retries), and the
+    bound follows the rate down after a cut.
+    """
+    if not (math.isfinite(rate) and math.isfinite(latency)):
+        return LITTLE_MAX
+    wanted = math.ceil(LITTLE_HEADROOM * max(0.0, rate) * max(0.0, latency)) + LITTLE_SLACK
+    return max(LITTLE_MIN, min(LITTLE_MAX, wanted))
 
 
 class FailureKind(enum.Enum):
@@ -126,6 +152,8 @@ class LimiterCore:
         learned: bool = False,
     ) -> None:
         self._learned = learned
+        # A learned rate bounds the window by Little's law unless the user bounded it.
+        self._little = learned and adaptive and aimd is None and max_concurrency is None
         self._max_concurrency = max_concurrency
         self._max_retries = max_retries
         self._max_retry_after = max_retry_after
@@ -133,8 +161,11 @@ class LimiterCore:
         self._backoff_base = backoff_base
         self._backoff_cap = backoff_cap
         if adaptive:
+            maximum = max_concurrency
+            if maximum is None and self._little:
+                maximum = LITTLE_MIN
             self._aimd: AimdWindow | None = aimd or AimdWindow(
-                **({} if max_concurrency is None else {"maximum": max_concurrency})
+                **({} if maximum is None else {"maximum": maximum})
             )
         else:
             self._aimd = None
@@ -171,6 +202,13 @@ class LimiterCore:
     @property
     def episodes(self) -> int:
         return 0 if self._aimd is None else self._aimd.episodes
+
+    def on_learned_rate(self, rate: float, latency: float | None) -> None:
+        """The learned rate is ``rate`` and attempts take ``latency`` seconds (``None``:
+        not measured yet): with no ``max_concurrency`` given, the window's upper bound
+        follows (``window_cap``)."""
+        if self._little and self._aimd is not None and latency is not None:
+            self._aimd.set_maximum(window_cap(rate, latency))
 
     # -- clock ---------------------------------------------------------------------
 

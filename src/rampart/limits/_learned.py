@@ -19,8 +19,19 @@ but learned. Everything the rate controller decides is a pure function of a
   share of everything (``REFUSING``), when the cut starts from what it accepts;
 * ``observed``: what the agent said on an answer (``_signals.RateLimitSignal``): a
   request quota that implies a rate caps the learned rate at it (and ends slow start
-  there at once), and a quota nearly used up (``remaining / limit`` below 5 %) is a
-  gentle cut before any 429 comes.
+  there at once), its size (the most the agent accepts at once) sets the client's own
+  burst when the user gave none, and a quota nearly used up (``remaining / limit``
+  below 5 %) is a gentle cut before any 429 comes.
+
+**Tolerance.** A refusal of a request sent *under* the rate the agent stated (the
+learned rate keeps ``HINT_SHARE`` of it) cannot mean the rate is too high: it is jitter
+(an agent without a burst refuses any two requests that arrive closer than its
+spacing, and networks and event loops bunch requests) or someone else using the same
+quota. Such refusals cut only when they are not rare: when, since the last cut and
+over about the last ``TOLERANCE_ATTEMPTS`` reservations, at least ``TOLERANCE`` of
+them were refused. Cutting by 10 % for each of a 1 % trickle (and climbing back for a
+whole period) settles far below the limit; retrying the trickle costs 1 %. Without a
+stated rate every refusal is a sign of the limit, as before.
 
 Because the state is data and the transitions are pure, the backends can apply them
 atomically to one shared document (a dict under a lock, a JSON file under ``flock``, a
@@ -54,6 +65,7 @@ __all__ = [
     "Grant",
     "LearnedState",
     "RatePolicy",
+    "burst_at",
     "observed",
     "rate_at",
     "reserve",
@@ -79,7 +91,12 @@ REFUSING = 0.3
 what it accepts (requests sent minus refused, smoothed) *is* its rate: a cut then
 starts from that if it is lower than the rate the refused request was sent at. (A
 bucket with a large burst lets a too-high rate through for a while, so the rate a
-refused request was sent at can be far above the agent's.)"""
+refused request was sent at can be far above the agent's.) Such a cut never goes below
+``BETA_START`` of the rate the refused request was sent at: when the *client* stalls
+(its event loop or HTTP pool busy for a few seconds), it sends little and then a bunch
+at once, which an agent with a small burst refuses in large part, and "sent minus
+refused" then measures the stall, not the agent (measured at 200/s: cut after cut down
+to the 0.01/s floor, and no request left the client for good)."""
 
 SETTLE = 0.5
 """Share of the climb back after a cut during which a *lone* refusal (under
@@ -144,6 +161,30 @@ HINT_SHARE = 0.97
 the agent's rate leaves no room for network jitter, and the agent answers 429 to any
 two requests that arrive a little closer than its spacing."""
 
+TOLERANCE = 0.03
+"""Refusals under the agent's stated rate are tolerated (no cut) while they are under
+this share of the recent reservations (see the module docstring)."""
+
+TOLERANCE_ATTEMPTS = 100.0
+"""The share is an average over about this many reservations (each one's weight decays
+by ``1 / TOLERANCE_ATTEMPTS`` per later reservation), so it means the same at 5/s and
+at 500/s ..."""
+
+TOLERANCE_MIN_ATTEMPTS = 50.0
+"""... and is trusted only once it holds at least this many (decayed) reservations."""
+
+BURST_SHARE = 0.5
+"""A learned client burst uses at most this share of the agent's stated capacity ..."""
+
+BURST_SECONDS = 0.05
+"""... and at most this many seconds of requests at the current rate ..."""
+
+BURST_MAX = 16
+"""... and never more than this many requests at once. The client's burst only has to
+absorb its own event loop's lateness (a sleep wakes up to a millisecond or so late,
+more on a loaded machine): with a burst of 1 every late wake-up is capacity lost for
+good, because the next send keeps one full spacing from the late one."""
+
 _FORMAT = 1
 
 
@@ -151,11 +192,12 @@ _FORMAT = 1
 class RatePolicy:
     """The fixed settings of one learned rate (from ``limit()``'s arguments).
 
-    ``burst``: the client bucket's capacity; ``initial``: where the rate starts;
-    ``ceiling``: the user's ``rate=`` (``None``: none).
+    ``burst``: the client bucket's capacity (``None``: learned, see ``burst_at``);
+    ``initial``: where the rate starts; ``ceiling``: the user's ``rate=`` (``None``:
+    none).
     """
 
-    burst: int = 1
+    burst: int | None = None
     initial: float = DEFAULT_INITIAL_RATE
     ceiling: float | None = None
 
@@ -163,11 +205,13 @@ class RatePolicy:
 @attrs.frozen(kw_only=True)
 class Grant:
     """A reserved token: wait ``wait`` seconds, then send; the request goes out under
-    generation ``generation`` at ``rate`` requests per second."""
+    generation ``generation`` at ``rate`` requests per second, from a client bucket of
+    ``burst`` (``1``: keep one spacing from the previous send, see ``_limiter``)."""
 
     wait: float
     generation: int
     rate: float
+    burst: int = 1
 
 
 @attrs.frozen(kw_only=True)
@@ -179,7 +223,10 @@ class LearnedState:
     smoothed feedback delay the participants reported; ``sent`` and ``refused`` are
     exponentially smoothed rates (per second, as of ``measured_at``, over ``window``
     seconds); ``hint`` is the lowest rate the agent stated (as of ``hint_at``);
-    ``last_cut`` when the rate was last cut.
+    ``capacity`` the size of the request quota it stated last (the most it accepts at
+    once); ``last_cut`` when the rate was last cut. ``tally`` and ``tally_refused``
+    count reservations and refusals, each decayed by ``1 / TOLERANCE_ATTEMPTS`` per
+    later reservation (their ratio is the recent refusal share).
     """
 
     due: float
@@ -194,6 +241,9 @@ class LearnedState:
     hint_at: float = 0.0
     last_cut: float | None = None
     headroom_cuts: int = 0
+    capacity: float | None = None
+    tally: float = 0.0
+    tally_refused: float = 0.0
 
     # -- wire form (JSON-ready; the file and Redis backends store it) ---------------
 
@@ -219,6 +269,9 @@ class LearnedState:
             "hint_at": self.hint_at,
             "last_cut": self.last_cut,
             "headroom_cuts": self.headroom_cuts,
+            "capacity": self.capacity,
+            "tally": self.tally,
+            "tally_refused": self.tally_refused,
         }
 
     @classmethod
@@ -253,13 +306,20 @@ class LearnedState:
             last_cut = None if data["last_cut"] is None else float(data["last_cut"])
             cuts = int(data["cuts"])
             headroom_cuts = int(data["headroom_cuts"])
+            # Written by later versions only: a document without them is still ours.
+            capacity = data.get("capacity")
+            capacity = None if capacity is None else float(capacity)
+            tally = float(data.get("tally", 0.0))
+            tally_refused = float(data.get("tally_refused", 0.0))
         except (KeyError, TypeError, ValueError):
             return None
-        values = [*numbers.values(), hint or 0.0, last_cut or 0.0]
-        if not all(math.isfinite(v) for v in values):
+        values = [*numbers.values(), hint or 0.0, last_cut or 0.0, capacity or 0.0]
+        if not all(math.isfinite(v) for v in (*values, tally, tally_refused)):
             return None
         positive = ("origin", "peak", "period", "doubling", "window")
         if min(numbers[key] for key in positive) <= 0:
+            return None
+        if min(tally, tally_refused, capacity or 0.0) < 0:
             return None
         return cls(
             due=numbers["due"],
@@ -282,6 +342,9 @@ class LearnedState:
             hint_at=numbers["hint_at"],
             last_cut=last_cut,
             headroom_cuts=headroom_cuts,
+            capacity=capacity,
+            tally=tally,
+            tally_refused=tally_refused,
         )
 
     # -- derived values ------------------------------------------------------------
@@ -294,6 +357,13 @@ class LearnedState:
         """``(sent, refused)`` per second as of ``now``."""
         decay = math.exp(-max(0.0, now - self.measured_at) / self.window)
         return self.sent * decay, self.refused * decay
+
+    @property
+    def refused_share(self) -> float | None:
+        """The share of recent reservations that were refused (``None``: too few yet)."""
+        if self.tally < TOLERANCE_MIN_ATTEMPTS:
+            return None
+        return min(1.0, self.tally_refused / self.tally)
 
 
 def _window(rate: float) -> float:
@@ -343,6 +413,24 @@ def rate_at(state: LearnedState, now: float, policy: RatePolicy) -> float:
     """The bucket's fill rate at ``now``."""
     value = _cubic.value(state.law, now)
     return min(_ceiling(state, now, policy), max(MIN_RATE, value))
+
+
+def burst_at(state: LearnedState, rate: float, policy: RatePolicy) -> int:
+    """The client bucket's capacity at ``rate``: the user's ``burst=``, else learned.
+
+    An agent that never stated its capacity may have none (a burst of 1), so the client
+    keeps one spacing between sends. Once it stated a capacity ``C`` (the size of its
+    request quota), the client may use ``BURST_SHARE * C`` of it, at most
+    ``BURST_SECONDS`` of requests at ``rate`` and ``BURST_MAX``: enough to absorb its
+    own event loop's lateness, never enough to outrun the agent's bucket.
+    """
+    if policy.burst is not None:
+        return policy.burst
+    if state.capacity is None:
+        return 1
+    share = math.floor(state.capacity * BURST_SHARE)
+    span = math.ceil(rate * BURST_SECONDS)
+    return max(1, min(share, span, BURST_MAX))
 
 
 def _rebase(state: LearnedState, now: float) -> LearnedState:
@@ -414,12 +502,22 @@ def reserve(
         current = attrs.evolve(current, latency=smoothed, law=law)
     current = _advance(current, now, policy)
     rate = rate_at(current, now, policy)
+    burst = burst_at(current, rate, policy)
     spacing = 1.0 / rate
     # ``burst - 1`` spacings may be used ahead of the schedule (at most ``burst`` at once).
-    start = max(now, current.due - (policy.burst - 1) * spacing)
+    start = max(now, current.due - (burst - 1) * spacing)
     due = max(current.due, start) + spacing
+    current = _tally(current, reserved=1, forfeited=forfeited)
     current = _measure(attrs.evolve(current, due=due), now, policy, sent=1 - forfeited)
-    return current, Grant(wait=start - now, generation=current.generation, rate=rate)
+    grant = Grant(wait=start - now, generation=current.generation, rate=rate, burst=burst)
+    return current, grant
+
+
+def _tally(state: LearnedState, *, reserved: int = 0, forfeited: int = 0) -> LearnedState:
+    """Count reservations (each decays the older counts) and take back forfeited ones."""
+    keep = (1.0 - 1.0 / TOLERANCE_ATTEMPTS) ** reserved
+    tally = max(0.0, state.tally * keep + reserved - forfeited)
+    return attrs.evolve(state, tally=tally, tally_refused=state.tally_refused * keep)
 
 
 def _cut(
@@ -439,7 +537,8 @@ def _cut(
     # applies at once instead of after the queue drains; the next request goes one
     # spacing at the new rate from now, not in a burst.
     due = min(state.due, now + 1.0 / max(MIN_RATE, law.origin))
-    return attrs.evolve(state, law=law, due=due, last_cut=now)
+    # The refusals counted so far were answers at the old rate: the share restarts.
+    return attrs.evolve(state, law=law, due=due, last_cut=now, tally_refused=0.0)
 
 
 def throttled(
@@ -456,6 +555,7 @@ def throttled(
     """
     current = fresh(now, policy) if state is None else _rebase(state, now)
     current = _measure(current, now, policy, refused=1)
+    current = attrs.evolve(current, tally_refused=current.tally_refused + 1.0)
     if generation != current.generation:
         return current, False
     if current.law.phase == "start":
@@ -468,8 +568,14 @@ def throttled(
         and refused >= REFUSING * sent
     )
     if saturated:
-        peak = min(rate, max(MIN_RATE, sent - refused))
+        peak = min(rate, max(MIN_RATE, sent - refused, BETA_START * rate))
         return _cut(current, now=now, peak=peak, beta=BETA, policy=policy), True
+    share = current.refused_share
+    hint = _hint_at(current, now)
+    under = hint is not None and rate <= hint * HINT_SHARE * (1.0 + 1e-9)
+    if under and share is not None and share < TOLERANCE:
+        # A trickle of refusals under the stated rate: jitter, not a rate too high.
+        return current, False
     since = math.inf if current.last_cut is None else now - current.last_cut
     if since >= SETTLE * current.law.period:
         return _cut(current, now=now, peak=rate, beta=BETA, policy=policy), True
@@ -491,6 +597,9 @@ def observed(
     Returns the new state and whether it cut the rate (a quota nearly used up).
     """
     current = fresh(now, policy) if state is None else _rebase(state, now)
+    capacity = signal.request_capacity
+    if capacity is not None:
+        current = attrs.evolve(current, capacity=capacity)
     stated = signal.request_rate
     if stated is not None and stated > 0.0 and math.isfinite(stated):
         previous = _hint_at(current, now)

@@ -30,6 +30,10 @@ __all__ = ["LearnedRate", "LearnedRateStatistics"]
 LATENCY_WEIGHT = 0.2
 """Weight of each timed attempt in this process's latency average."""
 
+FLOOR_RISE_SECONDS = 60.0
+"""The latency floor (``LearnedRate.latency_floor``) follows a shorter attempt at once
+and a longer one at most by a factor ``e`` per this many seconds."""
+
 HINT_REFRESH = 1.0
 """Seconds: a repeated statement of the same limit is written at most this often."""
 
@@ -46,7 +50,10 @@ class LearnedRateStatistics:
     they stated none); ``latency``: the smoothed feedback delay (seconds); ``sent_rate``
     and ``refused_rate``: smoothed requests and rate-limit answers per second over every
     participant; ``since_cut``: seconds since the last cut (``None``: none yet);
-    ``initial`` and ``ceiling``: where it started and the user's ``rate=``.
+    ``initial`` and ``ceiling``: where it started and the user's ``rate=``;
+    ``burst``: the client bucket's capacity now (the user's ``burst=``, or learned from
+    the capacity the agent stated, ``stated_capacity``); ``refused_share``: the share of
+    about the last 100 reservations that were refused (``None``: fewer yet).
     """
 
     rate: float
@@ -61,6 +68,9 @@ class LearnedRateStatistics:
     since_cut: float | None
     initial: float
     ceiling: float | None
+    burst: int = 1
+    stated_capacity: float | None = None
+    refused_share: float | None = None
 
 
 class LearnedRate:
@@ -80,6 +90,8 @@ class LearnedRate:
         self._clock = clock
         self._state: LearnedState | None = None
         self._latency: float | None = None
+        self._floor: float | None = None
+        self._floor_at = 0.0
         self._starts: collections.deque[tuple[int, float]] = collections.deque()
         self._finished: set[int] = set()
         self._serials = itertools.count()
@@ -103,8 +115,10 @@ class LearnedRate:
         self._starts.append((serial, now))
         return serial
 
-    def end(self, serial: int, now: float, *, timed: bool) -> None:
-        """The attempt ``serial`` ended; ``timed``: its duration is a feedback delay."""
+    def end(self, serial: int, now: float, *, timed: bool, answered: bool = False) -> None:
+        """The attempt ``serial`` ended; ``timed``: its duration is a feedback delay;
+        ``answered``: the agent answered it (a refusal comes at once: it says nothing
+        about how long an answer takes, so only answers lower ``latency_floor``)."""
         started = None
         if self._starts and self._starts[0][0] == serial:
             started = self._starts.popleft()[1]
@@ -118,10 +132,33 @@ class LearnedRate:
             self._finished.discard(self._starts.popleft()[0])
         if timed and started is not None:
             duration = max(0.0, now - started)
+            if answered:
+                self._lower_floor(duration, now)
             if self._latency is None:
                 self._latency = duration
             else:
                 self._latency += LATENCY_WEIGHT * (duration - self._latency)
+
+    def _lower_floor(self, duration: float, now: float) -> None:
+        floor = self._floor
+        if floor is not None:
+            # Rises slowly (by e per FLOOR_RISE_SECONDS) towards a longer duration.
+            floor *= math.exp(max(0.0, now - self._floor_at) / FLOOR_RISE_SECONDS)
+        self._floor = duration if floor is None else min(floor, duration)
+        self._floor_at = now
+
+    def latency_floor(self) -> float | None:
+        """The shortest recent attempt duration (``None``: none ended yet): the agent's
+        own latency, without the time attempts spent queued in this process.
+
+        The window's Little's-law cap uses it, not the average: when this process
+        stalls (its event loop or its HTTP pool busy), the attempts' measured duration
+        grows, and a cap following it would let even more attempts in, which stalls
+        the process further. The floor follows a shorter attempt at once and a longer
+        one only slowly (``FLOOR_RISE_SECONDS``), so an agent that really slowed down
+        is followed within a minute or so, and a stall of a few seconds is not.
+        """
+        return self._floor
 
     def feedback_delay(self, now: float) -> float | None:
         """The delay this process reports: its average attempt duration, or before any
@@ -192,6 +229,9 @@ class LearnedRate:
         headroom = signal.headroom
         if headroom is not None and headroom < _learned.HEADROOM_LOW:
             return True
+        capacity = signal.request_capacity
+        if capacity is not None and (state is None or capacity != state.capacity):
+            return True
         stated = signal.request_rate
         if stated is None:
             return False
@@ -238,8 +278,9 @@ class LearnedRate:
         # As of the last transaction, on the backend's clock.
         at = max(state.stamp, state.measured_at, state.hint_at)
         sent, refused = state.smoothed(at)
+        rate = _learned.rate_at(state, at, policy)
         return LearnedRateStatistics(
-            rate=_learned.rate_at(state, at, policy),
+            rate=rate,
             phase=state.law.phase,
             peak=state.law.peak,
             cuts=state.generation,
@@ -251,4 +292,7 @@ class LearnedRate:
             since_cut=None if state.last_cut is None else max(0.0, at - state.last_cut),
             initial=policy.initial if policy.ceiling is None else policy.ceiling,
             ceiling=policy.ceiling,
+            burst=_learned.burst_at(state, rate, policy),
+            stated_capacity=state.capacity,
+            refused_share=state.refused_share,
         )

@@ -36,6 +36,7 @@ import weakref
 from typing import TYPE_CHECKING, Self, final
 
 import anyio
+import anyio.lowlevel
 
 from rampart._checks import (
     check_bool,
@@ -83,6 +84,10 @@ _STATE_BACKEND = (
 )
 _CLOCK = "a callable returning seconds"
 _LIVE: weakref.WeakSet[LimitedAdapter] = weakref.WeakSet()
+
+SPIN_SECONDS = 0.001
+"""How long before a send's deadline the spacing turnstile stops sleeping and yields
+to the event loop instead (see ``LimitedAdapter._sleep_until``)."""
 _SERIALS = itertools.count()
 
 
@@ -111,6 +116,8 @@ class LimitedAdapter:
     _core: LimiterCore
     _learner: LearnedRate | None
     _next_send: float
+    _spacing: bool
+    _spacers: collections.deque[anyio.Event]
     _waiters: collections.deque[anyio.Event]
     _serial: int
 
@@ -145,12 +152,14 @@ class LimitedAdapter:
         self._clock = clock
         self._learner = None
         self._next_send = -math.inf
+        self._spacing = False
+        self._spacers = collections.deque()
         if adaptive:
             assert isinstance(backend, StateBackend)
             self._learner = LearnedRate(
                 backend=backend,
                 key=name,
-                policy=RatePolicy(burst=burst or 1, ceiling=rate),
+                policy=RatePolicy(burst=burst, ceiling=rate),
                 clock=clock,
             )
         self._core = LimiterCore(
@@ -208,6 +217,8 @@ class LimitedAdapter:
 
     @property
     def burst(self) -> int | None:
+        """The bucket's capacity (``None``: no bucket, or with ``adaptive=True`` and no
+        ``burst=`` given, learned: see ``statistics().learned.burst``)."""
         return self._burst
 
     @property
@@ -312,6 +323,7 @@ class LimitedAdapter:
             if learner is not None:
                 grant = await learner.reserve()
                 wait = grant.wait
+                core.on_learned_rate(grant.rate, learner.latency_floor())
             elif backend is None or self._rate is None or self._burst is None:
                 return None
             else:
@@ -327,17 +339,68 @@ class LimitedAdapter:
                 if learner is not None:
                     learner.forfeit()
                 continue
-            if grant is not None and self._burst == 1:
-                # A learned rate with burst 1: keep this process's sends at least one
-                # spacing apart even when this event loop woke them late and together
-                # (two back-to-back requests are a 429 from an agent without burst).
-                # Check again after every sleep: another attempt may have claimed the
-                # slot meanwhile (checking once, then sleeping, lets both go together).
-                # A deadline, not an event to wait for: sleeping in the loop is the point.
-                while (now := clock()) < self._next_send:  # noqa: ASYNC110
-                    await anyio.sleep(self._next_send - now)
-                self._next_send = now + 1.0 / grant.rate
+            if grant is not None and grant.burst == 1:
+                await self._keep_spacing(grant.rate)
             return grant
+
+    async def _keep_spacing(self, rate: float) -> None:
+        """A learned rate with a client burst of 1: this process's sends leave one at a
+        time, each at least ``1 / rate`` after the one before.
+
+        The bucket already spaces the tokens, but an event loop that wakes several
+        attempts late and together would send them back to back, which an agent
+        without burst answers with 429s. So the attempts whose tokens are due pass a
+        first-come-first-served turnstile (only its head waits on the clock) and each
+        keeps one spacing from the previous *actual* send. A late wake-up therefore
+        delays every later send: capacity lost for good, which is why the head waits
+        with ``_sleep_until`` (precise to well under a millisecond) and why a client
+        burst above 1 (given, or learned from the agent's stated capacity) skips this.
+        """
+        if self._spacing:
+            turn = anyio.Event()
+            self._spacers.append(turn)
+            try:
+                await turn.wait()
+            except BaseException:
+                if turn.is_set():
+                    self._pass_spacing()  # our turn came just as we were cancelled
+                else:
+                    self._spacers.remove(turn)
+                raise
+        else:
+            self._spacing = True
+        try:
+            await self._sleep_until(self._next_send)
+            self._next_send = self._clock() + 1.0 / rate
+        finally:
+            self._pass_spacing()
+
+    def _pass_spacing(self) -> None:
+        if self._spacers:
+            self._spacers.popleft().set()  # handed over: still taken
+        else:
+            self._spacing = False
+
+    async def _sleep_until(self, deadline: float) -> None:
+        """Sleep until ``deadline`` on this limiter's clock, without the event loop's
+        timer lateness: an event loop wakes a sleeper up to a millisecond late (epoll
+        counts milliseconds), a fifth of the spacing at 200/s. So sleep until
+        ``SPIN_SECONDS`` before it, then yield to the loop until the clock reaches it.
+        A clock that does not move while a task yields (a virtual clock, which only
+        jumps while every task sleeps) gets a plain sleep instead."""
+        clock = self._clock
+        ahead = deadline - clock()
+        if ahead <= 0.0:
+            return
+        if ahead > SPIN_SECONDS:
+            await anyio.sleep(ahead - SPIN_SECONDS)
+        last = None
+        while (now := clock()) < deadline:
+            if now == last:
+                await anyio.sleep(deadline - now)
+            else:
+                last = now
+                await anyio.lowlevel.checkpoint()
 
     async def _send(self, session: Session, request: Request) -> Response:
         """Send ``request`` on ``session`` through this limiter (with retries)."""
@@ -388,7 +451,7 @@ class LimitedAdapter:
                     ended = clock()
                     core.on_success(ticket, ended)
                     if learner is not None and serial is not None:
-                        learner.end(serial, ended, timed=True)
+                        learner.end(serial, ended, timed=True, answered=True)
                         if signals and grant is not None:
                             await learner.observed(grant, signals)
                     return response
@@ -486,15 +549,16 @@ def limit(
     """Wrap ``adapter`` so its sessions' sends are paced, bounded and retried.
 
     * ``max_concurrency``: at most this many attempts in flight in this process
-      (``None``: unbounded, or ``256`` as the adaptive cap).
+      (``None``: unbounded; with ``adaptive``, the window's cap is derived from the
+      learned rate times the attempts' latency, Little's law).
     * ``rate`` / ``burst``: a token bucket of ``rate`` requests per second holding up
-      to ``burst`` tokens (default ``1``: evenly spaced, no bursts). ``burst`` and
+      to ``burst`` tokens (default ``1``: evenly spaced, no bursts; with ``adaptive``,
+      learned from the bucket size the agent states, else ``1``). ``burst`` and
       ``backend`` need ``rate`` or ``adaptive``.
     * ``adaptive``: learn the rate (a bucket whose rate follows a CUBIC-style
       controller on the agent's rate-limit answers and headers; ``rate``, if given, is
-      where it starts and its ceiling) and an AIMD window in
-      ``[1, max_concurrency or 256]`` that shrinks on rate-limit episodes it was the
-      binding limit for and grows on clean windows.
+      where it starts and its ceiling) and a window in ``[1, max_concurrency]``
+      (default: ``2 x rate x latency + 8``, 16 to 10,000) that grows on clean windows.
     * ``max_retries``: retries per request for rate-limited and transient failures.
     * ``max_retry_after``: the longest ``Retry-After`` (seconds) the limiter waits for;
       a rate-limit answer asking for longer fails the request at once, unretried.
@@ -557,7 +621,7 @@ def _build(
                 "pass rate= as well"
             )
     else:
-        if checked_burst is None:
+        if checked_burst is None and not adaptive:
             checked_burst = 1
         if backend is None:
             backend = default_backend()

@@ -128,6 +128,22 @@ class RateLimitSignal:
         return min(rates) if rates else None
 
     @property
+    def request_capacity(self) -> float | None:
+        """The smallest request bucket's size (its ``limit``): the most requests the agent
+        accepts at once from a full bucket, if any request quota gave one.
+
+        Only quotas without a ``window`` (OpenAI's ``limit`` / ``remaining`` / ``reset``
+        describe a bucket): a quota per window (IETF's ``q`` per ``w``) says how much
+        the window holds, not how much of it may come at once.
+        """
+        limits = [
+            q.limit
+            for q in self.quotas
+            if q.unit == "requests" and q.window is None and q.limit is not None and q.limit > 0
+        ]
+        return min(limits) if limits else None
+
+    @property
     def headroom(self) -> float | None:
         """The smallest ``remaining / limit`` over quotas large enough to tell."""
         values = [q.headroom for q in self.quotas if q.headroom is not None]
