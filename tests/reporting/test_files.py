@@ -149,7 +149,7 @@ class TestWriteNewFile:
 class TestOutputDirIsAFile:
     """``output_dir`` naming an existing file fails with what was expected, not errno 17."""
 
-    @pytest.mark.parametrize("sink", ["JsonFileReportSink", "JsonlTraceSink"])
+    @pytest.mark.parametrize("sink", ["JsonFileReportSink", "JsonlTraceSink", "HtmlReportSink"])
     def test_rejected_on_construction(self, tmp_path: Path, sink: str) -> None:
         """The sink refuses a file (or a path under one) when it is built."""
         import rampart.reporting
@@ -168,7 +168,7 @@ class TestOutputDirIsAFile:
         assert target.read_text() == "{}"
 
     @pytest.mark.anyio
-    @pytest.mark.parametrize("sink", ["JsonFileReportSink", "JsonlTraceSink"])
+    @pytest.mark.parametrize("sink", ["JsonFileReportSink", "JsonlTraceSink", "HtmlReportSink"])
     async def test_rejected_on_write(self, tmp_path: Path, sink: str) -> None:
         """A file that appears after construction is reported the same way on write."""
         import rampart.reporting

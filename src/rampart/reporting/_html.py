@@ -22,16 +22,12 @@ import re
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-import anyio.to_thread
-
-from rampart._checks import check_instance, check_path
 from rampart._redact import redact_data
-from rampart.reporting import _files
+from rampart.reporting._file_sink import ReportFileSink
 from rampart.reporting._html_state import html_state
-from rampart.reporting._report import TestRunReport
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    from rampart.reporting._report import TestRunReport
 
 __all__ = ["HtmlReportSink", "render_html"]
 
@@ -96,7 +92,7 @@ def render_html(report: TestRunReport) -> bytes:
     return page.encode("utf-8")
 
 
-class HtmlReportSink:
+class HtmlReportSink(ReportFileSink):
     """Writes each report to ``<output_dir>/run_report_<UTC timestamp>.html``.
 
     The file naming is the JSON report's: the UTC time with millisecond precision, a
@@ -107,37 +103,7 @@ class HtmlReportSink:
     drill-down. Building and writing happen in a worker thread.
     """
 
-    def __init__(self, *, output_dir: Path | str) -> None:
-        self._output_dir = check_path("HtmlReportSink", "output_dir", output_dir)
-        self._last_path: Path | None = None
+    suffix = ".html"
 
-    @property
-    def output_dir(self) -> Path:
-        return self._output_dir
-
-    @property
-    def last_path(self) -> Path | None:
-        """The file the most recent completed write produced, or ``None``."""
-        return self._last_path
-
-    def __repr__(self) -> str:
-        return f"HtmlReportSink(output_dir={str(self._output_dir)!r})"
-
-    def _write_blocking(self, report: TestRunReport) -> Path:
-        data = render_html(report)
-        return _files.write_new_file(
-            self._output_dir, stem=f"run_report_{_files.utc_timestamp()}", suffix=".html", data=data
-        )
-
-    async def write(self, *, report: TestRunReport) -> Path:
-        """Write ``report`` as a page and return the new file's path."""
-        check_instance(
-            "HtmlReportSink.write", "report", report, TestRunReport, expected="a TestRunReport"
-        )
-        path = await anyio.to_thread.run_sync(functools.partial(self._write_blocking, report))
-        self._last_path = path
-        return path
-
-    async def emit_async(self, *, report: TestRunReport) -> None:
-        """:class:`ReportSink` entry point: :meth:`write` the page."""
-        await self.write(report=report)
+    def _content(self, report: TestRunReport) -> bytes:
+        return render_html(report)

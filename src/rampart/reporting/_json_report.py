@@ -19,21 +19,18 @@ import functools
 import json
 from typing import TYPE_CHECKING, Any
 
-import anyio.to_thread
-
-from rampart._checks import check_instance, check_path
 from rampart._redact import redact, redact_data
 from rampart._text import strip_ansi
-from rampart.reporting import _files
 from rampart.reporting._canonical import canonical_body, check_run_metadata
+from rampart.reporting._file_sink import ReportFileSink
 from rampart.reporting._report import TestRunReport, summary_json
 from rampart.reporting._stored import StoredResults, confidence_unusable
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
-    from pathlib import Path
 
     from rampart.core.result import Result
+    from rampart.reporting import _files
 
 __all__ = ["JsonFileReportSink"]
 
@@ -204,7 +201,7 @@ def report_chunks(report: TestRunReport) -> Iterator[bytes]:
     yield b"\n"
 
 
-class JsonFileReportSink:
+class JsonFileReportSink(ReportFileSink):
     """Writes each report to ``<output_dir>/run_report_<UTC timestamp>.json``.
 
     The timestamp is ``%Y-%m-%dT%H-%M-%S-mmm`` (UTC, millisecond precision). If that
@@ -215,42 +212,7 @@ class JsonFileReportSink:
     and nothing is written.
     """
 
-    def __init__(self, *, output_dir: Path | str) -> None:
-        self._output_dir = _files.check_output_dir(
-            "JsonFileReportSink", check_path("JsonFileReportSink", "output_dir", output_dir)
-        )
-        self._last_path: Path | None = None
+    suffix = ".json"
 
-    @property
-    def output_dir(self) -> Path:
-        return self._output_dir
-
-    @property
-    def last_path(self) -> Path | None:
-        """The file the most recent completed write produced, or ``None``."""
-        return self._last_path
-
-    def __repr__(self) -> str:
-        return f"JsonFileReportSink(output_dir={str(self._output_dir)!r})"
-
-    def _write_blocking(self, report: TestRunReport) -> Path:
-        return _files.write_new_file(
-            self._output_dir,
-            stem=f"run_report_{_files.utc_timestamp()}",
-            suffix=".json",
-            data=functools.partial(report_chunks, report),
-            owner="JsonFileReportSink",
-        )
-
-    async def write(self, *, report: TestRunReport) -> Path:
-        """Write ``report`` and return the new file's path."""
-        check_instance(
-            "JsonFileReportSink.write", "report", report, TestRunReport, expected="a TestRunReport"
-        )
-        path = await anyio.to_thread.run_sync(functools.partial(self._write_blocking, report))
-        self._last_path = path
-        return path
-
-    async def emit_async(self, *, report: TestRunReport) -> None:
-        """:class:`ReportSink` entry point: :meth:`write` the report."""
-        await self.write(report=report)
+    def _content(self, report: TestRunReport) -> _files.Content:
+        return functools.partial(report_chunks, report)
