@@ -297,12 +297,11 @@ def _wrap_async(
 
 
 def _observe_clone(clone: CloneRun, turns: dict[int, int]) -> None:
-    """What an adaptive group learns from a finished clone: its turns, and whether one
-    of its results was an ERROR from a rate-limit refusal (a signal to back off)."""
+    """What an adaptive group learns from a finished clone: its turns (its latency's
+    units; a clone that recorded none counts as one unit of its wall time), and whether
+    one of its results was an ERROR from a rate-limit refusal (a signal to back off)."""
     results = clone.collector.results
-    count = sum(len(result.turns) for result in results)
-    if count:
-        turns[clone.index] = count
+    turns[clone.index] = max(1, sum(len(result.turns) for result in results))
     if any(result_throttled(result) for result in results):
         report_throttle()
 
