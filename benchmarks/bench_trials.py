@@ -3,9 +3,9 @@
 Runs a one-test suite in a real ``pytest`` subprocess at clone concurrency 1, 4, 20 and
 ``auto`` (adaptive: starts at 10, grows once a window of clones shows a flat latency;
 its ideal row assumes the 10 it starts at, since no clone has finished before the
-first wave is under way), and at 20 under ``-n 2``, and prints the test phase (the call phase of the trial item,
-as pytest measured it) and the whole process (wall time of the subprocess, including
-interpreter start-up and imports). The ideal test phase is
+first wave is under way), and at 20 under ``-n 2``, and prints the test phase (the call
+phase of the trial item, as pytest measured it) and the whole process (wall time of the
+subprocess, including interpreter start-up and imports). The ideal test phase is
 ``ceil(20 / concurrency) * 2 turns * 0.1 s``; the target is <= 0.35 s at concurrency 20.
 
 Usage: ``python benchmarks/bench_trials.py [--repeat K]`` (best of K runs, default 3).

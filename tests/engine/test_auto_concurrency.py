@@ -235,9 +235,7 @@ class TestTrialGroups:
         assert stats["throttle_cuts"] >= 1
         assert stats["final"] < stats["peak"]
         assert stats["final"] <= 13
-        assert [r.population.index for r in population.results if r.population] == list(
-            range(80)
-        )
+        assert [r.population.index for r in population.results if r.population] == list(range(80))
 
     @pytest.mark.anyio
     async def test_error_results_from_a_rate_limit_count_as_signals(self) -> None:
@@ -321,4 +319,3 @@ class TestTrialGroups:
                     concurrency=bad,  # type: ignore[arg-type]
                 )
             )
-

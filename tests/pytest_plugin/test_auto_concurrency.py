@@ -4,9 +4,12 @@ flat latency runs more than the fixed default of 10 at once; a throttled one bac
 
 from __future__ import annotations
 
-import pytest
+from typing import TYPE_CHECKING
 
 from tests.pytest_plugin.conftest import NO_ASYNCIO, write_ini
+
+if TYPE_CHECKING:
+    import pytest
 
 # 40 clones of 20 ms each; test_peak reads the most that ran at once.
 GROUP = """
