@@ -64,6 +64,17 @@ class TestController:
             auto.finished(auto.started(in_flight=3), latency=0.1)
         assert auto.limit == 10
 
+    def test_demand_counts_jobs_waiting_to_start(self) -> None:
+        """A first wave starts one job at a time: the jobs still to start fill the limit."""
+        auto = AutoConcurrency(maximum=50)
+        tickets = [auto.started(in_flight=i + 1, demand=40) for i in range(10)]
+        tail = auto.started(in_flight=2, demand=2)
+        assert all(ticket.full for ticket in tickets)
+        assert tail.full is False
+        for ticket in tickets:
+            auto.finished(ticket, latency=0.1)
+        assert auto.limit == 20
+
     def test_jobs_without_latency_teach_nothing(self) -> None:
         auto = AutoConcurrency(maximum=50)
         for _ in range(30):

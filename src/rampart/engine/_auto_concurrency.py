@@ -7,7 +7,8 @@ window (``rampart.limits``), fed with finished jobs instead of requests:
 * The limit starts at ``initial`` (10, today's fixed default, so ``auto`` starts no
   slower) within ``[minimum, maximum]``.
 * Jobs are judged in *windows*: ``limit`` jobs that started under the current
-  generation and while every slot was taken ("grow only a limit in use"). At the end
+  generation while the jobs running or waiting could fill every slot ("grow only a
+  limit in use": the last few jobs of a group teach nothing). At the end
   of a window its median per-unit latency (a job's wall time divided by its units,
   e.g. turns) is compared with the *baseline*, the lowest window median seen so far:
 
@@ -175,10 +176,16 @@ class AutoConcurrency:
         """True until the first cut."""
         return self._slow_start
 
-    def started(self, *, in_flight: int) -> JobTicket:
-        """A job starts with ``in_flight`` jobs (itself included) running."""
+    def started(self, *, in_flight: int, demand: int | None = None) -> JobTicket:
+        """A job starts with ``in_flight`` jobs (itself included) running.
+
+        ``demand``: the jobs running or waiting to start (default ``in_flight``); the
+        limit is in use when it is at least the limit (the jobs of a first wave,
+        started one by one, count, as do those of the last ``limit`` jobs, not).
+        """
         self.peak_in_flight = max(self.peak_in_flight, in_flight)
-        return JobTicket(generation=self._generation, full=in_flight >= self._limit)
+        wanted = in_flight if demand is None else max(in_flight, demand)
+        return JobTicket(generation=self._generation, full=wanted >= self._limit)
 
     def throttled(self, ticket: JobTicket) -> bool:
         """The agent refused one of ``ticket``'s requests for its rate; True if it cut."""

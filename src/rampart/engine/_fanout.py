@@ -109,6 +109,7 @@ async def fan_out(
     next_index = 0
     frontier = 0  # the next index whose outcome goes to ``settled``
     decided_at: int | None = None
+    running = 0  # jobs inside run_one (a token can be held by a worker about to stop)
 
     async with anyio.create_task_group() as tg:
         scope = tg.cancel_scope
@@ -136,10 +137,18 @@ async def fan_out(
 
         async def run_adaptive(index: int) -> T:
             assert controller is not None
-            ticket: JobTicket = controller.started(in_flight=limiter.borrowed_tokens)
+            nonlocal running
+            running += 1
+            # Running, plus not yet started (``index`` itself is running already).
+            ticket: JobTicket = controller.started(
+                in_flight=running, demand=running + count - next_index
+            )
             began = anyio.current_time()
-            with running_job(controller, ticket):
-                outcome = await run_one(index)
+            try:
+                with running_job(controller, ticket):
+                    outcome = await run_one(index)
+            finally:
+                running -= 1
             done = 1 if units is None else units(outcome)
             latency = None if done is None or done < 1 else (anyio.current_time() - began) / done
             controller.finished(ticket, latency=latency)
