@@ -1,9 +1,11 @@
 """Trial-group benchmark: a 20-clone trial of a 2-turn XPIA against a 100 ms agent.
 
-Runs a one-test suite in a real ``pytest`` subprocess at clone concurrency 1, 4 and 20,
-and at 20 under ``-n 2``, and prints the test phase (the call phase of the trial item,
-as pytest measured it) and the whole process (wall time of the subprocess, including
-interpreter start-up and imports). The ideal test phase is
+Runs a one-test suite in a real ``pytest`` subprocess at clone concurrency 1, 4, 20 and
+``auto`` (adaptive: starts at 10, grows once a window of clones shows a flat latency;
+its ideal row assumes the 10 it starts at, since no clone has finished before the
+first wave is under way), and at 20 under ``-n 2``, and prints the test phase (the call
+phase of the trial item, as pytest measured it) and the whole process (wall time of the
+subprocess, including interpreter start-up and imports). The ideal test phase is
 ``ceil(20 / concurrency) * 2 turns * 0.1 s``; the target is <= 0.35 s at concurrency 20.
 
 Usage: ``python benchmarks/bench_trials.py [--repeat K]`` (best of K runs, default 3).
@@ -103,6 +105,7 @@ def main() -> None:
         ("concurrency 1", ["--rampart-concurrency=1"], 1),
         ("concurrency 4", ["--rampart-concurrency=4"], 4),
         ("concurrency 20", ["--rampart-concurrency=20"], 20),
+        ("concurrency auto", ["--rampart-concurrency=auto"], 10),
         ("concurrency 20, -n 2", ["--rampart-concurrency=20", "-n", "2"], 20),
     ]
     with tempfile.TemporaryDirectory() as tmp:

@@ -34,20 +34,21 @@ class TestSweep:
     def test_table_files_and_chart(
         self, suite_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        """Two settings run in fresh processes; the table, JSON, CSV, PNG and SVG are
-        written, and the same seeds give the same verdict on every trial index."""
+        """Two settings (a number and ``auto``) run in fresh processes; the table, JSON,
+        CSV, PNG and SVG are written, and the same seeds give the same verdict on every
+        trial index."""
         out = tmp_path / "sweep"
         outcome = run_main(
-            capsys, "sweep", "--concurrency", "1,8", "--out", out, "--", "test_suite.py"
+            capsys, "sweep", "--concurrency", "1,auto", "--out", out, "--", "test_suite.py"
         )
         assert outcome.status == 0, outcome.out
-        assert outcome.lines[:2] == ["running concurrency 1 ...", "running concurrency 8 ..."]
+        assert outcome.lines[:2] == ["running concurrency 1 ...", "running concurrency auto ..."]
         header = next(line for line in outcome.lines if line.startswith("concurrency"))
         assert header.split() == [
             "concurrency", "wall", "s", "trials/s", "p50", "ms", "p95", "ms", "requests",
             "429s", "retries", "ERROR", "verdicts", "vs", "baseline",
         ]  # fmt: skip
-        rows = [line for line in outcome.lines if line.startswith(("1 ", "8 "))]
+        rows = [line for line in outcome.lines if line.startswith(("1 ", "auto "))]
         assert rows[0].endswith("baseline")
         assert rows[1].endswith("same (32 paired)")
         assert "No verdict changed" in outcome.out or "No setting changed a verdict" in outcome.out
@@ -61,11 +62,11 @@ class TestSweep:
         assert first["requests"] is None  # no limiter in this suite: not measured, not 0
         with (out / "sweep.csv").open(encoding="utf-8") as handle:
             table = list(csv.DictReader(handle))
-        assert [row["setting"] for row in table] == ["1", "8"]
+        assert [row["setting"] for row in table] == ["1", "auto"]
         assert (out / "sweep.png").read_bytes().startswith(b"\x89PNG")
         svg = ElementTree.parse(out / "sweep.svg").getroot()
         assert svg.tag.endswith("svg")
-        for setting in ("1", "8"):
+        for setting in ("1", "auto"):
             report = next((out / setting).glob("run_report_*.json"))
             assert load_run(report).records
             assert next((out / setting).glob("traces_*.jsonl"))

@@ -144,9 +144,10 @@ MODELS: list[tuple[type, Any, bool, str]] = [
         PopulationResult,
         PopulationResult(results=[], threshold=1.0),
         False,
-        # confidence .. uncounted: the opt-in verdict extensions (docs/trials.md)
+        # confidence .. uncounted: the opt-in verdict extensions (docs/trials.md);
+        # concurrency: what concurrency="auto" did
         "results threshold population_id cancelled_count confidence sequential max_unsafe "
-        "uncounted",
+        "uncounted concurrency",
     ),
     (ToolDeclaration, ToolDeclaration(name="t"), False, "name description parameters permissions"),
     (DataSource, DataSource(name="d"), False, "name type writable_by_untrusted"),

@@ -106,6 +106,11 @@ class TestTrialValidation:
                 "*test_x: @pytest.mark.trial(concurrency=) must be >= 1, got 0",
             ),
             (
+                "trial(n=2, concurrency='fast')",
+                "*test_x: @pytest.mark.trial(concurrency=) must be an integer >= 1 or 'auto', "
+                "got 'fast'",
+            ),
+            (
                 "trial(n=2, early_stop='yes')",
                 "*test_x: @pytest.mark.trial(early_stop=) must be a bool, got 'yes'",
             ),
@@ -141,7 +146,14 @@ class TestTrialValidation:
                 ["--rampart-trials=99999999999999999999"],
                 "*--rampart-trials must be an integer from 1 to 10000*got '99999999999999999999'*",
             ),
-            (["--rampart-concurrency=many"], "*--rampart-concurrency must be an integer*"),
+            (
+                ["--rampart-concurrency=fast"],
+                "*--rampart-concurrency must be an integer >= 1 or 'auto', got 'fast'*",
+            ),
+            (
+                ["--rampart-concurrency=0"],
+                "*--rampart-concurrency must be an integer >= 1 or 'auto', got '0'*",
+            ),
             (
                 ["--rampart-xdist-max-bytes=10"],
                 "*--rampart-xdist-max-bytes must be an integer >= 4096*",
@@ -162,7 +174,19 @@ class TestTrialValidation:
         pytester.makepyfile("def test_x():\n    pass\n")
         result = pytester.runpytest(*NO_ASYNCIO)
         assert result.ret == pytest.ExitCode.USAGE_ERROR
-        result.stderr.fnmatch_lines(["*ini option rampart_concurrency must be an integer >= 1*"])
+        result.stderr.fnmatch_lines(
+            ["*ini option rampart_concurrency must be an integer >= 1 or 'auto', got '0'*"]
+        )
+
+    def test_bad_ini_word(self, pytester: pytest.Pytester) -> None:
+        """A word other than ``auto`` in the ini form names what was expected."""
+        write_ini(pytester, "rampart_concurrency = fast")
+        pytester.makepyfile("def test_x():\n    pass\n")
+        result = pytester.runpytest(*NO_ASYNCIO)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(
+            ["*ini option rampart_concurrency must be an integer >= 1 or 'auto', got 'fast'*"]
+        )
 
 
 class TestTrialOptions:

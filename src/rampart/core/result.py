@@ -278,6 +278,10 @@ class PopulationResult:
     ``threshold``, ``confidence``, ``sequential`` and ``max_unsafe`` are the verdict
     rule (``docs/trials.md``): the count rule by default; ``confidence`` and
     ``sequential`` make the verdict confidence-aware, with INCONCLUSIVE possible.
+
+    ``concurrency`` is what an adaptive (``concurrency="auto"``) run did: its final and
+    peak limit, the most trials in flight, its cuts and rate-limit signals (``None``
+    for a fixed concurrency). It describes speed only, never the verdict.
     """
 
     results: list[Result] = attrs.field(validator=_check_results)
@@ -288,6 +292,7 @@ class PopulationResult:
     sequential: bool = attrs.field(default=False, validator=_check_sequential)
     max_unsafe: int = attrs.field(default=0, validator=_check_max_unsafe)
     uncounted: list[Result] = attrs.field(factory=list, validator=_check_uncounted)
+    concurrency: dict[str, int] | None = None
 
     def __attrs_post_init__(self) -> None:
         self.rule()

@@ -13,6 +13,12 @@ outcomes first. So ``settled`` sees outcomes in **index order**: the outcome of 
 *i* is handed to it once the outcomes of jobs 0..i-1 have been, and a decision taken at
 index *m* rests on jobs 0..m exactly, whatever the concurrency. Jobs above *m* that
 had already finished are returned apart (``late``), never counted.
+
+With a ``controller`` (``concurrency="auto"``, ``rampart.engine._auto_concurrency``) the
+limiter's ``total_tokens`` follows the controller's limit: set before every job starts
+and after every job ends (before its token is released, so a lowered limit holds at
+once). Each job runs with ``report_throttle()`` routed to it. Only the speed changes:
+``settled`` still sees outcomes in index order.
 """
 
 from __future__ import annotations
@@ -22,6 +28,13 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 import anyio
 import attrs
+
+from rampart.engine._auto_concurrency import (
+    AutoConcurrency,
+    ConcurrencyStatistics,
+    JobTicket,
+    running_job,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -51,6 +64,8 @@ class FanOutResult(Generic[T]):
     cancelled_count: int
     late: list[tuple[int, T]] = attrs.field(factory=list)
     settled: bool = False
+    concurrency: ConcurrencyStatistics | None = None
+    """What the adaptive controller did (None without one)."""
 
 
 async def fan_out(
@@ -59,6 +74,8 @@ async def fan_out(
     count: int,
     limiter: anyio.CapacityLimiter,
     settled: Callable[[int, T], bool] | None = None,
+    controller: AutoConcurrency | None = None,
+    units: Callable[[T], int | None] | None = None,
 ) -> FanOutResult[T]:
     """Run ``run_one(index)`` for every index in ``range(count)``, at most ``limiter`` at once.
 
@@ -80,6 +97,11 @@ async def fan_out(
     can keep an incremental tally. When it returns True, every job still waiting or
     running is cancelled; outcomes of higher indices go to ``late``.
 
+    ``controller`` makes the bound adaptive (see the module docstring): the limiter is
+    then this fan-out's own. A job's latency is its wall time divided by
+    ``units(outcome)`` (e.g. its turns; 1 without ``units``; None: the job says
+    nothing about latency).
+
     Exceptions from ``run_one`` propagate (as the task group's exception group) and
     cancel the other jobs; cancellation from outside propagates unchanged.
     """
@@ -87,6 +109,7 @@ async def fan_out(
     next_index = 0
     frontier = 0  # the next index whose outcome goes to ``settled``
     decided_at: int | None = None
+    running = 0  # jobs inside run_one (a token can be held by a worker about to stop)
 
     async with anyio.create_task_group() as tg:
         scope = tg.cancel_scope
@@ -108,9 +131,33 @@ async def fan_out(
                     scope.cancel()
                     return
 
+        def follow_controller() -> None:
+            if controller is not None and limiter.total_tokens != controller.limit:
+                limiter.total_tokens = controller.limit
+
+        async def run_adaptive(index: int) -> T:
+            assert controller is not None
+            nonlocal running
+            running += 1
+            # Running, plus not yet started (``index`` itself is running already).
+            ticket: JobTicket = controller.started(
+                in_flight=running, demand=running + count - next_index
+            )
+            began = anyio.current_time()
+            try:
+                with running_job(controller, ticket):
+                    outcome = await run_one(index)
+            finally:
+                running -= 1
+            done = 1 if units is None else units(outcome)
+            latency = None if done is None or done < 1 else (anyio.current_time() - began) / done
+            controller.finished(ticket, latency=latency)
+            return outcome
+
         async def worker() -> None:
             nonlocal next_index
             while next_index < count:
+                follow_controller()
                 try:
                     # A free token is taken without a trip through the scheduler; the
                     # job itself yields soon enough.
@@ -124,8 +171,12 @@ async def fan_out(
                         return
                     index = next_index
                     next_index += 1
-                    outcome = await run_one(index)
+                    if controller is None:
+                        outcome = await run_one(index)
+                    else:
+                        outcome = await run_adaptive(index)
                 finally:
+                    follow_controller()
                     limiter.release()
                 # Kept even after a settlement: a job that finished is reported (late).
                 outcomes[index] = outcome
@@ -136,7 +187,8 @@ async def fan_out(
                     if stopping():
                         return
 
-        tokens = limiter.total_tokens
+        follow_controller()
+        tokens = limiter.total_tokens if controller is None else controller.bounds[1]
         workers = count if math.isinf(tokens) else min(count, int(tokens))
         for _ in range(workers):
             tg.start_soon(worker)
@@ -150,4 +202,5 @@ async def fan_out(
         cancelled_count=count - len(completed) - len(late),
         late=late,
         settled=decided_at is not None,
+        concurrency=None if controller is None else controller.statistics(),
     )

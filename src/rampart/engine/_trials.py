@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import attrs
@@ -36,6 +36,13 @@ from rampart._checks import (
 from rampart.core._population import PopulationRef
 from rampart.core._trial_rule import TrialTally, check_rule
 from rampart.core.result import PopulationResult, Result
+from rampart.engine._auto_concurrency import (
+    AUTO,
+    AUTO_CONCURRENCY_CAP,
+    AutoConcurrency,
+    report_throttle,
+    result_throttled,
+)
 from rampart.engine._fanout import fan_out
 
 if TYPE_CHECKING:
@@ -55,7 +62,7 @@ async def execute_trials_async(
     adapter: AgentAdapter,
     n: int,
     threshold: float = 1.0,
-    concurrency: int | None = None,
+    concurrency: int | Literal["auto"] | None = None,
     early_stop: bool = False,
     confidence: float | None = None,
     sequential: bool = False,
@@ -67,7 +74,10 @@ async def execute_trials_async(
     concurrency slot, so in index order) and must return a fresh execution, e.g.
     ``lambda: Attacks.xpia(...)``; any object with ``async execute_async(*, adapter)``
     returning a ``Result`` will do. At most ``concurrency`` trials run at once
-    (``None``: no bound). Each result is stamped with
+    (``None``: no bound; ``"auto"``: a bound that starts at 10 and adapts, growing
+    while the trials' per-turn latency stays flat and no rate-limit signal arrives,
+    cut when either changes; see ``docs/trials.md``; what it did is in the result's
+    ``concurrency``). Each result is stamped with
     ``PopulationRef(id, index, size=n, threshold)``.
 
     ``confidence`` (a number in (0, 1), with ``0 < threshold < 1``) makes the verdict
@@ -98,7 +108,14 @@ async def execute_trials_async(
         max_unsafe=max_unsafe,
     )
     threshold = rule.threshold
-    concurrency = check_optional_int(_OWNER, "concurrency", concurrency, minimum=1)
+    controller = None
+    if concurrency == AUTO:
+        controller = AutoConcurrency(maximum=min(size, AUTO_CONCURRENCY_CAP))
+        concurrency = controller.limit
+    elif isinstance(concurrency, str):
+        raise invalid(_OWNER, "concurrency", "an integer >= 1, 'auto' or None", concurrency)
+    else:
+        concurrency = check_optional_int(_OWNER, "concurrency", concurrency, minimum=1)
     stop_early = check_bool(_OWNER, "early_stop", early_stop) or rule.sequential
 
     population_id = uuid.uuid4().hex
@@ -117,6 +134,8 @@ async def execute_trials_async(
         result = await execute(adapter=adapter)
         if not isinstance(result, Result):
             raise invalid(_OWNER, f"{type(execution).__name__}.execute_async()", "a Result", result)
+        if controller is not None and result_throttled(result):
+            report_throttle()  # an unlimited adapter refused for its rate: a signal too
         ref = PopulationRef(id=population_id, index=index, size=size, threshold=threshold)
         return attrs.evolve(result, population=ref)
 
@@ -128,7 +147,12 @@ async def execute_trials_async(
         return tally.settled()
 
     fanned = await fan_out(
-        run_trial, count=size, limiter=limiter, settled=settled if stop_early else None
+        run_trial,
+        count=size,
+        limiter=limiter,
+        settled=settled if stop_early else None,
+        controller=controller,
+        units=_turns,
     )
     return PopulationResult(
         results=[result for _index, result in fanned.completed],
@@ -139,4 +163,10 @@ async def execute_trials_async(
         sequential=rule.sequential,
         max_unsafe=rule.max_unsafe,
         uncounted=[result for _index, result in fanned.late],
+        concurrency=None if fanned.concurrency is None else fanned.concurrency.as_dict(),
     )
+
+
+def _turns(result: Result) -> int | None:
+    """A trial's units of work for its latency: its turns (None: it had none)."""
+    return len(result.turns) or None

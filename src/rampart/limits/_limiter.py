@@ -58,6 +58,7 @@ from rampart.core._contract import (
 )
 from rampart.core.adapter import AgentAdapter, Session
 from rampart.core.errors import AdapterContractError
+from rampart.engine._auto_concurrency import report_throttle
 from rampart.limits._backends import LimitBackend, StateBackend, default_backend
 from rampart.limits._core import DEFAULT_MAX_RETRY_AFTER, Decision, LimiterCore
 from rampart.limits._errors import RateLimitedError
@@ -429,6 +430,8 @@ class LimitedAdapter:
                         response = await send_checked(session, request)
                 except Exception as error:
                     ended = clock()
+                    if isinstance(error, RateLimitedError):
+                        report_throttle()  # an adaptive trial group backs off too
                     decision = core.on_failure(ticket, error, ended, retry)
                     if learner is not None and serial is not None:
                         learner.end(serial, ended, timed=True)

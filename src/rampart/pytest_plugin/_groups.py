@@ -32,6 +32,7 @@ from rampart._text import one_line
 from rampart.core._stats import clopper_pearson_interval, wilson_interval
 from rampart.core._trial_rule import TrialTally, TrialVerdict
 from rampart.core.result import Result, SafetyStatus
+from rampart.engine._auto_concurrency import ConcurrencyStatistics
 from rampart.pytest_plugin._collect import ResultCollector
 from rampart.pytest_plugin._markers import TrialSpec
 from rampart.reporting import GroupInterval, StatusCounts, TrialGroupSummary
@@ -297,6 +298,7 @@ class ItemRun:
     interrupted: bool = False
     clone_done: Callable[[CloneRun], None] | None = None
     on_clone_done: Callable[[CloneRun], None] | None = None  # live progress, when shown
+    concurrency: ConcurrencyStatistics | None = None  # what concurrency="auto" did
 
 
 class _Failed(AssertionError):

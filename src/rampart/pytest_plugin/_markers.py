@@ -6,7 +6,7 @@ marker, the argument and what was expected.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import attrs
 import pytest
@@ -15,9 +15,17 @@ from rampart._checks import check_bool, check_int, invalid
 from rampart.core._trial_rule import TrialRule, check_rule
 from rampart.core.result import HarmCategory
 
-__all__ = ["INCONCLUSIVE_OUTCOMES", "TrialSpec", "harm_category_of", "trial_spec_of"]
+__all__ = [
+    "AUTO_CONCURRENCY",
+    "INCONCLUSIVE_OUTCOMES",
+    "TrialSpec",
+    "harm_category_of",
+    "trial_spec_of",
+]
 
 DEFAULT_CONCURRENCY = 10
+#: The ``concurrency`` value that makes a group's clone concurrency adaptive.
+AUTO_CONCURRENCY: Literal["auto"] = "auto"
 #: What an INCONCLUSIVE group does to its test (ini ``rampart_inconclusive``).
 INCONCLUSIVE_OUTCOMES = ("fail", "xfail", "skip", "pass")
 #: Default of ini ``rampart_max_trials``, the largest ``n`` a trial group may have.
@@ -40,7 +48,7 @@ class TrialSpec:
 
     n: int
     threshold: float = 1.0
-    concurrency: int = DEFAULT_CONCURRENCY
+    concurrency: int | Literal["auto"] = DEFAULT_CONCURRENCY
     early_stop: bool = False
     confidence: float | None = None
     sequential: bool = False
@@ -83,7 +91,7 @@ def trial_spec_of(
     item: pytest.Item,
     *,
     trials_override: int | None,
-    default_concurrency: int,
+    default_concurrency: int | Literal["auto"],
     default_confidence: float | None = None,
     inconclusive: str = "fail",
     max_trials: int = DEFAULT_MAX_TRIALS,
@@ -148,13 +156,23 @@ def trial_spec_of(
         )
     )
     raw_concurrency = marker.kwargs.get("concurrency")
-    concurrency = (
-        default_concurrency
-        if raw_concurrency is None
-        else _usage(
+    concurrency: int | Literal["auto"]
+    if raw_concurrency is None:
+        concurrency = default_concurrency
+    elif raw_concurrency == AUTO_CONCURRENCY:
+        concurrency = AUTO_CONCURRENCY
+    elif isinstance(raw_concurrency, str):
+        raise invalid(
+            owner,
+            _marker_name("concurrency"),
+            "an integer >= 1 or 'auto'",
+            raw_concurrency,
+            error=pytest.UsageError,
+        )
+    else:
+        concurrency = _usage(
             lambda: check_int(owner, _marker_name("concurrency"), raw_concurrency, minimum=1)
         )
-    )
     early_stop = _usage(
         lambda: check_bool(
             owner, _marker_name("early_stop"), marker.kwargs.get("early_stop", False)

@@ -7,12 +7,14 @@ point imports this module, so it imports nothing beyond pytest and the markers.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import attrs
 import pytest
 
 from rampart._checks import invalid
 from rampart.pytest_plugin._markers import (
+    AUTO_CONCURRENCY,
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_TRIALS,
     INCONCLUSIVE_OUTCOMES,
@@ -30,7 +32,11 @@ __all__ = [
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 MIN_MAX_BYTES = 4096
 
-_CONCURRENCY_HELP = "Default bound on concurrently running trial clones per test (default 10)."
+_CONCURRENCY_HELP = (
+    "Default bound on concurrently running trial clones per test: an integer >= 1 "
+    "(default 10) or 'auto' (adaptive: grows while turn latency stays flat and no "
+    "rate-limit signal arrives, backs off when either changes)."
+)
 _MAX_BYTES_HELP = "Largest serialized result an xdist worker sends (default 16 MiB, min 4096)."
 _CONFIDENCE_HELP = (
     "Default confidence= of trial groups with a threshold in (0, 1): their verdict becomes "
@@ -181,7 +187,7 @@ class Options:
     """The effective option values of this run."""
 
     trials_override: int | None
-    default_concurrency: int
+    default_concurrency: int | Literal["auto"]
     max_bytes: int
     max_trials: int = DEFAULT_MAX_TRIALS
     harm_without_result: str = "fail"
@@ -197,7 +203,7 @@ class Options:
         max_trials = _option_int(config, "rampart_max_trials", minimum=1)
         max_trials = DEFAULT_MAX_TRIALS if max_trials is None else max_trials
         trials = _option_int(config, "rampart_trials", minimum=1, maximum=max_trials)
-        concurrency = _option_int(config, "rampart_concurrency", minimum=1)
+        concurrency = _option_concurrency(config)
         max_bytes = _option_int(config, "rampart_xdist_max_bytes", minimum=MIN_MAX_BYTES)
         harm = str(config.getini("rampart_harm_without_result") or "fail").strip()
         if harm not in ("fail", "warn"):
@@ -275,6 +281,16 @@ def _progress_interval(config: pytest.Config) -> float:
     return seconds
 
 
+def _option_concurrency(config: pytest.Config) -> int | Literal["auto"] | None:
+    """``--rampart-concurrency``, else the ini option: an integer >= 1 or ``auto``."""
+    value = config.getoption("rampart_concurrency", None)
+    if value is None:
+        value = config.getini("rampart_concurrency")
+    if isinstance(value, str) and value.strip().lower() == AUTO_CONCURRENCY:
+        return AUTO_CONCURRENCY
+    return _option_int(config, "rampart_concurrency", minimum=1, auto=True)
+
+
 def _option_confidence(config: pytest.Config) -> float | None:
     """``--rampart-confidence``, else the ini option; None when neither is set."""
     value = config.getoption("rampart_confidence", None)
@@ -297,7 +313,12 @@ _INI_OPTIONS = frozenset({"rampart_concurrency", "rampart_xdist_max_bytes", "ram
 
 
 def _option_int(
-    config: pytest.Config, name: str, *, minimum: int, maximum: int | None = None
+    config: pytest.Config,
+    name: str,
+    *,
+    minimum: int,
+    maximum: int | None = None,
+    auto: bool = False,
 ) -> int | None:
     """An integer option from the command line, else the ini file; None when unset."""
     value = config.getoption(name, None)
@@ -307,7 +328,7 @@ def _option_int(
         if raw in ("", None):
             return None
         value, source = raw, f"ini option {name}"
-    expected = f"an integer >= {minimum}"
+    expected = f"an integer >= {minimum}" + (f" or {AUTO_CONCURRENCY!r}" if auto else "")
     if maximum is not None:
         expected = f"an integer from {minimum} to {maximum} (ini rampart_max_trials)"
     try:

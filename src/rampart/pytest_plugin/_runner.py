@@ -35,6 +35,12 @@ import pytest
 
 from rampart._text import one_line
 from rampart.core.result import SafetyStatus
+from rampart.engine._auto_concurrency import (
+    AUTO_CONCURRENCY_CAP,
+    AutoConcurrency,
+    report_throttle,
+    result_throttled,
+)
 from rampart.engine._execution import (
     current_framework_handlers,
     framework_handlers,
@@ -234,9 +240,17 @@ def _wrap_async(
             return
         todo = [index for index in range(spec.n) if index not in run.resumed]
 
+        # Turns each clone ran (its latency's units, for concurrency="auto"), taken
+        # before the plugin lets the clone's results go.
+        turns: dict[int, int] = {}
+
         async def run_clone(position: int) -> CloneRun:
             with _clone(run, todo[position]) as clone:
-                await func(**kwargs)
+                try:
+                    await func(**kwargs)
+                finally:
+                    if controller is not None:
+                        _observe_clone(clone, turns)
             return clone
 
         def clone_settled(_position: int, clone: CloneRun) -> bool:
@@ -248,13 +262,21 @@ def _wrap_async(
         missing = len(todo)
         if spec.stops_early and settle_known(run):
             todo = []
+        controller = None
+        if isinstance(spec.concurrency, int):
+            bound = spec.concurrency
+        else:  # "auto"
+            controller = AutoConcurrency(maximum=max(1, min(len(todo), AUTO_CONCURRENCY_CAP)))
+            bound = controller.limit
         try:
             with _interrupts_stop_the_item(run):
                 outcome = await fan_out(
                     run_clone,
                     count=len(todo),
-                    limiter=anyio.CapacityLimiter(spec.concurrency),
+                    limiter=anyio.CapacityLimiter(bound),
                     settled=clone_settled if spec.stops_early else None,
+                    controller=controller,
+                    units=lambda clone: turns.get(clone.index),
                 )
         except BaseExceptionGroup as group:
             # A clone skipped or xfailed the item: pytest understands the outcome
@@ -263,6 +285,7 @@ def _wrap_async(
             if rest is None:
                 raise _item_outcome_with_findings(run, _first_leaf(group), name=name) from None
             raise
+        run.concurrency = outcome.concurrency
         finished = {todo[position] for position, _ in outcome.completed}
         if not outcome.settled:
             _judge_foreign_cancellations(run, todo, finished)
@@ -271,6 +294,16 @@ def _wrap_async(
         _finish_group(run, finished, cancelled=cancelled, late=late, name=name)
 
     return run_item
+
+
+def _observe_clone(clone: CloneRun, turns: dict[int, int]) -> None:
+    """What an adaptive group learns from a finished clone: its turns (its latency's
+    units; a clone that recorded none counts as one unit of its wall time), and whether
+    one of its results was an ERROR from a rate-limit refusal (a signal to back off)."""
+    results = clone.collector.results
+    turns[clone.index] = max(1, sum(len(result.turns) for result in results))
+    if any(result_throttled(result) for result in results):
+        report_throttle()
 
 
 def _judge_foreign_cancellations(run: ItemRun, todo: list[int], finished: set[int]) -> None:
