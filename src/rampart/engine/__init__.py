@@ -21,11 +21,13 @@ Modules: ``_execution`` (lifecycle and the error boundary), ``_trace`` (the runn
 one-slot hand-off between them), ``_policies`` (stop
 scopes and their parameters), ``_strategy`` (the shared shape of attack and probe),
 ``_shaping`` and ``_summaries`` (how strategies word and adjust results),
-``_trials`` and ``_fanout`` (concurrent trials), ``_exceptions`` (group plumbing).
+``_trials``, ``_fanout`` and ``_auto_concurrency`` (concurrent trials, and the
+adaptive clone limit with its ``report_throttle`` channel), ``_exceptions`` (group plumbing).
 See ``docs/executions.md``.
 """
 
 from rampart.core.result import PopulationResult
+from rampart.engine._auto_concurrency import report_throttle
 from rampart.engine._execution import (
     BaseExecution,
     ExecutionEvent,
@@ -67,6 +69,7 @@ __all__ = [
     "execute_trials_async",
     "framework_handlers",
     "register_default_handler_factory",
+    "report_throttle",
     "run_trace",
     "run_trace_async",
 ]
