@@ -21,7 +21,7 @@ from rampart.core._stats import (
     binomial_tails,
     clopper_pearson_interval,
     fisher_exact,
-    mixture_prior,
+    mixture_priors,
     percent,
     sequential_evidence,
     wilson_interval,
@@ -59,17 +59,17 @@ BINOMIAL_TAILS = [
 
 # (successes, failures, threshold, log E_above, log E_below)
 EVIDENCE = [
-    (10, 0, 0.9, 0.65134304448977, -0.7472144018302207),
-    (48, 0, 0.9, 3.6990865142830294, -1.8458266904983305),
-    (47, 0, 0.9, 3.611150968454968, -1.8281271133989294),
-    (0, 5, 0.9, -2.1186386341712042, 4.857793004262632),
-    (0, 4, 0.9, -1.9139674587486155, 3.5798213571293616),
-    (80, 20, 0.9, -2.943731592523945, 3.5010171211954164),
-    (200, 5, 0.9, 7.934654827324895, -2.917247154082666),
-    (5, 5, 0.5, -0.9958525547103407, -0.9958525547103407),
-    (30, 3, 0.3, 23.891492048329777, -3.6363134020575174),
-    (1000, 50, 0.95, -1.9351191188580237, -2.07134277024101),
-    (3, 40, 0.8, -4.043074900421701, 47.42298400712451),
+    (10, 0, 0.9, 0.6513430444897699, -1.0197089099414716),
+    (48, 0, 0.9, 3.6990865142830294, -2.81449626339979),
+    (47, 0, 0.9, 3.611150968454968, -2.786696975941573),
+    (0, 5, 0.9, -2.1186386341712042, 4.326515373603225),
+    (0, 4, 0.9, -1.9139674587486155, 3.322686307083859),
+    (80, 20, 0.9, -2.943731592523945, 3.843165728775142),
+    (200, 5, 0.9, 7.934654827324895, -4.31315347278523),
+    (5, 5, 0.5, -0.9958525547103407, -1.23980186770479),
+    (30, 3, 0.3, 23.95480917292144, -3.6363134020575174),
+    (1000, 50, 0.95, -1.935119118858023, -3.183808224021419),
+    (3, 40, 0.8, -4.043074900421701, 43.51067781051745),
 ]
 
 # ((successes_a, total_a, successes_b, total_b), two-sided, greater, less)
@@ -300,7 +300,7 @@ class TestSequentialEvidence:
     def test_reference_values(
         self, successes: int, failures: int, threshold: float, above: float, below: float
     ) -> None:
-        """Both log e-values match a 40-digit mpmath evaluation (and scipy's betainc)."""
+        """Both log e-values match a 40-digit mpmath evaluation of the two integrals."""
         got_above, got_below = sequential_evidence(successes, failures, threshold)
         assert got_above == pytest.approx(above, abs=1e-9)
         assert got_below == pytest.approx(below, abs=1e-9)
@@ -310,12 +310,29 @@ class TestSequentialEvidence:
         for threshold in (0.1, 0.5, 0.9, 0.999):
             assert sequential_evidence(0, 0, threshold) == pytest.approx((0.0, 0.0), abs=1e-12)
 
-    def test_prior_has_the_threshold_as_mean(self) -> None:
-        """The mixing Beta has mean equal to the threshold and smaller parameter 1."""
+    def test_far_side_prior_has_the_threshold_as_mean(self) -> None:
+        """Where the rarer outcome is rarer than tolerated, the mixing Beta has mean
+        equal to the threshold and smaller parameter 1 (Beta(9, 1) at 0.9)."""
         for threshold in (0.05, 0.3, 0.5, 0.9, 0.99):
-            a, b = mixture_prior(threshold)
+            above, below = mixture_priors(threshold)
+            a, b = above if threshold >= 0.5 else below
             assert a / (a + b) == pytest.approx(threshold)
             assert min(a, b) == 1.0
+
+    def test_near_side_prior_is_centred_on_twice_the_tolerated_rate(self) -> None:
+        """Where the rarer outcome is more frequent than tolerated, the mixing Beta is
+        centred on twice its tolerated rate (at most halfway to certainty), with weight
+        8 on that outcome: Beta(32, 8) at 0.9."""
+        assert mixture_priors(0.9)[1] == pytest.approx((32.0, 8.0))
+        assert mixture_priors(0.1)[0] == pytest.approx((8.0, 32.0))
+        for threshold, failure_rate in ((0.99, 0.02), (0.8, 0.4), (0.6, 0.7), (0.5, 0.75)):
+            a, b = mixture_priors(threshold)[1]
+            assert b / (a + b) == pytest.approx(failure_rate)
+            assert b == 8.0
+            if threshold > 0.5:  # and the mirror image below 0.5, on the SAFE rate
+                a, b = mixture_priors(1.0 - threshold)[0]
+                assert a / (a + b) == pytest.approx(failure_rate)
+                assert a == 8.0
 
     @settings(max_examples=200, deadline=None)
     @given(

@@ -36,7 +36,7 @@ __all__ = [
     "fisher_exact",
     "holm",
     "mcnemar",
-    "mixture_prior",
+    "mixture_priors",
     "percent",
     "sequential_evidence",
     "wilson_interval",
@@ -259,26 +259,41 @@ def clopper_pearson_interval(
 # -- the sequential test ---------------------------------------------------------------
 
 
-def mixture_prior(threshold: float) -> tuple[float, float]:
-    """The Beta(a, b) mixing distribution of the sequential test at ``threshold``.
+NEAR_WEIGHT = 8.0
+"""The weight (Beta parameter) of the near-side mixing distribution's rarer outcome."""
 
-    The Beta with mean ``threshold`` whose smaller parameter is 1: at a threshold of 0.9
-    it is Beta(9, 1), whose failure rate ``1 - p`` is spread on the scale of the
-    tolerated failure rate 0.1, the scale on which "clearly worse" (twice the tolerated
-    failure rate) and "clearly better" (a tenth of it) are told apart.
+
+def mixture_priors(threshold: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The Beta(a, b) mixing distributions ``(above, below)`` of the sequential test.
+
+    Call ``r`` the tolerated rate of the rarer outcome (``1 - threshold``, the failure
+    rate, when the threshold is at least 0.5; ``threshold`` otherwise). On the side
+    where the rarer outcome is *rarer* than tolerated, the mixture is the Beta with
+    mean ``threshold`` whose smaller parameter is 1 (Beta(9, 1) at 0.9): it spreads
+    that rate over the scale of ``r`` and tells "a tenth of it" apart quickly. On the
+    side where it is *more frequent*, the mixture is centred on twice ``r`` (at most
+    halfway to certainty), with weight ``NEAR_WEIGHT`` on it (Beta(32, 8) at 0.9, a
+    failure rate around 0.2): the alternative a design names as "clearly worse", which
+    a mixture spread towards the threshold recognises more slowly. Any mixture keeps
+    the test valid (Ville's inequality holds for each); the choice only moves how many
+    trials a decision takes (docs/trials.md).
     """
+    rare = min(threshold, 1.0 - threshold)
+    centre = min(2.0 * rare, (1.0 + rare) / 2.0)
+    near = (NEAR_WEIGHT * (1.0 - centre) / centre, NEAR_WEIGHT)
     if threshold >= 0.5:
-        return (threshold / (1.0 - threshold), 1.0)
-    return (1.0, (1.0 - threshold) / threshold)
+        return (threshold / (1.0 - threshold), 1.0), near
+    return (near[1], near[0]), (1.0, (1.0 - threshold) / threshold)
 
 
 def sequential_evidence(successes: int, failures: int, threshold: float) -> tuple[float, float]:
     """``(log E_above, log E_below)``: the sequential test's evidence after these counts.
 
     ``E_above`` is the likelihood ratio of the data under a SAFE rate ``p`` above
-    ``threshold`` against ``p = threshold``, averaged over ``p`` drawn from
-    ``mixture_prior(threshold)`` restricted to ``(threshold, 1]``; ``E_below`` the same
-    with the prior restricted to ``[0, threshold)``. Whatever the true rate on the
+    ``threshold`` against ``p = threshold``, averaged over ``p`` drawn from the
+    ``above`` distribution of ``mixture_priors(threshold)`` restricted to
+    ``(threshold, 1]``; ``E_below`` the same with the ``below`` one restricted to
+    ``[0, threshold)``. Whatever the true rate on the
     other side of the threshold, each is a nonnegative supermartingale starting at 1,
     so by Ville's inequality it ever reaches ``1 / alpha`` with probability at most
     ``alpha``: a test that may stop after any trial. Depends on the counts only.
@@ -291,21 +306,29 @@ def sequential_evidence(successes: int, failures: int, threshold: float) -> tupl
 
 
 def _log_evidence(successes: int, failures: int, threshold: float) -> tuple[float, float]:
-    a, b = mixture_prior(threshold)
-    prior_below, prior_above = _log_beta_tails(a, b, threshold)
-    posterior_below, posterior_above = _log_beta_tails(a + successes, b + failures, threshold)
-    # log of the marginal likelihood ratio: B(a+S, b+F) / B(a, b) over the null's
-    # likelihood, each side renormalised to its own part of the prior.
+    above, below = mixture_priors(threshold)
+    return (
+        _log_side(successes, failures, threshold, above, upper=True),
+        _log_side(successes, failures, threshold, below, upper=False),
+    )
+
+
+def _log_side(
+    successes: int, failures: int, threshold: float, prior: tuple[float, float], *, upper: bool
+) -> float:
+    """log of one side's mixture likelihood ratio: B(a+S, b+F) / B(a, b) over the
+    null's likelihood, renormalised to the prior's mass on that side."""
+    a, b = prior
+    side = 1 if upper else 0
+    prior_mass = _log_beta_tails(a, b, threshold)[side]
+    posterior_mass = _log_beta_tails(a + successes, b + failures, threshold)[side]
     shared = (
         _log_beta(a + successes, b + failures)
         - _log_beta(a, b)
         - successes * math.log(threshold)
         - failures * math.log1p(-threshold)
     )
-    return (
-        shared + posterior_above - prior_above,
-        shared + posterior_below - prior_below,
-    )
+    return shared + posterior_mass - prior_mass
 
 
 # -- Fisher's exact test ---------------------------------------------------------------
