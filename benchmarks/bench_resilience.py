@@ -212,6 +212,8 @@ def interrupts_and_resume(base: Path, *, n: int, cycles: int, rng: random.Random
         interrupted += stops
         runs += run_count
         campaigns += 1
+        if campaigns >= 3 and interrupted == 0:
+            raise SystemExit("bench_resilience: no SIGINT interrupted a run in 3 campaigns")
         results, counts = _digest(final)
         lost += sum((expected[0] - results).values())
         duplicated += sum(count - 1 for count in results.values() if count > 1)
@@ -331,6 +333,12 @@ def main() -> None:
         "--only", choices=["interrupt", "kill", "memory"], default=None, help="one part only"
     )
     args = parser.parse_args()
+    # A shell's background job (``cmd &`` without job control) starts with SIGINT
+    # ignored, and an ignored signal stays ignored across exec: every pytest started
+    # from here would shrug off the interrupts this benchmark sends. Handled signals
+    # are reset to their default on exec, so handling it here gives the children
+    # Python's KeyboardInterrupt back.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     n, cycles, m = (500, 4, 10_000) if args.quick else (2000, 20, 50_000)
     rng = random.Random(args.seed)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
