@@ -1,5 +1,6 @@
 """What the report-file sinks share: the checked ``output_dir``, the new-file write in a
-worker thread and ``last_path``. A subclass names its suffix and renders the content."""
+worker thread and ``last_path``. A subclass renders the content and names the file
+(by default ``run_report_<UTC timestamp><suffix>``)."""
 
 from __future__ import annotations
 
@@ -46,11 +47,16 @@ class ReportFileSink:
         """The file's content (runs in the worker thread)."""
         raise NotImplementedError
 
+    def _name(self) -> tuple[str, str]:
+        """The new file's ``(stem, suffix)``."""
+        return f"run_report_{_files.utc_timestamp()}", self.suffix
+
     def _write_blocking(self, report: TestRunReport) -> Path:
+        stem, suffix = self._name()
         return _files.write_new_file(
             self._output_dir,
-            stem=f"run_report_{_files.utc_timestamp()}",
-            suffix=self.suffix,
+            stem=stem,
+            suffix=suffix,
             data=self._content(report),
             owner=type(self).__name__,
         )

@@ -6,16 +6,16 @@ import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import anyio.to_thread
-
-from rampart._checks import check_instance, check_optional_filename, check_path
+from rampart._checks import check_optional_filename
 from rampart.reporting import _files
 from rampart.reporting._canonical import encode_record, record_attribution
-from rampart.reporting._report import TestRunReport
+from rampart.reporting._file_sink import ReportFileSink
 from rampart.reporting._stored import StoredResults
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+    from rampart.reporting._report import TestRunReport
 
 __all__ = ["JsonlTraceSink"]
 
@@ -62,7 +62,7 @@ def trace_chunks(report: TestRunReport) -> Iterator[bytes]:
         yield (_escape_line_breaks(line) + "\n").encode("utf-8")
 
 
-class JsonlTraceSink:
+class JsonlTraceSink(ReportFileSink):
     """Writes each report's results as canonical records to a new ``.jsonl`` file.
 
     The default name is ``traces_<UTC %Y-%m-%dT%H-%M-%S-mmm>.jsonl``; ``filename``
@@ -72,49 +72,24 @@ class JsonlTraceSink:
     a result the codec rejects raises :class:`ReportError` and nothing is written.
     """
 
-    def __init__(self, *, output_dir: Path | str, filename: str | None = None) -> None:
-        self._output_dir = _files.check_output_dir(
-            "JsonlTraceSink", check_path("JsonlTraceSink", "output_dir", output_dir)
-        )
-        self._filename = check_optional_filename("JsonlTraceSink", "filename", filename)
-        self._last_path: Path | None = None
+    suffix = ".jsonl"
 
-    @property
-    def output_dir(self) -> Path:
-        return self._output_dir
+    def __init__(self, *, output_dir: Path | str, filename: str | None = None) -> None:
+        super().__init__(output_dir=output_dir)
+        self._filename = check_optional_filename("JsonlTraceSink", "filename", filename)
 
     @property
     def filename(self) -> str | None:
         return self._filename
 
-    @property
-    def last_path(self) -> Path | None:
-        """The file the most recent completed write produced, or ``None``."""
-        return self._last_path
-
     def __repr__(self) -> str:
         return f"JsonlTraceSink(output_dir={str(self._output_dir)!r}, filename={self._filename!r})"
 
-    def _write_blocking(self, report: TestRunReport) -> Path:
-        data = functools.partial(trace_chunks, report)
+    def _name(self) -> tuple[str, str]:
         if self._filename is None:
-            stem, suffix = f"traces_{_files.utc_timestamp()}", ".jsonl"
-        else:
-            name = Path(self._filename)
-            stem, suffix = name.stem, name.suffix
-        return _files.write_new_file(
-            self._output_dir, stem=stem, suffix=suffix, data=data, owner="JsonlTraceSink"
-        )
+            return f"traces_{_files.utc_timestamp()}", self.suffix
+        name = Path(self._filename)
+        return name.stem, name.suffix
 
-    async def write(self, *, report: TestRunReport) -> Path:
-        """Write ``report``'s records and return the new file's path."""
-        check_instance(
-            "JsonlTraceSink.write", "report", report, TestRunReport, expected="a TestRunReport"
-        )
-        path = await anyio.to_thread.run_sync(functools.partial(self._write_blocking, report))
-        self._last_path = path
-        return path
-
-    async def emit_async(self, *, report: TestRunReport) -> None:
-        """:class:`ReportSink` entry point: :meth:`write` the records."""
-        await self.write(report=report)
+    def _content(self, report: TestRunReport) -> _files.Content:
+        return functools.partial(trace_chunks, report)
