@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from rampart import _checks as checks
+from rampart.core._protocols import check_driver, check_evaluator
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -76,7 +77,7 @@ class TestMessageFormat:
         with pytest.raises(
             TypeError, match=r"got the class .*Judge \(did you forget to call it\?\)$"
         ):
-            checks.check_evaluator("Probes.behavior", "evaluator", Judge)
+            check_evaluator("Probes.behavior", "evaluator", Judge)
 
     def test_shown_replaces_the_value(self) -> None:
         """A caller can show a redacted form of the value."""
@@ -197,11 +198,11 @@ class TestOthers:
             async def next_prompt_async(self) -> None: ...
 
         driver = Driver()
-        assert checks.check_driver("O", "driver", driver) is driver
+        assert check_driver("O", "driver", driver) is driver
         with pytest.raises(TypeError, match=r"^O: driver must be a PromptDriver .*, got 3$"):
-            checks.check_driver("O", "driver", 3)
+            check_driver("O", "driver", 3)
         with pytest.raises(TypeError, match=r"^O: evaluator must be an Evaluator"):
-            checks.check_evaluator("O", "evaluator", driver)
+            check_evaluator("O", "evaluator", driver)
 
 
 def _hand_written_argument_errors() -> Iterator[str]:

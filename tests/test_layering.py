@@ -1,5 +1,11 @@
-"""The package layers hold: the model imports no engine or anyio, the codec no engine,
-and no module of rampart takes part in an import cycle (``docs/architecture.md``)."""
+"""The package layers hold (``docs/architecture.md``).
+
+Every import counts: at module level, inside a function, and under ``TYPE_CHECKING``
+(a typing-only import is still a dependency, and it hides a cycle rather than removing
+it). No module of rampart takes part in an import cycle; no module imports from a
+higher layer except the compatibility re-exports, which say so with ``COMPAT_MARK``;
+the model imports no engine, codec or anyio, and the codec no engine.
+"""
 
 from __future__ import annotations
 
@@ -13,13 +19,47 @@ import pytest
 SRC = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = SRC / "rampart"
 
-# Old public paths kept as thin re-exports of the engine and the codec.
+# The one kind of module allowed to import from a higher layer: an old public path
+# kept as a thin re-export. Each says so with this line; the set below is the list.
+COMPAT_MARK = (
+    "# layering: compatibility re-export, the one kind of module that may import a higher layer"
+)
 CORE_COMPAT_SHIMS = {
     "rampart.core.execution",
     "rampart.core.serialization",
     "rampart.core.trace",
     "rampart.core.trials",
 }
+
+# The layers, lowest first (``docs/architecture.md``, "The rooms"). A module belongs to
+# the layer of its longest listed prefix; ``rampart`` itself is the top.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    (
+        "rampart._checks",
+        "rampart._lazy",
+        "rampart._redact",
+        "rampart._text",
+        "rampart._version",
+        "rampart.common",
+    ),
+    ("rampart.core", "rampart._session"),
+    ("rampart.codec",),
+    ("rampart.engine",),
+    ("rampart.strategies",),
+    (
+        "rampart.adapters",
+        "rampart.attacks",
+        "rampart.converters",
+        "rampart.drivers",
+        "rampart.evaluators",
+        "rampart.limits",
+        "rampart.llm",
+        "rampart.payloads",
+        "rampart.probes",
+    ),
+    ("rampart.cli", "rampart.pytest_plugin", "rampart.reporting", "rampart.testing"),
+    ("rampart", "rampart.__main__"),
+)
 
 
 def _module_name(path: Path) -> str:
@@ -39,19 +79,22 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def _imports(path: Path, *, module_level_only: bool = False) -> set[str]:
-    """Every module ``path`` imports at run time (``TYPE_CHECKING`` blocks excluded)."""
+def _imports(
+    path: Path, *, module_level_only: bool = False, run_time_only: bool = False
+) -> set[str]:
+    """Every module ``path`` imports; ``run_time_only`` leaves ``TYPE_CHECKING`` blocks out,
+    ``module_level_only`` function bodies."""
     found: set[str] = set()
 
-    def visit(node: ast.AST, *, top: bool) -> None:
+    def visit(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child):
+            if run_time_only and isinstance(child, ast.If) and _is_type_checking(child):
                 for other in child.orelse:
-                    visit_one(other, top=top)
+                    visit_one(other)
                 continue
-            visit_one(child, top=top)
+            visit_one(child)
 
-    def visit_one(node: ast.AST, *, top: bool) -> None:
+    def visit_one(node: ast.AST) -> None:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -60,9 +103,9 @@ def _imports(path: Path, *, module_level_only: bool = False) -> set[str]:
                 found.add(full if full in MODULES else node.module)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and module_level_only:
             return
-        visit(node, top=top)
+        visit(node)
 
-    visit(ast.parse(path.read_text(encoding="utf-8")), top=True)
+    visit(ast.parse(path.read_text(encoding="utf-8")))
     return found
 
 
@@ -77,11 +120,11 @@ def _within(name: str, package: str) -> bool:
 def test_model_imports_no_engine_codec_or_anyio(module: str) -> None:
     """``rampart.core`` is the model: no engine or codec at all, no anyio at import time.
 
-    The package itself forwards RAMPART's engine names on first access (its
-    ``__getattr__``), so for it only what runs at import time counts.
+    (Its package answers RAMPART's engine names through the compatibility modules, by
+    name, on first access.)
     """
-    anywhere = _imports(MODULES[module], module_level_only=module == "rampart.core")
-    at_import = _imports(MODULES[module], module_level_only=True)
+    anywhere = _imports(MODULES[module])
+    at_import = _imports(MODULES[module], module_level_only=True, run_time_only=True)
     assert {m for m in anywhere if _within(m, "rampart.engine") or _within(m, "rampart.codec")} == (
         set()
     )
@@ -93,7 +136,8 @@ def test_codec_imports_no_engine(module: str) -> None:
     """The codec is a projection of the model; it never needs the engine."""
     imported = _imports(MODULES[module])
     assert {m for m in imported if _within(m, "rampart.engine")} == set()
-    assert {m for m in imported if m.split(".")[0] in ("anyio", "trio")} == set()
+    at_import = _imports(MODULES[module], run_time_only=True)
+    assert {m for m in at_import if m.split(".")[0] in ("anyio", "trio")} == set()
 
 
 def test_importing_the_model_loads_no_engine() -> None:
@@ -147,10 +191,51 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_import_cycles() -> None:
-    """No two modules import each other, directly or through others (function-local
-    imports included: they hide a cycle, they do not remove it)."""
+    """No two modules import each other, directly or through others (function-local and
+    ``TYPE_CHECKING`` imports included: they hide a cycle, they do not remove it)."""
     edges = {name: _imports(path) & set(MODULES) for name, path in MODULES.items()}
     assert _cycles(edges) == []
+
+
+def _layer(module: str) -> int:
+    """The index in ``LAYERS`` of ``module``'s longest listed prefix."""
+    best, length = -1, -1
+    for index, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if _within(module, prefix) and len(prefix) > length:
+                best, length = index, len(prefix)
+    assert best >= 0, f"{module} belongs to no layer: add it to LAYERS"
+    return best
+
+
+def test_imports_point_down_except_in_compatibility_modules() -> None:
+    """An import from a higher layer is a compatibility re-export, marked as one."""
+    upward = sorted(
+        f"{name} -> {target}"
+        for name, path in MODULES.items()
+        if name not in CORE_COMPAT_SHIMS
+        for target in _imports(path) & set(MODULES)
+        if _layer(target) > _layer(name)
+    )
+    assert upward == []
+
+
+def test_the_compatibility_modules_are_marked() -> None:
+    """Exactly the listed modules carry the mark, and each does import a higher layer
+    (so neither the list nor the mark can drift from what the code does)."""
+    marked = {name for name, path in MODULES.items() if COMPAT_MARK in path.read_text("utf-8")}
+    assert marked == CORE_COMPAT_SHIMS
+    for name in CORE_COMPAT_SHIMS:
+        targets = _imports(MODULES[name]) & set(MODULES)
+        assert any(_layer(target) > _layer(name) for target in targets), name
+
+
+def test_the_layer_finder_orders_the_rooms() -> None:
+    """The layer lookup itself: the longest prefix wins, and the order is the picture's."""
+    assert _layer("rampart._checks") < _layer("rampart.core.types") < _layer("rampart.codec")
+    assert _layer("rampart.codec._json") < _layer("rampart.engine._trace")
+    assert _layer("rampart.engine") < _layer("rampart.attacks._xpia") < _layer("rampart.cli")
+    assert _layer("rampart.cli") < _layer("rampart")
 
 
 def test_cycle_finder_finds_a_cycle() -> None:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from rampart._lazy import lazy_attributes
 from rampart._redact import redact, register_secret
+from rampart._version import __version__ as __version__
 from rampart.core import (
     AdapterContractError,
     AgentAdapter,
@@ -72,7 +73,6 @@ from rampart.core import (
     TrialVerdict,
     Turn,
 )
-from rampart.pytest_plugin._collect import TrialInfo, current_trial, record_result
 
 if TYPE_CHECKING:
     from rampart.attacks import Attacks
@@ -84,6 +84,7 @@ if TYPE_CHECKING:
         ExecutionEventHandler,
         execute_trials_async,
     )
+    from rampart.engine._results import TrialInfo, current_trial, record_result
     from rampart.evaluators import LLMJudge, TranscriptScope
     from rampart.limits import RateLimitedError, limit
     from rampart.probes import Probes
@@ -99,12 +100,14 @@ _LAZY = {
     "Probes": "rampart.probes",
     "RateLimitedError": "rampart.limits",
     "TranscriptScope": "rampart.evaluators",
+    "TrialInfo": "rampart.engine._results",
+    "current_trial": "rampart.engine._results",
     "execute_trials_async": "rampart.engine",
     "limit": "rampart.limits",
+    "record_result": "rampart.engine._results",
 }
 __getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
 
-__version__ = "0.2.0.dev0"
 
 __all__ = [
     "AdapterContractError",

@@ -29,8 +29,6 @@ from typing import TYPE_CHECKING, TypeVar
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from rampart.core.driver import PromptDriver
-    from rampart.core.evaluator import Evaluator
 
 __all__ = [
     "DRIVER",
@@ -38,8 +36,6 @@ __all__ = [
     "check_bool",
     "check_callable",
     "check_choice",
-    "check_driver",
-    "check_evaluator",
     "check_filename",
     "check_instance",
     "check_int",
@@ -429,17 +425,6 @@ def check_method(owner: str, name: str, value: object, method: str, *, expected:
 
 EVALUATOR = "an Evaluator (an object with an async evaluate_async(*, context) method)"
 DRIVER = "a PromptDriver (an object with an async next_prompt_async(*, history) method)"
-
-
-def check_evaluator(owner: str, name: str, value: object) -> Evaluator:
-    """``value`` when it is an evaluator instance (``evaluate_async`` is checked when called)."""
-    return check_method(owner, name, value, "evaluate_async", expected=EVALUATOR)  # type: ignore[return-value]
-
-
-def check_driver(owner: str, name: str, value: object) -> PromptDriver:
-    """``value`` when it is a prompt driver instance (``next_prompt_async`` is checked when
-    called)."""
-    return check_method(owner, name, value, "next_prompt_async", expected=DRIVER)  # type: ignore[return-value]
 
 
 def check_items(

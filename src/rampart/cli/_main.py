@@ -31,7 +31,7 @@ schema version). See docs/cli.md.
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole parser; each subcommand module adds its own subparser."""
-    from rampart import __version__
+    from rampart._version import __version__
 
     parser = argparse.ArgumentParser(
         prog="rampart",

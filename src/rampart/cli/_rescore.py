@@ -159,7 +159,7 @@ def _import_target(module_name: str) -> Any:
 
 def load_evaluator(spec: str) -> Evaluator:
     """The evaluator ``MODULE:ATTR`` names (see the module); :class:`CliError` if none."""
-    from rampart._checks import check_evaluator
+    from rampart.core._protocols import check_evaluator
 
     module_name, colon, attribute = spec.rpartition(":")
     if not colon or not module_name or not attribute:

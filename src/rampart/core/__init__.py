@@ -6,12 +6,14 @@ test enforces it). The engine (``rampart.engine``), the record codec
 
 For code written against RAMPART, ``rampart.core`` also answers the engine names
 RAMPART exported from it (``BaseExecution``, ``execute_trials_async``,
-``run_trace_async``, ...): the first access forwards to ``rampart.engine``. New code
-imports them from ``rampart.engine``.
+``run_trace_async``, ...): the first access loads the compatibility module that
+forwards it to ``rampart.engine`` (``rampart.core.execution``, ``.trace``,
+``.trials``). New code imports them from ``rampart.engine``.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from rampart._lazy import lazy_attributes
 from rampart.core._population import PopulationRef
 from rampart.core.adapter import AgentAdapter, Session
 from rampart.core.converter import PayloadConverter
@@ -65,51 +67,50 @@ from rampart.core.types import (
 )
 
 if TYPE_CHECKING:
-    from rampart.engine import (
+    from rampart.core.execution import (
         BaseExecution,
-        EvaluationRecord,
         ExecutionEvent,
         ExecutionEventData,
         ExecutionEventHandler,
         ExecutionHandlerFactory,
+        evaluate_turn_async,
+    )
+    from rampart.core.trace import (
+        EvaluationRecord,
         TraceRun,
         evaluate_final_trace_async,
         evaluate_terminal_async,
-        evaluate_turn_async,
-        execute_trials_async,
         run_trace_async,
     )
+    from rampart.core.trials import execute_trials_async
 
-# RAMPART-compatible names that belong to the engine (see the module docstring).
-_ENGINE_NAMES = frozenset(
-    {
-        "BaseExecution",
-        "EvaluationRecord",
-        "ExecutionEvent",
-        "ExecutionEventData",
-        "ExecutionEventHandler",
-        "ExecutionHandlerFactory",
-        "TraceRun",
-        "evaluate_final_trace_async",
-        "evaluate_terminal_async",
-        "evaluate_turn_async",
-        "execute_trials_async",
-        "run_trace_async",
-    }
-)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _ENGINE_NAMES:
-        import rampart.engine
-
-        return getattr(rampart.engine, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | _ENGINE_NAMES)
-
+# RAMPART-compatible names that belong to the engine (see the module docstring),
+# answered through the compatibility modules, the only ones that import the engine.
+_ENGINE_NAMES = {
+    **dict.fromkeys(
+        (
+            "BaseExecution",
+            "ExecutionEvent",
+            "ExecutionEventData",
+            "ExecutionEventHandler",
+            "ExecutionHandlerFactory",
+            "evaluate_turn_async",
+        ),
+        "rampart.core.execution",
+    ),
+    **dict.fromkeys(
+        (
+            "EvaluationRecord",
+            "TraceRun",
+            "evaluate_final_trace_async",
+            "evaluate_terminal_async",
+            "run_trace_async",
+        ),
+        "rampart.core.trace",
+    ),
+    "execute_trials_async": "rampart.core.trials",
+}
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _ENGINE_NAMES)
 
 __all__ = [
     "AdapterContractError",

@@ -49,9 +49,9 @@ from rampart.core.types import EvalOutcome, EvalResult, Payload, Request, Respon
 if TYPE_CHECKING:
     from types import TracebackType
 
+    from rampart.core._protocols import Evaluator
     from rampart.core.adapter import Session
     from rampart.core.driver import PromptDriver
-    from rampart.core.evaluator import Evaluator
     from rampart.core.injection import InjectionHandle
     from rampart.core.types import EvalContext, Turn
 

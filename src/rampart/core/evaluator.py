@@ -38,11 +38,11 @@ from __future__ import annotations
 
 import abc
 import math
-from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar
 
-from rampart._checks import check_evaluator
 from rampart.core._contract import evaluate_checked
 from rampart.core._gaps import as_text, as_text_list, merge_undetermined
+from rampart.core._protocols import Evaluator, check_evaluator
 from rampart.core.types import EvalOutcome, EvalResult
 
 if TYPE_CHECKING:
@@ -59,13 +59,6 @@ __all__ = [
     "not_detected_is_absorbing",
     "require_evaluator",
 ]
-
-
-@runtime_checkable
-class Evaluator(Protocol):
-    """Polarity-free detector. Always async, so compositions with LLM judges work."""
-
-    async def evaluate_async(self, *, context: EvalContext) -> EvalResult: ...
 
 
 def require_evaluator(value: object, *, name: str, owner: str = "require_evaluator") -> Evaluator:

@@ -5,6 +5,7 @@ Also RAMPART's default-handler hook (``register_default_handler_factory`` /
 0.1.0 per-turn helper ``evaluate_turn_async``.
 """
 
+# layering: compatibility re-export, the one kind of module that may import a higher layer
 from rampart.engine import (
     BaseExecution,
     ExecutionEvent,

@@ -1,5 +1,6 @@
 """Compatibility path: the canonical record codec lives in ``rampart.codec``."""
 
+# layering: compatibility re-export, the one kind of module that may import a higher layer
 from rampart.codec import (
     TRACE_SCHEMA_VERSION,
     ResultRecord,

@@ -1,5 +1,6 @@
 """Compatibility path: the trace runner lives in ``rampart.engine``."""
 
+# layering: compatibility re-export, the one kind of module that may import a higher layer
 from rampart.engine import (
     EvaluationRecord,
     TraceRun,

@@ -1,5 +1,6 @@
 """Compatibility path: concurrent trials live in ``rampart.engine``."""
 
+# layering: compatibility re-export, the one kind of module that may import a higher layer
 from rampart.core.result import PopulationResult
 from rampart.engine import execute_trials_async
 

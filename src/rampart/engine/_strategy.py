@@ -13,7 +13,8 @@ import abc
 from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
-from rampart._checks import check_driver, check_evaluator, check_int
+from rampart._checks import check_int
+from rampart.core._protocols import check_driver, check_evaluator
 from rampart.engine._actor import manifest_of, observability_of
 from rampart.engine._execution import BaseExecution
 from rampart.engine._policies import resolve_stop_when

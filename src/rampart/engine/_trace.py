@@ -46,10 +46,11 @@ from typing import TYPE_CHECKING, TypeVar
 import anyio
 import attrs
 
-from rampart._checks import check_driver, check_evaluator, check_instance, check_int, check_method
+from rampart._checks import check_instance, check_int, check_method
 from rampart._text import safe_str_list
 from rampart.core._contract import evaluate_checked, next_decision
 from rampart.core._dataclass import dataclass_compatible
+from rampart.core._protocols import check_driver, check_evaluator
 from rampart.core.manifest import AppManifest
 from rampart.core.types import (
     EvalContext,

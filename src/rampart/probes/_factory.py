@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rampart._checks import check_driver, invalid
+from rampart._checks import invalid
+from rampart.core._protocols import check_driver
 from rampart.core.types import Request
 from rampart.drivers import coerce_trigger
 from rampart.probes._single_turn import SingleTurnExecution

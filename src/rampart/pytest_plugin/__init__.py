@@ -10,13 +10,35 @@ terminal summary (``_summary``) and the xdist transport (``_envelope``, ``_xdist
 ``docs/pytest-plugin.md`` ("How it works") draws the same map.
 """
 
-from rampart.pytest_plugin._collect import (
-    NoResultWarning,
-    ResultCollectionHandler,
-    ResultCollector,
-    TrialInfo,
-    current_trial,
-    record_result,
+from typing import TYPE_CHECKING
+
+from rampart._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from rampart.pytest_plugin._collect import (
+        NoResultWarning,
+        ResultCollectionHandler,
+        ResultCollector,
+        TrialInfo,
+        current_trial,
+        record_result,
+    )
+
+# Lazy, so that loading the plugin's entry point (a submodule) does not load the engine.
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    globals(),
+    dict.fromkeys(
+        (
+            "NoResultWarning",
+            "ResultCollectionHandler",
+            "ResultCollector",
+            "TrialInfo",
+            "current_trial",
+            "record_result",
+        ),
+        "rampart.pytest_plugin._collect",
+    ),
 )
 
 __all__ = [

@@ -1,36 +1,28 @@
-"""Per-test (and per-trial-clone) result collection, carried by context variables.
+"""The plugin's face of result collection; the collector itself is the engine's.
 
-Each test body, and each concurrently running trial clone, runs with its own
-``ResultCollector`` in a context variable. Executions report to it through
-``ResultCollectionHandler``, which the plugin installs as a *framework handler*
-(``rampart.engine._execution.framework_handlers``) for the same context, so no global
-registry is involved and concurrent clones never see each other's results.
-
-``import rampart`` imports this module (for ``record_result`` and ``current_trial``),
-so it must not import the engine; the plugin installs the handler (``_runner``).
+The current collector and trial live in context variables owned by
+``rampart.engine._results``; the plugin sets them around each test body and trial
+clone (``bind_collector``, in ``_runner``) and installs ``ResultCollectionHandler``.
+Only ``NoResultWarning`` is the plugin's own.
 """
 
 from __future__ import annotations
 
-import contextvars
-from contextlib import contextmanager
-from typing import TYPE_CHECKING
-
-import attrs
-
-from rampart._checks import check_instance
-from rampart.core.result import Result
-
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-
-    from rampart.engine._execution import ExecutionEventData
+from rampart.engine._results import (
+    ResultCollectionHandler,
+    ResultCollector,
+    TrialInfo,
+    bind_collector,
+    current_trial,
+    record_result,
+)
 
 __all__ = [
     "NoResultWarning",
     "ResultCollectionHandler",
     "ResultCollector",
     "TrialInfo",
+    "bind_collector",
     "current_trial",
     "record_result",
 ]
@@ -41,90 +33,3 @@ class NoResultWarning(UserWarning):
 
     Issued instead of failing the test when ini ``rampart_harm_without_result = warn``.
     """
-
-
-@attrs.frozen(kw_only=True)
-class TrialInfo:
-    """Which clone of a trial group is running: ``index`` in ``range(n)``."""
-
-    index: int
-    n: int
-
-
-class ResultCollector:
-    """Holds the results one test body (or one trial clone) produced, in order.
-
-    ``record(result=...)`` adds one (RAMPART's method); ``results`` is a copy, so
-    changing the returned list never changes what was recorded.
-    """
-
-    def __init__(self) -> None:
-        self._results: list[Result] = []
-        # The adapters executions ran against, kept until the test is reported so
-        # that a rate limiter created inside the test can still report statistics.
-        self.adapters: dict[int, object] = {}
-
-    @property
-    def results(self) -> list[Result]:
-        """The results recorded so far, in order (a fresh list each time)."""
-        return list(self._results)
-
-    def record(self, *, result: Result) -> None:
-        """Record ``result`` (RAMPART's ``ResultCollector.record``)."""
-        check_instance(
-            "ResultCollector.record", "result", result, Result, expected="a rampart.Result"
-        )
-        self._results.append(result)
-
-    def add(self, result: Result, *, adapter: object = None) -> None:
-        """Record ``result`` and remember the adapter it ran against."""
-        self._results.append(result)
-        if adapter is not None:
-            self.adapters.setdefault(id(adapter), adapter)
-
-
-_collector: contextvars.ContextVar[ResultCollector | None] = contextvars.ContextVar(
-    "rampart_collector", default=None
-)
-_trial: contextvars.ContextVar[TrialInfo | None] = contextvars.ContextVar(
-    "rampart_trial", default=None
-)
-
-
-def record_result(result: Result) -> None:
-    """Record a manually built ``Result`` for the running test; a no-op outside pytest."""
-    check_instance("record_result", "result", result, Result, expected="a rampart.Result")
-    collector = _collector.get()
-    if collector is not None:
-        collector.add(result)
-
-
-def current_trial() -> TrialInfo | None:
-    """The running trial clone's index and group size, or None outside a trial test."""
-    return _trial.get()
-
-
-class ResultCollectionHandler:
-    """Execution event handler that records every finished execution's result."""
-
-    async def on_event_async(self, *, event_data: ExecutionEventData) -> None:
-        # Imported here, not at the top: ``import rampart`` loads this module and must
-        # stay free of the engine. Only the engine calls this, so it is loaded by now.
-        from rampart.engine._execution import ExecutionEvent
-
-        if event_data.event is ExecutionEvent.ON_POST_EXECUTE and event_data.result is not None:
-            collector = _collector.get()
-            if collector is not None:
-                collector.add(event_data.result, adapter=event_data.adapter)
-
-
-@contextmanager
-def bind_collector(collector: ResultCollector, trial: TrialInfo | None = None) -> Iterator[None]:
-    """Make ``collector`` (and ``trial``) the current ones in this context."""
-    collector_token = _collector.set(collector)
-    trial_token = _trial.set(trial)
-    try:
-        yield
-    finally:
-        _trial.reset(trial_token)
-        _collector.reset(collector_token)

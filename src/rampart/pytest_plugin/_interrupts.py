@@ -20,18 +20,29 @@ import contextlib
 import os
 import signal
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pytest
 
-    from rampart.pytest_plugin._journal import JournalWriter
     from rampart.pytest_plugin._ledger import RunLedger
 
 __all__ = ["EXIT_AT_ONCE", "InterruptWatch"]
 
 #: Exit status of a second Ctrl-C: 128 + SIGINT, as a shell reports it.
 EXIT_AT_ONCE = 128 + signal.SIGINT
+
+
+class JournalWriter(Protocol):
+    """What the interrupt watch reads of the run journal's writer (``_journal``, which
+    calls back into this module, so it is named here by its shape, not imported)."""
+
+    path: Path
+    lines: int
+    writing: bool
+    exit_after_write: int | None
 
 
 class InterruptWatch:

@@ -53,7 +53,7 @@ def run_info(
     ``metadata["incomplete"]`` are read from there, so the section and the metadata
     never disagree. An incomplete run ends non-zero, so a 0 is reported as 1.
     """
-    from rampart import __version__
+    from rampart._version import __version__
 
     started = datetime.now(UTC) - timedelta(seconds=duration_seconds)
     incomplete = bool(metadata.get("incomplete")) or bool(ledger.incomplete_reasons)

@@ -77,7 +77,7 @@ def render_html(report: TestRunReport) -> bytes:
     Raises :class:`ReportError` when a result is rejected by the canonical codec or the
     run metadata is not JSON-safe (as the JSON report does); nothing is written then.
     """
-    from rampart import __version__
+    from rampart._version import __version__
 
     script, style = _asset("report.js"), _asset("report.css")
     values = {
