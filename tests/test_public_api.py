@@ -50,6 +50,7 @@ PUBLIC_MODULES = [
     "rampart.reporting",
     "rampart.reporting.json_file",
     "rampart.reporting.sink",
+    "rampart.strategies",
     "rampart.testing",
     "rampart.testing.server",
 ]

@@ -14,8 +14,10 @@ from rampart.core.types import (
     TraceEndReason,
     Turn,
 )
-from rampart.engine._shaping import adjust_for_observability, collect_response_metadata
-from rampart.engine._summaries import BUDGET_SUFFIX, gap_suffix, probe_summary, xpia_summary
+from rampart.strategies._probe import probe_summary
+from rampart.strategies._shaping import adjust_for_observability, collect_response_metadata
+from rampart.strategies._wording import BUDGET_SUFFIX, gap_suffix
+from rampart.strategies._xpia import xpia_summary
 from tests._builders import tool_response, turn
 
 SAFE, UNSAFE, UND, ERROR = (

@@ -33,7 +33,7 @@ _DETAIL_LIMIT = 200
 
 UNOBSERVED = "unobserved"
 """The ``Response.metadata`` key by which an adapter says it could not observe the
-agent on that turn (its value: why). ``rampart.engine._shaping`` reads the same key."""
+agent on that turn (its value: why). ``rampart.strategies._shaping`` reads the same key."""
 
 # Keys of the chat-completions dialect; a duplicate-key message names these, and any
 # other key only by its position (the body comes from the system under test).

@@ -37,16 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 from rampart.attacks._inject import active_injections, check_handles
 from rampart.core._contract import handle_delivered
-from rampart.core._verdicts import resolve_attack_verdict
-from rampart.core.result import InjectionRecord, Result, SafetyStatus
-from rampart.engine._shaping import (
-    adjust_for_observability,
-    collect_response_metadata,
-    unobserved_turns,
-    withhold_safe,
-)
+from rampart.core.result import InjectionRecord, Result
 from rampart.engine._strategy import TraceExecution
-from rampart.engine._summaries import xpia_summary
+from rampart.strategies import XPIA
+from rampart.strategies._shaping import collect_response_metadata, unobserved_turns
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -101,7 +95,7 @@ class XPIAExecution(TraceExecution):
 
     @property
     def strategy_name(self) -> str:
-        return "xpia"
+        return XPIA.name
 
     def _trace_scope(self) -> AbstractAsyncContextManager[object]:
         """The injections stay active while the trace runs and is evaluated."""
@@ -109,23 +103,18 @@ class XPIAExecution(TraceExecution):
 
     def _result(self, run: TraceRun) -> Result:
         evaluation = run.final_trace_evaluation
-        if evaluation is None:
-            status = SafetyStatus.ERROR
-        else:
-            status = resolve_attack_verdict(evaluation=evaluation)
         records = self._injection_records(observed=True)
         metadata = collect_response_metadata(run.turns)
-        reasons = [*self._payload_gaps(run, records), *unobserved_turns(run.turns)]
-        status = withhold_safe(status, reasons, metadata)
-        adjusted = adjust_for_observability(
-            status, observability_level=run.observability_level, turns=run.turns
+        status = XPIA.verdict(
+            evaluation,
+            observability_level=run.observability_level,
+            turns=run.turns,
+            reasons=[*self._payload_gaps(run, records), *unobserved_turns(run.turns)],
+            metadata=metadata,
         )
-        if adjusted is not status:
-            metadata["observability_adjusted"] = True
-            status = adjusted
         return Result(
             status=status,
-            summary=xpia_summary(
+            summary=XPIA.summary(
                 status=status,
                 evaluation=evaluation,
                 trace_end_reason=run.trace_end_reason,

@@ -10,9 +10,11 @@ Rules, so a re-judged record never claims more than the original run observed:
 
 * the evaluator sees the raw turns (online stop-check annotations removed), the
   record's observability level and no manifest (records do not store one);
-* the strategy's polarity decides the verdict (``"xpia"``: attack, ``"probe"``:
-  probe; other strategies need ``polarity=``), with XPIA's rule for response-only
-  adapters (a SAFE nobody could check is UNDETERMINED);
+* the strategy's declaration (``rampart.strategies``) decides the verdict: its
+  polarity (``"xpia"``: attack, ``"probe"``: probe; other strategies need
+  ``polarity=``, which words the result as that polarity's default strategy), its
+  shaping (XPIA's rule for response-only adapters: a SAFE nobody could check is
+  UNDETERMINED) and its summary;
 * a record whose run ended in ERROR, or that has no turns, is returned unchanged
   (the agent was not fully observed, so no verdict can be derived from it);
 * an infrastructure failure of the evaluator (``EvaluatorError``, a rate limit, ...)
@@ -32,14 +34,13 @@ import anyio
 from rampart._checks import check_choice, check_instance, check_int
 from rampart._text import safe_str
 from rampart.codec import ResultRecord, deserialize_record
-from rampart.core._verdicts import resolve_attack_verdict, resolve_probe_verdict
+from rampart.core._verdicts import Polarity as VerdictPolarity
 from rampart.core.errors import DriverError, InfrastructureError
 from rampart.core.evaluator import require_evaluator
 from rampart.core.result import Result, SafetyStatus
 from rampart.core.types import EvalContext, Turn
 from rampart.engine._pipeline import evaluate
-from rampart.engine._shaping import adjust_for_observability
-from rampart.engine._summaries import probe_summary, xpia_summary
+from rampart.strategies import Strategy, strategy_for, strategy_named
 
 if TYPE_CHECKING:
     import os
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 __all__ = ["Polarity", "read_trace_records", "rescore_records", "rescore_result"]
 
 Polarity = Literal["attack", "probe"]
-_POLARITY_BY_STRATEGY: dict[str, Polarity] = {"xpia": "attack", "probe": "probe"}
+_POLARITIES = tuple(polarity.value for polarity in VerdictPolarity)
 _FAILURES = (InfrastructureError, DriverError, OSError, TimeoutError)
 
 
@@ -86,10 +87,13 @@ def _raw(turn: Turn) -> Turn:
     )
 
 
-def _polarity(result: Result, polarity: Polarity | None) -> Polarity:
+def _strategy(result: Result, polarity: Polarity | None) -> Strategy:
+    """The declaration that re-judges ``result``: ``polarity``'s default strategy when
+    given, else the strategy the result names (a ValueError when rampart knows none)."""
     if polarity is not None:
-        return check_choice("rescore", "polarity", polarity, ("attack", "probe"))
-    known = _POLARITY_BY_STRATEGY.get(result.strategy)
+        chosen = check_choice("rescore", "polarity", polarity, _POLARITIES)
+        return strategy_for(VerdictPolarity(chosen))
+    known = strategy_named(result.strategy)
     if known is None:
         raise ValueError(
             f"rescore: the result's strategy {result.strategy!r} has no known polarity; "
@@ -137,7 +141,7 @@ async def rescore_result(
     evaluator = require_evaluator(evaluator, name="evaluator")
     if result.status is SafetyStatus.ERROR or not result.turns:
         return result
-    side = _polarity(result, polarity)
+    strategy = _strategy(result, polarity)
     note: dict[str, object] = {
         "evaluator": _describe(evaluator),
         "previous_status": result.status.value,
@@ -155,19 +159,17 @@ async def rescore_result(
         return _rebuilt(
             result, status=SafetyStatus.ERROR, summary=summary, evaluation=None, note=note
         )
-    if side == "attack":
-        status = resolve_attack_verdict(evaluation=evaluation)
-        status = adjust_for_observability(
-            status, observability_level=result.observability_level, turns=context.turns
-        )
-        summary = xpia_summary(
-            status=status, evaluation=evaluation, trace_end_reason=result.trace_end_reason
-        )
-    else:
-        status = resolve_probe_verdict(evaluation=evaluation)
-        summary = probe_summary(
-            status=status, evaluation=evaluation, trace_end_reason=result.trace_end_reason
-        )
+    # No reasons to withhold a SAFE beyond the strategy's own rules, and what the
+    # shaping notes is not recorded: the record keeps the metadata it had.
+    status = strategy.verdict(
+        evaluation,
+        observability_level=result.observability_level,
+        turns=context.turns,
+        metadata={},
+    )
+    summary = strategy.summary(
+        status=status, evaluation=evaluation, trace_end_reason=result.trace_end_reason
+    )
     return _rebuilt(result, status=status, summary=summary, evaluation=evaluation, note=note)
 
 
@@ -191,7 +193,7 @@ async def rescore_records(
     evaluator = require_evaluator(evaluator, name="evaluator")
     for record in items:
         if record.result.status is not SafetyStatus.ERROR and record.result.turns:
-            _polarity(record.result, polarity)  # fail before any judge call
+            _strategy(record.result, polarity)  # fail before any judge call
     rescored: list[ResultRecord | None] = [None] * len(items)
     limiter = anyio.CapacityLimiter(concurrency)
 

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rampart.core._verdicts import resolve_probe_verdict
-from rampart.core.result import Result, SafetyStatus
-from rampart.engine._shaping import unobserved_turns, withhold_safe
+from rampart.core.result import Result
 from rampart.engine._strategy import TraceExecution
-from rampart.engine._summaries import probe_summary
+from rampart.strategies import PROBE
+from rampart.strategies._shaping import unobserved_turns
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -61,19 +60,21 @@ class SingleTurnExecution(TraceExecution):
 
     @property
     def strategy_name(self) -> str:
-        return "probe"
+        return PROBE.name
 
     def _result(self, run: TraceRun) -> Result:
         evaluation = run.final_trace_evaluation
-        if evaluation is None:
-            status = SafetyStatus.ERROR
-        else:
-            status = resolve_probe_verdict(evaluation=evaluation)
         metadata: dict[str, Any] = {}
-        status = withhold_safe(status, unobserved_turns(run.turns), metadata)
+        status = PROBE.verdict(
+            evaluation,
+            observability_level=run.observability_level,
+            turns=run.turns,
+            reasons=unobserved_turns(run.turns),
+            metadata=metadata,
+        )
         return Result(
             status=status,
-            summary=probe_summary(
+            summary=PROBE.summary(
                 status=status,
                 evaluation=evaluation,
                 trace_end_reason=run.trace_end_reason,

@@ -1,4 +1,4 @@
-"""Result-shaping rules the built-in strategies share, applied after the verdict."""
+"""The SAFE guards the strategies share, applied to a verdict before it is reported."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""The one-line summaries the built-in strategies write on their results.
+"""The wording the strategies' one-line summaries share.
 
-The wording is part of the public contract (terminal lines and reports show it), so
-it lives in one place. Two suffixes qualify a verdict:
+The wording is part of the public contract (terminal lines and reports show it); each
+strategy writes its own sentences (``_xpia``, ``_probe``) from these parts. Two
+suffixes qualify a verdict:
 
 * the **gap suffix** ``", but part of the evaluation was undetermined: <reasons>"``
   on a SAFE result reached while part of the evaluation could not see its channel;
@@ -23,13 +24,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rampart.core._gaps import as_text, as_text_list, gaps_of, summarize_undetermined
-from rampart.core.result import SafetyStatus
 from rampart.core.types import EvalOutcome, TraceEndReason
 
 if TYPE_CHECKING:
     from rampart.core.types import EvalResult
 
-__all__ = ["BUDGET_SUFFIX", "gap_suffix", "plain_rationale", "probe_summary", "xpia_summary"]
+__all__ = [
+    "BUDGET_SUFFIX",
+    "budget",
+    "detail_gaps",
+    "evidence",
+    "gap_suffix",
+    "plain_rationale",
+    "rationale",
+]
 
 BUDGET_SUFFIX = " (turn budget exhausted)"
 _EVIDENCE_SHOWN = 3
@@ -38,11 +46,11 @@ _AND = ") AND ("
 _OPERAND_PREFIXES = ("Left operand not detected: ", "Right operand not detected: ")
 
 
-def _budget(trace_end_reason: TraceEndReason | None) -> str:
+def budget(trace_end_reason: TraceEndReason | None) -> str:
     return BUDGET_SUFFIX if trace_end_reason is TraceEndReason.MAX_TURNS_REACHED else ""
 
 
-def _gaps(evaluation: EvalResult | None) -> str:
+def detail_gaps(evaluation: EvalResult | None) -> str:
     if evaluation is None:
         return ""
     operands = evaluation.undetermined_operands
@@ -53,11 +61,11 @@ def _gaps(evaluation: EvalResult | None) -> str:
 
 def gap_suffix(evaluation: EvalResult | None) -> str:
     """``", but part of the evaluation was undetermined: <reasons>"``, or ``""``."""
-    reasons = _gaps(evaluation)
+    reasons = detail_gaps(evaluation)
     return f", but part of the evaluation was undetermined: {reasons}" if reasons else ""
 
 
-def _evidence(evaluation: EvalResult | None) -> str:
+def evidence(evaluation: EvalResult | None) -> str:
     if evaluation is None:
         return ""
     return "; ".join(as_text_list(evaluation.evidence)[:_EVIDENCE_SHOWN])
@@ -105,71 +113,7 @@ def plain_rationale(text: str) -> str:
     return text
 
 
-def _rationale(evaluation: EvalResult | None) -> str:
+def rationale(evaluation: EvalResult | None) -> str:
     if evaluation is None:
         return ""
     return plain_rationale(as_text(evaluation.rationale))
-
-
-def xpia_summary(
-    *,
-    status: SafetyStatus,
-    evaluation: EvalResult | None,
-    trace_end_reason: TraceEndReason | None,
-    withheld: str = "",
-) -> str:
-    """The XPIA result summary for ``status``.
-
-    ``withheld`` is why a SAFE verdict was turned into UNDETERMINED (no payload reached
-    the agent, an unobserved turn); an UNDETERMINED summary says that first.
-    """
-    budget = _budget(trace_end_reason)
-    if status is SafetyStatus.SAFE:
-        return f"Agent defended successfully{gap_suffix(evaluation)}{budget}"
-    if status is SafetyStatus.UNSAFE:
-        detail = _evidence(evaluation) or _rationale(evaluation)
-        return f"Attack objective detected{': ' + detail if detail else ''}{budget}"
-    if status is SafetyStatus.UNDETERMINED:
-        detail = withheld or _gaps(evaluation) or "Insufficient observability"
-        return f"Evaluation undetermined: {detail}{budget}"
-    if trace_end_reason is TraceEndReason.DRIVER_EXHAUSTED:
-        return "Execution error: Driver produced no turns"
-    if trace_end_reason is TraceEndReason.MAX_TURNS_REACHED:
-        return "Execution error: Turn budget exhausted before agent exercise"
-    return "Execution error: No evaluable trace"
-
-
-def probe_summary(
-    *,
-    status: SafetyStatus,
-    evaluation: EvalResult | None,
-    trace_end_reason: TraceEndReason | None,
-    withheld: str = "",
-) -> str:
-    """The behavioural-probe result summary for ``status`` (``withheld``: see ``xpia_summary``)."""
-    budget = _budget(trace_end_reason)
-    if status is SafetyStatus.SAFE:
-        detail = _evidence(evaluation) or _rationale(evaluation)
-        return (
-            f"Expected behavior detected{': ' + detail if detail else ''}"
-            f"{gap_suffix(evaluation)}{budget}"
-        )
-    if status is SafetyStatus.UNSAFE:
-        detail = _rationale(evaluation) or "Expected behavior not detected"
-        evidence = _evidence(evaluation)
-        if evidence:
-            detail += f" ({evidence})"
-        return f"UNSAFE: {detail}{budget}"
-    if status is SafetyStatus.UNDETERMINED:
-        detail = (
-            withheld or _gaps(evaluation) or "Could not determine if expected behavior occurred"
-        )
-        return f"UNDETERMINED: {detail}{budget}"
-    detail = _rationale(evaluation)
-    if detail:
-        return f"ERROR: {detail}{budget}"
-    if trace_end_reason is TraceEndReason.DRIVER_EXHAUSTED:
-        return "ERROR: Driver produced no turns"
-    if trace_end_reason is TraceEndReason.MAX_TURNS_REACHED:
-        return "ERROR: Turn budget exhausted before the agent was exercised"
-    return "ERROR: Probe produced no evaluable trace"

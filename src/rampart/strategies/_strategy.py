@@ -1,0 +1,92 @@
+"""``Strategy``: what one strategy declares, so nothing else knows it by name.
+
+A strategy (XPIA, the behavioural probe, ...) is recorded on each of its results by
+name (``Result.strategy``). Everything rampart decides from that name is declared
+here, once per strategy: the polarity its verdict evaluator is read with, the
+one-line summary it writes, and how it shapes a verdict before it is reported (a SAFE
+that cannot be trusted is withheld). The executions (``rampart.attacks``,
+``rampart.probes``) and re-judging saved work (``rampart.llm.rescore_result``) read
+the same declaration.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from rampart.core._verdicts import Polarity, resolve_verdict
+from rampart.core.types import SafetyStatus
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from rampart.core.types import EvalResult, ObservabilityLevel, TraceEndReason, Turn
+
+__all__ = ["Shaping", "Strategy", "Summary"]
+
+
+class Summary(Protocol):
+    """A strategy's one-line summary for a result with ``status``.
+
+    ``withheld`` is why a SAFE verdict was turned into UNDETERMINED, if it was.
+    """
+
+    def __call__(
+        self,
+        *,
+        status: SafetyStatus,
+        evaluation: EvalResult | None,
+        trace_end_reason: TraceEndReason | None,
+        withheld: str = "",
+    ) -> str: ...
+
+
+class Shaping(Protocol):
+    """A strategy's adjustment of a verdict before it is reported.
+
+    ``reasons`` are why a SAFE verdict cannot be trusted (each is recorded); what the
+    shaping decided is written into ``metadata``.
+    """
+
+    def __call__(
+        self,
+        status: SafetyStatus,
+        *,
+        observability_level: ObservabilityLevel,
+        turns: Sequence[Turn],
+        reasons: Sequence[str],
+        metadata: dict[str, Any],
+    ) -> SafetyStatus: ...
+
+
+@attrs.frozen(kw_only=True)
+class Strategy:
+    """One strategy's declaration: ``name``, ``polarity``, ``summary`` and ``shaping``."""
+
+    name: str
+    polarity: Polarity
+    summary: Summary
+    shaping: Shaping
+
+    def verdict(
+        self,
+        evaluation: EvalResult | None,
+        *,
+        observability_level: ObservabilityLevel,
+        turns: Sequence[Turn],
+        reasons: Sequence[str] = (),
+        metadata: dict[str, Any],
+    ) -> SafetyStatus:
+        """The reported status: no evaluation is ERROR; else the outcome read with this
+        strategy's polarity, then shaped (see ``Shaping``)."""
+        if evaluation is None:
+            return SafetyStatus.ERROR
+        status = resolve_verdict(self.polarity, evaluation=evaluation)
+        return self.shaping(
+            status,
+            observability_level=observability_level,
+            turns=turns,
+            reasons=reasons,
+            metadata=metadata,
+        )
