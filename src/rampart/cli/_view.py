@@ -23,13 +23,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from rampart.codec import ResultRecord
+from rampart.core._severity import worst
 from rampart.core.result import SafetyStatus
 from rampart.reporting import TrialGroupSummary
 from rampart.reporting._report import category_key
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-
     from rampart.cli._inputs import SavedRun
 
 __all__ = [
@@ -42,18 +41,6 @@ __all__ = [
     "record_nodeid",
     "worst",
 ]
-
-_SEVERITY = {
-    SafetyStatus.UNSAFE: 0,
-    SafetyStatus.ERROR: 1,
-    SafetyStatus.UNDETERMINED: 2,
-    SafetyStatus.SAFE: 3,
-}
-
-
-def worst(statuses: Iterable[SafetyStatus]) -> SafetyStatus:
-    """The most severe status (UNSAFE, ERROR, UNDETERMINED, SAFE); SAFE for none."""
-    return min(statuses, key=_SEVERITY.__getitem__, default=SafetyStatus.SAFE)
 
 
 @attrs.frozen(kw_only=True)

@@ -26,7 +26,8 @@ import pytest
 
 from rampart._text import one_line
 from rampart.core._population import PopulationRef
-from rampart.core.result import Result, SafetyStatus
+from rampart.core._severity import severity
+from rampart.core.result import Result
 from rampart.pytest_plugin._collect import NoResultWarning, ResultCollector
 from rampart.pytest_plugin._groups import CloneRun, GroupVerdict, ItemRun, count_resumed, judge
 from rampart.pytest_plugin._ledger import (
@@ -93,7 +94,7 @@ class ItemState:
         self.released_count += len(results)
         for result in results:
             worst = self.released_worst
-            if worst is None or _SEVERITY.get(result.status, 4) < _SEVERITY.get(worst.status, 4):
+            if worst is None or severity(result.status) < severity(worst.status):
                 self.released_worst = result
 
     # Called with each trial clone as it finishes (live progress), when set.
@@ -421,14 +422,6 @@ class ItemHooks:
             harm = None if state.harm is None else str(state.harm)
             group = GroupRecord(nodeid=item.nodeid, name=item.name, verdict=run.verdict, harm=harm)
         self._outlet.deliver(item, report, group)
-
-
-_SEVERITY = {
-    SafetyStatus.UNSAFE: 0,
-    SafetyStatus.ERROR: 1,
-    SafetyStatus.UNDETERMINED: 2,
-    SafetyStatus.SAFE: 3,
-}
 
 
 def _unit_order(entry: tuple[int | None, object]) -> int:

@@ -25,8 +25,8 @@ import pytest
 
 from rampart._redact import redact
 from rampart._text import one_line
+from rampart.core._severity import severity
 from rampart.core._stats import wilson_interval
-from rampart.core.result import SafetyStatus
 from rampart.pytest_plugin._items import ITEM_KEY
 
 if TYPE_CHECKING:
@@ -36,13 +36,6 @@ if TYPE_CHECKING:
     from rampart.pytest_plugin._items import ItemState
 
 __all__ = ["JunitProperties", "junit_requested"]
-
-_SEVERITY = {
-    SafetyStatus.UNSAFE: 0,
-    SafetyStatus.ERROR: 1,
-    SafetyStatus.UNDETERMINED: 2,
-    SafetyStatus.SAFE: 3,
-}
 
 
 def junit_requested(config: pytest.Config) -> bool:
@@ -71,7 +64,7 @@ def properties(state: ItemState) -> list[tuple[str, str]]:
         return []
     found: list[tuple[str, str]] = []
     if results:
-        worst = min(results, key=lambda result: _SEVERITY.get(result.status, 4))
+        worst = min(results, key=lambda result: severity(result.status))
         status = worst.status.value
         category = worst.harm_category if worst.harm_category is not None else state.harm
     else:

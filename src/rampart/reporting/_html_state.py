@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rampart.core.result import SafetyStatus
+from rampart.core._severity import severity
 from rampart.reporting._canonical import canonical_body, check_run_metadata
 from rampart.reporting._report import PopulationSummary, category_key, summary_json
 from rampart.reporting._stored import confidence_unusable
@@ -25,14 +25,6 @@ __all__ = ["STATE_FORMAT", "html_state"]
 
 #: Names the shape of the embedded state, for tools that read it out of a page.
 STATE_FORMAT = "rampart.html-state.v1"
-
-# Worst first: a clone's cell shows the worst status among its results.
-_SEVERITY = {
-    SafetyStatus.UNSAFE: 0,
-    SafetyStatus.ERROR: 1,
-    SafetyStatus.UNDETERMINED: 2,
-    SafetyStatus.SAFE: 3,
-}
 
 
 def _clone_cells(
@@ -51,7 +43,7 @@ def _clone_cells(
         if not indices:
             cells.append([None, -1])
             continue
-        worst = min(indices, key=lambda i: _SEVERITY.get(results[i].status, 4))
+        worst = min(indices, key=lambda i: severity(results[i].status))
         cells.append([results[worst].status.value, worst])
     return cells
 

@@ -22,6 +22,7 @@ import attrs
 
 from rampart._redact import redact
 from rampart._text import one_line
+from rampart.core._severity import severity
 from rampart.core._stats import percent
 from rampart.core.result import Result, SafetyStatus
 from rampart.reporting._group_text import group_description
@@ -53,12 +54,6 @@ LABELS = {
     SafetyStatus.UNSAFE: "FAIL",
     SafetyStatus.UNDETERMINED: "WARN",
     SafetyStatus.ERROR: "ERR",
-}
-_ORDER = {
-    SafetyStatus.UNSAFE: 0,
-    SafetyStatus.ERROR: 1,
-    SafetyStatus.UNDETERMINED: 2,
-    SafetyStatus.SAFE: 3,
 }
 _GROUP_LABELS = {"passed": "PASS", "failed": "FAIL", "inconclusive": "WARN"}
 
@@ -192,7 +187,7 @@ def summary_lines(
                 continue
         lines.append("")
         lines.append(category_header(category, members))
-        ordered = sorted(shown, key=lambda entry: _ORDER.get(entry.result.status, 4))
+        ordered = sorted(shown, key=lambda entry: severity(entry.result.status))
         lines.extend(_bounded_result_lines(ordered))
         lines.extend(group_line(group) for group in category_groups)
     if groups and mode == "all":
