@@ -106,7 +106,14 @@ _LAZY = {
     "limit": "rampart.limits",
     "record_result": "rampart.engine._results",
 }
-__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
+# The result context is the engine's (``engine._results``): loaded on first use, and
+# read afresh at each access (see ``lazy_attributes``).
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    globals(),
+    _LAZY,
+    uncached=frozenset({"TrialInfo", "current_trial", "record_result"}),
+)
 
 
 __all__ = [

@@ -17,16 +17,27 @@ __all__ = ["lazy_attributes"]
 
 
 def lazy_attributes(
-    package: str, namespace: dict[str, Any], lazy: dict[str, str]
+    package: str,
+    namespace: dict[str, Any],
+    lazy: dict[str, str],
+    *,
+    uncached: frozenset[str] = frozenset(),
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``__getattr__`` and ``__dir__`` for a package whose ``lazy`` names load on access."""
+    """``__getattr__`` and ``__dir__`` for a package whose ``lazy`` names load on access.
+
+    A name in ``uncached`` is looked up in its module at every access instead of being
+    copied into the package: its module holds per-run state (context variables), and a
+    harness that unloads and reloads modules between runs (pytester's in-process runs)
+    must reach the module that is loaded now, not the first one.
+    """
 
     def __getattr__(name: str) -> Any:
         module = lazy.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(module), name)
-        namespace[name] = value
+        if name not in uncached:
+            namespace[name] = value
         return value
 
     def __dir__() -> list[str]:

@@ -19,37 +19,70 @@ ERROR result; everything else propagates. ``execute_trials_async`` fans a scenar
 Modules: ``_execution`` (lifecycle and the error boundary), ``_trace`` (the runner),
 ``_actor`` (session actor), ``_pipeline`` (evaluator pipeline), ``_mailbox`` (the
 one-slot hand-off between them), ``_policies`` (stop
-scopes and their parameters), ``_strategy`` (the shared shape of attack and probe),
-``_shaping`` and ``_summaries`` (how strategies word and adjust results),
-``_trials``, ``_fanout`` and ``_auto_concurrency`` (concurrent trials, and the
-adaptive clone limit with its ``report_throttle`` channel), ``_exceptions`` (group plumbing).
+scopes and their parameters), ``_strategy`` (the shared shape of attack and probe;
+what each strategy declares lives in ``rampart.strategies``), ``_results`` (the
+current result collector, which the pytest plugin sets), ``_trials``, ``_fanout``
+and ``_auto_concurrency`` (concurrent trials, and the adaptive clone limit with its
+``report_throttle`` channel), ``_exceptions`` (group plumbing). The names below load
+on first access, so importing one engine module does not load the others.
 See ``docs/executions.md``.
 """
 
-from rampart.core.result import PopulationResult
-from rampart.engine._auto_concurrency import report_throttle
-from rampart.engine._execution import (
-    BaseExecution,
-    ExecutionEvent,
-    ExecutionEventData,
-    ExecutionEventHandler,
-    ExecutionHandlerFactory,
-    clear_default_handler_factory,
-    current_framework_handlers,
-    framework_handlers,
-    register_default_handler_factory,
-)
-from rampart.engine._trace import (
-    EvaluationRecord,
-    TraceRun,
-    evaluate_final_trace,
-    evaluate_final_trace_async,
-    evaluate_terminal_async,
-    evaluate_turn_async,
-    run_trace,
-    run_trace_async,
-)
-from rampart.engine._trials import execute_trials_async
+from typing import TYPE_CHECKING
+
+from rampart._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from rampart.core.result import PopulationResult
+    from rampart.engine._auto_concurrency import report_throttle
+    from rampart.engine._execution import (
+        BaseExecution,
+        ExecutionEvent,
+        ExecutionEventData,
+        ExecutionEventHandler,
+        ExecutionHandlerFactory,
+        clear_default_handler_factory,
+        current_framework_handlers,
+        framework_handlers,
+        register_default_handler_factory,
+    )
+    from rampart.engine._trace import (
+        EvaluationRecord,
+        TraceRun,
+        evaluate_final_trace,
+        evaluate_final_trace_async,
+        evaluate_terminal_async,
+        evaluate_turn_async,
+        run_trace,
+        run_trace_async,
+    )
+    from rampart.engine._trials import execute_trials_async
+
+# Loaded on first access, so that importing one engine module (the pytest plugin's
+# result context, ``_results``) does not load the whole engine.
+_LAZY = {
+    "BaseExecution": "rampart.engine._execution",
+    "EvaluationRecord": "rampart.engine._trace",
+    "ExecutionEvent": "rampart.engine._execution",
+    "ExecutionEventData": "rampart.engine._execution",
+    "ExecutionEventHandler": "rampart.engine._execution",
+    "ExecutionHandlerFactory": "rampart.engine._execution",
+    "PopulationResult": "rampart.core.result",
+    "TraceRun": "rampart.engine._trace",
+    "clear_default_handler_factory": "rampart.engine._execution",
+    "current_framework_handlers": "rampart.engine._execution",
+    "evaluate_final_trace": "rampart.engine._trace",
+    "evaluate_final_trace_async": "rampart.engine._trace",
+    "evaluate_terminal_async": "rampart.engine._trace",
+    "evaluate_turn_async": "rampart.engine._trace",
+    "execute_trials_async": "rampart.engine._trials",
+    "framework_handlers": "rampart.engine._execution",
+    "register_default_handler_factory": "rampart.engine._execution",
+    "report_throttle": "rampart.engine._auto_concurrency",
+    "run_trace": "rampart.engine._trace",
+    "run_trace_async": "rampart.engine._trace",
+}
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
 
 __all__ = [
     "BaseExecution",

@@ -39,6 +39,7 @@ __getattr__, __dir__ = lazy_attributes(
         ),
         "rampart.pytest_plugin._collect",
     ),
+    uncached=frozenset({"ResultCollector", "TrialInfo", "current_trial", "record_result"}),
 )
 
 __all__ = [

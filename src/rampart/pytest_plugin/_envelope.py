@@ -22,7 +22,6 @@ import attrs
 
 from rampart._checks import invalid
 from rampart._text import strip_ansi
-from rampart.codec._record import ResultRecord, deserialize_record, serialize_record
 from rampart.core.errors import SchemaError
 from rampart.core.result import Result, SafetyStatus, TrialVerdict
 from rampart.pytest_plugin._groups import GroupVerdict
@@ -59,6 +58,8 @@ def recordable(recorded: RecordedResult) -> RecordedResult:
     Applied to every result of a single-process run, so a run reports the same thing
     with and without xdist, and the loss marks the run incomplete.
     """
+    from rampart.codec._record import ResultRecord, serialize_record
+
     try:
         serialize_record(record=ResultRecord(result=recorded.result))
     except SchemaError as exc:
@@ -70,6 +71,8 @@ def recordable(recorded: RecordedResult) -> RecordedResult:
 
 def _transport_text(result: Result, max_bytes: int) -> tuple[str, str | None]:
     """The record text to send for ``result``, and why it is a marker (None if not)."""
+    from rampart.codec._record import ResultRecord, serialize_record
+
     try:
         text = serialize_record(record=ResultRecord(result=result))
     except SchemaError as exc:
@@ -179,6 +182,8 @@ def decode_envelope(
 
 
 def _decode_entry(entry: object, *, nodeid: str, name: str, worker: str) -> RecordedResult:
+    from rampart.codec._record import deserialize_record
+
     if not isinstance(entry, dict):
         raise invalid(_OWNER, "results[]", "an object", entry, error=ValueError)
     text, clone, index, lost, resumed = (

@@ -23,20 +23,24 @@ the clone, so a group's memory does not grow with the results of finished clones
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import attrs
 import pytest
 
 from rampart._redact import redact
 from rampart._text import one_line
+from rampart.core._severity import worst
 from rampart.core._stats import clopper_pearson_interval, wilson_interval
 from rampart.core._trial_rule import TrialTally, TrialVerdict
 from rampart.core.result import Result, SafetyStatus
-from rampart.engine._auto_concurrency import ConcurrencyStatistics
 from rampart.pytest_plugin._collect import ResultCollector
 from rampart.pytest_plugin._markers import TrialSpec
-from rampart.reporting import GroupInterval, StatusCounts, TrialGroupSummary
-from rampart.reporting._group_text import group_description, group_reason
+
+if TYPE_CHECKING:
+    # Only a (string) annotation of ``ItemRun``, which attrs never resolves.
+    from rampart.engine._auto_concurrency import ConcurrencyStatistics  # noqa: TC004
+    from rampart.reporting import TrialGroupSummary
 
 __all__ = [
     "CloneCancelled",
@@ -51,7 +55,6 @@ __all__ = [
     "settle_known",
 ]
 
-_SEVERITY = (SafetyStatus.UNSAFE, SafetyStatus.ERROR, SafetyStatus.UNDETERMINED)
 _UNNAMED = "trial group"
 
 
@@ -182,6 +185,9 @@ class GroupVerdict:
         worker: str | None = None,
     ) -> TrialGroupSummary:
         """This verdict as the report states it, its reason included (``group_reason``)."""
+        from rampart.reporting import GroupInterval, StatusCounts, TrialGroupSummary
+        from rampart.reporting._group_text import group_reason
+
         low, high = self.interval()
         stated = TrialGroupSummary(
             nodeid=nodeid,
@@ -225,6 +231,8 @@ class GroupVerdict:
     def describe(self) -> str:
         """The bracketed part of the group line: counts, pass rate, threshold, interval
         (``rampart.reporting._group_text.group_description``)."""
+        from rampart.reporting._group_text import group_description
+
         return group_description(self._unnamed())
 
     def _unnamed(self) -> TrialGroupSummary:
@@ -322,14 +330,11 @@ def _status_of(clone: CloneRun) -> SafetyStatus | None:
     results = clone.collector.results
     if not results:
         return None
-    statuses = {result.status for result in results}
-    for status in _SEVERITY:
-        if status in statuses:
-            return status
-    if clone.failure is not None:
+    status = worst(result.status for result in results)
+    if status is SafetyStatus.SAFE and clone.failure is not None:
         # Every result was SAFE but the test's own assertions failed the clone.
         return SafetyStatus.UNDETERMINED
-    return SafetyStatus.SAFE
+    return status
 
 
 def _feed(run: ItemRun, clone: CloneRun) -> bool:

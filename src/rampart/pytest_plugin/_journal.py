@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from rampart._text import one_line
-from rampart.codec._record import ResultRecord, serialize_record
 from rampart.core.errors import SchemaError
 
 if sys.platform != "win32":  # POSIX: appends are serialized with flock
@@ -91,6 +90,8 @@ def encode_line(
     worker: str | None,
 ) -> str:
     """One journal line (no newline): the canonical record with its journal key."""
+    from rampart.codec._record import ResultRecord, serialize_record
+
     attribution = recorded.attribution
     bookkeeping: dict[str, Any] = {
         "run": run_id,

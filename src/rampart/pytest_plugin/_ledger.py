@@ -38,12 +38,11 @@ from rampart.core.errors import SchemaError
 from rampart.core.result import Result, SafetyStatus
 from rampart.pytest_plugin._groups import GroupVerdict
 from rampart.pytest_plugin._store import ResultStore, slim
-from rampart.reporting import StoredResults
-from rampart.reporting._canonical import record_attribution
-from rampart.reporting._stored import restore_unusable_confidences, unusable_confidences
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from rampart.reporting._stored import StoredResults
 
 __all__ = [
     "Attribution",
@@ -217,6 +216,8 @@ class RunLedger:
         The full result goes to the store, a slim copy stays here; a result the
         canonical codec cannot record is replaced by an ERROR marker that says so.
         """
+        from rampart.reporting._stored import unusable_confidences
+
         try:
             location = self._put(recorded)
         except SchemaError as exc:
@@ -238,6 +239,8 @@ class RunLedger:
 
     def _put(self, recorded: RecordedResult) -> tuple[int, int]:
         """Store the result as the report carries it: stamped, attributed on the record."""
+        from rampart.reporting._canonical import record_attribution
+
         stamped = recorded.stamped()
         nodeid, index = record_attribution(stamped)
         return self._store.put(stamped, pytest_nodeid=nodeid, result_index=index)
@@ -363,6 +366,8 @@ class RunLedger:
     def full_result(self, recorded: RecordedResult) -> Result:
         """The full result behind a ledger entry, as reported (stamped), read back from
         the store."""
+        from rampart.reporting._stored import restore_unusable_confidences
+
         if recorded.stored_at is None:
             return recorded.stamped()
         result = self._store.get(recorded.stored_at)
@@ -371,6 +376,8 @@ class RunLedger:
     def report_results(self) -> StoredResults:
         """The results as the report carries them: in report order, stamped, each read
         from the store only when a sink reads it."""
+        from rampart.reporting._stored import StoredResults
+
         ordered = self.results
 
         def load(index: int) -> Result:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rampart.limits import LIMITS_DIR_ENV, LIMITS_REDIS_URL_ENV, LimitedAdapter, live_limiters
+if TYPE_CHECKING:
+    from types import ModuleType
 
 __all__ = [
     "LimitTracker",
@@ -41,8 +43,19 @@ _SUMMED = (
 )
 
 
+def _loaded_limits() -> ModuleType | None:
+    """``rampart.limits`` once something in this run has imported it, else ``None``.
+
+    The plugin does not load rate limiting at pytest start: until a test imports it,
+    no limiter (and no ``LimitedAdapter``) can exist, so there is nothing to observe.
+    """
+    return sys.modules.get("rampart.limits")
+
+
 def export_shared_directory(workerinput: dict[str, Any]) -> None:
     """On a worker: share the controller's bucket directory unless a backend is set."""
+    from rampart.limits import LIMITS_DIR_ENV, LIMITS_REDIS_URL_ENV
+
     directory = workerinput.get(WORKERINPUT_KEY)
     if not directory or os.environ.get(LIMITS_DIR_ENV) or os.environ.get(LIMITS_REDIS_URL_ENV):
         return
@@ -59,13 +72,19 @@ class LimitTracker:
         self._next_key = itertools.count()
 
     def snapshot(self) -> None:
-        for limiter in live_limiters():
+        limits = _loaded_limits()
+        if limits is None:
+            return
+        for limiter in limits.live_limiters():
             self._record(limiter)
 
     def observe(self, adapters: list[object]) -> None:
         """Snapshot the limiters among adapters that executions used."""
+        limits = _loaded_limits()
+        if limits is None:
+            return
         for adapter in adapters:
-            if isinstance(adapter, LimitedAdapter):
+            if isinstance(adapter, limits.LimitedAdapter):
                 self._record(adapter)
 
     def _record(self, limiter: Any) -> None:

@@ -17,13 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from rampart.reporting import RunInfo
-
 if TYPE_CHECKING:
     from collections.abc import Generator
 
     from rampart.pytest_plugin._ledger import GroupRecord, RunLedger
-    from rampart.reporting import TrialGroupSummary
+    from rampart.reporting import RunInfo, TrialGroupSummary
 
 __all__ = ["BACKEND_ATTRIBUTE", "BackendNotes", "group_summary", "run_info"]
 
@@ -54,6 +52,7 @@ def run_info(
     never disagree. An incomplete run ends non-zero, so a 0 is reported as 1.
     """
     from rampart._version import __version__
+    from rampart.reporting import RunInfo
 
     started = datetime.now(UTC) - timedelta(seconds=duration_seconds)
     incomplete = bool(metadata.get("incomplete")) or bool(ledger.incomplete_reasons)

@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from rampart.reporting import HtmlReportSink, JsonFileReportSink, JsonlTraceSink
-
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -27,6 +25,8 @@ def report_dir_sinks(directory: Path | None) -> list[ReportSink]:
     Made when pytest configures the run, so a path that cannot be a directory (an
     existing file, say) is a usage error before any test runs, naming the option.
     """
+    from rampart.reporting import HtmlReportSink, JsonFileReportSink, JsonlTraceSink
+
     if directory is None:
         return []
     try:

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from rampart.codec._record import deserialize_record
 from rampart.pytest_plugin._journal import JOURNAL_KEY, JournalLine, read_journal
 from rampart.pytest_plugin._ledger import Attribution, RecordedResult, UnitOutcome
 
@@ -175,6 +174,8 @@ class ResumePlan:
 
         Raises ``SchemaError`` when a line does not decode (the unit then runs again).
         """
+        from rampart.codec._record import deserialize_record
+
         loaded = []
         with self.journal.open("rb") as handle:
             for line in unit.lines:

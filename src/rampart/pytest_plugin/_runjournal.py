@@ -31,7 +31,6 @@ import attrs
 import pytest
 
 from rampart._checks import invalid
-from rampart.codec._record import deserialize_record
 from rampart.pytest_plugin._journal import (
     JOURNAL_KEY,
     JOURNAL_PREFIX,
@@ -226,6 +225,8 @@ class RunJournal:
 
     def recover_from_journal(self) -> int:
         """Add what workers journaled in this run that never reached the ledger."""
+        from rampart.codec._record import deserialize_record
+
         journal = self._settings.journal
         if self._is_worker or journal is None or not journal.exists():
             return 0

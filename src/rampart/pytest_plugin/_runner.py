@@ -30,24 +30,16 @@ import inspect
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import pytest
 
 from rampart._text import one_line
 from rampart.core.result import SafetyStatus
-from rampart.engine._auto_concurrency import (
-    AUTO_CONCURRENCY_CAP,
-    AutoConcurrency,
-    report_throttle,
-    result_throttled,
-)
 from rampart.engine._execution import (
     current_framework_handlers,
     framework_handlers,
     never_started,
     tracking_executions,
 )
-from rampart.engine._fanout import fan_out
 from rampart.pytest_plugin._collect import (
     ResultCollectionHandler,
     ResultCollector,
@@ -239,6 +231,11 @@ def _wrap_async(
                 await func(**kwargs)
             return
         todo = [index for index in range(spec.n) if index not in run.resumed]
+        # The trial machinery loads with the first trial group, not at pytest start.
+        import anyio
+
+        from rampart.engine._auto_concurrency import AUTO_CONCURRENCY_CAP, AutoConcurrency
+        from rampart.engine._fanout import fan_out
 
         # Turns each clone ran (its latency's units, for concurrency="auto"), taken
         # before the plugin lets the clone's results go.
@@ -302,6 +299,8 @@ def _observe_clone(clone: CloneRun, turns: dict[int, int]) -> None:
     one of its results was an ERROR from a rate-limit refusal (a signal to back off)."""
     results = clone.collector.results
     turns[clone.index] = max(1, sum(len(result.turns) for result in results))
+    from rampart.engine._auto_concurrency import report_throttle, result_throttled
+
     if any(result_throttled(result) for result in results):
         report_throttle()
 

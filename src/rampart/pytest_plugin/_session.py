@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -54,7 +54,9 @@ from rampart.pytest_plugin._runjournal import (
 from rampart.pytest_plugin._sinks import SINKS_KEY, ReportSinks
 from rampart.pytest_plugin._summary import summary_lines
 from rampart.pytest_plugin._xdist import XdistController, XdistWorker
-from rampart.reporting import TestRunReport
+
+if TYPE_CHECKING:
+    from rampart.reporting import TestRunReport
 
 __all__ = ["LedgerOutlet", "RunReporter", "start", "stop"]
 
@@ -231,6 +233,8 @@ class RunReporter:
         self._not_written: str | None = None
 
     def build_report(self, exit_status: int | None = None) -> TestRunReport:
+        from rampart.reporting import TestRunReport
+
         ledger = self._ledger
         metadata: dict[str, Any] = {}
         if self._config.pluginmanager.has_plugin("dsession") or ledger.workers:

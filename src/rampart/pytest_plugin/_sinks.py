@@ -23,17 +23,15 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import anyio
 import pytest
 
 from rampart._text import one_line
-from rampart.reporting import ReportSink, TestRunReport
-from rampart.reporting._files import remove_stale_temporaries
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from rampart.pytest_plugin._ledger import RunLedger
+    from rampart.reporting import ReportSink, TestRunReport
 
 __all__ = ["LEGACY_FIXTURE_WARNING", "ReportSinks", "SINKS_KEY"]
 
@@ -66,6 +64,8 @@ class ReportSinks:
         self._fixture_sinks = list(sinks) if isinstance(sinks, list | tuple) else [sinks]
 
     def resolve(self) -> list[ReportSink]:
+        from rampart.reporting import ReportSink
+
         if self.has_hook_implementations():
             return list(self._hook_sinks())
         if self._fixture_sinks is None:
@@ -79,6 +79,8 @@ class ReportSinks:
 
     def _hook_sinks(self) -> Iterator[ReportSink]:
         """Every implementation's sinks, each implementation called on its own."""
+        from rampart.reporting import ReportSink
+
         manager = self._config.pluginmanager
         implementations = self._config.hook.pytest_rampart_sinks.get_hookimpls()
         plugins = [implementation.plugin for implementation in implementations]
@@ -111,10 +113,14 @@ class ReportSinks:
 
     def emit(self, report: TestRunReport, sinks: list[ReportSink]) -> None:
         """Hand ``report`` to every sink concurrently; failures are recorded, not raised."""
+        import anyio
+
         if sinks:
             anyio.run(self._emit_all, report, sinks)
 
     async def _emit_all(self, report: TestRunReport, sinks: list[ReportSink]) -> None:
+        import anyio
+
         async with anyio.create_task_group() as tg:
             for sink in sinks:
                 tg.start_soon(self._emit_one, report, sink)
@@ -181,6 +187,8 @@ class ReportSinks:
 
     def remove_stale_temporaries(self, sinks: list[ReportSink], *, older_than: float) -> None:
         """Remove temporary files rampart left in the file sinks' directories earlier."""
+        from rampart.reporting._files import remove_stale_temporaries
+
         for sink in sinks:
             directory = getattr(sink, "output_dir", None)
             if isinstance(directory, Path):

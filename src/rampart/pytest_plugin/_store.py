@@ -28,8 +28,6 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from rampart.codec._record import ResultRecord, deserialize_record, serialize_record
-
 if TYPE_CHECKING:
     from typing import IO
 
@@ -60,6 +58,8 @@ class ResultStore:
         Raises ``SchemaError`` when the canonical codec cannot record it (nothing is
         stored then).
         """
+        from rampart.codec._record import ResultRecord, serialize_record
+
         record = ResultRecord(result=result, pytest_nodeid=pytest_nodeid, result_index=result_index)
         data = serialize_record(record=record).encode("utf-8")
         if self._file is None:
@@ -83,6 +83,8 @@ class ResultStore:
 
     def get(self, location: tuple[int, int]) -> Result:
         """The full result stored at ``location``."""
+        from rampart.codec._record import deserialize_record
+
         return deserialize_record(data=self.text(location)).result
 
     def close(self) -> None:

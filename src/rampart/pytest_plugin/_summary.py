@@ -11,19 +11,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rampart.pytest_plugin._report_data import group_summary
-from rampart.reporting import _terminal
-from rampart.reporting._terminal import SummaryEntry
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from rampart.pytest_plugin._ledger import GroupRecord, RecordedResult
+    from rampart.reporting._terminal import SummaryEntry
 
 __all__ = ["entry", "summary_lines"]
 
 
 def entry(recorded: RecordedResult) -> SummaryEntry:
     """``recorded`` as the summary lists it."""
+    from rampart.reporting._terminal import SummaryEntry
+
     attribution = recorded.attribution
     return SummaryEntry(
         result=recorded.result,
@@ -38,6 +39,8 @@ def summary_lines(
     results: Sequence[RecordedResult], groups: Sequence[GroupRecord], *, mode: str = "all"
 ) -> list[str]:
     """The body under the ``RAMPART Safety Summary`` separator (``_terminal.summary_lines``)."""
+    from rampart.reporting import _terminal
+
     return _terminal.summary_lines(
         [entry(recorded) for recorded in results],
         [group_summary(group) for group in groups],
