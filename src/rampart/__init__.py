@@ -11,15 +11,19 @@ The layers, each importing only from those above it in this list:
 3. ``rampart.engine`` -- executions on anyio: the session actor that owns the
    adapter's session, the evaluator pipeline that consumes turn events, stop
    policies as cancel scopes, the one error boundary, concurrent trials.
-4. The extension points, built on the engine: ``attacks`` and ``probes``
-   (strategies), ``evaluators``, ``drivers``, ``adapters`` (HTTP agents),
-   ``limits`` (rate limits, retries, adaptive concurrency).
-5. The outputs and the harness: ``reporting`` (sinks, JSON report, JSONL trace),
-   ``pytest_plugin``, and ``testing`` (simulated and scripted agents, the test
-   server).
+4. ``rampart.strategies`` -- what each strategy declares: its polarity, summary and
+   shaping.
+5. The extension points, built on the engine: ``attacks`` and ``probes`` (the
+   strategies' executions), ``evaluators``, ``drivers``, ``adapters`` (HTTP agents),
+   ``limits`` (rate limits, retries, adaptive concurrency), ``llm``.
+6. The outputs and the harness: ``reporting`` (sinks, JSON report, JSONL trace),
+   ``pytest_plugin``, ``testing`` (simulated and scripted agents, the test server)
+   and ``cli``.
 
-Strategies, executions, trials and rate limiting are re-exported here lazily, so
-``import rampart`` loads the value types only and the engine on first use.
+Strategies, executions, trials, rate limiting and the result context
+(``record_result``, ``current_trial``, ``TrialInfo``: the engine's, set by the pytest
+plugin) are re-exported here lazily, so ``import rampart`` loads the value types only
+and the engine on first use.
 ``docs/architecture.md`` draws the same picture with the reasons behind it.
 """
 

@@ -3,14 +3,16 @@
 An execution (``BaseExecution.execute_async``) is one task group. The calling task is
 the **session actor**, the one task that owns the adapter's session -- it opens it,
 sends each request, emits one raw turn event per response and closes the session
-shielded from cancellation; a **producer** task asks the driver for each prompt; and
-the **evaluator pipeline** consumes the turn events as a stream, runs the online stop
-check and applies the stop policies. Keeping the session in its own task means a hung
-agent (or a timeout) is cancelled there without tearing down the producer's state,
-and evaluating a stream of events is where online checks and LLM judges plug in. The
-tasks hand prompts and turns over through one-slot mailboxes. Stop policies
-(``max_turns``, ``stop_when``, ``timeout``, trial early stop) are cancel scopes; why
-production stopped is read after the scope exits.
+shielded from cancellation; a **producer** task owns production: it asks the driver
+for each prompt and waits for its turn; and, when there is an online stop check, the
+**evaluator pipeline** task owns the stop decision: it runs the check on each turn
+and then cancels production or lets the producer go on (without a stop check the
+producer applies the pipeline's step itself). The next turn waits for the stop check,
+so after a detection on turn k exactly k + 1 requests were sent. Keeping the session
+in its own task means a hung agent (or a timeout) is cancelled there without tearing
+down the producer's state. The tasks hand prompts and turns over through one-slot
+mailboxes. Stop policies (``max_turns``, ``stop_when``, ``timeout``, trial early
+stop) are cancel scopes; why production stopped is read after the scope exits.
 
 ``BaseExecution.execute_async`` is the one place an infrastructure failure becomes an
 ERROR result; everything else propagates. ``execute_trials_async`` fans a scenario out

@@ -1,37 +1,44 @@
 """The trace runner: one task group per execution that produces and evaluates a trace.
 
-``run_trace`` runs three roles:
+``run_trace`` runs up to three tasks, each the owner of one thing:
 
-* the **session actor** (``rampart.engine._actor``) is the calling task: it opens the
-  adapter's session, takes prompt decisions from its request mailbox one at a time,
-  sends them and emits one raw turn event per response, and closes the session
-  (shielded) when production is over. It is the only task that touches the session.
+* the **session actor** (``rampart.engine._actor``) is the calling task and owns the
+  adapter's session and its cancellation: it opens the session, takes prompt
+  decisions from its request mailbox one at a time, sends them and emits one raw turn
+  event per response, and closes the session (shielded) when production is over. It
+  is the only task that touches the session, so a timeout or a stop cancels a send in
+  flight there while the turns so far survive in the other tasks.
 * the **producer**, a child task started only once the session is open (so no driver
-  is asked for a prompt that no session could receive), asks the driver for the next
-  prompt (showing it the annotated turns so far), hands it to the actor and waits for
-  the turn; when production ends it runs the verdict evaluator and closes the
-  request mailbox, which lets the actor close the session.
-* the **evaluator pipeline** (``rampart.engine._pipeline``) consumes the turn events,
-  runs the online stop check and applies the stop policies. With a stop check it is a
-  task of its own, and production runs inside a cancel scope (``TurnProduction``) that
-  the pipeline cancels on a detection or when the turn budget is spent; why
+  is asked for a prompt that no session could receive), owns production: it asks the
+  driver for the next prompt (showing it the annotated turns so far), hands it to the
+  actor and waits for the turn; when production ends it runs the verdict evaluator
+  and closes the request mailbox, which lets the actor close the session.
+* the **evaluator pipeline** (``rampart.engine._pipeline``) owns the stop decision
+  and the trace record: it records each turn event, runs the online stop check and
+  applies the stop policies. It runs as a task of its own only when there is a stop
+  check; production then runs inside a cancel scope (``TurnProduction``) that the
+  pipeline cancels on a detection or when the turn budget is spent, and why
   production stopped is read from that state after the scope has exited. Without a
-  stop check there is nothing to evaluate concurrently, so the producer applies the
-  pipeline's step itself (same behaviour, one task and one hand-off per turn fewer).
+  stop check there is no pipeline task: the producer applies the pipeline's step
+  itself (same behaviour, one task and one hand-off per turn fewer).
 
 The tasks hand items over through one-slot mailboxes (``rampart.engine._mailbox``):
 production is strictly one prompt, one turn at a time, so nothing ever queues.
 
-The tasks run concurrently, but a trace keeps one order of events, which is what
-callers observe: for each turn up to ``max_turns``, ask the driver (``None`` ends the
-trace: DRIVER_EXHAUSTED), send, record the raw turn, stop-check it if a stop condition
-is set (DETECTED ends the trace: STOP_CONDITION_MET); a spent budget ends it with
-MAX_TURNS_REACHED. Then the verdict evaluator runs once over the completed raw trace,
-while the session is still open, reusing the last stop check when it was the same
-evaluator on the identical trace. What the structure adds is why it exists: the actor
-alone owns the session and the cancellation of a send in flight (a hung agent is
-cancelled there, the producer's turns survive and the close still runs), and the
-pipeline evaluates turn events as a stream while the conversation goes on.
+Each task waits for the one it handed over to, so a trace keeps one order of events,
+which is what callers observe: for each turn up to ``max_turns``, ask the driver
+(``None`` ends the trace: DRIVER_EXHAUSTED), send, record the raw turn, stop-check it
+if a stop condition is set (DETECTED ends the trace: STOP_CONDITION_MET); a spent
+budget ends it with MAX_TURNS_REACHED. Then the verdict evaluator runs once over the
+completed raw trace, while the session is still open, reusing the last stop check
+when it was the same evaluator on the identical trace. The next turn waits for the
+stop check on purpose: the pipeline cancels production *before* it acknowledges the
+turn, so after a detection on turn k the driver has been asked, and the agent sent,
+exactly k + 1 times (``docs/executions.md``). Evaluation therefore never overlaps the
+conversation within one trace; what the structure adds is ownership: the session and
+the cancellation of a send in flight belong to the actor alone (a hung agent is
+cancelled there, the producer's turns survive and the close still runs), production
+to the producer, the stop decision to the pipeline.
 
 The runner converts no exceptions: failures propagate to the execution boundary
 (``BaseExecution.execute_async``). A failure in one of its tasks propagates as that
