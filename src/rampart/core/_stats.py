@@ -24,7 +24,6 @@ below the smallest float still compare correctly.
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
 
 from rampart._checks import check_choice, check_int, check_number
 
@@ -85,6 +84,8 @@ def wilson_interval(successes: int, total: int, confidence: float = 0.95) -> tup
     confidence = _check_confidence(owner, confidence)
     if total == 0:
         return (0.0, 1.0)
+    from statistics import NormalDist  # on first use: ``statistics`` loads ``fractions``
+
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
     z2 = z * z
     p = successes / total
