@@ -24,22 +24,21 @@ if TYPE_CHECKING:
         record_result,
     )
 
-# Lazy, so that loading the plugin's entry point (a submodule) does not load the engine.
+# Lazy, so that loading the plugin's entry point (a submodule) does not load the engine;
+# uncached, so each access reaches the loaded module (see ``lazy_attributes``).
+_NAMES = (
+    "NoResultWarning",
+    "ResultCollectionHandler",
+    "ResultCollector",
+    "TrialInfo",
+    "current_trial",
+    "record_result",
+)
 __getattr__, __dir__ = lazy_attributes(
     __name__,
     globals(),
-    dict.fromkeys(
-        (
-            "NoResultWarning",
-            "ResultCollectionHandler",
-            "ResultCollector",
-            "TrialInfo",
-            "current_trial",
-            "record_result",
-        ),
-        "rampart.pytest_plugin._collect",
-    ),
-    uncached=frozenset({"ResultCollector", "TrialInfo", "current_trial", "record_result"}),
+    dict.fromkeys(_NAMES, "rampart.pytest_plugin._collect"),
+    uncached=frozenset(_NAMES),
 )
 
 __all__ = [
