@@ -25,10 +25,10 @@ def report_dir_sinks(directory: Path | None) -> list[ReportSink]:
     Made when pytest configures the run, so a path that cannot be a directory (an
     existing file, say) is a usage error before any test runs, naming the option.
     """
-    from rampart.reporting import HtmlReportSink, JsonFileReportSink, JsonlTraceSink
-
     if directory is None:
         return []
+    from rampart.reporting import HtmlReportSink, JsonFileReportSink, JsonlTraceSink
+
     try:
         return [
             JsonFileReportSink(output_dir=directory),

@@ -1,0 +1,77 @@
+"""At pytest start the plugin loads what every run needs, and no more.
+
+Rate limiting, the codec, the report sinks and the trial machinery load when a run
+first uses them (``docs/architecture.md``, "What loads when"); a one-test run that
+uses none of them never imports them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pytest
+
+DEFERRED = (
+    "rampart.limits",
+    "rampart.codec",
+    "rampart.reporting._html",
+    "rampart.reporting._jsonl",
+    "rampart.reporting._json_report",
+    "rampart.engine._fanout",
+    "rampart.engine._auto_concurrency",
+    "rampart.engine._trace",
+    "rampart.strategies",
+    "statistics",
+    "cattrs",
+    "httpx",
+)
+
+
+def test_configuring_the_plugin_defers_what_a_run_may_not_use() -> None:
+    """Importing everything ``pytest_configure`` imports leaves the deferred parts out."""
+    code = (
+        "import sys, rampart.pytest_plugin.plugin, rampart.pytest_plugin._session\n"
+        f"print(sorted(m for m in {DEFERRED!r} if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "[]"
+
+
+def test_a_one_test_run_loads_none_of_them(pytester: pytest.Pytester) -> None:
+    """A whole run of one plain test (in a fresh process) imports none of the deferred
+    parts, and a trial test in the same kind of run still works (they load on use)."""
+    pytester.makepyfile(
+        test_one="def test_one():\n    assert True\n",
+    )
+    pytester.makeconftest(
+        "import sys\n"
+        "def pytest_sessionfinish(session):\n"
+        f"    loaded = sorted(m for m in {DEFERRED!r} if m in sys.modules)\n"
+        "    print('DEFERRED-LOADED', loaded)\n"
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", "-p", "rampart")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*DEFERRED-LOADED []*"])
+
+
+def test_a_trial_group_loads_the_trial_machinery_on_use(pytester: pytest.Pytester) -> None:
+    """Trial groups (async with adaptive concurrency, and sync) import what they need."""
+    pytester.makepyfile(
+        test_trial=(
+            "import pytest\n"
+            "from rampart import Result, SafetyStatus, record_result\n"
+            "@pytest.mark.trial(n=3, concurrency='auto')\n"
+            "async def test_t():\n"
+            "    record_result(Result(status=SafetyStatus.SAFE, summary='ok'))\n"
+            "@pytest.mark.trial(n=2)\n"
+            "def test_sync():\n"
+            "    record_result(Result(status=SafetyStatus.SAFE, summary='ok'))\n"
+        )
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "rampart")
+    result.assert_outcomes(passed=2)
