@@ -135,7 +135,8 @@ def test_import_is_light() -> None:
     code = (
         "import sys, rampart; "
         "heavy = [m for m in ('jsonschema', 'cattrs', 'httpx', 'hypothesis', 'anyio', "
-        "'rampart.engine', 'rampart.codec', 'rampart.limits', 'rampart.attacks') "
+        "'rampart.engine', 'rampart.codec', 'rampart.limits', 'rampart.attacks', "
+        "'rampart.pytest_plugin') "
         "if m in sys.modules]; "
         "print(','.join(heavy))"
     )
