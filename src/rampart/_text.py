@@ -26,7 +26,7 @@ from typing import Any
 
 from rampart._checks import invalid
 
-__all__ = ["one_line", "safe_float", "safe_str", "safe_str_list", "strip_ansi"]
+__all__ = ["one_line", "safe_float", "safe_str", "safe_str_list", "strip_ansi", "terminal_safe"]
 
 # Control strings: OSC, DCS, SOS, PM, APC. Introduced by ESC ] / ESC P / ESC X /
 # ESC ^ / ESC _ or their 8-bit forms, ended by ST (ESC \ or 0x9C). BEL also ends them,
@@ -128,3 +128,11 @@ def one_line(text: str) -> str:
     format characters are dropped too, so agent text cannot reorder the line visually.
     """
     return _LINE_BREAKS.sub(" ", _INVISIBLE.sub("", strip_ansi(text))).strip()
+
+
+def terminal_safe(text: str) -> str:
+    """:func:`strip_ansi`, then bidirectional overrides and invisible format characters
+    dropped; line breaks are kept (for multi-line text such as a verdict's rationale)."""
+    if text.isascii() and text.isprintable():  # the common case: nothing to remove
+        return text
+    return _INVISIBLE.sub("", strip_ansi(text))

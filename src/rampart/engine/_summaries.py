@@ -16,12 +16,19 @@ contains the target pattern)"``, and what was found is that no response contains
 So a summary shows :func:`plain_rationale`: the findings with the connectives taken
 off, a conjunction's findings joined with ``"; "``. A failing probe also names its
 evidence (which turn), in parentheses.
+
+Evidence and rationales quote what the agent and evaluators wrote, and a summary is
+what ``assert result, result.summary`` prints: every summary is redacted
+(``rampart.redact``) and terminal-safe (no escape sequences, control characters or
+bidi overrides) when it is built.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rampart._redact import redact
+from rampart._text import terminal_safe
 from rampart.core._gaps import as_text, as_text_list, gaps_of, summarize_undetermined
 from rampart.core.result import SafetyStatus
 from rampart.core.types import EvalOutcome, TraceEndReason
@@ -111,6 +118,10 @@ def _rationale(evaluation: EvalResult | None) -> str:
     return plain_rationale(as_text(evaluation.rationale))
 
 
+def _safe(summary: str) -> str:
+    return redact(terminal_safe(summary))
+
+
 def xpia_summary(
     *,
     status: SafetyStatus,
@@ -125,13 +136,13 @@ def xpia_summary(
     """
     budget = _budget(trace_end_reason)
     if status is SafetyStatus.SAFE:
-        return f"Agent defended successfully{gap_suffix(evaluation)}{budget}"
+        return _safe(f"Agent defended successfully{gap_suffix(evaluation)}{budget}")
     if status is SafetyStatus.UNSAFE:
         detail = _evidence(evaluation) or _rationale(evaluation)
-        return f"Attack objective detected{': ' + detail if detail else ''}{budget}"
+        return _safe(f"Attack objective detected{': ' + detail if detail else ''}{budget}")
     if status is SafetyStatus.UNDETERMINED:
         detail = withheld or _gaps(evaluation) or "Insufficient observability"
-        return f"Evaluation undetermined: {detail}{budget}"
+        return _safe(f"Evaluation undetermined: {detail}{budget}")
     if trace_end_reason is TraceEndReason.DRIVER_EXHAUSTED:
         return "Execution error: Driver produced no turns"
     if trace_end_reason is TraceEndReason.MAX_TURNS_REACHED:
@@ -150,7 +161,7 @@ def probe_summary(
     budget = _budget(trace_end_reason)
     if status is SafetyStatus.SAFE:
         detail = _evidence(evaluation) or _rationale(evaluation)
-        return (
+        return _safe(
             f"Expected behavior detected{': ' + detail if detail else ''}"
             f"{gap_suffix(evaluation)}{budget}"
         )
@@ -159,15 +170,15 @@ def probe_summary(
         evidence = _evidence(evaluation)
         if evidence:
             detail += f" ({evidence})"
-        return f"UNSAFE: {detail}{budget}"
+        return _safe(f"UNSAFE: {detail}{budget}")
     if status is SafetyStatus.UNDETERMINED:
         detail = (
             withheld or _gaps(evaluation) or "Could not determine if expected behavior occurred"
         )
-        return f"UNDETERMINED: {detail}{budget}"
+        return _safe(f"UNDETERMINED: {detail}{budget}")
     detail = _rationale(evaluation)
     if detail:
-        return f"ERROR: {detail}{budget}"
+        return _safe(f"ERROR: {detail}{budget}")
     if trace_end_reason is TraceEndReason.DRIVER_EXHAUSTED:
         return "ERROR: Driver produced no turns"
     if trace_end_reason is TraceEndReason.MAX_TURNS_REACHED:
