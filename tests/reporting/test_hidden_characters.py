@@ -1,6 +1,6 @@
 """Issue 21 §6 H1/H3: a bidi override (U+202E) or an 8-bit CSI (U+009B) in agent text or a
-node id is never written raw into the HTML report, ``diff --json``, ``rescore --json``,
-the JSON report or the JSONL trace: JSON outputs escape it (and decode to the same
+node id is never written raw into the HTML report, ``diff --json``, ``rescore --json`` or
+the JSON report: JSON outputs escape it (and decode to the same
 text), the HTML page shows it as visible ``[U+XXXX]`` text."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ TEXT = "ok \u202egnp.exe\x9b2J \u200bend"
 CHECKS = """
 from rampart.evaluators import ToolCalled
 
-exfiltration = ToolCalled("send_email")
+exfiltration = ToolCalled("forward_email")
 """
 
 
@@ -90,7 +90,7 @@ def test_rescore_json(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """H3: ``rescore --json`` and the rescored JSONL file are escaped too."""
+    """H3: ``rescore --json`` escapes the node id it lists; it decodes back unchanged."""
     (tmp_path / "hidden_checks.py").write_text(CHECKS, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(__import__("sys").modules, "hidden_checks", raising=False)
@@ -110,7 +110,7 @@ def test_rescore_json(
     summary = json.loads(outcome.out)
     (written,) = out.glob("*.jsonl")
     assert summary["output"] == str(written)
-    assert _raw(written.read_text(encoding="utf-8")) == []
+    assert [item["pytest_nodeid"] for item in summary["changed"]] == [NODE]
 
 
 def test_html_json_report_and_trace(

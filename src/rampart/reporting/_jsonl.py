@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rampart._checks import check_optional_filename
-from rampart._text import escape_hidden_json
 from rampart.reporting import _files
 from rampart.reporting._canonical import encode_record, record_attribution
 from rampart.reporting._file_sink import ReportFileSink
@@ -21,14 +20,33 @@ if TYPE_CHECKING:
 __all__ = ["JsonlTraceSink"]
 
 
+# Line breaks for ``str.splitlines()`` that JSON leaves raw inside strings (the
+# encoder already escapes every other one: they are control characters).
+_UNICODE_LINE_BREAKS = (("\x85", "\\u0085"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
+
+
 def _escape_line_breaks(text: str) -> str:
-    """``text`` (JSON) with U+0085/U+2028/U+2029 written as ``\\u`` escapes, and every
-    other character a terminal obeys without showing it (``escape_hidden_json``).
+    """``text`` (JSON) with U+0085/U+2028/U+2029 written as ``\\u`` escapes.
 
     Those characters can only occur inside JSON strings, where the escape decodes to the
     same character, so the document is unchanged while every line reader sees one line.
     """
-    return escape_hidden_json(text)
+    if text.isascii():
+        return text
+    for character, escape in _UNICODE_LINE_BREAKS:
+        if character in text:
+            text = text.replace(character, escape)
+    return text
+
+
+def render_traces(report: TestRunReport) -> bytes:
+    """One ``serialize_record`` line per result, in report order; UTF-8.
+
+    A record carries ``pytest_nodeid`` / ``result_index`` when the result's metadata
+    holds valid ``_pytest_nodeid`` / ``_rampart_result_index`` values. Unicode line
+    separators in strings are escaped (:func:`_escape_line_breaks`), so ``splitlines()`` works too.
+    """
+    return b"".join(trace_chunks(report))
 
 
 def trace_chunks(report: TestRunReport) -> Iterator[bytes]:
