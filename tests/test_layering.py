@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "rampart._checks",
         "rampart._lazy",
+        "rampart._planted",
         "rampart._redact",
         "rampart._text",
         "rampart._version",

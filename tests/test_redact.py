@@ -119,6 +119,33 @@ class TestKnownSecrets:
         assert redact(f"got {encoded}") == f"got {REDACTED}"
         assert redact(f"got {encoded.replace('%20', '+')}") == f"got {REDACTED}"
 
+    def test_lower_case_hex_and_quote_default_safe(self) -> None:
+        """S3: ``quote()`` keeps ``/`` by default; some servers write lower-case hex."""
+        from urllib.parse import quote, quote_plus
+
+        secret = _token("k/ey+with=signs")
+        register_secret(secret)
+        forms = [
+            quote(secret),
+            quote(secret, safe=""),
+            quote_plus(secret),
+            quote_plus(secret, safe=""),
+        ]
+        forms += [form.lower() for form in forms]  # the token is lower-case: only hex changes
+        for form in forms:
+            assert redact(f"got {form}.") == f"got {REDACTED}.", form
+
+    def test_mask_secrets_replaces_known_values_only(self) -> None:
+        """A model reply loses known secrets and extras, but keeps its URLs as written."""
+        from rampart._redact import mask_secrets
+
+        secret = _token("sk-reply")
+        register_secret(secret)
+        text = f"key {secret} and abc at https://u:pw@host/x?token=t1"
+        assert mask_secrets(text, ["abc"]) == (
+            f"key {REDACTED} and {REDACTED} at https://u:pw@host/x?token=t1"
+        )
+
     def test_short_values_are_not_registered(self) -> None:
         register_secret("a")
         register_secret("abcde")

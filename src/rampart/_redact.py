@@ -82,6 +82,7 @@ __all__ = [
     "header_secrets",
     "is_secret_header",
     "is_secret_parameter",
+    "mask_secrets",
     "may_need_redaction",
     "redact",
     "redact_data",
@@ -172,12 +173,25 @@ def is_secret_header(name: str, marked: Iterable[str] = ()) -> bool:
     return lower in SECRET_HEADERS or any(lower == item.lower() for item in marked)
 
 
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-F]{2}")
+
+
 def _forms(value: str) -> set[str]:
-    """``value``, its percent-encoded spellings and its spellings inside JSON strings."""
+    """``value``, its percent-encoded spellings and its spellings inside JSON strings.
+
+    Percent-encoded: by ``quote`` and ``quote_plus``, with ``/`` escaped or kept (the
+    default of ``quote``), each in upper- and lower-case hex.
+    """
+    encoded = {
+        quote(value, safe=""),
+        quote(value),
+        quote_plus(value, safe=""),
+        quote_plus(value),
+    }
+    encoded |= {_PERCENT_ESCAPE.sub(lambda match: match[0].lower(), form) for form in encoded}
     return {
         value,
-        quote(value, safe=""),
-        quote_plus(value, safe=""),
+        *encoded,
         json.dumps(value, ensure_ascii=False)[1:-1],
         json.dumps(value)[1:-1],
     }
@@ -358,6 +372,18 @@ def redact(text: str, extra: Iterable[str] = ()) -> str:
     if "=" in text:
         text = _PARAMETER.sub(_mask_parameter, text)
     return text
+
+
+def mask_secrets(text: str, extra: Iterable[str] = ()) -> str:
+    """``text`` with known secret values (and ``extra``) replaced: rule 1 only.
+
+    For a model's reply: an endpoint that echoes its credential must not get it into a
+    verdict, a cache entry or a prompt, but URLs and query strings in a reply are
+    content (a generated payload's link), so rules 2 and 3 are left to the boundaries.
+    """
+    if extra:
+        text = _replace_extra(text, extra)
+    return _REGISTRY.replace(text)
 
 
 def may_need_redaction(text: str) -> bool:

@@ -26,7 +26,16 @@ from typing import Any
 
 from rampart._checks import invalid
 
-__all__ = ["one_line", "safe_float", "safe_str", "safe_str_list", "strip_ansi"]
+__all__ = [
+    "escape_hidden_json",
+    "one_line",
+    "reveal_hidden_json",
+    "safe_float",
+    "safe_str",
+    "safe_str_list",
+    "strip_ansi",
+    "terminal_safe",
+]
 
 # Control strings: OSC, DCS, SOS, PM, APC. Introduced by ESC ] / ESC P / ESC X /
 # ESC ^ / ESC _ or their 8-bit forms, ended by ST (ESC \ or 0x9C). BEL also ends them,
@@ -128,3 +137,41 @@ def one_line(text: str) -> str:
     format characters are dropped too, so agent text cannot reorder the line visually.
     """
     return _LINE_BREAKS.sub(" ", _INVISIBLE.sub("", strip_ansi(text))).strip()
+
+
+def terminal_safe(text: str) -> str:
+    """:func:`strip_ansi`, then bidirectional overrides and invisible format characters
+    dropped; line breaks are kept (for multi-line text such as a verdict's rationale)."""
+    if text.isascii() and text.isprintable():  # the common case: nothing to remove
+        return text
+    return _INVISIBLE.sub("", strip_ansi(text))
+
+
+# What JSON's encoder leaves raw inside strings (with ensure_ascii=False) that a
+# terminal or a page acts on without showing it: DEL and the C1 controls (U+009B is an
+# 8-bit CSI), bidirectional overrides and zero-width characters, line and paragraph
+# separators, the byte order mark.
+_HIDDEN = re.compile("[\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069\ufeff]")
+
+
+def escape_hidden_json(text: str) -> str:
+    """JSON text with every hidden character (see above) written as a ``\\u`` escape.
+
+    Those characters occur only inside JSON strings, where the escape decodes to the
+    same character: the document is unchanged, but printing or viewing the text shows
+    the escape instead of obeying the character.
+    """
+    if text.isascii() and "\x7f" not in text:
+        return text
+    return _HIDDEN.sub(lambda match: f"\\u{ord(match[0]):04x}", text)
+
+
+def reveal_hidden_json(text: str) -> str:
+    """JSON text with every hidden character replaced by visible ``[U+XXXX]`` text.
+
+    For a page people read: the decoded strings show where an override or a control
+    character was, and the page never obeys it.
+    """
+    if text.isascii() and "\x7f" not in text:
+        return text
+    return _HIDDEN.sub(lambda match: f"[U+{ord(match[0]):04X}]", text)

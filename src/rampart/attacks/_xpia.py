@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rampart._planted import remember_planted
 from rampart.attacks._inject import active_injections, check_handles
 from rampart.core._contract import handle_delivered
 from rampart.core.result import InjectionRecord, Result
@@ -92,6 +93,8 @@ class XPIAExecution(TraceExecution):
             timeout=timeout,
         )
         self._handles = check_handles("XPIAExecution", "handles", handles)
+        # An LLM judge shows what these plant by id, never verbatim (rampart._planted).
+        remember_planted(self._handles)
 
     @property
     def strategy_name(self) -> str:

@@ -94,5 +94,10 @@ def write_new(directory: Path, *, stem: str, suffix: str, data: bytes) -> Path:
 
 
 def dump_json(value: Any) -> str:
-    """Indented JSON text with a final newline (no NaN)."""
-    return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    """Indented JSON text with a final newline (no NaN); characters a terminal would
+    obey without showing them (C1 controls, bidi overrides) are ``\\u`` escapes."""
+    from rampart._text import escape_hidden_json
+
+    return (
+        escape_hidden_json(json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)) + "\n"
+    )

@@ -8,8 +8,9 @@ must be a JSON verdict.
 
 What can go wrong, and what it gives:
 
-* the reply is empty, not JSON, or not a valid verdict: asked again, up to
-  ``max_attempts`` calls in all; then UNDETERMINED with confidence 0.0 and a
+* the reply is empty, holds no JSON object or more than one, repeats a key, or is
+  not a valid verdict (``parse_answer``, the one strict reply parser): asked again,
+  up to ``max_attempts`` calls in all; then UNDETERMINED with confidence 0.0 and a
   rationale saying why;
 * the judge endpoint is still rate limited after the limiter's retries
   (``RateLimitedError``): UNDETERMINED, confidence 0.0 (never SAFE, never a crash);
@@ -18,6 +19,10 @@ What can go wrong, and what it gives:
   boundary turns into an ERROR result.
 
 Each UNDETERMINED-for-failure is logged on the ``rampart.llm`` logger (warning).
+
+The verdict's rationale and evidence are redacted (``rampart.redact``) and made
+terminal-safe before they reach the ``EvalResult``: they are model output, and they
+end up in ``Result.summary``, which user assertions print.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from rampart._checks import check_instance, check_int, check_optional_instance, check_text
 from rampart._redact import redact
+from rampart._text import terminal_safe
 from rampart.core.errors import EvaluatorError, InfrastructureError
 from rampart.core.evaluator import BaseEvaluator
 from rampart.core.persona import Persona
@@ -52,8 +58,15 @@ _LOGGER = logging.getLogger("rampart.llm")
 _OWNER = "LLMJudge"
 
 
+def _clean(text: str) -> str:
+    """Judge-written text as a result may carry it: redacted and terminal-safe, so that
+    ``assert result, result.summary`` can neither leak a key the model echoed nor let
+    it write escape sequences or bidi overrides to a terminal."""
+    return redact(terminal_safe(text))
+
+
 def _undetermined(reason: str) -> EvalResult:
-    reason = redact(reason)  # it is logged and becomes the rationale
+    reason = _clean(reason)  # it is logged and becomes the rationale
     _LOGGER.warning("LLMJudge: %s; the evaluation is UNDETERMINED", reason)
     return EvalResult(outcome=EvalOutcome.UNDETERMINED, confidence=0.0, rationale=reason)
 
@@ -145,8 +158,8 @@ class LLMJudge(BaseEvaluator):
             return EvalResult(
                 outcome=answer.outcome,
                 confidence=answer.confidence,
-                evidence=answer.evidence,
-                rationale=answer.rationale,
+                evidence=[_clean(item) for item in answer.evidence],
+                rationale=_clean(answer.rationale),
             )
         return _undetermined(
             f"no valid verdict from the judge model after {self._max_attempts} "

@@ -27,7 +27,7 @@ import attrs
 from anyio.lowlevel import RunVar
 
 from rampart._checks import check_instance
-from rampart._redact import Masked, Secret
+from rampart._redact import Masked, Secret, mask_secrets
 from rampart._session import GuardedSession
 from rampart.adapters._http import new_client, post_json
 from rampart.adapters._parse import parse_completion
@@ -192,6 +192,9 @@ class ModelEndpoint:
         finally:
             await self._release(client, shared)
         response, _ = parse_completion(data)
+        # A model that echoes the credential it was sent (in a verdict's evidence, an
+        # attacker prompt) must not carry it into results, prompts or the cache.
+        response.text = mask_secrets(response.text, redact)
         return response
 
 

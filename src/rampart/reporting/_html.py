@@ -23,6 +23,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from rampart._redact import redact_data
+from rampart._text import reveal_hidden_json
 from rampart.reporting._file_sink import ReportFileSink
 from rampart.reporting._html_state import html_state
 
@@ -66,9 +67,14 @@ def content_security_policy(script: str, style: str) -> str:
 
 
 def embed_state(state: dict[str, Any]) -> str:
-    """The state as JSON text that is safe inside a ``<script type="application/json">``."""
+    """The state as JSON text that is safe inside a ``<script type="application/json">``.
+
+    Characters the page would obey without showing them (C1 controls, bidi overrides,
+    zero-width characters) become visible ``[U+XXXX]`` text: agent output cannot
+    reorder or hide what a reviewer reads.
+    """
     text = json.dumps(state, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return text.translate(_SCRIPT_SAFE)
+    return reveal_hidden_json(text).translate(_SCRIPT_SAFE)
 
 
 def render_html(report: TestRunReport) -> bytes:

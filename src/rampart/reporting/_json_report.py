@@ -20,7 +20,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from rampart._redact import redact, redact_data
-from rampart._text import strip_ansi
+from rampart._text import escape_hidden_json, strip_ansi
 from rampart.reporting._canonical import canonical_body, check_run_metadata
 from rampart.reporting._file_sink import ReportFileSink
 from rampart.reporting._report import TestRunReport, summary_json
@@ -197,7 +197,8 @@ def report_chunks(report: TestRunReport) -> Iterator[bytes]:
     }
     encoder = json.JSONEncoder(indent=2, allow_nan=False, ensure_ascii=False)
     for chunk in encoder.iterencode(document):
-        yield chunk.encode("utf-8")
+        # A string is one chunk: C1 controls and bidi overrides become \u escapes.
+        yield escape_hidden_json(chunk).encode("utf-8")
     yield b"\n"
 
 

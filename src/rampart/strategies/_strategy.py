@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from rampart._redact import redact
+from rampart._text import terminal_safe
 from rampart.core._verdicts import Polarity, resolve_verdict
 from rampart.core.types import SafetyStatus
 
@@ -60,13 +62,26 @@ class Shaping(Protocol):
     ) -> SafetyStatus: ...
 
 
+def _redacted(summary: Summary) -> Summary:
+    """``summary``, its text redacted and made terminal-safe as it is built: a summary
+    quotes what the agent and evaluators wrote, and ``assert result, result.summary``
+    prints it (a key the agent echoed must not reach the terminal or JUnit)."""
+
+    def safe(**kwargs: Any) -> str:
+        return redact(terminal_safe(summary(**kwargs)))
+
+    return safe
+
+
 @attrs.frozen(kw_only=True)
 class Strategy:
-    """One strategy's declaration: ``name``, ``polarity``, ``summary`` and ``shaping``."""
+    """One strategy's declaration: ``name``, ``polarity``, ``summary`` and ``shaping``.
+
+    ``summary`` is wrapped so every summary is redacted and terminal-safe."""
 
     name: str
     polarity: Polarity
-    summary: Summary
+    summary: Summary = attrs.field(converter=_redacted)
     shaping: Shaping
 
     def verdict(

@@ -17,6 +17,11 @@ contains the target pattern)"``, and what was found is that no response contains
 So a summary shows :func:`plain_rationale`: the findings with the connectives taken
 off, a conjunction's findings joined with ``"; "``. A failing probe also names its
 evidence (which turn), in parentheses.
+
+Evidence and rationales quote what the agent and evaluators wrote, and a summary is
+what ``assert result, result.summary`` prints: every summary is redacted
+(``rampart.redact``) and terminal-safe (no escape sequences, control characters or
+bidi overrides) when it is built (``Strategy.summary`` applies both, see ``_strategy``).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ which needs an ``api-version`` query parameter and answers as model ``name``, an
 some real APIs, its message repeats the credential it got, so clients' redaction of
 secrets in error messages can be tested. With ``echo_credentials`` every error answer
 repeats the headers the request carried (all but the transport ones), credentials
-included.
+included, and so do the simulated judge's rationale and evidence.
 
 Conversations are recognised by content: the server remembers a digest of every
 conversation it answered (the messages plus its own reply), so a client that resends
@@ -160,17 +160,22 @@ _TRANSPORT_HEADERS = frozenset(
 )
 
 
-def _with_credentials(reply: _Reply, scope: Scope) -> _Reply:
-    """``reply`` (an error) with the request's non-transport headers in its message."""
-    status, payload, headers = reply
-    given = [
+def _given_headers(scope: Scope) -> str:
+    """The request's non-transport headers, as ``name: value; ...``."""
+    return "; ".join(
         f"{name.decode('latin-1')}: {value.decode('latin-1')}"
         for name, value in scope.get("headers", [])
         if name.lower() not in _TRANSPORT_HEADERS
-    ]
+    )
+
+
+def _with_credentials(reply: _Reply, scope: Scope) -> _Reply:
+    """``reply`` (an error) with the request's non-transport headers in its message."""
+    status, payload, headers = reply
+    given = _given_headers(scope)
     error = payload.get("error") if isinstance(payload, dict) else None
     if given and isinstance(payload, dict) and isinstance(error, dict):
-        error = {**error, "message": f"{error.get('message', '')} (you sent {'; '.join(given)})"}
+        error = {**error, "message": f"{error.get('message', '')} (you sent {given})"}
         payload = {**payload, "error": error}
     return status, payload, headers
 
@@ -547,7 +552,7 @@ class ChatCompletionsApp:
                 return 503, _error_body("server shutting down", "server_error"), []
             return None
         if is_simulated_model(model):
-            return await self._model_reply(model, seed, messages)
+            return await self._model_reply(model, seed, messages, scope)
         payload = await self._answer(seed, messages)
         self._served += 1
         self._last_served_at = self._clock()
@@ -577,11 +582,17 @@ class ChatCompletionsApp:
         model: str,
         seed: int | None,
         messages: list[tuple[str, str, tuple[tuple[str, str, str], ...]]],
+        scope: Scope,
     ) -> _Reply:
         """A simulated judge, attacker or generator answers (see ``_models``)."""
         self._model_requests += 1
         try:
-            answer = self._models.answer(model, [(role, text) for role, text, _ in messages], seed)
+            answer = self._models.answer(
+                model,
+                [(role, text) for role, text, _ in messages],
+                seed,
+                echo=_given_headers(scope) if self._options.echo_credentials else "",
+            )
         except UnknownModelMode as exc:
             self._bad_requests += 1
             return 400, _error_body(str(exc), "invalid_request_error", param="model"), []

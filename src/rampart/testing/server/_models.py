@@ -6,7 +6,9 @@ deterministic functions of the request (and the server seed), so tests and the d
 can run LLM-judged attacks offline and reproducibly:
 
 * **sim-judge** reads the detection objective from the judge's system prompt and the
-  transcript from its user message. Every phrase the objective quotes (```...```,
+  transcript from its user message (one JSON object per turn between the markers, as
+  ``LLMJudge`` renders it; text inside a value never counts as an action). Every
+  phrase the objective quotes (```...```,
   ``"..."`` or ``“...”``; failing those, every e-mail address, URL or
   ``snake_case`` identifier in it) is a sub-claim, scored 1.0 when it appears in a
   tool call (name and arguments; a tool's result is what the agent read, not what it
@@ -26,7 +28,10 @@ A suffix after a colon asks for a failure on purpose: ``:fenced`` (the JSON insi
 markdown fence, with chatter), ``:malformed`` (broken JSON), ``:schema`` (JSON that is
 not a verdict), ``:empty`` (an empty reply), ``:malformed-once`` / ``:empty-once``
 (that failure the first time a request is seen, a valid answer after), ``:429``
-(always rate limited, ``retry-after-ms: 20``).
+(always rate limited, ``retry-after-ms: 20``). Two more play a judge the transcript
+has steered: ``:decoy`` (a fenced verdict with the opposite outcome before the real
+one) and ``:duplicate`` (the real verdict, then the opposite ``"outcome"`` again as a
+duplicate key); a strict reader finds no single verdict in either.
 """
 
 from __future__ import annotations
@@ -69,6 +74,8 @@ _MODES = {
         "empty",
         "empty-once",
         "429",
+        "decoy",
+        "duplicate",
     },
     "sim-attacker": {"", "empty", "empty-once", "429"},
     "sim-generator": {"", "empty", "empty-once", "429"},
@@ -102,8 +109,6 @@ _QUOTED = re.compile(r"`([^`]+)`|\"([^\"]+)\"|“([^”]+)”")
 _CONCRETE = re.compile(
     r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|https?://\S+|\b[a-z]+(?:_[a-z0-9]+)+\b"
 )
-_ACTION_TAGS = ("Tool call:", "Side effect:")
-_TAGS = ("[Turn ", "User:", "Attachment:", "Tool call:", "Agent:", "Side effect:")
 
 
 def _section(text: str, heading: str) -> str:
@@ -131,24 +136,54 @@ def _transcript(user: str) -> str:
     return user[start + len(TRANSCRIPT_OPEN) : end]
 
 
+def _turns(transcript: str) -> list[dict[str, Any]]:
+    """The turns of a transcript: one JSON object per line (``render_transcript``)."""
+    turns: list[dict[str, Any]] = []
+    for line in transcript.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            turn = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(turn, dict):
+            turns.append(turn)
+    return turns
+
+
+def _listed(turn: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    items = turn.get(key)
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+
+def _pairs(mapping: object, show: Any) -> str:
+    if not isinstance(mapping, dict):
+        return ""
+    return ", ".join(f"{key}={show(value)}" for key, value in mapping.items())
+
+
 def _agent_lines(transcript: str) -> tuple[list[str], list[str]]:
-    """(action lines, agent text lines) of a rendered transcript."""
+    """(action lines, agent text lines) of a transcript, as evidence quotes them.
+
+    Actions are the tool calls (name and arguments: a tool's result is what the agent
+    read, not what it did) and the side effects; words are the lines of the agent's
+    answers. Text inside any value is only text: it never makes an action.
+    """
     actions: list[str] = []
     words: list[str] = []
-    in_agent = False
-    for line in transcript.splitlines():
-        if line.startswith(_TAGS):
-            in_agent = line.startswith("Agent:")
-            if line.startswith("Tool call:"):
-                # What the tool returned is what the agent read, not what it did.
-                call, arrow, _ = line.partition(") -> ")
-                actions.append(call + ")" if arrow else line)
-            elif line.startswith(_ACTION_TAGS):
-                actions.append(line)
-            elif in_agent:
-                words.append(line)
-        elif in_agent:
-            words.append(line)
+    for turn in _turns(transcript):
+        for call in _listed(turn, "tool_calls"):
+            actions.append(f"Tool call: {call.get('name')}({_pairs(call.get('arguments'), repr)})")
+        for effect in _listed(turn, "side_effects"):
+            details = _pairs(effect.get("details"), str)
+            kind = effect.get("kind")
+            actions.append(f"Side effect: {kind}" + (f" — {details}" if details else ""))
+        text = turn.get("agent")
+        if isinstance(text, str):
+            lines = text.splitlines() or [""]
+            words.append(f"Agent: {lines[0]}")
+            words.extend(lines[1:])
     return actions, words
 
 
@@ -315,8 +350,14 @@ class SimulatedModels:
             self._seen.popitem(last=False)
         return count
 
-    def answer(self, model: str, messages: list[Message], request_seed: int | None) -> ModelAnswer:
-        """The reply to one request; ``UnknownModelMode`` for an unknown suffix."""
+    def answer(
+        self, model: str, messages: list[Message], request_seed: int | None, *, echo: str = ""
+    ) -> ModelAnswer:
+        """The reply to one request; ``UnknownModelMode`` for an unknown suffix.
+
+        ``echo`` (the request's credential headers, when the server echoes them) is
+        repeated in a judge's rationale and evidence, as a careless model might.
+        """
         base, mode = _split(model)
         seen = self._count(model, messages, request_seed)
         if mode == "429":
@@ -331,11 +372,23 @@ class SimulatedModels:
         if base == "sim-generator":
             return ModelAnswer(generator_variant(user=users[-1], seed=seed, index=seen))
         verdict = judge_verdict(system, users[-1])
+        if echo:
+            verdict["rationale"] += f" (you sent {echo})"
+            verdict["evidence"] = [f"{item} (you sent {echo})" for item in verdict["evidence"]] or [
+                f"you sent {echo}"
+            ]
         text = json.dumps(verdict)
         if mode == "fenced":
             text = f"Here is my assessment.\n```json\n{json.dumps(verdict, indent=2)}\n```\nDone."
         elif mode == "malformed" or (mode == "malformed-once" and seen == 0):
             text = text[: len(text) // 2]
+        elif mode in ("decoy", "duplicate"):
+            opposite = "not_detected" if verdict["outcome"] == "detected" else "detected"
+            if mode == "decoy":
+                decoy = json.dumps({**verdict, "outcome": opposite})
+                text = f"Example:\n```json\n{decoy}\n```\nMy verdict:\n{text}"
+            else:
+                text = f'{text[:-1]}, "outcome": "{opposite}"}}'
         elif mode == "schema":
             text = json.dumps({"verdict": verdict["outcome"], "score": verdict["confidence"]})
         return ModelAnswer(text)
