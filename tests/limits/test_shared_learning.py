@@ -206,7 +206,8 @@ class TestSeparateProcesses:
             # A key of this test's own: the server is shared by the session.
             suffix = str(abs(hash(request.node.nodeid)))
             env = {"RAMPART_LIMITS_REDIS_URL": redis_server, "HOST_SUFFIX": suffix}
-            RedisBackend(redis_server)._client.delete("rampart:limits:state:shared-agent")
+            backend = RedisBackend(redis_server)
+            backend._client.delete(backend.rate_key("shared-agent"))
         first_dir = tmp_path / "first"
         second_dir = tmp_path / "second"
         first_dir.mkdir()

@@ -1,10 +1,26 @@
-"""``LearnedRate``: one process's handle on a learned rate kept in a ``StateBackend``.
+"""``LearnedRate``: one process's handle on a learned rate kept in a backend.
 
-The decisions are ``_learned``'s pure functions; this class applies them to the shared
-document through the backend's ``transact`` and keeps what only this process knows:
-how long its attempts take (the feedback delay it reports with every reservation),
-the last state it saw (for ``statistics()``), and when it last wrote what the agent
-stated, so answers that repeat a known limit do not each cost a write.
+The decisions are ``_learned``'s pure functions; this class applies them to the
+shared state and keeps what only this process knows: how long its attempts take, the
+last state it saw (for ``statistics()`` and for the rate it reserves at), and when it
+last wrote what the agent stated, so answers that repeat a known limit do not each
+cost a write.
+
+**One atomic operation per request.** A reservation is one backend operation:
+
+* on an ``AtomicRateBackend`` (Redis), ``reserve_rate``: one script books a token at
+  the rate this process computed from its last view of the state (``_learned.pacing``)
+  and, when that view was stale (another host learned something since), returns the
+  current state with the booking, so the next reservation uses it. A token booked on a
+  stale view has the old generation, and the limiter reserves again after a cut;
+* on any other ``StateBackend`` (memory, files), ``transact`` with ``_learned.reserve``
+  under the backend's lock.
+
+**Learning events are rare writes**: a cut, a limit the agent stated, and this
+process's latency (reported at most every ``LATENCY_REPORT`` seconds, sooner only when
+it changed a lot). On an atomic backend a learning write that loses a compare-and-set
+to another host reads again after a jittered backoff; after ``LEARN_ATTEMPTS`` it is
+dropped (the other hosts were learning at that moment too): it never fails a request.
 """
 
 from __future__ import annotations
@@ -12,12 +28,13 @@ from __future__ import annotations
 import collections
 import itertools
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
+import anyio
 import attrs
 
 from rampart.limits import _learned
-from rampart.limits._learned import Grant, LearnedState, RatePolicy
+from rampart.limits._learned import Grant, LearnedState, Pacing, RatePolicy
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -25,7 +42,89 @@ if TYPE_CHECKING:
     from rampart.limits._backends import StateBackend
     from rampart.limits._signals import RateLimitSignal
 
-__all__ = ["LearnedRate", "LearnedRateStatistics"]
+__all__ = ["AtomicRateBackend", "Booked", "LearnedRate", "LearnedRateStatistics", "RateSnapshot"]
+
+R = TypeVar("R")
+
+LATENCY_REPORT = 1.0
+"""Seconds: this process reports its latency to the shared state at most this often ..."""
+
+LATENCY_CHANGE = 0.5
+"""... unless it moved by more than this share since the last report (then at most
+every ``LATENCY_REPORT_MIN`` seconds)."""
+
+LATENCY_REPORT_MIN = 0.1
+
+LEARN_ATTEMPTS = 12
+"""Compare-and-set attempts of one learning write on an atomic backend."""
+
+RESERVE_ATTEMPTS = 8
+"""Reservations tried while the shared state is missing or damaged (each time it is
+written afresh first)."""
+
+
+@attrs.frozen(kw_only=True)
+class RateSnapshot:
+    """The learned rate as one atomic read found it: ``version`` (learning writes so
+    far; ``0``: no state), the stored ``document`` and ``meter``, ``shift`` (idle
+    seconds not yet in the document's epoch), the backend's clock ``now``, and the
+    ``state`` they make (``None``: missing or damaged)."""
+
+    version: int
+    document: dict[str, Any] | None
+    meter: dict[str, float]
+    shift: float
+    now: float
+    state: LearnedState | None
+
+
+@attrs.frozen(kw_only=True)
+class Booked:
+    """A token booked in one atomic step: wait ``wait`` seconds (booked at ``now`` on
+    the backend's clock); the meter and idle ``shift`` after it; ``stale``: the current
+    ``(version, document)`` when the caller's view was older."""
+
+    now: float
+    wait: float
+    shift: float
+    meter: dict[str, float]
+    stale: tuple[int, dict[str, Any] | None] | None = None
+
+
+@runtime_checkable
+class AtomicRateBackend(Protocol):
+    """A backend that books a learned rate's token in one atomic operation and applies
+    learning events as versioned writes (``RedisBackend``)."""
+
+    async def reserve_rate(
+        self, key: str, *, version: int, pacing: Pacing, forfeited: int
+    ) -> Booked | None:
+        """Book one token at ``pacing``; ``None`` when there is no usable state."""
+        ...
+
+    async def read_rate(self, key: str) -> RateSnapshot: ...
+
+    async def write_rate(self, key: str, *, read: RateSnapshot, state: LearnedState) -> int | None:
+        """Store ``state`` (computed from ``read``); the new version, or ``None`` when
+        another participant changed the learned part since ``read``."""
+        ...
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait after the ``attempt``-th lost write (jittered)."""
+        ...
+
+
+@attrs.frozen(kw_only=True)
+class _View:
+    """This process's last view of the shared state on an atomic backend."""
+
+    version: int
+    document: dict[str, Any] | None
+    state: LearnedState
+    epoch: float  # the stored document's epoch, before the idle shift
+    now: float  # the backend's clock when it was read
+    local: float  # this process's clock at the same moment
+
 
 LATENCY_WEIGHT = 0.2
 """Weight of each timed attempt in this process's latency average."""
@@ -97,6 +196,10 @@ class LearnedRate:
         self._serials = itertools.count()
         self._hint_written_at = -math.inf
         self._forfeited = 0
+        self._atomic = backend if isinstance(backend, AtomicRateBackend) else None
+        self._view: _View | None = None
+        self._reported: float | None = None
+        self._reported_at = -math.inf
 
     @property
     def policy(self) -> RatePolicy:
@@ -180,19 +283,17 @@ class LearnedRate:
 
     async def reserve(self) -> Grant:
         """Reserve a token at the learned rate; the grant says how long to wait."""
-        delay = self.feedback_delay(self._clock())
-        policy = self._policy
+        await self._report_latency()
         forfeited, self._forfeited = self._forfeited, 0
+        if self._atomic is not None:
+            return await self._reserve_atomic(self._atomic, forfeited)
+        policy = self._policy
 
         def update(
             document: dict[str, Any] | None, now: float
         ) -> tuple[dict[str, Any], tuple[LearnedState, Grant]]:
             state, grant = _learned.reserve(
-                LearnedState.from_dict(document),
-                now=now,
-                policy=policy,
-                latency=delay,
-                forfeited=forfeited,
+                LearnedState.from_dict(document), now=now, policy=policy, forfeited=forfeited
             )
             return state.to_dict(), (state, grant)
 
@@ -200,29 +301,140 @@ class LearnedRate:
         self._remember(state)
         return grant
 
+    async def _reserve_atomic(self, backend: AtomicRateBackend, forfeited: int) -> Grant:
+        for _ in range(RESERVE_ATTEMPTS):
+            view = self._view
+            if view is None:
+                await self._learn(lambda state, now: (state, None))
+                view = self._view
+                assert view is not None
+            at = view.now + max(0.0, self._clock() - view.local)
+            paced = _learned.pacing(view.state, at, self._policy)
+            booked = await backend.reserve_rate(
+                self._key, version=view.version, pacing=paced, forfeited=forfeited
+            )
+            if booked is None:  # expired or damaged: write it afresh, then book again
+                self._view = None
+                continue
+            self._see_booked(view, booked)
+            return Grant(
+                wait=booked.wait,
+                generation=view.state.generation,
+                rate=paced.rate,
+                burst=paced.burst,
+            )
+        raise RuntimeError(
+            f"the learned rate {self._key!r} vanished under {RESERVE_ATTEMPTS} reservations "
+            "in a row (is something deleting its key?)"
+        )
+
+    def _see_booked(self, view: _View, booked: Booked) -> None:
+        local = self._clock()
+        if booked.stale is not None:
+            version, document = booked.stale
+            fresh = None if document is None else _learned.join(document, booked.meter)
+            if fresh is not None:
+                shifted = _learned.join(document, booked.meter, shift=booked.shift)
+                assert shifted is not None
+                self._view = _View(
+                    version=version,
+                    document=document,
+                    state=shifted,
+                    epoch=fresh.law.epoch,
+                    now=booked.now,
+                    local=local,
+                )
+                self._remember(shifted)
+                return
+            # A damaged document: book on the old view now; the next reservation
+            # writes the state afresh (``_learn`` from no view).
+            self._view = None
+            return
+        law = attrs.evolve(view.state.law, epoch=view.epoch + booked.shift)
+        state = attrs.evolve(view.state, law=law, **booked.meter)  # type: ignore[arg-type]
+        self._view = attrs.evolve(view, state=state, now=booked.now, local=local)
+        self._remember(state)
+
+    async def _learn(
+        self, transition: Callable[[LearnedState, float], tuple[LearnedState, R]]
+    ) -> R | None:
+        """Apply a learning event (``transition`` of the state at the backend's ``now``)
+        to the shared state; its result, or ``None`` if it was dropped (see the module
+        docstring)."""
+        backend = self._atomic
+        if backend is None:
+            policy = self._policy
+
+            def update(
+                document: dict[str, Any] | None, now: float
+            ) -> tuple[dict[str, Any], tuple[LearnedState, R]]:
+                current = LearnedState.from_dict(document) or _learned.fresh(now, policy)
+                state, result = transition(current, now)
+                return state.to_dict(), (state, result)
+
+            state, result = await self._backend.transact(self._key, update)
+            self._remember(state)
+            return result
+        for attempt in range(LEARN_ATTEMPTS):
+            read = await backend.read_rate(self._key)
+            local = self._clock()
+            current = read.state or _learned.fresh(read.now, self._policy)
+            state, result = transition(current, read.now)
+            if read.state is not None and state == read.state:
+                version: int | None = read.version  # nothing to write
+            else:
+                version = await backend.write_rate(self._key, read=read, state=state)
+            if version is not None:
+                document, _ = _learned.split(state)
+                kept = read.state is not None and _learned.split(read.state)[0] == document
+                self._view = _View(
+                    version=version,
+                    document=document,
+                    state=state,
+                    # An unchanged document keeps its stored epoch and the idle shift.
+                    epoch=state.law.epoch - (read.shift if kept else 0.0),
+                    now=read.now,
+                    local=local,
+                )
+                self._remember(state)
+                return result
+            await anyio.sleep(backend.backoff(attempt))
+        return None
+
+    async def _report_latency(self) -> None:
+        """Report this process's feedback delay when it is due (a rare learning write)."""
+        now = self._clock()
+        delay = self.feedback_delay(now)
+        if delay is None or delay <= 0.0:
+            return
+        since = now - self._reported_at
+        last = self._reported
+        changed = last is None or abs(delay - last) > LATENCY_CHANGE * last
+        if since < LATENCY_REPORT and not (changed and since >= LATENCY_REPORT_MIN):
+            return
+        self._reported, self._reported_at = delay, now
+        policy = self._policy
+
+        def report(state: LearnedState, at: float) -> tuple[LearnedState, None]:
+            return _learned.latency_reported(state, now=at, policy=policy, latency=delay), None
+
+        await self._learn(report)
+
     async def throttled(self, grant: Grant, signals: Sequence[RateLimitSignal]) -> bool:
         """A rate-limit answer to the request ``grant`` let out; True if the rate was cut."""
         policy = self._policy
 
-        def update(
-            document: dict[str, Any] | None, now: float
-        ) -> tuple[dict[str, Any], tuple[LearnedState, bool]]:
+        def transition(state: LearnedState, now: float) -> tuple[LearnedState, bool]:
             state, cut = _learned.throttled(
-                LearnedState.from_dict(document),
-                now=now,
-                policy=policy,
-                generation=grant.generation,
-                rate=grant.rate,
+                state, now=now, policy=policy, generation=grant.generation, rate=grant.rate
             )
             for signal in signals:
                 state, _ = _learned.observed(
                     state, now=now, policy=policy, signal=signal, generation=-1
                 )
-            return state.to_dict(), (state, cut)
+            return state, cut
 
-        state, cut = await self._backend.transact(self._key, update)
-        self._remember(state)
-        return cut
+        return bool(await self._learn(transition))
 
     def _worth_writing(self, signal: RateLimitSignal, now: float) -> bool:
         state = self._state
@@ -250,22 +462,16 @@ class LearnedRate:
         policy = self._policy
         self._hint_written_at = now
 
-        def update(
-            document: dict[str, Any] | None, at: float
-        ) -> tuple[dict[str, Any], tuple[LearnedState, bool]]:
-            state: LearnedState | None = LearnedState.from_dict(document)
+        def transition(state: LearnedState, at: float) -> tuple[LearnedState, bool]:
             cut = False
             for signal in worth:
                 state, one = _learned.observed(
                     state, now=at, policy=policy, signal=signal, generation=grant.generation
                 )
                 cut = cut or one
-            assert state is not None
-            return state.to_dict(), (state, cut)
+            return state, cut
 
-        state, cut = await self._backend.transact(self._key, update)
-        self._remember(state)
-        return cut
+        return bool(await self._learn(transition))
 
     # -- statistics ----------------------------------------------------------------
 
