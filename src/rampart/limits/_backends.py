@@ -232,7 +232,7 @@ class FileBackend:
             # Read the clock only while holding the lock: reservations are then
             # ordered by time as well as by the lock.
             now = self._clock()
-            state = _parse_state(raw, now=now)
+            state = _parse_state(raw, now=now, rate=rate)
             new_state, wait = reserve(state, now=now, rate=rate, burst=burst)
             data = json.dumps({"tokens": new_state.tokens, "stamp": new_state.stamp}).encode()
             os.lseek(fd, 0, os.SEEK_SET)
@@ -290,28 +290,60 @@ class FileBackend:
         return await anyio.to_thread.run_sync(self.transact_now, key, update)
 
 
-def _parse_state(raw: bytes, *, now: float) -> BucketState | None:
-    """The stored state; ``None`` for a new (empty) file; an empty bucket if unreadable."""
-    if not raw:
+MAX_STATE_BYTES = 1 << 20
+"""A state file larger than this is not one rampart wrote: it counts as unreadable."""
+
+MAX_BACKLOG = 3600.0
+"""Seconds: a stored bucket whose debt (``-tokens / rate``) or stamp lies further away
+than this is damaged (or hostile), not a real queue, and restarts empty."""
+
+
+def read_state_json(raw: bytes) -> object:
+    """The JSON value of a shared state file, or ``None`` when it is unreadable.
+
+    Shared state is input like any other file (another process, or a hostile one,
+    wrote it): it is read with the codec's strict JSON policy (finite numbers, no
+    duplicate keys), bounded in size, and anything the policy refuses -- including
+    nesting too deep to decode, a ``RecursionError`` -- counts as no state.
+    """
+    # Note for the lead: rampart.codec.parse_strict_json is the one JSON reading policy
+    # today; when the codec gains a nesting limit of its own, the RecursionError guard
+    # below becomes redundant (it stays harmless).
+    from rampart.codec import parse_strict_json
+
+    if not raw or len(raw) > MAX_STATE_BYTES:
         return None
     try:
-        data = json.loads(raw)
-        tokens = float(data["tokens"])
-        stamp = float(data["stamp"])
-    except (ValueError, KeyError, TypeError):
+        return parse_strict_json(data=raw.decode("utf-8"))
+    except (UnicodeDecodeError, RecursionError, ValueError):  # SchemaError is a ValueError
+        return None
+
+
+def _parse_state(raw: bytes, *, now: float, rate: float) -> BucketState | None:
+    """The stored state; ``None`` for a new (empty) file; an empty bucket if unreadable
+    or beyond the sanity bounds (``MAX_BACKLOG``)."""
+    if not raw:
+        return None
+    data = read_state_json(raw)
+    try:
+        tokens = float(data["tokens"])  # type: ignore[index]
+        stamp = float(data["stamp"])  # type: ignore[index]
+    except (ValueError, KeyError, TypeError, IndexError):
         return BucketState(tokens=0.0, stamp=now)
-    if not (math.isfinite(tokens) and math.isfinite(stamp)):
+    sane = (
+        math.isfinite(tokens)
+        and math.isfinite(stamp)
+        and tokens >= -rate * MAX_BACKLOG
+        and abs(stamp - now) <= 1e9
+        and stamp <= now + MAX_BACKLOG
+    )
+    if not sane:
         return BucketState(tokens=0.0, stamp=now)
     return BucketState(tokens=tokens, stamp=stamp)
 
 
 def _parse_document(raw: bytes) -> dict[str, Any] | None:
-    if not raw:
-        return None
-    try:
-        document = json.loads(raw)
-    except ValueError:
-        return None
+    document = read_state_json(raw)
     return document if isinstance(document, dict) else None
 
 

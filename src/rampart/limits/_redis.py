@@ -235,8 +235,9 @@ elseif current ~= seen then
   return {{0, current}}
 end
 if mode == 'init' then
+  current = math.max(current, 0) + 1
   redis.call('DEL', KEYS[1])
-  redis.call('HSET', KEYS[1], 'version', current + 1, 'shift', '0', 'document', ARGV[3])
+  redis.call('HSET', KEYS[1], 'version', current, 'shift', '0', 'document', ARGV[3])
   for i = 1, #names do redis.call('HSET', KEYS[1], names[i], ARGV[3 + i]) end
 else
   local f = redis.call('HMGET', KEYS[1], 'shift', unpack(names))

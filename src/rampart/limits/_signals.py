@@ -253,9 +253,36 @@ def _openai(lowered: Mapping[str, str]) -> list[Quota]:
 
 # A tolerant reader for the structured-field lists the IETF draft uses
 # (RFC 8941): members separated by commas, each an item followed by ;key=value
-# parameters. Strings may hold commas and semicolons, so split outside quotes.
-_MEMBER_SPLIT = re.compile(r',(?=(?:[^"]*"[^"]*")*[^"]*$)')
-_PARAM_SPLIT = re.compile(r';(?=(?:[^"]*"[^"]*")*[^"]*$)')
+# parameters. Strings may hold commas and semicolons, so split outside quotes, in one
+# pass (linear time: a header of 60,000 commas is read in milliseconds).
+MAX_HEADER_CHARS = 8192
+"""Longer header values are not read (no real policy header comes near it)."""
+
+MAX_MEMBERS = 64
+"""At most this many list members (and parameters per member) are read."""
+
+
+def _split_outside_quotes(text: str, separator: str, limit: int) -> list[str]:
+    """``text`` split at ``separator`` where it stands outside double quotes (a
+    backslash escapes the next character inside them); at most ``limit`` parts."""
+    parts: list[str] = []
+    start = 0
+    quoted = False
+    escaped = False
+    for index, char in enumerate(text):
+        if escaped:
+            escaped = False
+        elif quoted and char == "\\":
+            escaped = True
+        elif char == '"':
+            quoted = not quoted
+        elif char == separator and not quoted:
+            parts.append(text[start:index])
+            start = index + 1
+            if len(parts) >= limit:
+                return parts
+    parts.append(text[start:])
+    return parts[:limit]
 
 
 def _sf_value(text: str) -> str | float | None:
@@ -270,10 +297,12 @@ def _sf_value(text: str) -> str | float | None:
 
 def _sf_list(text: str) -> list[tuple[str | float | None, dict[str, str | float | None]]]:
     members = []
-    for member in _MEMBER_SPLIT.split(text):
+    if len(text) > MAX_HEADER_CHARS:
+        return members
+    for member in _split_outside_quotes(text, ",", MAX_MEMBERS):
         if not member.strip():
             continue
-        head, *params = _PARAM_SPLIT.split(member)
+        head, *params = _split_outside_quotes(member, ";", MAX_MEMBERS)
         parameters: dict[str, str | float | None] = {}
         for param in params:
             key, _, raw = param.partition("=")
