@@ -296,7 +296,7 @@ def _sf_value(text: str) -> str | float | None:
 
 
 def _sf_list(text: str) -> list[tuple[str | float | None, dict[str, str | float | None]]]:
-    members = []
+    members: list[tuple[str | float | None, dict[str, str | float | None]]] = []
     if len(text) > MAX_HEADER_CHARS:
         return members
     for member in _split_outside_quotes(text, ",", MAX_MEMBERS):
