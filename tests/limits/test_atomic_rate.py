@@ -11,9 +11,9 @@ import pytest
 
 from rampart.core.types import Request
 from rampart.limits import FileBackend, RedisBackend, limit
-from rampart.limits import _learned as rate_policy
-from rampart.limits._learned import Grant, Pacing, RatePolicy
-from rampart.limits._learning import LearnedRate
+from rampart.limits._policy import _learned_rate as rate_policy
+from rampart.limits._policy._learned_rate import Grant, Pacing, RatePolicy
+from rampart.limits._shared_rate import LearnedRate
 from tests._builders import replying_agent
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class TestOneScriptPerReservation:
     def test_the_script_books_like_the_python_core(
         self, redis_server: str, request: pytest.FixtureRequest
     ) -> None:
-        """With an injected clock the Lua reservation reproduces ``_learned.book``:
+        """With an injected clock the Lua reservation reproduces ``_learned_rate.book``:
         the wait, every meter field and the idle time the growth law skips."""
         clock = FakeClock()
         backend = RedisBackend(redis_server, clock=clock)

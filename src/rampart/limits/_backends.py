@@ -1,7 +1,7 @@
 """Where a limiter's token bucket lives: the ``LimitBackend`` protocol and two backends.
 
 A backend makes one decision, atomically: *reserve a token from bucket ``key`` and
-say how long to wait for it* (see ``rampart.limits._bucket``). Because the whole
+say how long to wait for it* (see ``rampart.limits._policy._bucket``). Because the whole
 read-modify-write happens inside the backend (under a lock, a file lock or a Redis
 script), limiters in different tasks, threads, processes or hosts that use the same
 key share one budget. The backend also owns the clock the bucket is measured with, so
@@ -32,7 +32,7 @@ import anyio
 import anyio.to_thread
 
 from rampart._checks import check_callable, check_path, check_text, invalid
-from rampart.limits._bucket import BucketState, reserve
+from rampart.limits._policy._bucket import BucketState, reserve
 
 if TYPE_CHECKING:
     from collections.abc import Callable

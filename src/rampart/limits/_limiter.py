@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Self, final
 import anyio
 import anyio.lowlevel
 
+from rampart import _slowdown
 from rampart._checks import (
     check_bool,
     check_callable,
@@ -58,12 +59,11 @@ from rampart.core._contract import (
 )
 from rampart.core.adapter import AgentAdapter, Session
 from rampart.core.errors import AdapterContractError
-from rampart.engine._auto_concurrency import report_throttle
 from rampart.limits._backends import LimitBackend, StateBackend, default_backend
-from rampart.limits._core import DEFAULT_MAX_RETRY_AFTER, Decision, LimiterCore
 from rampart.limits._errors import RateLimitedError
-from rampart.limits._learned import Grant, RatePolicy
-from rampart.limits._learning import LearnedRate
+from rampart.limits._policy._learned_rate import Grant, RatePolicy
+from rampart.limits._policy._limiter_core import DEFAULT_MAX_RETRY_AFTER, Decision, LimiterCore
+from rampart.limits._shared_rate import LearnedRate
 from rampart.limits._signals import RateLimitSignal, collect_signals
 from rampart.limits._stats import LimiterStatistics
 
@@ -431,7 +431,8 @@ class LimitedAdapter:
                 except Exception as error:
                     ended = clock()
                     if isinstance(error, RateLimitedError):
-                        report_throttle()  # an adaptive trial group backs off too
+                        # An adaptive trial group around us backs off too.
+                        _slowdown.report(_slowdown.SlowDown(refused=True))
                     decision = core.on_failure(ticket, error, ended, retry)
                     if learner is not None and serial is not None:
                         learner.end(serial, ended, timed=True)

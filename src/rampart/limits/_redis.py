@@ -2,7 +2,7 @@
 
 Every per-request operation is **one Lua script, one round trip**, which Redis runs
 atomically: the fixed bucket's reservation (``_SCRIPT``) and the learned rate's
-(``_RESERVE_RATE``, the arithmetic of ``_learned.book``; the caller passes the rate it
+(``_RESERVE_RATE``, the arithmetic of ``_learned_rate.book``; the caller passes the rate it
 computed from its last view of the learned state, and the script sends the current
 state back whenever that view was stale). Nothing is locked, so a host that crashes
 mid-request leaves nothing behind.
@@ -36,8 +36,8 @@ import anyio.to_thread
 from rampart._checks import check_callable, check_instance, check_text, invalid
 from rampart._redact import Masked, redact, register_secret, register_url_secrets
 from rampart.core.errors import InfrastructureError
-from rampart.limits import _learned
-from rampart.limits._learning import Booked, RateSnapshot
+from rampart.limits._policy import _learned_rate
+from rampart.limits._shared_rate import Booked, RateSnapshot
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -61,7 +61,7 @@ BACKOFF_CAP = 0.05
 """Seconds: a compare-and-set that lost waits a random time in ``[0, min(cap, base *
 2 ** attempt))`` (full jitter) before it reads again, so contenders spread out."""
 
-MAX_BACKLOG = _learned.MAX_BACKLOG
+MAX_BACKLOG = _learned_rate.MAX_BACKLOG
 """Seconds: shared bucket state that implies a longer wait than this (``tokens`` far
 below zero, a stamp far in the future) is damaged, and the bucket restarts empty."""
 
@@ -146,7 +146,7 @@ else
 end
 """
 
-_METER = ", ".join(f"'{name}'" for name in _learned.METER_FIELDS)
+_METER = ", ".join(f"'{name}'" for name in _learned_rate.METER_FIELDS)
 
 # KEYS[1] the learned rate's hash: 'version', 'document' (JSON: the learned part),
 # 'shift' (idle seconds not yet in the document's epoch) and the meter fields.
@@ -212,7 +212,7 @@ _READ_RATE = (
     + f"""
 local f = redis.call('HMGET', KEYS[1], 'version', 'shift', 'document', {_METER})
 local reply = {{string.format('%.17g', now)}}
-for i = 1, {3 + len(_learned.METER_FIELDS)} do reply[i + 1] = f[i] or '' end
+for i = 1, {3 + len(_learned_rate.METER_FIELDS)} do reply[i + 1] = f[i] or '' end
 return reply
 """
 )
@@ -255,7 +255,7 @@ else
     'measured_at', g(math.max(m.measured_at, d.measured_at)),
     'window', g(d.window)}}
   if mode == 'cas' then
-    local shift = (tonumber(f[1]) or 0) - tonumber(ARGV[{4 + len(_learned.METER_FIELDS)}])
+    local shift = (tonumber(f[1]) or 0) - tonumber(ARGV[{4 + len(_learned_rate.METER_FIELDS)}])
     table.insert(fields, 'shift')
     table.insert(fields, g(math.max(0, shift)))
     table.insert(fields, 'document')
@@ -266,7 +266,7 @@ else
   end
   redis.call('HSET', KEYS[1], unpack(fields))
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[{5 + len(_learned.METER_FIELDS)}])
+redis.call('PEXPIRE', KEYS[1], ARGV[{5 + len(_learned_rate.METER_FIELDS)}])
 return {{1, current}}
 """
 
@@ -372,14 +372,14 @@ class RedisBackend:
     def _reserve_call(self, key: str, rate: float, burst: int) -> float:
         return self.reserve_now(key, rate=rate, burst=burst)
 
-    # -- the learned rate (see rampart.limits._learning.AtomicRateBackend) -------------
+    # -- the learned rate (see rampart.limits._shared_rate.AtomicRateBackend) -------------
 
     def rate_key(self, key: str) -> str:
         """The Redis key of the learned rate ``key`` (a hash)."""
         return f"{self._prefix}rate:{key}"
 
     def reserve_rate_now(
-        self, key: str, *, version: int, pacing: _learned.Pacing, forfeited: int
+        self, key: str, *, version: int, pacing: _learned_rate.Pacing, forfeited: int
     ) -> Booked | None:
         """The blocking ``reserve_rate``: one script, one round trip."""
         args = [
@@ -392,7 +392,7 @@ class RedisBackend:
             forfeited,
             DOCUMENT_TTL_MS,
             repr(MAX_BACKLOG),
-            repr(1.0 - 1.0 / _learned.TOLERANCE_ATTEMPTS),
+            repr(1.0 - 1.0 / _learned_rate.TOLERANCE_ATTEMPTS),
         ]
         try:
             reply = self._reserve_rate_script(keys=[self.rate_key(key)], args=args)
@@ -402,14 +402,14 @@ class RedisBackend:
         if status == "missing":
             return None
         numbers = [float(item) for item in reply[1:12]]
-        meter = dict(zip(_learned.METER_FIELDS, numbers[3:], strict=True))
+        meter = dict(zip(_learned_rate.METER_FIELDS, numbers[3:], strict=True))
         stale = None
         if status == "stale":
             stale = (_int(reply[12]), _parse_document(_text(reply[13])))
         return Booked(now=numbers[0], wait=numbers[1], shift=numbers[2], meter=meter, stale=stale)
 
     async def reserve_rate(
-        self, key: str, *, version: int, pacing: _learned.Pacing, forfeited: int
+        self, key: str, *, version: int, pacing: _learned_rate.Pacing, forfeited: int
     ) -> Booked | None:
         return await anyio.to_thread.run_sync(
             lambda: self.reserve_rate_now(key, version=version, pacing=pacing, forfeited=forfeited)
@@ -426,13 +426,13 @@ class RedisBackend:
         shift = _float(_text(reply[2]))
         document = _parse_document(_text(reply[3]))
         meter: dict[str, float] = {}
-        for name, raw in zip(_learned.METER_FIELDS, reply[4:], strict=True):
+        for name, raw in zip(_learned_rate.METER_FIELDS, reply[4:], strict=True):
             value = _float(_text(raw))
             if value is not None:
                 meter[name] = value
         state = None
-        if shift is not None and len(meter) == len(_learned.METER_FIELDS):
-            state = _learned.join(document, meter, shift=shift)
+        if shift is not None and len(meter) == len(_learned_rate.METER_FIELDS):
+            state = _learned_rate.join(document, meter, shift=shift)
         return RateSnapshot(
             version=version,
             document=document,
@@ -446,21 +446,21 @@ class RedisBackend:
         return await anyio.to_thread.run_sync(self.read_rate_now, key)
 
     def write_rate_now(
-        self, key: str, *, read: RateSnapshot, state: _learned.LearnedState
+        self, key: str, *, read: RateSnapshot, state: _learned_rate.LearnedState
     ) -> int | None:
         """The blocking ``write_rate``: the new version, or ``None`` if another host
         changed the learned part since ``read``."""
-        document, meter = _learned.split(state)
+        document, meter = _learned_rate.split(state)
         stored = json.dumps(document, allow_nan=False)
         before = read.state
         if before is None:
-            mode, values = "init", [meter[name] for name in _learned.METER_FIELDS]
+            mode, values = "init", [meter[name] for name in _learned_rate.METER_FIELDS]
         else:
-            old_document, old_meter = _learned.split(before)
+            old_document, old_meter = _learned_rate.split(before)
             mode = "delta" if old_document == document else "cas"
             values = [
                 meter[name] if name in _ABSOLUTE else meter[name] - old_meter[name]
-                for name in _learned.METER_FIELDS
+                for name in _learned_rate.METER_FIELDS
             ]
         args = [mode, read.version, stored, *map(repr, values), repr(read.shift), DOCUMENT_TTL_MS]
         try:
@@ -470,7 +470,7 @@ class RedisBackend:
         return int(version) if int(written) == 1 else None
 
     async def write_rate(
-        self, key: str, *, read: RateSnapshot, state: _learned.LearnedState
+        self, key: str, *, read: RateSnapshot, state: _learned_rate.LearnedState
     ) -> int | None:
         return await anyio.to_thread.run_sync(
             lambda: self.write_rate_now(key, read=read, state=state)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from rampart.limits._learning import LearnedRateStatistics
+from rampart.limits._shared_rate import LearnedRateStatistics
 
 __all__ = ["LimiterStatistics"]
 

@@ -1,6 +1,6 @@
 """``LearnedRate``: one process's handle on a learned rate kept in a backend.
 
-The decisions are ``_learned``'s pure functions; this class applies them to the
+The decisions are ``_learned_rate``'s pure functions; this class applies them to the
 shared state and keeps what only this process knows: how long its attempts take, the
 last state it saw (for ``statistics()`` and for the rate it reserves at), and when it
 last wrote what the agent stated, so answers that repeat a known limit do not each
@@ -9,11 +9,11 @@ cost a write.
 **One atomic operation per request.** A reservation is one backend operation:
 
 * on an ``AtomicRateBackend`` (Redis), ``reserve_rate``: one script books a token at
-  the rate this process computed from its last view of the state (``_learned.pacing``)
+  the rate this process computed from its last view of the state (``_learned_rate.pacing``)
   and, when that view was stale (another host learned something since), returns the
   current state with the booking, so the next reservation uses it. A token booked on a
   stale view has the old generation, and the limiter reserves again after a cut;
-* on any other ``StateBackend`` (memory, files), ``transact`` with ``_learned.reserve``
+* on any other ``StateBackend`` (memory, files), ``transact`` with ``_learned_rate.reserve``
   under the backend's lock.
 
 **Learning events are rare writes**: a cut, a limit the agent stated, and this
@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 import anyio
 import attrs
 
-from rampart.limits import _learned
-from rampart.limits._learned import Grant, LearnedState, Pacing, RatePolicy
+from rampart.limits._policy import _learned_rate
+from rampart.limits._policy._learned_rate import Grant, LearnedState, Pacing, RatePolicy
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -292,7 +292,7 @@ class LearnedRate:
         def update(
             document: dict[str, Any] | None, now: float
         ) -> tuple[dict[str, Any], tuple[LearnedState, Grant]]:
-            state, grant = _learned.reserve(
+            state, grant = _learned_rate.reserve(
                 LearnedState.from_dict(document), now=now, policy=policy, forfeited=forfeited
             )
             return state.to_dict(), (state, grant)
@@ -309,7 +309,7 @@ class LearnedRate:
                 view = self._view
                 assert view is not None
             at = view.now + max(0.0, self._clock() - view.local)
-            paced = _learned.pacing(view.state, at, self._policy)
+            paced = _learned_rate.pacing(view.state, at, self._policy)
             booked = await backend.reserve_rate(
                 self._key, version=view.version, pacing=paced, forfeited=forfeited
             )
@@ -332,9 +332,9 @@ class LearnedRate:
         local = self._clock()
         if booked.stale is not None:
             version, document = booked.stale
-            fresh = None if document is None else _learned.join(document, booked.meter)
+            fresh = None if document is None else _learned_rate.join(document, booked.meter)
             if fresh is not None:
-                shifted = _learned.join(document, booked.meter, shift=booked.shift)
+                shifted = _learned_rate.join(document, booked.meter, shift=booked.shift)
                 assert shifted is not None
                 self._view = _View(
                     version=version,
@@ -368,7 +368,7 @@ class LearnedRate:
             def update(
                 document: dict[str, Any] | None, now: float
             ) -> tuple[dict[str, Any], tuple[LearnedState, R]]:
-                current = LearnedState.from_dict(document) or _learned.fresh(now, policy)
+                current = LearnedState.from_dict(document) or _learned_rate.fresh(now, policy)
                 state, result = transition(current, now)
                 return state.to_dict(), (state, result)
 
@@ -378,15 +378,15 @@ class LearnedRate:
         for attempt in range(LEARN_ATTEMPTS):
             read = await backend.read_rate(self._key)
             local = self._clock()
-            current = read.state or _learned.fresh(read.now, self._policy)
+            current = read.state or _learned_rate.fresh(read.now, self._policy)
             state, result = transition(current, read.now)
             if read.state is not None and state == read.state:
                 version: int | None = read.version  # nothing to write
             else:
                 version = await backend.write_rate(self._key, read=read, state=state)
             if version is not None:
-                document, _ = _learned.split(state)
-                kept = read.state is not None and _learned.split(read.state)[0] == document
+                document, _ = _learned_rate.split(state)
+                kept = read.state is not None and _learned_rate.split(read.state)[0] == document
                 self._view = _View(
                     version=version,
                     document=document,
@@ -416,7 +416,7 @@ class LearnedRate:
         policy = self._policy
 
         def report(state: LearnedState, at: float) -> tuple[LearnedState, None]:
-            return _learned.latency_reported(state, now=at, policy=policy, latency=delay), None
+            return _learned_rate.latency_reported(state, now=at, policy=policy, latency=delay), None
 
         await self._learn(report)
 
@@ -425,11 +425,11 @@ class LearnedRate:
         policy = self._policy
 
         def transition(state: LearnedState, now: float) -> tuple[LearnedState, bool]:
-            state, cut = _learned.throttled(
+            state, cut = _learned_rate.throttled(
                 state, now=now, policy=policy, generation=grant.generation, rate=grant.rate
             )
             for signal in signals:
-                state, _ = _learned.observed(
+                state, _ = _learned_rate.observed(
                     state, now=now, policy=policy, signal=signal, generation=-1
                 )
             return state, cut
@@ -439,7 +439,7 @@ class LearnedRate:
     def _worth_writing(self, signal: RateLimitSignal, now: float) -> bool:
         state = self._state
         headroom = signal.headroom
-        if headroom is not None and headroom < _learned.HEADROOM_LOW:
+        if headroom is not None and headroom < _learned_rate.HEADROOM_LOW:
             return True
         capacity = signal.request_capacity
         if capacity is not None and (state is None or capacity != state.capacity):
@@ -465,7 +465,7 @@ class LearnedRate:
         def transition(state: LearnedState, at: float) -> tuple[LearnedState, bool]:
             cut = False
             for signal in worth:
-                state, one = _learned.observed(
+                state, one = _learned_rate.observed(
                     state, now=at, policy=policy, signal=signal, generation=grant.generation
                 )
                 cut = cut or one
@@ -480,11 +480,11 @@ class LearnedRate:
         policy = self._policy
         state = self._state
         if state is None:
-            state = _learned.fresh(0.0, policy)
+            state = _learned_rate.fresh(0.0, policy)
         # As of the last transaction, on the backend's clock.
         at = max(state.stamp, state.measured_at, state.hint_at)
         sent, refused = state.smoothed(at)
-        rate = _learned.rate_at(state, at, policy)
+        rate = _learned_rate.rate_at(state, at, policy)
         return LearnedRateStatistics(
             rate=rate,
             phase=state.law.phase,
@@ -498,7 +498,7 @@ class LearnedRate:
             since_cut=None if state.last_cut is None else max(0.0, at - state.last_cut),
             initial=policy.initial if policy.ceiling is None else policy.ceiling,
             ceiling=policy.ceiling,
-            burst=_learned.burst_at(state, rate, policy),
+            burst=_learned_rate.burst_at(state, rate, policy),
             stated_capacity=state.capacity,
             refused_share=state.refused_share,
         )

@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from rampart._aimd import AimdWindow
 from rampart.core.errors import AdapterContractError, InfrastructureError
-from rampart.limits._aimd import AimdWindow
-from rampart.limits._backoff import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_CAP, backoff_delay
 from rampart.limits._errors import RateLimitedError
+from rampart.limits._policy._backoff import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_CAP, backoff_delay
 
 if TYPE_CHECKING:
     import random

@@ -6,7 +6,7 @@ import pytest
 
 from rampart.core.errors import AdapterContractError, DriverError, InfrastructureError
 from rampart.limits import FailureKind, RateLimitedError, classify
-from rampart.limits._core import LimiterCore, window_cap
+from rampart.limits._policy._limiter_core import LimiterCore, window_cap
 
 
 def _core(**kwargs: object) -> LimiterCore:

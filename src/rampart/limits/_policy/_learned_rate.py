@@ -54,11 +54,11 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from rampart.limits import _cubic
-from rampart.limits._cubic import CubicState
+from rampart.limits._policy import _cubic
+from rampart.limits._policy._cubic import CubicState
 
 if TYPE_CHECKING:
-    from rampart.limits._signals import RateLimitSignal
+    from rampart.limits._policy._headers import RateLimitSignal
 
 __all__ = [
     "DEFAULT_INITIAL_RATE",
