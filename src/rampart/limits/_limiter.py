@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import collections
 import itertools
-import math
 import random
 import weakref
 from typing import TYPE_CHECKING, Self, final
@@ -116,7 +115,6 @@ class LimitedAdapter:
     _clock: Callable[[], float]
     _core: LimiterCore
     _learner: LearnedRate | None
-    _next_send: float
     _spacing: bool
     _spacers: collections.deque[anyio.Event]
     _waiters: collections.deque[anyio.Event]
@@ -152,7 +150,6 @@ class LimitedAdapter:
         self._backend = backend
         self._clock = clock
         self._learner = None
-        self._next_send = -math.inf
         self._spacing = False
         self._spacers = collections.deque()
         if adaptive:
@@ -331,16 +328,16 @@ class LimitedAdapter:
                 wait = await backend.acquire(self._name, rate=self._rate, burst=self._burst)
             if wait > 0.0:
                 await anyio.sleep(wait)
-            stale = (
-                grant is not None
-                and learner is not None
-                and (learner.generation > grant.generation)
+            good = core.token_still_good(
+                clock(),
+                generation=None if grant is None else grant.generation,
+                current=0 if learner is None else learner.generation,
             )
-            if core.pause_remaining(clock()) > 0.0 or stale:
+            if not good:
                 if learner is not None:
                     learner.forfeit()
                 continue
-            if grant is not None and grant.burst == 1:
+            if grant is not None and core.keeps_spacing(grant.burst):
                 await self._keep_spacing(grant.rate)
             return grant
 
@@ -371,8 +368,8 @@ class LimitedAdapter:
         else:
             self._spacing = True
         try:
-            await self._sleep_until(self._next_send)
-            self._next_send = self._clock() + 1.0 / rate
+            await self._sleep_until(self._core.send_not_before())
+            self._core.sent(self._clock(), rate=rate)
         finally:
             self._pass_spacing()
 

@@ -1,9 +1,12 @@
 """The limiter's decisions as a synchronous state machine (sans-io).
 
 ``LimiterCore`` owns everything a limiter *decides*: whether a concurrency slot is
-free, how long new attempts must pause after a ``Retry-After``, how an exception is
-classified, whether and when to retry, how the adaptive window moves, and the
-counters behind ``statistics()``. It never sleeps, never awaits and never reads a
+free, how long new attempts must pause after a ``Retry-After``, whether a reserved
+token is still good when its wait is over (``token_still_good``: no pause began and
+the learned rate was not cut meanwhile), when a send must keep its spacing from the
+previous one (``send_not_before``/``sent``), how an exception is classified, whether
+and when to retry, how the adaptive window moves, and the counters behind
+``statistics()``. It never sleeps, never awaits and never reads a
 clock: the async shell (``rampart.limits._limiter``) passes ``now`` in and does the
 waiting. That keeps every rule testable with plain synchronous tests.
 
@@ -172,6 +175,7 @@ class LimiterCore:
         self._slots = 0
         self._saturations = 0
         self._resume_at = -math.inf
+        self._next_send = -math.inf
         self._last_now: float | None = None
         self.in_flight = 0
         self.peak_in_flight = 0
@@ -215,8 +219,11 @@ class LimiterCore:
     def _observe(self, now: float) -> None:
         # See AimdWindow._observe: keep the remaining pause when the clock steps back.
         last = self._last_now
-        if last is not None and now < last and math.isfinite(self._resume_at):
-            self._resume_at -= last - now
+        if last is not None and now < last:
+            if math.isfinite(self._resume_at):
+                self._resume_at -= last - now
+            if math.isfinite(self._next_send):
+                self._next_send -= last - now
         self._last_now = now
 
     # -- slots ---------------------------------------------------------------------
@@ -247,6 +254,34 @@ class LimiterCore:
         """Seconds new attempts must still wait because the agent asked for a pause."""
         self._observe(now)
         return max(0.0, self._resume_at - now)
+
+    # -- tokens and spacing ----------------------------------------------------------
+
+    def token_still_good(self, now: float, *, generation: int | None, current: int) -> bool:
+        """A token reserved under the learned rate's ``generation`` (``None``: a fixed
+        bucket) is still good at ``now``, when the rate has had ``current`` cuts: no
+        ``Retry-After`` pause began while it waited (its holder must wait the pause out)
+        and no cut happened (it was reserved at the old rate). Otherwise the attempt
+        forfeits it and reserves again."""
+        if self.pause_remaining(now) > 0.0:
+            return False
+        return generation is None or current <= generation
+
+    @staticmethod
+    def keeps_spacing(burst: int) -> bool:
+        """Sends at a learned rate with a client burst of 1 keep one spacing from the
+        previous actual send (see ``LimitedAdapter._keep_spacing``); a larger burst
+        absorbs the event loop's lateness instead."""
+        return burst == 1
+
+    def send_not_before(self) -> float:
+        """The earliest time the next spaced send may go."""
+        return self._next_send
+
+    def sent(self, now: float, *, rate: float) -> None:
+        """A spaced send went at ``now``: the next one keeps ``1 / rate`` from it."""
+        self._observe(now)
+        self._next_send = now + 1.0 / rate
 
     # -- requests and attempts -----------------------------------------------------
 
