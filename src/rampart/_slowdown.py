@@ -9,6 +9,8 @@ Three parties listen, nested in this order: an adaptive trial group (``concurren
   ``rampart.limits.RateLimitSignal``), through ``rampart.limits.report_rate_limit``;
 * a limiter (or a custom adapter, through ``rampart.engine.report_throttle``) reports
   that the agent refused a request for its rate (``refused``);
+* a limiter reports that it backs off before retrying a failed request
+  (``retrying``: a down agent's refused connection, for instance);
 * the engine's error boundary reports it when a refusal ends a request as an ERROR
   result (``report_if_refusal``): an unlimited adapter's 429 slows the group down too.
 
@@ -41,11 +43,14 @@ __all__ = [
 
 @attrs.frozen(kw_only=True)
 class SlowDown:
-    """One piece of news: the agent ``refused`` a request for its rate, and/or said
-    something about its limit (``signal``, a ``rampart.limits.RateLimitSignal``)."""
+    """One piece of news: the agent ``refused`` a request for its rate, said something
+    about its limit (``signal``, a ``rampart.limits.RateLimitSignal``), or a limiter is
+    ``retrying`` a failed request (one short, redacted line saying why: the progress
+    line shows it)."""
 
     refused: bool = False
     signal: object | None = None
+    retrying: str | None = None
 
 
 _LISTENER: contextvars.ContextVar[Callable[[SlowDown], None] | None] = contextvars.ContextVar(

@@ -314,3 +314,34 @@ class TestTokensAndSpacing:
         assert core.send_not_before() == 10.25
         core.sent(3.0, rate=4.0)  # the clock stepped back: the spacing is kept
         assert core.send_not_before() == 3.25
+
+
+class TestRetryNote:
+    def test_says_why_while_a_request_backs_off(self) -> None:
+        import random
+
+        from rampart import register_secret
+        from rampart.core.errors import InfrastructureError
+        from rampart.limits._policy._limiter_core import Decision, FailureKind
+
+        register_secret("sk-retry-note-secret")
+        core = LimiterCore(
+            max_concurrency=None, adaptive=False, max_retries=6, rng=random.Random(0)
+        )
+        assert core.retrying is None
+        error = InfrastructureError(
+            "refused \x1b[31mwith sk-retry-note-secret\n" + "x" * 10_000, transient=True
+        )
+        decision = Decision(kind=FailureKind.TRANSIENT, retry=True, delay=1.25)
+        note = core.on_retry(error, decision, 0)
+        assert note == core.retrying
+        assert note.startswith("retrying after InfrastructureError: refused with [REDACTED] x")
+        assert note.endswith("(retry 1 of 6, in 1.2 s)")
+        assert "\x1b" not in note
+        assert "\n" not in note
+        assert len(note) < 200
+        core.on_retry(error, decision, 1)  # the same request again: still one retrying
+        core.on_request_done(retried=False)  # another request, never retried
+        assert core.retrying is not None
+        core.on_request_done(retried=True)
+        assert core.retrying is None

@@ -267,6 +267,7 @@ class LimitedAdapter:
             rate_limit_episodes=core.episodes,
             wait_seconds=core.wait_seconds,
             learned=None if self._learner is None else self._learner.statistics(),
+            retrying=core.retrying,
         )
 
     # -- the shell -------------------------------------------------------------------
@@ -407,61 +408,69 @@ class LimitedAdapter:
         learner = self._learner
         core.on_request()
         retry = 0
-        while True:
-            queued_at = clock()
-            await self._acquire_slot()
-            decision: Decision
-            try:
+        try:
+            while True:
+                queued_at = clock()
+                await self._acquire_slot()
+                decision: Decision
                 try:
-                    grant = await self._wait_until_ready()
-                except Exception:
-                    core.on_request_failed()  # the backend failed; the agent was not asked
-                    raise
-                now = clock()
-                core.add_wait(now - queued_at)
-                ticket = core.begin_attempt(now)
-                serial = None if learner is None else learner.begin(now)
-                signals: list[RateLimitSignal] = []
-                try:
-                    with collect_signals(signals.append):
-                        response = await send_checked(session, request)
-                except Exception as error:
-                    ended = clock()
-                    if isinstance(error, RateLimitedError):
-                        # An adaptive trial group around us backs off too.
-                        _slowdown.report(_slowdown.SlowDown(refused=True))
-                    decision = core.on_failure(ticket, error, ended, retry)
-                    if learner is not None and serial is not None:
-                        learner.end(serial, ended, timed=True)
-                        try:
-                            await self._learn_refusal(grant, error, signals)
-                        except Exception:
-                            if decision.retry:  # else the request is already counted
-                                core.on_request_failed()
-                            raise
-                    if not decision.retry:
-                        if decision.error is not None:
-                            raise decision.error from error
+                    try:
+                        grant = await self._wait_until_ready()
+                    except Exception:
+                        core.on_request_failed()  # the backend failed; the agent was not asked
                         raise
-                except BaseException:
-                    core.on_abandoned(clock())
-                    if learner is not None and serial is not None:
-                        learner.end(serial, clock(), timed=False)
-                    raise
-                else:
-                    ended = clock()
-                    core.on_success(ticket, ended)
-                    if learner is not None and serial is not None:
-                        learner.end(serial, ended, timed=True, answered=True)
-                        if signals and grant is not None:
-                            await learner.observed(grant, signals)
-                    return response
-            finally:
-                self._release_slot()
-            backoff_from = clock()
-            await anyio.sleep(decision.delay)
-            core.add_wait(clock() - backoff_from)
-            retry += 1
+                    now = clock()
+                    core.add_wait(now - queued_at)
+                    ticket = core.begin_attempt(now)
+                    serial = None if learner is None else learner.begin(now)
+                    signals: list[RateLimitSignal] = []
+                    try:
+                        with collect_signals(signals.append):
+                            response = await send_checked(session, request)
+                    except Exception as error:
+                        ended = clock()
+                        failure = error
+                        if isinstance(error, RateLimitedError):
+                            # An adaptive trial group around us backs off too.
+                            _slowdown.report(_slowdown.SlowDown(refused=True))
+                        decision = core.on_failure(ticket, error, ended, retry)
+                        if learner is not None and serial is not None:
+                            learner.end(serial, ended, timed=True)
+                            try:
+                                await self._learn_refusal(grant, error, signals)
+                            except Exception:
+                                if decision.retry:  # else the request is already counted
+                                    core.on_request_failed()
+                                raise
+                        if not decision.retry:
+                            if decision.error is not None:
+                                raise decision.error from error
+                            raise
+                    except BaseException:
+                        core.on_abandoned(clock())
+                        if learner is not None and serial is not None:
+                            learner.end(serial, clock(), timed=False)
+                        raise
+                    else:
+                        ended = clock()
+                        core.on_success(ticket, ended)
+                        if learner is not None and serial is not None:
+                            learner.end(serial, ended, timed=True, answered=True)
+                            if signals and grant is not None:
+                                await learner.observed(grant, signals)
+                        return response
+                finally:
+                    self._release_slot()
+                # Say why we wait (the progress line shows it): a down agent is retried for
+                # a while, and without a word the run looks stuck.
+                note = core.on_retry(failure, decision, retry)
+                _slowdown.report(_slowdown.SlowDown(retrying=f"{self._name}: {note}"))
+                backoff_from = clock()
+                await anyio.sleep(decision.delay)
+                core.add_wait(clock() - backoff_from)
+                retry += 1
+        finally:
+            core.on_request_done(retried=retry > 0)
 
     async def _learn_refusal(
         self,

@@ -17,7 +17,7 @@ import os
 import weakref
 from typing import Any
 
-from rampart.limits import LIMITS_DIR_ENV, LIMITS_REDIS_URL_ENV, LimitedAdapter, live_limiters
+from rampart.limits import LIMITS_DIR_ENV, LIMITS_REDIS_URL_ENV, live_limiters
 
 __all__ = [
     "LimitTracker",
@@ -63,10 +63,11 @@ class LimitTracker:
             self._record(limiter)
 
     def observe(self, adapters: list[object]) -> None:
-        """Snapshot the limiters among adapters that executions used."""
-        for adapter in adapters:
-            if isinstance(adapter, LimitedAdapter):
-                self._record(adapter)
+        """A test or clone finished: record every live limiter. ``live_limiters()`` is
+        the one way of finding them; the limiters among ``adapters`` (those the
+        executions used) are alive while the caller holds them, so they are included."""
+        del adapters
+        self.snapshot()
 
     def _record(self, limiter: Any) -> None:
         key = self._keys.get(limiter)

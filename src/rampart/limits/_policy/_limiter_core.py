@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING
 import attrs
 
 from rampart._aimd import AimdWindow
+from rampart._redact import redact
+from rampart._text import one_line
 from rampart.core.errors import AdapterContractError, InfrastructureError
 from rampart.limits._errors import RateLimitedError
 from rampart.limits._policy._backoff import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_CAP, backoff_delay
@@ -52,6 +54,11 @@ __all__ = [
     "classify",
     "window_cap",
 ]
+
+RETRY_TEXT_SCAN = 2000
+RETRY_TEXT_CHARS = 120
+"""A retry note reads at most ``RETRY_TEXT_SCAN`` characters of the error (truncated
+before any per-character work) and shows at most ``RETRY_TEXT_CHARS`` of them."""
 
 DEFAULT_MAX_RETRY_AFTER = 60.0
 """Seconds: the longest ``Retry-After`` a limiter waits for by default."""
@@ -177,6 +184,8 @@ class LimiterCore:
         self._resume_at = -math.inf
         self._next_send = -math.inf
         self._last_now: float | None = None
+        self._retrying = 0
+        self._retry_note: str | None = None
         self.in_flight = 0
         self.peak_in_flight = 0
         self.requests = 0
@@ -288,6 +297,35 @@ class LimiterCore:
     def on_request(self) -> None:
         """A ``send_async`` call entered the limiter."""
         self.requests += 1
+
+    def on_retry(self, error: BaseException, decision: Decision, retry: int) -> str:
+        """A request is about to back off ``decision.delay`` seconds after ``error``
+        before its retry ``retry + 1``; returns what it is doing, as one short line
+        (redacted, terminal-safe), which ``retrying`` shows until it ends."""
+        if retry == 0:
+            self._retrying += 1
+        raw = redact(f"{type(error).__name__}: {error}"[:RETRY_TEXT_SCAN])
+        text = one_line(raw)
+        if len(text) > RETRY_TEXT_CHARS:
+            text = text[: RETRY_TEXT_CHARS - 1] + "…"
+        self._retry_note = (
+            f"retrying after {text} (retry {retry + 1} of {self._max_retries}, "
+            f"in {decision.delay:.1f} s)"
+        )
+        return self._retry_note
+
+    def on_request_done(self, *, retried: bool) -> None:
+        """A request left the limiter (answered, or its error propagated); ``retried``:
+        it had backed off at least once."""
+        if retried and self._retrying > 0:
+            self._retrying -= 1
+        if self._retrying == 0:
+            self._retry_note = None
+
+    @property
+    def retrying(self) -> str | None:
+        """What the limiter is retrying now (the latest reason), or ``None``."""
+        return self._retry_note if self._retrying > 0 else None
 
     def on_request_failed(self) -> None:
         """The request failed before reaching the agent (its backend raised)."""
