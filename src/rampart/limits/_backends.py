@@ -14,7 +14,10 @@ every participant agrees on it; the caller only sleeps the returned relative del
 The three built-in backends also implement ``StateBackend``: ``transact(key, update)``
 applies a pure function to a small JSON document stored under ``key``, atomically and
 with the backend's clock. A learned rate (``limit(adapter, adaptive=True)``) keeps its
-bucket *and* its controller in one such document, so every participant learns one rate.
+bucket *and* its controller in one such document, so every participant learns one rate
+(``RedisBackend`` keeps it as a hash instead, so a reservation is one script:
+``rampart.limits._shared_rate``). Stored state is input: it is read with the codec's
+strict JSON policy and bounded (``MAX_BACKLOG``) before it is used.
 """
 
 from __future__ import annotations

@@ -34,10 +34,11 @@ whole period) settles far below the limit; retrying the trickle costs 1 %. Witho
 stated rate every refusal is a sign of the limit, as before.
 
 Because the state is data and the transitions are pure, the backends can apply them
-atomically to one shared document (a dict under a lock, a JSON file under ``flock``, a
-Redis key with compare-and-set): every process and host that uses the same name and
-backend learns *one* rate together and paces against it, instead of each learning its
-own and together overshooting.
+atomically to one shared state (a dict under a lock, a JSON file under ``flock``; in
+Redis the per-request step ``book`` is one Lua script, and learning events are
+versioned writes, see ``rampart.limits._redis``): every process and host that uses the
+same name and backend learns *one* rate together and paces against it, instead of each
+learning its own and together overshooting.
 
 The rate the bucket uses at ``now`` is the CUBIC law's value clamped to
 ``[MIN_RATE, ceiling]``, where the ceiling is the user's ``rate=`` (if given) and the
