@@ -70,7 +70,11 @@ class TestOneScriptPerReservation:
             assert booked.stale is None
             assert booked.wait == pytest.approx(wait, abs=1e-9)
             expected = rate_policy.split(state)[1]
-            assert booked.meter == pytest.approx(expected, abs=1e-9)
+            assert booked.meter == pytest.approx(
+                {"due": expected["due"], "stamp": expected["stamp"]}, abs=1e-9
+            )
+            # What the script stored: every meter field, as the Python core has it.
+            assert backend.read_rate_now(key).meter == pytest.approx(expected, abs=1e-9)
             assert epoch + booked.shift == pytest.approx(state.law.epoch, abs=1e-9)
             waits.append(wait)
         assert max(waits) > 0.0  # the bucket was really used up

@@ -152,8 +152,9 @@ _METER = ", ".join(f"'{name}'" for name in _learned_rate.METER_FIELDS)
 # 'shift' (idle seconds not yet in the document's epoch) and the meter fields.
 # ARGV: now, version seen, rate, burst, capped (1/0), window, forfeited, ttl ms,
 # backlog, decay per reservation.
-# Returns {'missing', now} when there is no (usable) state, else
-# {'ok' | 'stale', now, wait, shift, meter..., [version, document when 'stale']}.
+# Returns {'missing', now} when there is no (usable) state, {'ok', now, wait, shift,
+# due, stamp} when the caller's version is current (the least a reply needs), else
+# {'stale', now, wait, shift, the whole meter, version, document}.
 _RESERVE_RATE = (
     _NOW
     + f"""
@@ -194,14 +195,12 @@ redis.call('HSET', KEYS[1], 'shift', g(shift), 'due', g(due), 'stamp', g(stamp),
            'sent', g(sent), 'refused', g(refused), 'measured_at', g(measured),
            'window', g(window), 'tally', g(tally), 'tally_refused', g(tally_refused))
 redis.call('PEXPIRE', KEYS[1], ARGV[8])
-local reply = {{'ok', g(now), g(start - now), g(shift), g(due), g(stamp), g(sent),
-               g(refused), g(measured), g(window), g(tally), g(tally_refused)}}
-if version ~= tonumber(ARGV[2]) then
-  reply[1] = 'stale'
-  reply[13] = tostring(version)
-  reply[14] = redis.call('HGET', KEYS[1], 'document') or ''
+if version == tonumber(ARGV[2]) then
+  return {{'ok', g(now), g(start - now), g(shift), g(due), g(stamp)}}
 end
-return reply
+return {{'stale', g(now), g(start - now), g(shift), g(due), g(stamp), g(sent), g(refused),
+        g(measured), g(window), g(tally), g(tally_refused), tostring(version),
+        redis.call('HGET', KEYS[1], 'document') or ''}}
 """
 )
 
@@ -390,9 +389,7 @@ class RedisBackend:
             1 if pacing.capped else 0,
             repr(pacing.window),
             forfeited,
-            DOCUMENT_TTL_MS,
-            repr(MAX_BACKLOG),
-            repr(1.0 - 1.0 / _learned_rate.TOLERANCE_ATTEMPTS),
+            *_RESERVE_CONSTANTS,
         ]
         try:
             reply = self._reserve_rate_script(keys=[self.rate_key(key)], args=args)
@@ -401,11 +398,12 @@ class RedisBackend:
         status = _text(reply[0])
         if status == "missing":
             return None
+        if status == "ok":
+            now, wait, shift, due, stamp = map(float, reply[1:6])
+            return Booked(now=now, wait=wait, shift=shift, meter={"due": due, "stamp": stamp})
         numbers = [float(item) for item in reply[1:12]]
         meter = dict(zip(_learned_rate.METER_FIELDS, numbers[3:], strict=True))
-        stale = None
-        if status == "stale":
-            stale = (_int(reply[12]), _parse_document(_text(reply[13])))
+        stale = (_int(reply[12]), _parse_document(_text(reply[13])))
         return Booked(now=numbers[0], wait=numbers[1], shift=numbers[2], meter=meter, stale=stale)
 
     async def reserve_rate(
@@ -522,6 +520,13 @@ class RedisBackend:
         """Close the client's pooled connections (optional; they close at exit anyway)."""
         self._client.close()
 
+
+_RESERVE_CONSTANTS = (
+    DOCUMENT_TTL_MS,
+    repr(MAX_BACKLOG),
+    repr(1.0 - 1.0 / _learned_rate.TOLERANCE_ATTEMPTS),
+)
+"""The reservation script's last arguments: the TTL, the backlog bound, the decay."""
 
 _ABSOLUTE = frozenset({"stamp", "measured_at", "window"})
 """Meter fields a learning write sets (as lower bounds, or as is) instead of adding to."""

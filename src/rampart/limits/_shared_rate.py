@@ -47,13 +47,16 @@ __all__ = ["AtomicRateBackend", "Booked", "LearnedRate", "LearnedRateStatistics"
 R = TypeVar("R")
 
 LATENCY_REPORT = 1.0
-"""Seconds: this process reports its latency to the shared state at most this often ..."""
+"""Seconds: this process reports its latency to the shared state at most this often,
+when it differs from the shared value by more than ``LATENCY_DRIFT`` of it ..."""
+
+LATENCY_DRIFT = 0.1
 
 LATENCY_CHANGE = 0.5
-"""... unless it moved by more than this share since the last report (then at most
-every ``LATENCY_REPORT_MIN`` seconds)."""
-
-LATENCY_REPORT_MIN = 0.1
+LATENCY_MATTERS = 0.1
+LATENCY_REPORT_MIN = 0.25
+"""... and sooner (every ``LATENCY_REPORT_MIN`` s) when it differs by more than
+``LATENCY_CHANGE`` of it and more than ``LATENCY_MATTERS`` seconds."""
 
 LEARN_ATTEMPTS = 12
 """Compare-and-set attempts of one learning write on an atomic backend."""
@@ -81,8 +84,9 @@ class RateSnapshot:
 @attrs.frozen(kw_only=True)
 class Booked:
     """A token booked in one atomic step: wait ``wait`` seconds (booked at ``now`` on
-    the backend's clock); the meter and idle ``shift`` after it; ``stale``: the current
-    ``(version, document)`` when the caller's view was older."""
+    the backend's clock); the idle ``shift`` and the ``meter`` after it (its ``due`` and
+    ``stamp`` only, unless the view was stale: then the whole meter, and ``stale``
+    holds the current ``(version, document)``)."""
 
     now: float
     wait: float
@@ -114,16 +118,41 @@ class AtomicRateBackend(Protocol):
         ...
 
 
-@attrs.frozen(kw_only=True)
+@attrs.define(kw_only=True)
 class _View:
-    """This process's last view of the shared state on an atomic backend."""
+    """This process's last view of the shared state on an atomic backend: ``state`` as
+    of the last full read or write (``version``, the stored ``document`` and its
+    ``epoch`` before the idle shift), then the ``meter`` and idle ``shift`` of the last
+    booking, and the backend's clock ``now`` at it (``local``: this process's clock at
+    the same moment). The effective state is built only when something reads it, and
+    the ``Pacing`` is reused for ``PACING_REUSE`` seconds: the per-request path stays a
+    few attribute reads and one script."""
 
     version: int
     document: dict[str, Any] | None
     state: LearnedState
-    epoch: float  # the stored document's epoch, before the idle shift
-    now: float  # the backend's clock when it was read
-    local: float  # this process's clock at the same moment
+    epoch: float
+    now: float
+    local: float
+    meter: dict[str, float] | None = None
+    shift: float = 0.0
+    pacing: Pacing | None = None
+    paced_at: float = -math.inf
+    built: LearnedState | None = None
+
+    def current(self) -> LearnedState:
+        """The state with the last booking's meter and idle shift."""
+        if self.meter is None:
+            return self.state
+        if self.built is None:
+            law = attrs.evolve(self.state.law, epoch=self.epoch + self.shift)
+            self.built = attrs.evolve(self.state, law=law, **self.meter)  # type: ignore[arg-type]
+        return self.built
+
+
+PACING_REUSE = 0.005
+"""Seconds a computed ``Pacing`` (the learned rate and burst at a moment) is reused for
+the next reservations of this process: the CUBIC law moves far less than that in 5 ms."""
 
 
 LATENCY_WEIGHT = 0.2
@@ -208,7 +237,8 @@ class LearnedRate:
     @property
     def generation(self) -> int:
         """The number of cuts as this process last saw it."""
-        return 0 if self._state is None else self._state.generation
+        state = self._seen()
+        return 0 if state is None else state.generation
 
     # -- timing --------------------------------------------------------------------
 
@@ -277,6 +307,11 @@ class LearnedRate:
     def _remember(self, state: LearnedState) -> None:
         self._state = state
 
+    def _seen(self) -> LearnedState | None:
+        """The state as this process last saw it."""
+        view = self._view
+        return self._state if view is None else view.current()
+
     def forfeit(self) -> None:
         """A reservation was not used (the attempt reserves again)."""
         self._forfeited += 1
@@ -309,19 +344,20 @@ class LearnedRate:
                 view = self._view
                 assert view is not None
             at = view.now + max(0.0, self._clock() - view.local)
-            paced = _learned_rate.pacing(view.state, at, self._policy)
+            paced = view.pacing
+            if paced is None or not 0.0 <= at - view.paced_at < PACING_REUSE:
+                paced = _learned_rate.pacing(view.current(), at, self._policy)
+                view.pacing, view.paced_at = paced, at
             booked = await backend.reserve_rate(
                 self._key, version=view.version, pacing=paced, forfeited=forfeited
             )
             if booked is None:  # expired or damaged: write it afresh, then book again
                 self._view = None
                 continue
+            generation = view.state.generation
             self._see_booked(view, booked)
             return Grant(
-                wait=booked.wait,
-                generation=view.state.generation,
-                rate=paced.rate,
-                burst=paced.burst,
+                wait=booked.wait, generation=generation, rate=paced.rate, burst=paced.burst
             )
         raise RuntimeError(
             f"the learned rate {self._key!r} vanished under {RESERVE_ATTEMPTS} reservations "
@@ -350,13 +386,14 @@ class LearnedRate:
             # writes the state afresh (``_learn`` from no view).
             self._view = None
             return
-        law = attrs.evolve(view.state.law, epoch=view.epoch + booked.shift)
-        state = attrs.evolve(view.state, law=law, **booked.meter)  # type: ignore[arg-type]
-        self._view = attrs.evolve(view, state=state, now=booked.now, local=local)
-        self._remember(state)
+        view.meter, view.shift, view.built = booked.meter, booked.shift, None
+        view.now, view.local = booked.now, local
 
     async def _learn(
-        self, transition: Callable[[LearnedState, float], tuple[LearnedState, R]]
+        self,
+        transition: Callable[[LearnedState, float], tuple[LearnedState, R]],
+        *,
+        attempts: int = LEARN_ATTEMPTS,
     ) -> R | None:
         """Apply a learning event (``transition`` of the state at the backend's ``now``)
         to the shared state; its result, or ``None`` if it was dropped (see the module
@@ -375,7 +412,7 @@ class LearnedRate:
             state, result = await self._backend.transact(self._key, update)
             self._remember(state)
             return result
-        for attempt in range(LEARN_ATTEMPTS):
+        for attempt in range(attempts):
             read = await backend.read_rate(self._key)
             local = self._clock()
             current = read.state or _learned_rate.fresh(read.now, self._policy)
@@ -398,27 +435,43 @@ class LearnedRate:
                 )
                 self._remember(state)
                 return result
-            await anyio.sleep(backend.backoff(attempt))
+            if attempt + 1 < attempts:
+                await anyio.sleep(backend.backoff(attempt))
         return None
 
     async def _report_latency(self) -> None:
-        """Report this process's feedback delay when it is due (a rare learning write)."""
+        """Report this process's feedback delay when it is due: a rare learning write.
+
+        Due when none was reported yet; every ``LATENCY_REPORT`` seconds while it
+        differs from the shared value by more than ``LATENCY_DRIFT``; and sooner (every
+        ``LATENCY_REPORT_MIN`` s) when it differs by more than ``LATENCY_CHANGE`` and at
+        least ``LATENCY_MATTERS`` seconds (below that, the slow-start doubling and the
+        probing period do not depend on it). One attempt: a report that loses to
+        another host's write is dropped (the next one comes soon), so it never holds a
+        request back with a backoff.
+        """
         now = self._clock()
         delay = self.feedback_delay(now)
         if delay is None or delay <= 0.0:
             return
         since = now - self._reported_at
-        last = self._reported
-        changed = last is None or abs(delay - last) > LATENCY_CHANGE * last
-        if since < LATENCY_REPORT and not (changed and since >= LATENCY_REPORT_MIN):
-            return
+        seen = self._seen()
+        shared = None if (seen is None or self._reported is None) else seen.latency
+        if shared is not None:
+            gap = abs(delay - shared)
+            drifted = since >= LATENCY_REPORT and gap > LATENCY_DRIFT * shared
+            jumped = since >= LATENCY_REPORT_MIN and gap > max(
+                LATENCY_CHANGE * shared, LATENCY_MATTERS
+            )
+            if not (drifted or jumped):
+                return
         self._reported, self._reported_at = delay, now
         policy = self._policy
 
         def report(state: LearnedState, at: float) -> tuple[LearnedState, None]:
             return _learned_rate.latency_reported(state, now=at, policy=policy, latency=delay), None
 
-        await self._learn(report)
+        await self._learn(report, attempts=1)
 
     async def throttled(self, grant: Grant, signals: Sequence[RateLimitSignal]) -> bool:
         """A rate-limit answer to the request ``grant`` let out; True if the rate was cut."""
@@ -437,7 +490,7 @@ class LearnedRate:
         return bool(await self._learn(transition))
 
     def _worth_writing(self, signal: RateLimitSignal, now: float) -> bool:
-        state = self._state
+        state = self._seen()
         headroom = signal.headroom
         if headroom is not None and headroom < _learned_rate.HEADROOM_LOW:
             return True
@@ -478,7 +531,7 @@ class LearnedRate:
     def statistics(self) -> LearnedRateStatistics:
         """The learned rate as last seen (before any request: where it will start)."""
         policy = self._policy
-        state = self._state
+        state = self._seen()
         if state is None:
             state = _learned_rate.fresh(0.0, policy)
         # As of the last transaction, on the backend's clock.

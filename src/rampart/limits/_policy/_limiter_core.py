@@ -221,7 +221,9 @@ class LimiterCore:
         not measured yet): with no ``max_concurrency`` given, the window's upper bound
         follows (``window_cap``)."""
         if self._little and self._aimd is not None and latency is not None:
-            self._aimd.set_maximum(window_cap(rate, latency))
+            cap = window_cap(rate, latency)
+            if cap != self._aimd.bounds[1]:
+                self._aimd.set_maximum(cap)
 
     # -- clock ---------------------------------------------------------------------
 
