@@ -7,18 +7,18 @@ Two measurements, each with separate processes standing in for hosts:
     zero-latency agent that never refuses, for D seconds, started together. Once with a
     fixed rate (``rate=1e6, burst=1000``: one bucket reservation per request), once
     with a learned rate (``adaptive=True`` with the same ceiling and burst). Neither
-    rate binds, so what is measured is what a reservation costs. T defaults to 4, the
-    adaptive window's starting size: the window grows only while the agent's answers
-    fill it, which a zero-latency agent never does, so more tasks would measure the
-    window (4 in flight against T), not the reservation. Target: the learned rate
-    carries >= 0.8 x the fixed rate's aggregate requests/s.
+    rate binds, so what is measured is what a reservation costs. (The adaptive window
+    starts at 4 and grows only while the agent's answers fill it, which a zero-latency
+    agent never does: the learned rate runs with 4 requests per process in flight,
+    the fixed one with T. ``--tasks 4`` compares them like for like.) Target: the
+    learned rate carries >= 0.8 x the fixed rate's aggregate requests/s.
 (b) **Contention.** W processes (default 16) x U ``transact`` updates (default 200) of
     one shared counter, with two CPU busy loops running beside them. Target: the
     counter ends at W x U (no lost update) and no process failed.
 
 Usage: ``python benchmarks/bench_fleet_limits.py [--quick] [--backend asyncio|trio]
 [--processes P] [--tasks T] [--seconds D] [--rounds R] [--writers W] [--updates U]``.
-Full: P=8, T=4, D=5, R=3 (best of R interleaved rounds), W=16, U=200.
+Full: P=8, T=8, D=5, R=3 (best of R interleaved rounds), W=16, U=200.
 ``--quick``: P=4, D=1.5, R=1, W=6, U=60, indicative only. Prints a table with the load
 average; numbers from a loaded machine are not figures.
 """
@@ -219,7 +219,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     parser.add_argument("--processes", type=int)
-    parser.add_argument("--tasks", type=int, default=4)
+    parser.add_argument("--tasks", type=int, default=8)
     parser.add_argument("--seconds", type=float)
     parser.add_argument("--writers", type=int)
     parser.add_argument("--updates", type=int)
