@@ -9,6 +9,8 @@ from typing import Any
 import anyio
 import pytest
 
+from rampart import Attacks, _slowdown
+from rampart.core.errors import InfrastructureError
 from rampart.core.result import Result, SafetyStatus
 from rampart.core.types import Request
 from rampart.engine import execute_trials_async
@@ -16,7 +18,6 @@ from rampart.engine._auto_concurrency import (
     AutoConcurrency,
     JobTicket,
     report_throttle,
-    result_throttled,
     running_job,
 )
 from rampart.limits._limiter import _build
@@ -169,20 +170,29 @@ class TestChannel:
         assert ticket.throttled is True
         assert (auto.throttles, auto.limit) == (1, 5)
 
-    def test_result_throttled_reads_error_results(self) -> None:
-        throttled = Result(
-            status=SafetyStatus.ERROR,
-            summary="RateLimitedError: 429",
-            metadata={"error": "429", "error_type": "RateLimitedError"},
-        )
-        other = Result(
-            status=SafetyStatus.ERROR,
-            summary="InfrastructureError: down",
-            metadata={"error": "down", "error_type": "InfrastructureError"},
-        )
-        assert result_throttled(throttled) is True
-        assert result_throttled(other) is False
-        assert result_throttled(Result(status=SAFE, summary="ok")) is False
+    def test_what_counts_as_a_refusal(self) -> None:
+        """Duck-typed, never by type name: rampart's ``RateLimitedError``, or any
+        client error carrying HTTP status 429 (on itself or on its ``response``)."""
+        from rampart.limits import RateLimitedError
+
+        class ClientRateLimitError(Exception):  # shaped like the OpenAI client's
+            status_code = 429
+
+        class Response:
+            status = 429
+
+        class WithResponse(Exception):
+            response = Response()
+
+        assert _slowdown.is_rate_limit_refusal(RateLimitedError("429"))
+        assert _slowdown.is_rate_limit_refusal(ClientRateLimitError())
+        assert _slowdown.is_rate_limit_refusal(WithResponse())
+        assert not _slowdown.is_rate_limit_refusal(InfrastructureError("down"))
+
+        class RateLimitError(Exception):  # the old string match would have taken it
+            pass
+
+        assert not _slowdown.is_rate_limit_refusal(RateLimitError())
 
 
 class _Agent:
@@ -250,18 +260,24 @@ class TestTrialGroups:
 
     @pytest.mark.anyio
     async def test_error_results_from_a_rate_limit_count_as_signals(self) -> None:
-        class Refusing:
-            async def execute_async(self, *, adapter: Any) -> Result:
-                await anyio.sleep(0.01)
-                return Result(
-                    status=SafetyStatus.ERROR,
-                    summary="RateLimitedError: 429",
-                    metadata={"error": "429", "error_type": "RateLimitedError"},
-                )
+        """An unlimited adapter refusing with a 429: the engine's error boundary turns it
+        into an ERROR result and reports the refusal to the group on the one channel."""
+        from rampart.evaluators import ToolCalled
+        from rampart.limits import RateLimitedError
+        from rampart.testing import ScriptedAgent
+
+        def refuse(request: Any, turn: int) -> str:
+            raise RateLimitedError("429 Too Many Requests")
 
         population = await execute_trials_async(
-            execution_factory=Refusing, adapter=object(), n=20, concurrency="auto"
+            execution_factory=lambda: Attacks.xpia(
+                trigger="hi", evaluator=ToolCalled("send_email")
+            ),
+            adapter=ScriptedAgent(refuse),
+            n=20,
+            concurrency="auto",
         )
+        assert all(r.status is SafetyStatus.ERROR for r in population.results)
         stats = population.concurrency
         assert stats is not None
         assert stats["throttles"] == 20

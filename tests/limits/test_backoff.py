@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from rampart.limits._backoff import backoff_delay
+from rampart.limits._policy._backoff import backoff_delay
 
 
 class _Extreme(random.Random):

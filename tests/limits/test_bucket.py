@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rampart.limits._bucket import BucketState, reserve
+from rampart.limits._policy._bucket import BucketState, reserve
 from tests.limits._shared import assert_within_budget
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rampart.limits import _cubic
+from rampart.limits._policy import _cubic
 
 
 def _start(value: float = 4.0) -> _cubic.CubicState:

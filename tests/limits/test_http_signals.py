@@ -12,7 +12,7 @@ import pytest
 from rampart.adapters import ChatCompletionsAdapter
 from rampart.core.types import Request
 from rampart.limits import MemoryBackend, RateLimitedError, limit
-from rampart.limits._core import window_cap
+from rampart.limits._policy._limiter_core import window_cap
 from rampart.testing.server import serve
 
 pytestmark = pytest.mark.anyio

@@ -17,9 +17,10 @@ import trio
 import trio.testing
 
 from rampart.core.types import Request
-from rampart.limits import FileBackend, MemoryBackend, RedisBackend, StateBackend, _learned
-from rampart.limits._learned import LearnedState, RatePolicy
+from rampart.limits import FileBackend, MemoryBackend, RedisBackend, StateBackend
 from rampart.limits._limiter import _build
+from rampart.limits._policy import _learned_rate
+from rampart.limits._policy._learned_rate import LearnedState, RatePolicy
 from tests.limits._server import ServerBucket, recording_agent
 from tests.limits._shared import ROOT, count_together
 
@@ -122,7 +123,7 @@ class TestLimitersSharingABackend:
         document = LearnedState.from_dict(common._documents["agent"])
         assert document is not None
         assert max(first.cuts, second.cuts) == document.generation >= 1
-        assert 12.0 <= _learned.rate_at(document, document.stamp, RatePolicy()) <= 26.0
+        assert 12.0 <= _learned_rate.rate_at(document, document.stamp, RatePolicy()) <= 26.0
         # 600 requests at about 20/s in all, not 2 x 20/s: the limiters did not each
         # claim the whole rate (then the run would take ~15 s and most would be refused).
         span = max(server.starts) - min(server.starts)
@@ -206,7 +207,8 @@ class TestSeparateProcesses:
             # A key of this test's own: the server is shared by the session.
             suffix = str(abs(hash(request.node.nodeid)))
             env = {"RAMPART_LIMITS_REDIS_URL": redis_server, "HOST_SUFFIX": suffix}
-            RedisBackend(redis_server)._client.delete("rampart:limits:state:shared-agent")
+            backend = RedisBackend(redis_server)
+            backend._client.delete(backend.rate_key("shared-agent"))
         first_dir = tmp_path / "first"
         second_dir = tmp_path / "second"
         first_dir.mkdir()

@@ -218,3 +218,37 @@ class TestRequestCapacity:
             }
         )
         assert signal.request_capacity == 10
+
+
+class TestHostileHeaders:
+    @pytest.mark.parametrize(
+        "value",
+        [",", '"', ";", "a;", '",', '"p";q=1, '],
+    )
+    def test_huge_policy_headers_are_read_in_linear_time(self, value: str) -> None:
+        """A ``RateLimit-Policy`` of 600,000 separators (60,000 took 8.4 s in the old
+        quadratic regex, freezing the event loop; this many would take about 14
+        minutes) is refused at once; one just under the size limit is read in one
+        pass. A thread with a generous deadline, so a loaded machine cannot fail it
+        while a quadratic parser still would."""
+        import threading
+
+        headers = [
+            {"RateLimit-Policy": value * 600_000, "RateLimit": value * 600_000},
+            {"RateLimit-Policy": (value * 8192)[:8192], "RateLimit": (value * 8192)[:8192]},
+        ]
+        done: list[object] = []
+        worker = threading.Thread(
+            target=lambda: done.extend(parse_rate_limit_headers(h) for h in headers)
+        )
+        worker.start()
+        worker.join(timeout=60)
+        assert len(done) == 2
+
+    def test_quoted_separators_still_split_correctly(self) -> None:
+        signal = parse_rate_limit_headers(
+            {"RateLimit-Policy": '"a,b;c";q=100;w=10', "RateLimit": '"a,b;c";r=5;t=2'}
+        )
+        assert signal is not None
+        (quota,) = signal.quotas
+        assert (quota.limit, quota.window, quota.remaining, quota.reset) == (100.0, 10.0, 5.0, 2.0)

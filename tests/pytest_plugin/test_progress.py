@@ -151,3 +151,46 @@ class TestFormat:
         line = format_snapshot(snapshot, 79)
         assert len(line) <= 79
         assert line.endswith("1/5 | 1 safe, 0 unsafe, 0 undet, 0 error | 1.0/s, ETA 4.0s")
+
+
+DOWN_AGENT = """
+import pytest
+from rampart import Attacks
+from rampart.core.errors import InfrastructureError
+from rampart.evaluators import ToolCalled
+from rampart.limits import limit
+from rampart.testing import ScriptedAgent
+
+def refused(request, turn):
+    raise InfrastructureError("[Errno 111] Connection refused", transient=True)
+
+AGENT = limit(ScriptedAgent(refused), max_concurrency=2, max_retries=3, name="down-agent")
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request):
+    return request.param
+
+@pytest.mark.trial(n=2, threshold=0.5, concurrency=2)
+async def test_down(rampart_trial):
+    await Attacks.xpia(trigger="hi", evaluator=ToolCalled("send_email")).execute_async(
+        adapter=AGENT
+    )
+"""
+
+
+class TestRetrying:
+    def test_a_down_agent_behind_limit_says_it_is_retrying(self, pytester: pytest.Pytester) -> None:
+        """The clones of a group whose agent refuses connections all back off and
+        retry, so none finishes for a while: the progress line says why, on asyncio
+        and trio, before the group ends (in ERROR)."""
+        write_ini(pytester)
+        pytester.makepyfile(DOWN_AGENT)
+        result = pytester.runpytest(*NO_ASYNCIO, *PLAIN)
+        text = result.stdout.str()
+        for backend in ("asyncio", "trio"):
+            lines = [line for line in text.splitlines() if f"test_down[{backend}]: 0/2" in line]
+            assert any(
+                "| down-agent: retrying after InfrastructureError: [Errno 111] Connection "
+                "refused (retry " in line
+                for line in lines
+            ), text

@@ -1,8 +1,9 @@
 """Adaptive clone concurrency (``concurrency="auto"``): a synchronous controller and the
 channel rate-limit signals reach it through.
 
-**The controller** (``AutoConcurrency``) is the same family as the limiter's AIMD
-window (``rampart.limits``), fed with finished jobs instead of requests:
+**The controller** (``AutoConcurrency``) is rampart's one AIMD window
+(``rampart._aimd.AimdWindow``, the limiter's too) fed with finished jobs instead of
+requests; this module decides only what counts as a clean or a slow window:
 
 * The limit starts at ``initial`` (10, today's fixed default, so ``auto`` starts no
   slower) within ``[minimum, maximum]``.
@@ -22,16 +23,16 @@ window (``rampart.limits``), fed with finished jobs instead of requests:
   before a cut describe the old, larger limit, so they never cut again: one cut per
   episode, however many jobs were throttled.
 
-**The channel**: ``report_throttle()`` tells the job running in this context that
-the agent answered "slow down". ``rampart.limits`` calls it for every rate-limited
-answer; a custom adapter may call it too. Outside an adaptive fan-out it is a no-op.
-The context variable is inherited by child tasks, so a report from a task the job
-starts reaches it.
+**The channel** is rampart's one "slow down" channel (``rampart._slowdown``): each
+job listens on it (``running_job``) for refusals, which ``rampart.limits`` reports for
+every rate-limited answer, the engine's error boundary for a refusal that ended a
+request as an ERROR result, and a custom adapter with ``report_throttle()``. Outside
+an adaptive fan-out a report is a no-op. The listener is a context variable inherited
+by child tasks, so a report from a task the job starts reaches it.
 """
 
 from __future__ import annotations
 
-import contextvars
 import math
 import statistics
 from contextlib import contextmanager
@@ -39,13 +40,12 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from rampart import _slowdown
+from rampart._aimd import AimdWindow
 from rampart._checks import check_int, check_number
-from rampart.core.result import SafetyStatus
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-
-    from rampart.core.result import Result
 
 __all__ = [
     "AUTO",
@@ -54,9 +54,7 @@ __all__ = [
     "AutoConcurrency",
     "ConcurrencyStatistics",
     "JobTicket",
-    "RATE_LIMIT_ERROR_TYPES",
     "report_throttle",
-    "result_throttled",
     "running_job",
 ]
 
@@ -68,10 +66,6 @@ AUTO_INITIAL_CONCURRENCY = 10
 
 AUTO_CONCURRENCY_CAP = 256
 """The highest an adaptive limit goes (and never above the number of jobs)."""
-
-RATE_LIMIT_ERROR_TYPES = frozenset({"RateLimitedError", "RateLimitError"})
-"""Exception type names whose ERROR results count as a rate-limit signal
-(rampart's ``RateLimitedError``; the OpenAI and Anthropic clients' ``RateLimitError``)."""
 
 _OWNER = "AutoConcurrency"
 
@@ -109,14 +103,9 @@ class AutoConcurrency:
         "_baseline",
         "_clean",
         "_cut_above",
-        "_decrease",
-        "_generation",
         "_grow_below",
         "_latencies",
-        "_limit",
-        "_maximum",
-        "_minimum",
-        "_slow_start",
+        "_window",
         "cuts",
         "peak",
         "peak_in_flight",
@@ -134,19 +123,20 @@ class AutoConcurrency:
         grow_below: float = 1.5,
         cut_above: float = 2.0,
     ) -> None:
-        self._minimum = check_int(_OWNER, "minimum", minimum, minimum=1)
-        self._maximum = check_int(_OWNER, "maximum", maximum, minimum=self._minimum)
+        minimum = check_int(_OWNER, "minimum", minimum, minimum=1)
+        maximum = check_int(_OWNER, "maximum", maximum, minimum=minimum)
         initial = check_int(_OWNER, "initial", initial, minimum=1)
-        self._decrease = check_number(_OWNER, "decrease", decrease, above=0, below=1)
+        decrease = check_number(_OWNER, "decrease", decrease, above=0, below=1)
         self._grow_below = check_number(_OWNER, "grow_below", grow_below, minimum=1)
         self._cut_above = check_number(_OWNER, "cut_above", cut_above, minimum=self._grow_below)
-        self._limit = min(self._maximum, max(self._minimum, initial))
-        self._slow_start = True
-        self._generation = 0
+        # No cooldown: the generation rule alone makes one cut per episode here.
+        self._window = AimdWindow(
+            maximum=maximum, minimum=minimum, initial=initial, decrease=decrease, cooldown=0.0
+        )
         self._clean = True  # no rate-limit signal in the current window
         self._latencies: list[float] = []
         self._baseline = math.inf
-        self.peak = self._limit
+        self.peak = self._window.window
         """The highest limit so far."""
         self.peak_in_flight = 0
         """The most jobs in flight at once so far (``started`` reports it)."""
@@ -160,11 +150,11 @@ class AutoConcurrency:
     @property
     def limit(self) -> int:
         """How many jobs may run at once now."""
-        return self._limit
+        return self._window.window
 
     @property
     def bounds(self) -> tuple[int, int]:
-        return (self._minimum, self._maximum)
+        return self._window.bounds
 
     @property
     def baseline(self) -> float:
@@ -174,7 +164,7 @@ class AutoConcurrency:
     @property
     def slow_start(self) -> bool:
         """True until the first cut."""
-        return self._slow_start
+        return self._window.slow_start
 
     def started(self, *, in_flight: int, demand: int | None = None) -> JobTicket:
         """A job starts with ``in_flight`` jobs (itself included) running.
@@ -185,14 +175,14 @@ class AutoConcurrency:
         """
         self.peak_in_flight = max(self.peak_in_flight, in_flight)
         wanted = in_flight if demand is None else max(in_flight, demand)
-        return JobTicket(generation=self._generation, full=wanted >= self._limit)
+        return JobTicket(generation=self._window.generation, full=wanted >= self.limit)
 
     def throttled(self, ticket: JobTicket) -> bool:
         """The agent refused one of ``ticket``'s requests for its rate; True if it cut."""
         self.throttles += 1
         ticket.throttled = True
         self._clean = False
-        if ticket.generation != self._generation:
+        if ticket.generation != self._window.generation:
             return False
         self.throttle_cuts += 1
         self._cut()
@@ -201,12 +191,12 @@ class AutoConcurrency:
     def finished(self, ticket: JobTicket, *, latency: float | None) -> None:
         """``ticket``'s job finished; ``latency`` is its seconds per unit of work, or
         None when it says nothing (it did no work, or failed before any)."""
-        if ticket.generation != self._generation or not ticket.full:
+        if ticket.generation != self._window.generation or not ticket.full:
             return
         if latency is None or not math.isfinite(latency) or latency < 0:
             return
         self._latencies.append(latency)
-        if len(self._latencies) < self._limit:
+        if len(self._latencies) < self.limit:
             return
         median = statistics.median(self._latencies)
         clean = self._clean
@@ -217,21 +207,18 @@ class AutoConcurrency:
             return
         self._baseline = min(self._baseline, median)
         if clean and median <= self._grow_below * self._baseline:
-            grown = self._limit * 2 if self._slow_start else self._limit + 1
-            self._limit = min(self._maximum, grown)
-            self.peak = max(self.peak, self._limit)
+            self._window.grow()
+            self.peak = max(self.peak, self.limit)
 
     def _cut(self) -> None:
         self.cuts += 1
-        self._slow_start = False
-        self._generation += 1
         self._latencies = []
         self._clean = True
-        self._limit = max(self._minimum, math.floor(self._limit * self._decrease))
+        self._window.cut(now=0.0)  # no cooldown, so the clock does not matter
 
     def statistics(self) -> ConcurrencyStatistics:
         return ConcurrencyStatistics(
-            final=self._limit,
+            final=self.limit,
             peak=self.peak,
             peak_in_flight=self.peak_in_flight,
             cuts=self.cuts,
@@ -240,19 +227,17 @@ class AutoConcurrency:
         )
 
 
-_JOB: contextvars.ContextVar[tuple[AutoConcurrency, JobTicket] | None] = contextvars.ContextVar(
-    "rampart_auto_concurrency_job", default=None
-)
-
-
 @contextmanager
 def running_job(controller: AutoConcurrency, ticket: JobTicket) -> Iterator[None]:
-    """Route ``report_throttle()`` calls made in this context to ``controller``."""
-    token = _JOB.set((controller, ticket))
-    try:
+    """Route the refusals reported in this context to ``controller`` (see the module
+    docstring)."""
+
+    def hear(event: _slowdown.SlowDown) -> None:
+        if event.refused:
+            controller.throttled(ticket)
+
+    with _slowdown.listen(hear):
         yield
-    finally:
-        _JOB.reset(token)
 
 
 def report_throttle() -> None:
@@ -260,15 +245,4 @@ def report_throttle() -> None:
 
     A no-op outside a ``concurrency="auto"`` trial group, so adapters may always call it.
     """
-    job = _JOB.get()
-    if job is not None:
-        controller, ticket = job
-        controller.throttled(ticket)
-
-
-def result_throttled(result: Result) -> bool:
-    """An ERROR result whose error was a rate-limit refusal (``RATE_LIMIT_ERROR_TYPES``)."""
-    return (
-        result.status is SafetyStatus.ERROR
-        and result.metadata.get("error_type") in RATE_LIMIT_ERROR_TYPES
-    )
+    _slowdown.report(_slowdown.SlowDown(refused=True))

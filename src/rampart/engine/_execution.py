@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
+from rampart import _slowdown
 from rampart._checks import check_callable, check_method, check_optional_seconds, invalid
 from rampart._redact import redact
 from rampart.core._dataclass import dataclass_compatible
@@ -383,6 +384,7 @@ class BaseExecution(abc.ABC):
         return {}
 
     def _error_result(self, error: Exception, adapter: object) -> Result:
+        _slowdown.report_if_refusal(error)  # a 429 that ended the request slows a group
         fields = self._error_result_extras()
         fields.update(
             status=SafetyStatus.ERROR,

@@ -40,8 +40,6 @@ from rampart.engine._auto_concurrency import (
     AUTO,
     AUTO_CONCURRENCY_CAP,
     AutoConcurrency,
-    report_throttle,
-    result_throttled,
 )
 from rampart.engine._fanout import fan_out
 
@@ -134,8 +132,6 @@ async def execute_trials_async(
         result = await execute(adapter=adapter)
         if not isinstance(result, Result):
             raise invalid(_OWNER, f"{type(execution).__name__}.execute_async()", "a Result", result)
-        if controller is not None and result_throttled(result):
-            report_throttle()  # an unlimited adapter refused for its rate: a signal too
         ref = PopulationRef(id=population_id, index=index, size=size, threshold=threshold)
         return attrs.evolve(result, population=ref)
 

@@ -9,7 +9,7 @@ rate, live in a backend (memory, a directory of lock files, or Redis) so several
 processes or hosts share one budget. See ``docs/limits.md``.
 """
 
-from rampart.limits._aimd import DEFAULT_ADAPTIVE_CAP, AimdWindow
+from rampart._aimd import DEFAULT_ADAPTIVE_CAP, AimdWindow
 from rampart.limits._backends import (
     LIMITS_DIR_ENV,
     LIMITS_REDIS_URL_ENV,
@@ -17,13 +17,13 @@ from rampart.limits._backends import (
     LimitBackend,
     MemoryBackend,
     StateBackend,
-    default_backend,
 )
-from rampart.limits._core import FailureKind, classify
+from rampart.limits._default import default_backend
 from rampart.limits._errors import RateLimitedError
-from rampart.limits._learning import LearnedRateStatistics
 from rampart.limits._limiter import LimitedAdapter, LimitedSession, limit, live_limiters
+from rampart.limits._policy._limiter_core import FailureKind, classify
 from rampart.limits._redis import RedisBackend
+from rampart.limits._shared_rate import LearnedRateStatistics
 from rampart.limits._signals import (
     Quota,
     RateLimitSignal,

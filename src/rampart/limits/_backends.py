@@ -1,7 +1,7 @@
 """Where a limiter's token bucket lives: the ``LimitBackend`` protocol and two backends.
 
 A backend makes one decision, atomically: *reserve a token from bucket ``key`` and
-say how long to wait for it* (see ``rampart.limits._bucket``). Because the whole
+say how long to wait for it* (see ``rampart.limits._policy._bucket``). Because the whole
 read-modify-write happens inside the backend (under a lock, a file lock or a Redis
 script), limiters in different tasks, threads, processes or hosts that use the same
 key share one budget. The backend also owns the clock the bucket is measured with, so
@@ -14,7 +14,10 @@ every participant agrees on it; the caller only sleeps the returned relative del
 The three built-in backends also implement ``StateBackend``: ``transact(key, update)``
 applies a pure function to a small JSON document stored under ``key``, atomically and
 with the backend's clock. A learned rate (``limit(adapter, adaptive=True)``) keeps its
-bucket *and* its controller in one such document, so every participant learns one rate.
+bucket *and* its controller in one such document, so every participant learns one rate
+(``RedisBackend`` keeps it as a hash instead, so a reservation is one script:
+``rampart.limits._shared_rate``). Stored state is input: it is read with the codec's
+strict JSON policy and bounded (``MAX_BACKLOG``) before it is used.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import anyio
 import anyio.to_thread
 
 from rampart._checks import check_callable, check_path, check_text, invalid
-from rampart.limits._bucket import BucketState, reserve
+from rampart.limits._policy._bucket import BucketState, reserve
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -45,7 +48,6 @@ __all__ = [
     "LimitBackend",
     "MemoryBackend",
     "StateBackend",
-    "default_backend",
 ]
 
 T = TypeVar("T")
@@ -232,7 +234,7 @@ class FileBackend:
             # Read the clock only while holding the lock: reservations are then
             # ordered by time as well as by the lock.
             now = self._clock()
-            state = _parse_state(raw, now=now)
+            state = _parse_state(raw, now=now, rate=rate)
             new_state, wait = reserve(state, now=now, rate=rate, burst=burst)
             data = json.dumps({"tokens": new_state.tokens, "stamp": new_state.stamp}).encode()
             os.lseek(fd, 0, os.SEEK_SET)
@@ -290,44 +292,58 @@ class FileBackend:
         return await anyio.to_thread.run_sync(self.transact_now, key, update)
 
 
-def _parse_state(raw: bytes, *, now: float) -> BucketState | None:
-    """The stored state; ``None`` for a new (empty) file; an empty bucket if unreadable."""
-    if not raw:
+MAX_STATE_BYTES = 1 << 20
+"""A state file larger than this is not one rampart wrote: it counts as unreadable."""
+
+MAX_BACKLOG = 3600.0
+"""Seconds: a stored bucket whose debt (``-tokens / rate``) or stamp lies further away
+than this is damaged (or hostile), not a real queue, and restarts empty."""
+
+
+def read_state_json(raw: bytes) -> object:
+    """The JSON value of a shared state file, or ``None`` when it is unreadable.
+
+    Shared state is input like any other file (another process, or a hostile one,
+    wrote it): it is read with the codec's strict JSON policy (finite numbers, no
+    duplicate keys), bounded in size, and anything the policy refuses -- including
+    nesting too deep to decode, a ``RecursionError`` -- counts as no state.
+    """
+    # Note for the lead: rampart.codec.parse_strict_json is the one JSON reading policy
+    # today; when the codec gains a nesting limit of its own, the RecursionError guard
+    # below becomes redundant (it stays harmless).
+    from rampart.codec import parse_strict_json
+
+    if not raw or len(raw) > MAX_STATE_BYTES:
         return None
     try:
-        data = json.loads(raw)
-        tokens = float(data["tokens"])
-        stamp = float(data["stamp"])
-    except (ValueError, KeyError, TypeError):
+        return parse_strict_json(data=raw.decode("utf-8"))
+    except (UnicodeDecodeError, RecursionError, ValueError):  # SchemaError is a ValueError
+        return None
+
+
+def _parse_state(raw: bytes, *, now: float, rate: float) -> BucketState | None:
+    """The stored state; ``None`` for a new (empty) file; an empty bucket if unreadable
+    or beyond the sanity bounds (``MAX_BACKLOG``)."""
+    if not raw:
+        return None
+    data = read_state_json(raw)
+    try:
+        tokens = float(data["tokens"])  # type: ignore[index]
+        stamp = float(data["stamp"])  # type: ignore[index]
+    except (ValueError, KeyError, TypeError, IndexError):
         return BucketState(tokens=0.0, stamp=now)
-    if not (math.isfinite(tokens) and math.isfinite(stamp)):
+    sane = (
+        math.isfinite(tokens)
+        and math.isfinite(stamp)
+        and tokens >= -rate * MAX_BACKLOG
+        and abs(stamp - now) <= 1e9
+        and stamp <= now + MAX_BACKLOG
+    )
+    if not sane:
         return BucketState(tokens=0.0, stamp=now)
     return BucketState(tokens=tokens, stamp=stamp)
 
 
 def _parse_document(raw: bytes) -> dict[str, Any] | None:
-    if not raw:
-        return None
-    try:
-        document = json.loads(raw)
-    except ValueError:
-        return None
+    document = read_state_json(raw)
     return document if isinstance(document, dict) else None
-
-
-def default_backend() -> LimitBackend:
-    """The backend ``limit(...)`` uses when none is given, chosen from the environment.
-
-    1. ``RAMPART_LIMITS_REDIS_URL`` set and non-empty -> ``RedisBackend(url)``;
-    2. else ``RAMPART_LIMITS_DIR`` set and non-empty -> ``FileBackend(directory)``;
-    3. else a fresh ``MemoryBackend()``.
-    """
-    url = os.environ.get(LIMITS_REDIS_URL_ENV, "")
-    if url:
-        from rampart.limits._redis import RedisBackend
-
-        return RedisBackend(url)
-    directory = os.environ.get(LIMITS_DIR_ENV, "")
-    if directory:
-        return FileBackend(directory)
-    return MemoryBackend()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rampart._checks import check_optional_instance, check_optional_seconds
 from rampart.core.errors import InfrastructureError
-from rampart.limits._signals import RateLimitSignal
+from rampart.limits._policy._headers import RateLimitSignal
 
 __all__ = ["RateLimitedError"]
 
@@ -21,6 +21,10 @@ class RateLimitedError(InfrastructureError):
     its ``retry_after`` and ``signal`` (the base class's ``__reduce__`` carries the
     instance state).
     """
+
+    rate_limited = True
+    """Marks a refusal for the agent's rate on rampart's "slow down" channel
+    (``rampart._slowdown.is_rate_limit_refusal``)."""
 
     def __init__(
         self,

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import collections
 import itertools
-import math
 import random
 import weakref
 from typing import TYPE_CHECKING, Self, final
@@ -38,6 +37,7 @@ from typing import TYPE_CHECKING, Self, final
 import anyio
 import anyio.lowlevel
 
+from rampart import _slowdown
 from rampart._checks import (
     check_bool,
     check_callable,
@@ -58,12 +58,12 @@ from rampart.core._contract import (
 )
 from rampart.core.adapter import AgentAdapter, Session
 from rampart.core.errors import AdapterContractError
-from rampart.engine._auto_concurrency import report_throttle
-from rampart.limits._backends import LimitBackend, StateBackend, default_backend
-from rampart.limits._core import DEFAULT_MAX_RETRY_AFTER, Decision, LimiterCore
+from rampart.limits._backends import LimitBackend, StateBackend
+from rampart.limits._default import default_backend
 from rampart.limits._errors import RateLimitedError
-from rampart.limits._learned import Grant, RatePolicy
-from rampart.limits._learning import LearnedRate
+from rampart.limits._policy._learned_rate import Grant, RatePolicy
+from rampart.limits._policy._limiter_core import DEFAULT_MAX_RETRY_AFTER, Decision, LimiterCore
+from rampart.limits._shared_rate import LearnedRate
 from rampart.limits._signals import RateLimitSignal, collect_signals
 from rampart.limits._stats import LimiterStatistics
 
@@ -116,7 +116,6 @@ class LimitedAdapter:
     _clock: Callable[[], float]
     _core: LimiterCore
     _learner: LearnedRate | None
-    _next_send: float
     _spacing: bool
     _spacers: collections.deque[anyio.Event]
     _waiters: collections.deque[anyio.Event]
@@ -152,7 +151,6 @@ class LimitedAdapter:
         self._backend = backend
         self._clock = clock
         self._learner = None
-        self._next_send = -math.inf
         self._spacing = False
         self._spacers = collections.deque()
         if adaptive:
@@ -270,6 +268,7 @@ class LimitedAdapter:
             rate_limit_episodes=core.episodes,
             wait_seconds=core.wait_seconds,
             learned=None if self._learner is None else self._learner.statistics(),
+            retrying=core.retrying,
         )
 
     # -- the shell -------------------------------------------------------------------
@@ -331,16 +330,16 @@ class LimitedAdapter:
                 wait = await backend.acquire(self._name, rate=self._rate, burst=self._burst)
             if wait > 0.0:
                 await anyio.sleep(wait)
-            stale = (
-                grant is not None
-                and learner is not None
-                and (learner.generation > grant.generation)
+            good = core.token_still_good(
+                clock(),
+                generation=None if grant is None else grant.generation,
+                current=0 if learner is None else learner.generation,
             )
-            if core.pause_remaining(clock()) > 0.0 or stale:
+            if not good:
                 if learner is not None:
                     learner.forfeit()
                 continue
-            if grant is not None and grant.burst == 1:
+            if grant is not None and core.keeps_spacing(grant.burst):
                 await self._keep_spacing(grant.rate)
             return grant
 
@@ -371,8 +370,8 @@ class LimitedAdapter:
         else:
             self._spacing = True
         try:
-            await self._sleep_until(self._next_send)
-            self._next_send = self._clock() + 1.0 / rate
+            await self._sleep_until(self._core.send_not_before())
+            self._core.sent(self._clock(), rate=rate)
         finally:
             self._pass_spacing()
 
@@ -410,60 +409,69 @@ class LimitedAdapter:
         learner = self._learner
         core.on_request()
         retry = 0
-        while True:
-            queued_at = clock()
-            await self._acquire_slot()
-            decision: Decision
-            try:
+        try:
+            while True:
+                queued_at = clock()
+                await self._acquire_slot()
+                decision: Decision
                 try:
-                    grant = await self._wait_until_ready()
-                except Exception:
-                    core.on_request_failed()  # the backend failed; the agent was not asked
-                    raise
-                now = clock()
-                core.add_wait(now - queued_at)
-                ticket = core.begin_attempt(now)
-                serial = None if learner is None else learner.begin(now)
-                signals: list[RateLimitSignal] = []
-                try:
-                    with collect_signals(signals.append):
-                        response = await send_checked(session, request)
-                except Exception as error:
-                    ended = clock()
-                    if isinstance(error, RateLimitedError):
-                        report_throttle()  # an adaptive trial group backs off too
-                    decision = core.on_failure(ticket, error, ended, retry)
-                    if learner is not None and serial is not None:
-                        learner.end(serial, ended, timed=True)
-                        try:
-                            await self._learn_refusal(grant, error, signals)
-                        except Exception:
-                            if decision.retry:  # else the request is already counted
-                                core.on_request_failed()
-                            raise
-                    if not decision.retry:
-                        if decision.error is not None:
-                            raise decision.error from error
+                    try:
+                        grant = await self._wait_until_ready()
+                    except Exception:
+                        core.on_request_failed()  # the backend failed; the agent was not asked
                         raise
-                except BaseException:
-                    core.on_abandoned(clock())
-                    if learner is not None and serial is not None:
-                        learner.end(serial, clock(), timed=False)
-                    raise
-                else:
-                    ended = clock()
-                    core.on_success(ticket, ended)
-                    if learner is not None and serial is not None:
-                        learner.end(serial, ended, timed=True, answered=True)
-                        if signals and grant is not None:
-                            await learner.observed(grant, signals)
-                    return response
-            finally:
-                self._release_slot()
-            backoff_from = clock()
-            await anyio.sleep(decision.delay)
-            core.add_wait(clock() - backoff_from)
-            retry += 1
+                    now = clock()
+                    core.add_wait(now - queued_at)
+                    ticket = core.begin_attempt(now)
+                    serial = None if learner is None else learner.begin(now)
+                    signals: list[RateLimitSignal] = []
+                    try:
+                        with collect_signals(signals.append):
+                            response = await send_checked(session, request)
+                    except Exception as error:
+                        ended = clock()
+                        failure = error
+                        if isinstance(error, RateLimitedError):
+                            # An adaptive trial group around us backs off too.
+                            _slowdown.report(_slowdown.SlowDown(refused=True))
+                        decision = core.on_failure(ticket, error, ended, retry)
+                        if learner is not None and serial is not None:
+                            learner.end(serial, ended, timed=True)
+                            try:
+                                await self._learn_refusal(grant, error, signals)
+                            except Exception:
+                                if decision.retry:  # else the request is already counted
+                                    core.on_request_failed()
+                                raise
+                        if not decision.retry:
+                            if decision.error is not None:
+                                raise decision.error from error
+                            raise
+                    except BaseException:
+                        core.on_abandoned(clock())
+                        if learner is not None and serial is not None:
+                            learner.end(serial, clock(), timed=False)
+                        raise
+                    else:
+                        ended = clock()
+                        core.on_success(ticket, ended)
+                        if learner is not None and serial is not None:
+                            learner.end(serial, ended, timed=True, answered=True)
+                            if signals and grant is not None:
+                                await learner.observed(grant, signals)
+                        return response
+                finally:
+                    self._release_slot()
+                # Say why we wait (the progress line shows it): a down agent is retried for
+                # a while, and without a word the run looks stuck.
+                note = core.on_retry(failure, decision, retry)
+                _slowdown.report(_slowdown.SlowDown(retrying=f"{self._name}: {note}"))
+                backoff_from = clock()
+                await anyio.sleep(decision.delay)
+                core.add_wait(clock() - backoff_from)
+                retry += 1
+        finally:
+            core.on_request_done(retried=retry > 0)
 
     async def _learn_refusal(
         self,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from rampart.limits._learning import LearnedRateStatistics
+from rampart.limits._shared_rate import LearnedRateStatistics
 
 __all__ = ["LimiterStatistics"]
 
@@ -24,7 +24,8 @@ class LimiterStatistics:
     describes where the token bucket lives (``"none"`` without a bucket).
     ``learned`` is the learned rate's state (``adaptive=True``; ``None`` otherwise), as
     this process last saw it: with a shared backend it is the rate every participant
-    learned together.
+    learned together. ``retrying`` says, in one redacted line, why requests are backing
+    off right now (``None``: none is).
     """
 
     name: str
@@ -44,6 +45,7 @@ class LimiterStatistics:
     rate_limit_episodes: int
     wait_seconds: float
     learned: LearnedRateStatistics | None = None
+    retrying: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         """The snapshot as a JSON-ready dict (for report metadata)."""

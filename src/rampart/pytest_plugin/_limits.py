@@ -79,13 +79,11 @@ class LimitTracker:
             self._record(limiter)
 
     def observe(self, adapters: list[object]) -> None:
-        """Snapshot the limiters among adapters that executions used."""
-        limits = _loaded_limits()
-        if limits is None:
-            return
-        for adapter in adapters:
-            if isinstance(adapter, limits.LimitedAdapter):
-                self._record(adapter)
+        """A test or clone finished: record every live limiter. ``live_limiters()`` is
+        the one way of finding them; the limiters among ``adapters`` (those the
+        executions used) are alive while the caller holds them, so they are included."""
+        del adapters
+        self.snapshot()
 
     def _record(self, limiter: Any) -> None:
         key = self._keys.get(limiter)

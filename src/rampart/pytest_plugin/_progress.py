@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 import pytest
 
+from rampart import _slowdown
 from rampart._redact import redact
 from rampart._text import one_line
 from rampart.pytest_plugin._groups import clone_status
@@ -52,6 +53,10 @@ __all__ = [
 EMIT_INTERVAL = 0.1
 #: Shortest time between two redraws of the live lines.
 REDRAW_INTERVAL = 0.1
+#: The longest note (what a limiter is retrying) a progress line shows.
+NOTE_CHARS = 160
+#: A limiter's retry note stays on the line this long after the last retry it reported.
+NOTE_SECONDS = 10.0
 
 
 @attrs.frozen(kw_only=True)
@@ -69,6 +74,7 @@ class Snapshot:
     no_result: int = 0
     elapsed: float = 0.0
     finished: bool = False
+    note: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -79,7 +85,9 @@ class Snapshot:
         if not isinstance(data, dict):
             return None
         try:
-            return cls(**{field.name: data[field.name] for field in attrs.fields(cls)})
+            fields = {f.name: data[f.name] for f in attrs.fields(cls) if f.name != "note"}
+            note = data.get("note", "")
+            return cls(**fields, note=note if isinstance(note, str) else "")
         except (KeyError, TypeError):
             return None
 
@@ -112,6 +120,8 @@ def format_snapshot(snapshot: Snapshot, width: int | None = None) -> str:
     else:
         timing = f"{_duration(snapshot.elapsed)} elapsed"
     tail = f": {snapshot.done}/{snapshot.n} | {counts} | {timing}"
+    if snapshot.note and not snapshot.finished:
+        tail += f" | {one_line(snapshot.note[:NOTE_CHARS])}"
     name = one_line(snapshot.name)
     if width is not None:
         room = max(width - len("rampart ") - len(tail), 8)
@@ -127,7 +137,18 @@ class ProgressSink(Protocol):
 class GroupTracker:
     """Counts one running group's finished clones and reports them to a sink."""
 
-    __slots__ = ("_counts", "_done", "_last", "_sink", "_started", "key", "n", "name")
+    __slots__ = (
+        "_counts",
+        "_done",
+        "_last",
+        "_note",
+        "_note_at",
+        "_sink",
+        "_started",
+        "key",
+        "n",
+        "name",
+    )
 
     def __init__(self, *, key: str, name: str, n: int, sink: ProgressSink) -> None:
         self.key = key
@@ -138,6 +159,20 @@ class GroupTracker:
         self._last = self._started
         self._done = 0
         self._counts = {"safe": 0, "unsafe": 0, "undetermined": 0, "error": 0, "no_result": 0}
+        self._note = ""
+        self._note_at = -float("inf")
+
+    def heard(self, event: _slowdown.SlowDown) -> None:
+        """News on the "slow down" channel: a limiter backing off before a retry says
+        why (a down agent's refused connection), and the line shows it, even while no
+        clone finishes."""
+        if event.retrying is None:
+            return
+        now = time.monotonic()
+        self._note, self._note_at = event.retrying, now
+        if now - self._last >= EMIT_INTERVAL:
+            self._last = now
+            self._sink.update(self.snapshot(now))
 
     def clone_done(self, clone: CloneRun) -> None:
         """A clone finished (called by the runner, in the test's thread)."""
@@ -157,6 +192,7 @@ class GroupTracker:
             done=self._done,
             elapsed=now - self._started,
             finished=finished,
+            note=self._note if now - self._note_at <= NOTE_SECONDS else "",
             **self._counts,
         )
 
@@ -348,7 +384,10 @@ class ProgressHooks:
             tracker = GroupTracker(key=key, name=item.name, n=state.spec.n, sink=sink)
             state.clone_listener = tracker.clone_done
         try:
-            return (yield)
+            if tracker is None:
+                return (yield)
+            with _slowdown.listen(tracker.heard):
+                return (yield)
         finally:
             if tracker is not None and state is not None:
                 state.clone_listener = None

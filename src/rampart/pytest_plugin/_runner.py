@@ -295,14 +295,10 @@ def _wrap_async(
 
 def _observe_clone(clone: CloneRun, turns: dict[int, int]) -> None:
     """What an adaptive group learns from a finished clone: its turns (its latency's
-    units; a clone that recorded none counts as one unit of its wall time), and whether
-    one of its results was an ERROR from a rate-limit refusal (a signal to back off)."""
+    units; a clone that recorded none counts as one unit of its wall time). Rate-limit
+    refusals reach the group on the "slow down" channel as they happen."""
     results = clone.collector.results
     turns[clone.index] = max(1, sum(len(result.turns) for result in results))
-    from rampart.engine._auto_concurrency import report_throttle, result_throttled
-
-    if any(result_throttled(result) for result in results):
-        report_throttle()
 
 
 def _judge_foreign_cancellations(run: ItemRun, todo: list[int], finished: set[int]) -> None:

@@ -34,10 +34,11 @@ whole period) settles far below the limit; retrying the trickle costs 1 %. Witho
 stated rate every refusal is a sign of the limit, as before.
 
 Because the state is data and the transitions are pure, the backends can apply them
-atomically to one shared document (a dict under a lock, a JSON file under ``flock``, a
-Redis key with compare-and-set): every process and host that uses the same name and
-backend learns *one* rate together and paces against it, instead of each learning its
-own and together overshooting.
+atomically to one shared state (a dict under a lock, a JSON file under ``flock``; in
+Redis the per-request step ``book`` is one Lua script, and learning events are
+versioned writes, see ``rampart.limits._redis``): every process and host that uses the
+same name and backend learns *one* rate together and paces against it, instead of each
+learning its own and together overshooting.
 
 The rate the bucket uses at ``now`` is the CUBIC law's value clamped to
 ``[MIN_RATE, ceiling]``, where the ceiling is the user's ``rate=`` (if given) and the
@@ -54,21 +55,28 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from rampart.limits import _cubic
-from rampart.limits._cubic import CubicState
+from rampart.limits._policy import _cubic
+from rampart.limits._policy._cubic import CubicState
 
 if TYPE_CHECKING:
-    from rampart.limits._signals import RateLimitSignal
+    from rampart.limits._policy._headers import RateLimitSignal
 
 __all__ = [
     "DEFAULT_INITIAL_RATE",
+    "METER_FIELDS",
     "Grant",
     "LearnedState",
+    "Pacing",
     "RatePolicy",
+    "book",
     "burst_at",
+    "join",
+    "latency_reported",
     "observed",
+    "pacing",
     "rate_at",
     "reserve",
+    "split",
     "throttled",
 ]
 
@@ -145,8 +153,9 @@ an agent that stopped stating it, does not hold the rate down for good)."""
 DEFAULT_LATENCY = DOUBLING_MIN
 """The feedback delay assumed before any attempt has been timed."""
 
-LATENCY_WEIGHT = 0.05
-"""Weight of each reported latency in the state's moving average."""
+LATENCY_WEIGHT = 0.3
+"""Weight of each reported latency in the state's moving average (a participant
+reports its own smoothed latency about once a second, see ``_shared_rate``)."""
 
 MEASURE_SECONDS = 1.0
 """Shortest time constant of the send-rate and refusal-rate averages ..."""
@@ -484,33 +493,142 @@ def _advance(state: LearnedState, now: float, policy: RatePolicy) -> LearnedStat
     return attrs.evolve(state, stamp=now, law=law)
 
 
+MAX_BACKLOG = 3600.0
+"""Seconds: shared state whose next send (``due``) lies further ahead than this is
+damaged (another process wrote nonsense, or a hostile one did), not a real queue:
+the bucket restarts at ``now`` instead of making every request wait for it."""
+
+
+@attrs.frozen(kw_only=True)
+class Pacing:
+    """What a reservation needs from the learned part of the state at ``now``: the
+    bucket's ``rate`` and ``burst``, whether the law sat above its ``capped`` ceiling
+    (that time does not count for growth), and the measuring ``window``. A backend
+    that reserves in one atomic step (Redis's script) takes these from the caller, who
+    computes them from its last view of the state (see ``book``)."""
+
+    rate: float
+    burst: int
+    capped: bool
+    window: float
+
+
+def pacing(state: LearnedState, now: float, policy: RatePolicy) -> Pacing:
+    """The ``Pacing`` of ``state`` at ``now``, for a reservation that ``book`` makes."""
+    capped = _cubic.value(state.law, now) > _ceiling(state, now, policy)
+    law = state.law
+    if _idles(state, now, capped=capped):
+        law = _cubic.idle(law, now - state.stamp)
+    moved = attrs.evolve(state, law=law)
+    rate = rate_at(moved, now, policy)
+    return Pacing(
+        rate=rate, burst=burst_at(moved, rate, policy), capped=capped, window=_window(rate)
+    )
+
+
+def _idles(state: LearnedState, now: float, *, capped: bool) -> bool:
+    """Time since the last reservation held nobody back (the bucket had room: requests
+    came slower than the rate), or the law sat above its ceiling: it does not count."""
+    return now > state.stamp and (now >= state.due or capped)
+
+
+def book(
+    state: LearnedState, *, now: float, pacing: Pacing, forfeited: int = 0
+) -> tuple[LearnedState, float]:
+    """Reserve one token at ``pacing``'s rate: the new state and the wait (seconds).
+
+    This is the whole per-request step, and nothing in it decides anything about the
+    rate: Redis runs the same arithmetic as one Lua script (``_redis``), so every host's
+    reservation is one atomic round trip. ``forfeited``: earlier reservations of this
+    caller that were never used, taken back out of the measured send rate.
+    """
+    due = state.due
+    if due > now + MAX_BACKLOG:
+        due = now  # damaged shared state (see MAX_BACKLOG)
+    law = state.law
+    if _idles(attrs.evolve(state, due=due), now, capped=pacing.capped):
+        law = _cubic.idle(law, now - state.stamp)
+    spacing = 1.0 / pacing.rate
+    # ``burst - 1`` spacings may be used ahead of the schedule (at most ``burst`` at once).
+    start = max(now, due - (pacing.burst - 1) * spacing)
+    keep = 1.0 - 1.0 / TOLERANCE_ATTEMPTS
+    decay = math.exp(-max(0.0, now - state.measured_at) / state.window)
+    booked = attrs.evolve(
+        state,
+        law=law,
+        stamp=max(now, state.stamp),
+        due=max(due, start) + spacing,
+        tally=max(0.0, state.tally * keep + 1 - forfeited),
+        tally_refused=state.tally_refused * keep,
+        sent=max(0.0, state.sent * decay + (1 - forfeited) / pacing.window),
+        refused=state.refused * decay,
+        measured_at=max(now, state.measured_at),
+        window=pacing.window,
+    )
+    return booked, start - now
+
+
 def reserve(
     state: LearnedState | None,
     *,
     now: float,
     policy: RatePolicy,
-    latency: float | None = None,
     forfeited: int = 0,
 ) -> tuple[LearnedState, Grant]:
-    """Take one token at ``now``; ``latency``: the caller's current feedback delay;
-    ``forfeited``: earlier reservations of this caller that were never used (a pause
-    or a cut began while they waited), taken back out of the measured send rate."""
+    """Take one token at ``now`` (``pacing`` then ``book`` on a state of one's own);
+    ``forfeited``: see ``book``."""
     current = fresh(now, policy) if state is None else _rebase(state, now)
-    if latency is not None and latency > 0.0 and math.isfinite(latency):
-        smoothed = current.latency + LATENCY_WEIGHT * (latency - current.latency)
-        law = _cubic.reanchor(current.law, now=now, doubling=_doubling(smoothed))
-        current = attrs.evolve(current, latency=smoothed, law=law)
-    current = _advance(current, now, policy)
-    rate = rate_at(current, now, policy)
-    burst = burst_at(current, rate, policy)
-    spacing = 1.0 / rate
-    # ``burst - 1`` spacings may be used ahead of the schedule (at most ``burst`` at once).
-    start = max(now, current.due - (burst - 1) * spacing)
-    due = max(current.due, start) + spacing
-    current = _tally(current, reserved=1, forfeited=forfeited)
-    current = _measure(attrs.evolve(current, due=due), now, policy, sent=1 - forfeited)
-    grant = Grant(wait=start - now, generation=current.generation, rate=rate, burst=burst)
+    paced = pacing(current, now, policy)
+    current, wait = book(current, now=now, pacing=paced, forfeited=forfeited)
+    grant = Grant(wait=wait, generation=current.generation, rate=paced.rate, burst=paced.burst)
     return current, grant
+
+
+def latency_reported(
+    state: LearnedState | None, *, now: float, policy: RatePolicy, latency: float
+) -> LearnedState:
+    """A participant's feedback delay (its attempts' smoothed duration): a learning
+    event, reported now and then (``_shared_rate``), never once per request. Slow start
+    doubles at most once per feedback delay (``_doubling``)."""
+    current = fresh(now, policy) if state is None else _rebase(state, now)
+    if not (latency > 0.0 and math.isfinite(latency)):
+        return current
+    smoothed = current.latency + LATENCY_WEIGHT * (latency - current.latency)
+    law = _cubic.reanchor(current.law, now=now, doubling=_doubling(smoothed))
+    return attrs.evolve(current, latency=smoothed, law=law)
+
+
+METER_FIELDS = (
+    "due",
+    "stamp",
+    "sent",
+    "refused",
+    "measured_at",
+    "window",
+    "tally",
+    "tally_refused",
+)
+"""The fields ``book`` changes on every reservation (Redis keeps them as hash fields
+beside the JSON document that holds the rest, which changes only on learning events)."""
+
+
+def split(state: LearnedState) -> tuple[dict[str, Any], dict[str, float]]:
+    """``state`` as its learned part (a JSON document) and its meter (numbers)."""
+    document = state.to_dict()
+    meter = {name: float(document.pop(name)) for name in METER_FIELDS}
+    return document, meter
+
+
+def join(document: object, meter: dict[str, float], *, shift: float = 0.0) -> LearnedState | None:
+    """The state stored as ``split``'s two parts, with ``shift`` seconds of idle time
+    (counted by the atomic reservation since the document was written) moved into the
+    growth law's epoch; ``None`` if the parts are not a state this version wrote."""
+    if not isinstance(document, dict) or not math.isfinite(shift):
+        return None
+    state = LearnedState.from_dict({**document, **meter})
+    if state is None or shift == 0.0:
+        return state
+    return attrs.evolve(state, law=_cubic.idle(state.law, shift))
 
 
 def _tally(state: LearnedState, *, reserved: int = 0, forfeited: int = 0) -> LearnedState:

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from rampart.limits import MemoryBackend
-from rampart.limits._learned import RatePolicy
-from rampart.limits._learning import FLOOR_RISE_SECONDS, LearnedRate
+from rampart.limits._policy._learned_rate import RatePolicy
+from rampart.limits._shared_rate import FLOOR_RISE_SECONDS, LearnedRate
 
 
 def _learner() -> LearnedRate:

@@ -1,9 +1,12 @@
 """The limiter's decisions as a synchronous state machine (sans-io).
 
 ``LimiterCore`` owns everything a limiter *decides*: whether a concurrency slot is
-free, how long new attempts must pause after a ``Retry-After``, how an exception is
-classified, whether and when to retry, how the adaptive window moves, and the
-counters behind ``statistics()``. It never sleeps, never awaits and never reads a
+free, how long new attempts must pause after a ``Retry-After``, whether a reserved
+token is still good when its wait is over (``token_still_good``: no pause began and
+the learned rate was not cut meanwhile), when a send must keep its spacing from the
+previous one (``send_not_before``/``sent``), how an exception is classified, whether
+and when to retry, how the adaptive window moves, and the counters behind
+``statistics()``. It never sleeps, never awaits and never reads a
 clock: the async shell (``rampart.limits._limiter``) passes ``now`` in and does the
 waiting. That keeps every rule testable with plain synchronous tests.
 
@@ -32,10 +35,12 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from rampart._aimd import AimdWindow
+from rampart._redact import redact
+from rampart._text import one_line
 from rampart.core.errors import AdapterContractError, InfrastructureError
-from rampart.limits._aimd import AimdWindow
-from rampart.limits._backoff import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_CAP, backoff_delay
 from rampart.limits._errors import RateLimitedError
+from rampart.limits._policy._backoff import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_CAP, backoff_delay
 
 if TYPE_CHECKING:
     import random
@@ -49,6 +54,11 @@ __all__ = [
     "classify",
     "window_cap",
 ]
+
+RETRY_TEXT_SCAN = 2000
+RETRY_TEXT_CHARS = 120
+"""A retry note reads at most ``RETRY_TEXT_SCAN`` characters of the error (truncated
+before any per-character work) and shows at most ``RETRY_TEXT_CHARS`` of them."""
 
 DEFAULT_MAX_RETRY_AFTER = 60.0
 """Seconds: the longest ``Retry-After`` a limiter waits for by default."""
@@ -172,7 +182,10 @@ class LimiterCore:
         self._slots = 0
         self._saturations = 0
         self._resume_at = -math.inf
+        self._next_send = -math.inf
         self._last_now: float | None = None
+        self._retrying = 0
+        self._retry_note: str | None = None
         self.in_flight = 0
         self.peak_in_flight = 0
         self.requests = 0
@@ -208,15 +221,20 @@ class LimiterCore:
         not measured yet): with no ``max_concurrency`` given, the window's upper bound
         follows (``window_cap``)."""
         if self._little and self._aimd is not None and latency is not None:
-            self._aimd.set_maximum(window_cap(rate, latency))
+            cap = window_cap(rate, latency)
+            if cap != self._aimd.bounds[1]:
+                self._aimd.set_maximum(cap)
 
     # -- clock ---------------------------------------------------------------------
 
     def _observe(self, now: float) -> None:
         # See AimdWindow._observe: keep the remaining pause when the clock steps back.
         last = self._last_now
-        if last is not None and now < last and math.isfinite(self._resume_at):
-            self._resume_at -= last - now
+        if last is not None and now < last:
+            if math.isfinite(self._resume_at):
+                self._resume_at -= last - now
+            if math.isfinite(self._next_send):
+                self._next_send -= last - now
         self._last_now = now
 
     # -- slots ---------------------------------------------------------------------
@@ -248,11 +266,68 @@ class LimiterCore:
         self._observe(now)
         return max(0.0, self._resume_at - now)
 
+    # -- tokens and spacing ----------------------------------------------------------
+
+    def token_still_good(self, now: float, *, generation: int | None, current: int) -> bool:
+        """A token reserved under the learned rate's ``generation`` (``None``: a fixed
+        bucket) is still good at ``now``, when the rate has had ``current`` cuts: no
+        ``Retry-After`` pause began while it waited (its holder must wait the pause out)
+        and no cut happened (it was reserved at the old rate). Otherwise the attempt
+        forfeits it and reserves again."""
+        if self.pause_remaining(now) > 0.0:
+            return False
+        return generation is None or current <= generation
+
+    @staticmethod
+    def keeps_spacing(burst: int) -> bool:
+        """Sends at a learned rate with a client burst of 1 keep one spacing from the
+        previous actual send (see ``LimitedAdapter._keep_spacing``); a larger burst
+        absorbs the event loop's lateness instead."""
+        return burst == 1
+
+    def send_not_before(self) -> float:
+        """The earliest time the next spaced send may go."""
+        return self._next_send
+
+    def sent(self, now: float, *, rate: float) -> None:
+        """A spaced send went at ``now``: the next one keeps ``1 / rate`` from it."""
+        self._observe(now)
+        self._next_send = now + 1.0 / rate
+
     # -- requests and attempts -----------------------------------------------------
 
     def on_request(self) -> None:
         """A ``send_async`` call entered the limiter."""
         self.requests += 1
+
+    def on_retry(self, error: BaseException, decision: Decision, retry: int) -> str:
+        """A request is about to back off ``decision.delay`` seconds after ``error``
+        before its retry ``retry + 1``; returns what it is doing, as one short line
+        (redacted, terminal-safe), which ``retrying`` shows until it ends."""
+        if retry == 0:
+            self._retrying += 1
+        raw = redact(f"{type(error).__name__}: {error}"[:RETRY_TEXT_SCAN])
+        text = one_line(raw)
+        if len(text) > RETRY_TEXT_CHARS:
+            text = text[: RETRY_TEXT_CHARS - 1] + "…"
+        self._retry_note = (
+            f"retrying after {text} (retry {retry + 1} of {self._max_retries}, "
+            f"in {decision.delay:.1f} s)"
+        )
+        return self._retry_note
+
+    def on_request_done(self, *, retried: bool) -> None:
+        """A request left the limiter (answered, or its error propagated); ``retried``:
+        it had backed off at least once."""
+        if retried and self._retrying > 0:
+            self._retrying -= 1
+        if self._retrying == 0:
+            self._retry_note = None
+
+    @property
+    def retrying(self) -> str | None:
+        """What the limiter is retrying now (the latest reason), or ``None``."""
+        return self._retry_note if self._retrying > 0 else None
 
     def on_request_failed(self) -> None:
         """The request failed before reaching the agent (its backend raised)."""

@@ -6,7 +6,7 @@ import pytest
 
 from rampart.core.errors import AdapterContractError, DriverError, InfrastructureError
 from rampart.limits import FailureKind, RateLimitedError, classify
-from rampart.limits._core import LimiterCore, window_cap
+from rampart.limits._policy._limiter_core import LimiterCore, window_cap
 
 
 def _core(**kwargs: object) -> LimiterCore:
@@ -280,3 +280,68 @@ class TestLittleWindowCap:
         core.on_learned_rate(200.0, 1.0)
         assert core.aimd.bounds == before
         assert before[1] in (8, 256)
+
+
+class TestTokensAndSpacing:
+    """The decisions the shell used to make itself: is a reserved token still good,
+    and when may the next spaced send go."""
+
+    def _core(self) -> LimiterCore:
+        import random
+
+        return LimiterCore(
+            max_concurrency=None, adaptive=False, max_retries=3, rng=random.Random(0)
+        )
+
+    def test_a_token_is_forfeited_after_a_pause_began_or_a_cut(self) -> None:
+        from rampart.limits import RateLimitedError
+
+        core = self._core()
+        assert core.token_still_good(1.0, generation=None, current=0)
+        assert core.token_still_good(1.0, generation=2, current=2)
+        assert not core.token_still_good(1.0, generation=1, current=2)  # cut meanwhile
+        ticket = core.begin_attempt(1.0)
+        core.on_failure(ticket, RateLimitedError("429", retry_after=5.0), 1.0, retry=0)
+        assert not core.token_still_good(2.0, generation=None, current=0)  # paused
+        assert core.token_still_good(6.5, generation=None, current=0)
+
+    def test_spaced_sends_keep_one_spacing(self) -> None:
+        core = self._core()
+        assert core.keeps_spacing(1)
+        assert not core.keeps_spacing(5)
+        assert core.send_not_before() == float("-inf")
+        core.sent(10.0, rate=4.0)
+        assert core.send_not_before() == 10.25
+        core.sent(3.0, rate=4.0)  # the clock stepped back: the spacing is kept
+        assert core.send_not_before() == 3.25
+
+
+class TestRetryNote:
+    def test_says_why_while_a_request_backs_off(self) -> None:
+        import random
+
+        from rampart import register_secret
+        from rampart.core.errors import InfrastructureError
+        from rampart.limits._policy._limiter_core import Decision, FailureKind
+
+        register_secret("sk-retry-note-secret")
+        core = LimiterCore(
+            max_concurrency=None, adaptive=False, max_retries=6, rng=random.Random(0)
+        )
+        assert core.retrying is None
+        error = InfrastructureError(
+            "refused \x1b[31mwith sk-retry-note-secret\n" + "x" * 10_000, transient=True
+        )
+        decision = Decision(kind=FailureKind.TRANSIENT, retry=True, delay=1.25)
+        note = core.on_retry(error, decision, 0)
+        assert note == core.retrying
+        assert note.startswith("retrying after InfrastructureError: refused with [REDACTED] x")
+        assert note.endswith("(retry 1 of 6, in 1.2 s)")
+        assert "\x1b" not in note
+        assert "\n" not in note
+        assert len(note) < 200
+        core.on_retry(error, decision, 1)  # the same request again: still one retrying
+        core.on_request_done(retried=False)  # another request, never retried
+        assert core.retrying is not None
+        core.on_request_done(retried=True)
+        assert core.retrying is None

@@ -1,4 +1,10 @@
-"""The adaptive concurrency window: AIMD with slow start, as a synchronous state machine.
+"""rampart's one AIMD controller: a concurrency window with slow start, as a synchronous
+state machine. Both adaptive bounds use it: a limiter's window of requests in flight
+(``rampart.limits``, fed request by request through ``on_success`` and
+``on_rate_limited``) and an adaptive trial group's clone limit
+(``rampart.engine._auto_concurrency``, which judges windows of finished jobs by their
+latency and calls ``grow`` and ``cut``). Only what counts as a clean window differs;
+the increase, the decrease and the one-cut-per-episode rule are written here once.
 
 Rules (the clock is whatever the caller passes as ``now``):
 
@@ -122,6 +128,27 @@ class AimdWindow:
         self._maximum = check_int(_OWNER, "maximum", maximum, minimum=self._minimum)
         self._window = min(self._window, self._maximum)
 
+    def grow(self) -> bool:
+        """A clean window passed: double in slow start, else add one (up to ``maximum``).
+        True if the window grew."""
+        if self._window >= self._maximum:
+            return False
+        grown = self._window * 2 if self._slow_start else self._window + 1
+        self._window = min(self._maximum, grown)
+        return True
+
+    def cut(self, *, now: float, retry_after: float | None = None) -> None:
+        """A new episode: multiply the window by ``decrease`` (at least ``minimum``), end
+        slow start, start a new generation and a cooldown of ``max(cooldown,
+        retry_after)`` seconds."""
+        self._observe(now)
+        self._slow_start = False
+        self._generation += 1
+        self.episodes += 1
+        self._clean = 0
+        self._window = max(self._minimum, math.floor(self._window * self._decrease))
+        self._cooldown_until = now + max(self._cooldown, retry_after or 0.0)
+
     def _observe(self, now: float) -> None:
         # A clock that steps back (a new event loop with another clock) moves the
         # cooldown deadline with it, so the remaining cooldown is kept, not stretched.
@@ -142,11 +169,7 @@ class AimdWindow:
         if self._clean < self._window:
             return False
         self._clean = 0
-        if self._window >= self._maximum:
-            return False
-        grown = self._window * 2 if self._slow_start else self._window + 1
-        self._window = min(self._maximum, grown)
-        return True
+        return self.grow()
 
     def on_rate_limited(
         self, *, generation: int, now: float, retry_after: float | None = None
@@ -158,10 +181,5 @@ class AimdWindow:
         self._clean = 0
         if generation != self._generation or now < self._cooldown_until:
             return False
-        self._slow_start = False
-        self._generation += 1
-        self.episodes += 1
-        self._clean = 0
-        self._window = max(self._minimum, math.floor(self._window * self._decrease))
-        self._cooldown_until = now + max(self._cooldown, retry_after or 0.0)
+        self.cut(now=now, retry_after=retry_after)
         return True

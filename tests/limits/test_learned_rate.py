@@ -7,18 +7,19 @@ import itertools
 import attrs
 import pytest
 
-from rampart.limits import Quota, RateLimitSignal, _learned
-from rampart.limits._learned import LearnedState, RatePolicy
+from rampart.limits import Quota, RateLimitSignal
+from rampart.limits._policy import _learned_rate
+from rampart.limits._policy._learned_rate import LearnedState, RatePolicy
 
 POLICY = RatePolicy()
 
 
 def _reserve_many(
     state: LearnedState | None, now: float, count: int, policy: RatePolicy = POLICY
-) -> tuple[LearnedState, list[_learned.Grant]]:
+) -> tuple[LearnedState, list[_learned_rate.Grant]]:
     grants = []
     for _ in range(count):
-        state, grant = _learned.reserve(state, now=now, policy=policy)
+        state, grant = _learned_rate.reserve(state, now=now, policy=policy)
         grants.append(grant)
     assert state is not None
     return state, grants
@@ -50,7 +51,7 @@ class TestBucket:
         state, grants = _reserve_many(None, 0.0, 2, policy)
         assert grants[1].wait == pytest.approx(0.02)
         assert state.law.phase == "probe"
-        assert _learned.rate_at(state, 100.0, policy) == 50.0
+        assert _learned_rate.rate_at(state, 100.0, policy) == 50.0
 
     def test_due_times_stay_in_order_when_the_rate_rises(self) -> None:
         """A request reserved later, at a higher rate, never goes before an earlier one
@@ -58,7 +59,7 @@ class TestBucket:
         state, first = _reserve_many(None, 0.0, 8)
         later = []
         for now in (0.5, 0.6, 0.7):
-            state, grant = _learned.reserve(state, now=now, policy=POLICY)
+            state, grant = _learned_rate.reserve(state, now=now, policy=POLICY)
             later.append(now + grant.wait)
         due = [g.wait for g in first] + later
         assert due == sorted(due)
@@ -69,31 +70,31 @@ class TestBucket:
         """Requests queued on the bucket: the rate doubles every 0.5 s. One request every
         second (the bucket sits full): it stays at 4."""
         busy, _ = _reserve_many(None, 0.0, 40)
-        assert _learned.rate_at(busy, 1.0, POLICY) == pytest.approx(16.0, rel=0.01)
+        assert _learned_rate.rate_at(busy, 1.0, POLICY) == pytest.approx(16.0, rel=0.01)
         idle: LearnedState | None = None
         for second in range(10):
-            idle, _ = _learned.reserve(idle, now=float(second), policy=POLICY)
+            idle, _ = _learned_rate.reserve(idle, now=float(second), policy=POLICY)
         assert idle is not None
-        assert _learned.rate_at(idle, 9.0, POLICY) == pytest.approx(4.0, rel=0.05)
+        assert _learned_rate.rate_at(idle, 9.0, POLICY) == pytest.approx(4.0, rel=0.05)
 
 
 class TestThrottled:
     def test_first_refusal_halves_and_ends_slow_start(self) -> None:
         state, grants = _reserve_many(None, 0.0, 3)
-        state, cut = _learned.throttled(
+        state, cut = _learned_rate.throttled(
             state, now=0.5, policy=POLICY, generation=grants[-1].generation, rate=10.0
         )
         assert cut
         assert state.law.phase == "probe"
         assert state.generation == 1
-        assert _learned.rate_at(state, 0.5, POLICY) == pytest.approx(5.0)
+        assert _learned_rate.rate_at(state, 0.5, POLICY) == pytest.approx(5.0)
 
     def test_answers_to_requests_sent_before_the_cut_do_not_cut_again(self) -> None:
         """Five refusals of requests sent under generation 0: one cut."""
         state, grants = _reserve_many(None, 0.0, 5)
         cuts = 0
         for grant in grants:
-            state, cut = _learned.throttled(
+            state, cut = _learned_rate.throttled(
                 state, now=1.0, policy=POLICY, generation=grant.generation, rate=grant.rate
             )
             cuts += cut
@@ -104,22 +105,22 @@ class TestThrottled:
         """After a cut at 40 (to 36): refused again late in the climb back -> x0.9 of
         the refused rate; early, a lone refusal among many answers is taken for jitter
         and changes nothing, but one among few answers cuts deeper (x0.7)."""
-        state, _ = _learned.throttled(None, now=0.0, policy=POLICY, generation=0, rate=40.0)
+        state, _ = _learned_rate.throttled(None, now=0.0, policy=POLICY, generation=0, rate=40.0)
         period = state.law.period
-        late, cut = _learned.throttled(
+        late, cut = _learned_rate.throttled(
             state, now=0.9 * period, policy=POLICY, generation=1, rate=30.0
         )
         assert cut
         assert late.law.origin == pytest.approx(27.0)
-        sparse, cut = _learned.throttled(
+        sparse, cut = _learned_rate.throttled(
             state, now=0.1 * period, policy=POLICY, generation=1, rate=30.0
         )
         assert cut
         assert sparse.law.origin == pytest.approx(21.0)
         busy = state
         for i in range(100):
-            busy, _ = _learned.reserve(busy, now=0.1 * period * i / 100, policy=POLICY)
-        lone, cut = _learned.throttled(
+            busy, _ = _learned_rate.reserve(busy, now=0.1 * period * i / 100, policy=POLICY)
+        lone, cut = _learned_rate.throttled(
             busy, now=0.1 * period, policy=POLICY, generation=1, rate=30.0
         )
         assert not cut
@@ -128,19 +129,19 @@ class TestThrottled:
     def test_a_saturated_agent_is_measured(self) -> None:
         """When a good share of what was sent was refused, the cut starts from what the
         agent accepted, not from the (far higher) rate the refused request was sent at."""
-        state, _ = _learned.throttled(None, now=0.0, policy=POLICY, generation=0, rate=100.0)
-        state = _learned.reserve(state, now=0.0, policy=POLICY)[0]
+        state, _ = _learned_rate.throttled(None, now=0.0, policy=POLICY, generation=0, rate=100.0)
+        state = _learned_rate.reserve(state, now=0.0, policy=POLICY)[0]
         # 60 sent and 30 refused within a second: the agent accepts about half.
         now = 1.0
         generation = state.generation
         for i in range(60):
-            state, _ = _learned.reserve(state, now=now + i / 600, policy=POLICY)
+            state, _ = _learned_rate.reserve(state, now=now + i / 600, policy=POLICY)
         for i in range(29):
-            state, _ = _learned.throttled(
+            state, _ = _learned_rate.throttled(
                 state, now=now + 0.1 + i / 600, policy=POLICY, generation=-1, rate=60.0
             )
         sent, refused = state.smoothed(now + 0.2)
-        state, cut = _learned.throttled(
+        state, cut = _learned_rate.throttled(
             state, now=now + 0.2, policy=POLICY, generation=generation, rate=60.0
         )
         assert cut
@@ -153,14 +154,18 @@ class TestThrottled:
         minus refused is near nothing. The cut still keeps half the rate the refused
         request went at (measured: without this, cut after cut to the 0.01/s floor)."""
         policy = RatePolicy(ceiling=200.0)
-        state, _ = _learned.reserve(None, now=0.0, policy=policy)
+        state, _ = _learned_rate.reserve(None, now=0.0, policy=policy)
         for _ in range(20):
-            state, _ = _learned.reserve(state, now=0.5, policy=policy)
+            state, _ = _learned_rate.reserve(state, now=0.5, policy=policy)
         for _ in range(19):
-            state, _ = _learned.throttled(state, now=0.5, policy=policy, generation=-1, rate=200.0)
+            state, _ = _learned_rate.throttled(
+                state, now=0.5, policy=policy, generation=-1, rate=200.0
+            )
         sent, refused = state.smoothed(0.5)
         assert sent - refused < 10.0
-        state, cut = _learned.throttled(state, now=0.5, policy=policy, generation=0, rate=200.0)
+        state, cut = _learned_rate.throttled(
+            state, now=0.5, policy=policy, generation=0, rate=200.0
+        )
         assert cut
         assert state.law.peak == pytest.approx(100.0)
 
@@ -168,8 +173,8 @@ class TestThrottled:
         """After a cut the next request is one spacing (at the new rate) away, however
         many were queued before it."""
         state, _ = _reserve_many(None, 0.0, 20)
-        state, _ = _learned.throttled(state, now=0.1, policy=POLICY, generation=0, rate=4.0)
-        state, grant = _learned.reserve(state, now=0.1, policy=POLICY)
+        state, _ = _learned_rate.throttled(state, now=0.1, policy=POLICY, generation=0, rate=4.0)
+        state, grant = _learned_rate.reserve(state, now=0.1, policy=POLICY)
         assert grant.wait == pytest.approx(0.5)
         assert grant.generation == 1
 
@@ -177,34 +182,34 @@ class TestThrottled:
 class TestObserved:
     def test_a_stated_rate_ends_slow_start_at_once(self) -> None:
         """The agent says 50/s: the learned rate goes to 97 % of it, no doubling."""
-        state, _ = _learned.observed(
+        state, _ = _learned_rate.observed(
             None, now=0.0, policy=POLICY, signal=_stated(50.0), generation=0
         )
         assert state.law.phase == "probe"
         assert state.hint == pytest.approx(50.0)
-        assert _learned.rate_at(state, 0.0, POLICY) == pytest.approx(48.5)
-        assert _learned.rate_at(state, 4.0, POLICY) == pytest.approx(48.5)
+        assert _learned_rate.rate_at(state, 0.0, POLICY) == pytest.approx(48.5)
+        assert _learned_rate.rate_at(state, 4.0, POLICY) == pytest.approx(48.5)
 
     def test_the_lowest_statement_wins_and_holds(self) -> None:
-        state, _ = _learned.observed(
+        state, _ = _learned_rate.observed(
             None, now=0.0, policy=POLICY, signal=_stated(50.0), generation=0
         )
-        state, _ = _learned.observed(
+        state, _ = _learned_rate.observed(
             state, now=1.0, policy=POLICY, signal=_stated(80.0), generation=0
         )
         assert state.hint == pytest.approx(50.0)
-        state, _ = _learned.observed(
+        state, _ = _learned_rate.observed(
             state, now=2.0, policy=POLICY, signal=_stated(20.0), generation=0
         )
-        assert _learned.rate_at(state, 2.0, POLICY) == pytest.approx(19.4)
+        assert _learned_rate.rate_at(state, 2.0, POLICY) == pytest.approx(19.4)
 
     def test_an_old_statement_relaxes(self) -> None:
         """Not stated again for a long time, the ceiling rises (a raised limit is found)."""
-        state, _ = _learned.observed(
+        state, _ = _learned_rate.observed(
             None, now=0.0, policy=POLICY, signal=_stated(10.0), generation=0
         )
-        assert _learned._hint_at(state, 4.0) == pytest.approx(10.0)
-        assert _learned._hint_at(state, 15.0) == pytest.approx(10.0 * 2.718281828, rel=1e-6)
+        assert _learned_rate._hint_at(state, 4.0) == pytest.approx(10.0)
+        assert _learned_rate._hint_at(state, 15.0) == pytest.approx(10.0 * 2.718281828, rel=1e-6)
 
     def test_a_quota_nearly_used_up_is_a_gentle_cut(self) -> None:
         """remaining/limit below 5 % of a large quota: x0.9 before any 429."""
@@ -212,26 +217,26 @@ class TestObserved:
             quotas=(Quota(unit="tokens", source="openai", limit=10_000, remaining=100),)
         )
         policy = RatePolicy(ceiling=40.0)
-        state = _learned.fresh(0.0, policy)
-        state, cut = _learned.observed(state, now=1.0, policy=policy, signal=low, generation=0)
+        state = _learned_rate.fresh(0.0, policy)
+        state, cut = _learned_rate.observed(state, now=1.0, policy=policy, signal=low, generation=0)
         assert cut
         assert state.headroom_cuts == 1
-        assert _learned.rate_at(state, 1.0, policy) == pytest.approx(36.0)
-        _, cut = _learned.observed(state, now=1.1, policy=policy, signal=low, generation=0)
+        assert _learned_rate.rate_at(state, 1.0, policy) == pytest.approx(36.0)
+        _, cut = _learned_rate.observed(state, now=1.1, policy=policy, signal=low, generation=0)
         assert not cut  # an answer to a request sent before that cut
 
 
 class TestState:
     def test_round_trip(self) -> None:
         state, _ = _reserve_many(None, 3.0, 3)
-        state, _ = _learned.observed(
+        state, _ = _learned_rate.observed(
             state, now=3.0, policy=POLICY, signal=_stated(7.0), generation=0
         )
         assert LearnedState.from_dict(state.to_dict()) == state
 
     @pytest.mark.parametrize(
         "document",
-        [None, [], {"v": 2}, {"v": 1}, {**_learned.fresh(0.0, POLICY).to_dict(), "peak": "x"}],
+        [None, [], {"v": 2}, {"v": 1}, {**_learned_rate.fresh(0.0, POLICY).to_dict(), "peak": "x"}],
     )
     def test_damaged_documents_restart(self, document: object) -> None:
         assert LearnedState.from_dict(document) is None
@@ -239,9 +244,9 @@ class TestState:
     def test_a_clock_that_steps_back_keeps_ages(self) -> None:
         """State written under a clock near 1000, read under one near 5: the cut is
         still 2 s old and the queue is still there."""
-        state, _ = _learned.throttled(None, now=998.0, policy=POLICY, generation=0, rate=8.0)
+        state, _ = _learned_rate.throttled(None, now=998.0, policy=POLICY, generation=0, rate=8.0)
         state, _ = _reserve_many(state, 1000.0, 3)
-        moved, grant = _learned.reserve(state, now=5.0, policy=POLICY)
+        moved, grant = _learned_rate.reserve(state, now=5.0, policy=POLICY)
         assert moved.last_cut == pytest.approx(3.0)
         assert grant.wait > 0.0
 
@@ -273,18 +278,18 @@ class TestLearnedBurst:
         ],
     )
     def test_burst_at(self, capacity: float, rate: float, burst: int) -> None:
-        state = attrs.evolve(_learned.fresh(0.0, POLICY), capacity=capacity)
-        assert _learned.burst_at(state, rate, POLICY) == burst
+        state = attrs.evolve(_learned_rate.fresh(0.0, POLICY), capacity=capacity)
+        assert _learned_rate.burst_at(state, rate, POLICY) == burst
 
     def test_the_users_burst_wins(self) -> None:
-        state = attrs.evolve(_learned.fresh(0.0, POLICY), capacity=10.0)
-        assert _learned.burst_at(state, 200.0, RatePolicy(burst=1)) == 1
-        assert _learned.burst_at(state, 200.0, RatePolicy(burst=3)) == 3
+        state = attrs.evolve(_learned_rate.fresh(0.0, POLICY), capacity=10.0)
+        assert _learned_rate.burst_at(state, 200.0, RatePolicy(burst=1)) == 1
+        assert _learned_rate.burst_at(state, 200.0, RatePolicy(burst=3)) == 3
 
     def test_a_stated_capacity_lets_requests_go_together(self) -> None:
         """The agent states a bucket of 10 at 200/s: the learned rate is 194/s and the
         client may send 5 at once (then the spacing)."""
-        state, _ = _learned.observed(
+        state, _ = _learned_rate.observed(
             None, now=0.0, policy=POLICY, signal=_bucket(10, 200.0), generation=0
         )
         assert state.capacity == 10.0
@@ -298,7 +303,7 @@ class TestLearnedBurst:
         window = RateLimitSignal(
             quotas=(Quota(unit="requests", source="ietf", limit=200, remaining=150, window=1),)
         )
-        state, _ = _learned.observed(None, now=0.0, policy=POLICY, signal=window, generation=0)
+        state, _ = _learned_rate.observed(None, now=0.0, policy=POLICY, signal=window, generation=0)
         assert state.capacity is None
 
 
@@ -307,29 +312,31 @@ class TestTolerance:
 
     def _stated_and_busy(self, count: int) -> tuple[LearnedState, float]:
         """The agent states 50/s; ``count`` requests go at the learned 48.5/s."""
-        state, _ = _learned.observed(
+        state, _ = _learned_rate.observed(
             None, now=0.0, policy=POLICY, signal=_stated(50.0), generation=0
         )
-        rate = _learned.rate_at(state, 0.0, POLICY)
+        rate = _learned_rate.rate_at(state, 0.0, POLICY)
         for i in range(count):
-            state, _ = _learned.reserve(state, now=i / rate, policy=POLICY)
+            state, _ = _learned_rate.reserve(state, now=i / rate, policy=POLICY)
         return state, count / rate
 
     def test_a_rare_refusal_under_the_stated_rate_does_not_cut(self) -> None:
         state, now = self._stated_and_busy(100)
         assert state.refused_share == 0.0
-        state, cut = _learned.throttled(state, now=now, policy=POLICY, generation=0, rate=48.5)
+        state, cut = _learned_rate.throttled(state, now=now, policy=POLICY, generation=0, rate=48.5)
         assert not cut
         assert state.generation == 0
         assert state.refused_share == pytest.approx(1 / state.tally)
-        assert _learned.rate_at(state, now, POLICY) == pytest.approx(48.5)
+        assert _learned_rate.rate_at(state, now, POLICY) == pytest.approx(48.5)
 
     def test_refusals_that_are_not_rare_cut(self) -> None:
         """Two refusals in the last ~63 (decayed) reservations are over 3 %: a cut, and
         the share restarts from the new rate."""
         state, now = self._stated_and_busy(100)
-        state, first = _learned.throttled(state, now=now, policy=POLICY, generation=0, rate=48.5)
-        state, second = _learned.throttled(
+        state, first = _learned_rate.throttled(
+            state, now=now, policy=POLICY, generation=0, rate=48.5
+        )
+        state, second = _learned_rate.throttled(
             state, now=now + 0.01, policy=POLICY, generation=0, rate=48.5
         )
         assert (first, second) == (False, True)
@@ -339,37 +346,37 @@ class TestTolerance:
     def test_too_few_requests_to_tell_cut(self) -> None:
         state, now = self._stated_and_busy(20)
         assert state.refused_share is None
-        _, cut = _learned.throttled(state, now=now, policy=POLICY, generation=0, rate=48.5)
+        _, cut = _learned_rate.throttled(state, now=now, policy=POLICY, generation=0, rate=48.5)
         assert cut
 
     def test_a_refusal_above_the_stated_rate_cuts(self) -> None:
         state, now = self._stated_and_busy(100)
-        _, cut = _learned.throttled(state, now=now, policy=POLICY, generation=0, rate=49.9)
+        _, cut = _learned_rate.throttled(state, now=now, policy=POLICY, generation=0, rate=49.9)
         assert cut
 
     def test_without_a_statement_every_refusal_counts(self) -> None:
         policy = RatePolicy(ceiling=50.0)
         state, _ = _reserve_many(None, 0.0, 1, policy)
         for i in range(1, 100):
-            state, _ = _learned.reserve(state, now=i / 50.0, policy=policy)
+            state, _ = _learned_rate.reserve(state, now=i / 50.0, policy=policy)
         assert state.refused_share == 0.0
-        _, cut = _learned.throttled(state, now=2.0, policy=policy, generation=0, rate=50.0)
+        _, cut = _learned_rate.throttled(state, now=2.0, policy=policy, generation=0, rate=50.0)
         assert cut
 
     def test_forfeited_reservations_do_not_count(self) -> None:
         state, _ = _reserve_many(None, 0.0, 10)
         before = state.tally
-        state, _ = _learned.reserve(state, now=0.0, policy=POLICY, forfeited=3)
+        state, _ = _learned_rate.reserve(state, now=0.0, policy=POLICY, forfeited=3)
         assert state.tally == pytest.approx(before * 0.99 + 1 - 3)
 
 
 class TestStateCompatibility:
     def test_round_trip_with_capacity_and_tally(self) -> None:
-        state, _ = _learned.observed(
+        state, _ = _learned_rate.observed(
             None, now=0.0, policy=POLICY, signal=_bucket(10, 20.0), generation=0
         )
         state, _ = _reserve_many(state, 1.0, 5)
-        state, _ = _learned.throttled(state, now=1.0, policy=POLICY, generation=0, rate=20.0)
+        state, _ = _learned_rate.throttled(state, now=1.0, policy=POLICY, generation=0, rate=20.0)
         assert state.capacity == 10.0
         assert state.tally > 0
         assert LearnedState.from_dict(state.to_dict()) == state
@@ -390,5 +397,5 @@ class TestStateCompatibility:
         ("key", "value"), [("capacity", -1.0), ("tally", float("inf")), ("tally_refused", "x")]
     )
     def test_damaged_new_fields_restart(self, key: str, value: object) -> None:
-        document = {**_learned.fresh(0.0, POLICY).to_dict(), key: value}
+        document = {**_learned_rate.fresh(0.0, POLICY).to_dict(), key: value}
         assert LearnedState.from_dict(document) is None

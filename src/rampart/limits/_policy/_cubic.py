@@ -1,6 +1,6 @@
 """A CUBIC-style growth law for one positive quantity, as pure functions of a frozen state.
 
-The learned request rate (``rampart.limits._learned``) follows it, and anything else
+The learned request rate (``rampart.limits._policy._learned_rate``) follows it, and anything else
 that should grow until the agent pushes back can reuse it (a trial group's clone
 concurrency, for instance): nothing here knows about buckets, requests or clocks
 beyond the ``now`` values the caller passes in.

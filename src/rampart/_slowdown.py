@@ -1,0 +1,110 @@
+"""rampart's one "slow down" channel: how the agent's rate-limit news reaches whoever
+paces the requests.
+
+Three parties listen, nested in this order: an adaptive trial group (``concurrency=
+"auto"``, one listener per running job), then the limiters a request passes through
+(``rampart.limits``), innermost last. Whoever learns something reports a ``SlowDown``:
+
+* an adapter reports what an answer's headers said (``signal``: a
+  ``rampart.limits.RateLimitSignal``), through ``rampart.limits.report_rate_limit``;
+* a limiter (or a custom adapter, through ``rampart.engine.report_throttle``) reports
+  that the agent refused a request for its rate (``refused``);
+* a limiter reports that it backs off before retrying a failed request
+  (``retrying``: a down agent's refused connection, for instance);
+* the engine's error boundary reports it when a refusal ends a request as an ERROR
+  result (``report_if_refusal``): an unlimited adapter's 429 slows the group down too.
+
+A report goes to the innermost listener and then outwards to every enclosing one; each
+takes what concerns it (a limiter the signals, a trial group the refusals). Outside
+any listener a report is a no-op, so anyone may always report. The listener lives in a
+context variable, which child tasks inherit.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import attrs
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+__all__ = [
+    "SlowDown",
+    "is_rate_limit_refusal",
+    "listen",
+    "listening",
+    "report",
+    "report_if_refusal",
+]
+
+
+@attrs.frozen(kw_only=True)
+class SlowDown:
+    """One piece of news: the agent ``refused`` a request for its rate, said something
+    about its limit (``signal``, a ``rampart.limits.RateLimitSignal``), or a limiter is
+    ``retrying`` a failed request (one short, redacted line saying why: the progress
+    line shows it)."""
+
+    refused: bool = False
+    signal: object | None = None
+    retrying: str | None = None
+
+
+_LISTENER: contextvars.ContextVar[Callable[[SlowDown], None] | None] = contextvars.ContextVar(
+    "rampart_slowdown_listener", default=None
+)
+
+
+def report(event: SlowDown) -> None:
+    """Pass ``event`` to the listeners of this context (innermost first), if any."""
+    listener = _LISTENER.get()
+    if listener is not None:
+        listener(event)
+
+
+def listening() -> bool:
+    """True when a report made here reaches someone (skip costly work otherwise)."""
+    return _LISTENER.get() is not None
+
+
+@contextmanager
+def listen(listener: Callable[[SlowDown], None]) -> Iterator[None]:
+    """Within the block, reports go to ``listener`` and then to the enclosing ones."""
+    outer = _LISTENER.get()
+    if outer is None:
+        chained = listener
+    else:
+
+        def chained(event: SlowDown) -> None:
+            listener(event)
+            outer(event)
+
+    token = _LISTENER.set(chained)
+    try:
+        yield
+    finally:
+        _LISTENER.reset(token)
+
+
+def is_rate_limit_refusal(error: BaseException) -> bool:
+    """``error`` is the agent refusing a request for its rate: rampart's
+    ``RateLimitedError`` (which sets ``rate_limited = True``), or any client's error
+    that carries HTTP status 429 (``status_code`` or ``status``, on the error or its
+    ``response``: the OpenAI and Anthropic clients' ``RateLimitError``, httpx's
+    ``HTTPStatusError``). Duck-typed, so no client library is imported."""
+    if getattr(error, "rate_limited", False) is True:
+        return True
+    for holder in (error, getattr(error, "response", None)):
+        for name in ("status_code", "status"):
+            if getattr(holder, name, None) == 429:
+                return True
+    return False
+
+
+def report_if_refusal(error: BaseException) -> None:
+    """Report ``error`` as a refusal if it is one (the engine's error boundary)."""
+    if _LISTENER.get() is not None and is_rate_limit_refusal(error):
+        report(SlowDown(refused=True))
