@@ -266,12 +266,9 @@ def _output_path(args: argparse.Namespace, first: Path) -> tuple[Path, str, str]
 
 
 def _jsonl(records: list[ResultRecord]) -> bytes:
-    from rampart.codec import serialize_record
-    from rampart.reporting._jsonl import _escape_line_breaks
+    from rampart.codec._jsonl import jsonl_records
 
-    return "".join(
-        _escape_line_breaks(serialize_record(record=record)) + "\n" for record in records
-    ).encode("utf-8")
+    return jsonl_records(records)
 
 
 def _summary(

@@ -1,8 +1,14 @@
 """JSON text, strictly: what the codec accepts as JSON and what it writes.
 
 Reading (:func:`parse`) enforces the rules about the text itself, before any record
-rule is looked at:
+rule is looked at. They are rampart's one JSON reading policy, for every file, body
+and state it reads (:func:`parse_strict_json` is the public name):
 
+* the text is at most :data:`MAX_JSON_CHARS` characters (callers may set less) and
+  nested at most :data:`MAX_JSON_DEPTH` arrays/objects deep, checked on the text before
+  it is parsed, so no reader, walker or consumer of the value ever recurses without
+  bound (a hostile file or body nested 100,000 deep is a ``SchemaError``, never a
+  ``RecursionError``);
 * numbers are finite: ``NaN``/``Infinity`` constants and numbers that overflow a float
   (``1e999``) are rejected;
 * every object names each member once: a duplicate key is an error wherever it is, so
@@ -23,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from itertools import accumulate
 from typing import Any, Final
 
 from rampart.codec._paths import NO_VALUE, PathError, Position, key_position
@@ -30,7 +37,10 @@ from rampart.codec._schema import Kind, ListKind, ModelKind, NullableKind, model
 from rampart.core.errors import SchemaError
 
 __all__ = [
+    "MAX_JSON_CHARS",
+    "MAX_JSON_DEPTH",
     "check_json_mapping",
+    "check_limits",
     "check_text",
     "dump",
     "find_surrogate",
@@ -38,6 +48,47 @@ __all__ = [
     "parse_strict_json",
     "text_has_surrogates",
 ]
+
+# --------------------------------------------------------------------------- limits
+
+MAX_JSON_DEPTH: Final = 128
+"""Deepest nesting of arrays and objects any rampart reader accepts (a record uses 8)."""
+
+MAX_JSON_CHARS: Final = 256 * 1024 * 1024
+"""Longest JSON text any rampart reader accepts by default (256 Mi characters)."""
+
+# A JSON string (the unrolled-loop form: linear, no backtracking) and everything that
+# is not a bracket; what is left after removing both is the bracket skeleton.
+_STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET: Final = re.compile(r"[^\[\]{}]+")
+_STEP: Final = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def nesting_depth(text: str) -> int:
+    """How deep arrays and objects nest in the JSON ``text`` (linear, C-speed passes).
+
+    Brackets inside strings do not count. For text that is not JSON the figure is an
+    upper bound of what a parser would reach before failing.
+    """
+    skeleton = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(accumulate(map(_STEP.__getitem__, skeleton)), default=0)
+
+
+def check_limits(
+    text: str, *, max_depth: int = MAX_JSON_DEPTH, max_chars: int = MAX_JSON_CHARS
+) -> None:
+    """Raise :class:`SchemaError` if ``text`` is longer or nested deeper than allowed.
+
+    Runs before parsing. Most texts hold fewer brackets than ``max_depth``, which two
+    ``str.count`` passes prove; only the others get the :func:`nesting_depth` scan.
+    """
+    if len(text) > max_chars:
+        raise SchemaError(f"$: JSON text is too long (more than {max_chars} characters)")
+    if text.count("[") + text.count("{") > max_depth and nesting_depth(text) > max_depth:
+        raise SchemaError(
+            f"$: JSON nesting is too deep (more than {max_depth} levels of arrays and objects)"
+        )
+
 
 # --------------------------------------------------------------------------- reading
 
@@ -114,27 +165,37 @@ def check_text(data: object) -> str:
     return data
 
 
-def parse_strict_json(*, data: str) -> Any:
+def parse_strict_json(
+    *, data: str, max_depth: int = MAX_JSON_DEPTH, max_chars: int = MAX_JSON_CHARS
+) -> Any:
     """Parse JSON text the way every rampart reader does, or raise :class:`SchemaError`.
 
-    On top of the JSON grammar: numbers must be finite (no ``NaN``, ``Infinity`` or
-    ``1e999``), no object may name a member twice, and strings and keys must be
-    Unicode scalar values (no lone surrogates). The message names the path
+    On top of the JSON grammar: the text is at most ``max_chars`` long and nested at
+    most ``max_depth`` deep (checked before parsing), numbers must be finite (no
+    ``NaN``, ``Infinity`` or ``1e999``), no object may name a member twice, and strings
+    and keys must be Unicode scalar values (no lone surrogates). The message names the path
     (``$[<key #1>]: duplicate key ...``), with object keys by position, and never echoes
     the text. Use it for any rampart JSON a safety decision is read from (a report, a
     transport payload); :func:`~rampart.codec.deserialize_record` applies the same rules
     to records.
     """
-    return parse(check_text(data))
+    return parse(check_text(data), max_depth=max_depth, max_chars=max_chars)
 
 
-def parse(data: str, fields: dict[str, Kind] | None = None) -> Any:
+def parse(
+    data: str,
+    fields: dict[str, Kind] | None = None,
+    *,
+    max_depth: int = MAX_JSON_DEPTH,
+    max_chars: int = MAX_JSON_CHARS,
+) -> Any:
     """The value of strict JSON text, or a :class:`SchemaError` naming what is wrong.
 
     ``fields`` are the member kinds of the top-level object (a record's envelope); with
     them a failure is reported under schema field names, without them every key is
     reported by position.
     """
+    check_limits(data, max_depth=max_depth, max_chars=max_chars)
     try:
         document = _decode(_DECODER, data)
     except _RepeatedKey:
