@@ -39,10 +39,13 @@ from rampart.core.errors import SchemaError
 __all__ = [
     "MAX_JSON_CHARS",
     "MAX_JSON_DEPTH",
+    "NON_FINITE_MESSAGE",
+    "NonFiniteNumber",
     "check_json_mapping",
     "check_limits",
     "check_text",
     "dump",
+    "finite_decoder",
     "find_surrogate",
     "parse",
     "parse_strict_json",
@@ -93,8 +96,12 @@ def check_limits(
 # --------------------------------------------------------------------------- reading
 
 
-class _NonFiniteNumber(Exception):
-    """Raised from the parser hooks; becomes a SchemaError in :func:`parse`."""
+class NonFiniteNumber(Exception):
+    """Raised from the parser hooks of :func:`finite_decoder`; :func:`parse` makes it a
+    SchemaError."""
+
+
+_NonFiniteNumber = NonFiniteNumber
 
 
 class _RepeatedKey(Exception):
@@ -151,10 +158,26 @@ _LOCATING_DECODER: Final = json.JSONDecoder(
     object_pairs_hook=_mark_repeats,
 )
 
-_NON_FINITE = (
+
+def finite_decoder(object_pairs_hook: Any = None) -> json.JSONDecoder:
+    """A ``JSONDecoder`` with the policy's number rule: ``NaN``, ``Infinity`` and numbers
+    that overflow a float raise :class:`NonFiniteNumber`.
+
+    For readers that keep their own object hook (the agent-body parser names keys in
+    its own dialect); run :func:`check_limits` on the text first.
+    """
+    return json.JSONDecoder(
+        parse_float=_parse_float,
+        parse_constant=_reject_constant,
+        object_pairs_hook=object_pairs_hook,
+    )
+
+
+NON_FINITE_MESSAGE: Final = (
     "$: expected finite JSON numbers (NaN, Infinity and numbers that overflow a float are "
     "not accepted)"
 )
+_NON_FINITE = NON_FINITE_MESSAGE
 _REPEATED_KEY = "duplicate key (a member name may appear only once per object)"
 
 

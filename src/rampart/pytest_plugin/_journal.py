@@ -92,7 +92,7 @@ def encode_line(
         "of": len(unit.results),
         "hash": unit.test_hash,
         "outcome": unit.outcome.value,
-        "detail": one_line(unit.detail)[:_MAX_DETAIL],
+        "detail": one_line(unit.detail, limit=_MAX_DETAIL),
         "worker": worker,
     }
     result = attrs.evolve(
