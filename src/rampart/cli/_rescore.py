@@ -353,6 +353,12 @@ def run(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         raise CliError(f"--concurrency must be an integer >= 1, got {args.concurrency}")
     records, first = _read_records(args.traces)
+    directory, stem, suffix = _output_path(args, first)
+    if args.output is not None and not directory.is_dir():
+        # Checked before any judging; a folder the user named is never created for them.
+        raise CliError(
+            f"--output: the folder {directory} does not exist (it is not created for you)"
+        )
     client = None
     if args.judge:
         evaluator, client = _judge(args)
@@ -368,7 +374,6 @@ def run(args: argparse.Namespace) -> int:
         rescored = anyio.run(rescore)
     except ValueError as error:  # a strategy without a known polarity
         raise CliError(str(error)) from None
-    directory, stem, suffix = _output_path(args, first)
     try:
         output = _table.write_new(directory, stem=stem, suffix=suffix, data=_jsonl(rescored))
     except OSError as error:
