@@ -104,12 +104,12 @@ def check_limits(
 # --------------------------------------------------------------------------- reading
 
 
-class NonFiniteNumber(Exception):
+class _NonFiniteNumber(Exception):
     """Raised from the parser hooks of :func:`finite_decoder`; :func:`parse` makes it a
     SchemaError."""
 
 
-_NonFiniteNumber = NonFiniteNumber
+NonFiniteNumber = _NonFiniteNumber  # what readers with their own decoder catch
 
 
 class _RepeatedKey(Exception):
