@@ -104,3 +104,22 @@ def test_validate_names_each_deep_file_and_goes_on(
     assert f"{hostile['second_line.jsonl']}:2: $: {TOO_DEEP}" in outcome.out
     assert "checked 7 files" in outcome.out
     assert "RecursionError" not in outcome.out + outcome.err
+
+
+def test_a_fifo_or_device_is_not_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A FIFO would block ``read`` forever and ``/dev/zero`` never ends: both are refused
+    before they are opened, and ``validate`` goes on to the next file."""
+    import os
+
+    fifo = tmp_path / "trace.jsonl"
+    os.mkfifo(fifo)
+    good = tmp_path / "good.jsonl"
+    good.write_text(_good_line() + "\n", encoding="utf-8")
+    outcome = run_main(capsys, "validate", fifo, "/dev/zero", good)
+    assert outcome.status == 2  # unreadable files, as for a missing one
+    message = "not a regular file; expected a JSON report or a JSONL trace"
+    assert f"{fifo}: {message}" in outcome.err + outcome.out
+    assert f"/dev/zero: {message}" in outcome.err + outcome.out
+    assert outcome.out == "checked 1 file, 1 record: all valid; 2 not readable\n"
+    report = run_main(capsys, "report", fifo)
+    assert (report.status, report.err) == (2, f"rampart report: error: {fifo}: {message}\n")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import json.scanner
 import re
+import stat
 import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -100,9 +101,16 @@ class SavedRun:
 
 
 def read_bytes(name: str | Path) -> tuple[Path, bytes]:
-    """The content of the file ``name``, or a :class:`CliError` saying why it cannot be read."""
+    """The content of the file ``name``, or a :class:`CliError` saying why it cannot be read.
+
+    Only a regular file is read: a FIFO would block forever and ``/dev/zero`` would
+    never end, so anything else is refused before it is opened.
+    """
     path = Path(name)
     try:
+        mode = path.stat().st_mode
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            raise CliError(f"{path}: not a regular file; expected a JSON report or a JSONL trace")
         return path, path.read_bytes()
     except FileNotFoundError:
         raise CliError(f"{path}: no such file") from None
