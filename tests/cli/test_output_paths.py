@@ -45,6 +45,17 @@ def test_a_fifo_is_refused_and_left_alone(
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
+def test_nothing_is_written_when_one_output_is_refused(
+    trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    html = tmp_path / "run.html"
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    outcome = run_main(capsys, "report", trace, "--html", html, "--json", fifo, "-q")
+    assert outcome.status == 2
+    assert not html.exists()
+
+
 def test_a_directory_is_refused(
     trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
