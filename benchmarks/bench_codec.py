@@ -9,6 +9,11 @@ Run ``python benchmarks/bench_codec.py`` (about half a minute) or ``--quick``.
     the attrs objects on decode; the target is at most 4x plain ``json`` both ways.
 (b) ``python -X importtime -c "import rampart"`` in fresh subprocesses; the best
     cumulative time of the ``rampart`` import is reported (target < 150 ms).
+(c) With ``--cattrs``: the result body decoded and encoded by the compiled hooks
+    (``rampart.codec._hooks``) next to the same policy as ``cattrs.gen``-generated
+    functions with per-field override hooks (``benchmarks/_cattrs_gen_codec.py``, a
+    lower bound of a full cattrs codec), with Python calls per decode and the load
+    average; ``_hooks``' docstring quotes it.
 
 Timings are the best of many short, interleaved rounds, so background load on a
 shared machine inflates them less than one long run would.
@@ -22,6 +27,7 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rampart.codec._record import ResultRecord, deserialize_record, serialize_record
@@ -149,9 +155,62 @@ def _verdict(ok: bool) -> str:
     return "PASS" if ok else "MISS"
 
 
+def _python_calls(operation: Callable[[], Any]) -> int:
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile()
+    profile.runcall(operation)
+    return int(pstats.Stats(profile).total_calls)  # type: ignore[attr-defined]
+
+
+def compare_cattrs_gen(record: ResultRecord, *, rounds: int, per_round: int) -> None:
+    """(c): the body hooks, compiled against cattrs.gen-generated (see the docstring)."""
+    import os
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _cattrs_gen_codec import make_body_converter
+
+    from rampart.codec._converter import make_converter
+
+    compiled = make_converter(record_cls=ResultRecord, version="rampart.trace.v2")
+    decode = compiled.get_structure_hook(Result)
+    encode = compiled.get_unstructure_hook(Result)
+    generated = make_body_converter()
+    detailed = make_body_converter(detailed_validation=True)
+    body = json.loads(serialize_record(record=record))["result"]
+    text = json.dumps(body)
+    assert generated.structure(body, Result) == record.result == decode(body)
+    assert generated.unstructure(record.result) == body
+    operations: dict[str, Callable[[], Any]] = {
+        "compiled decode": lambda: decode(body),
+        "cattrs.gen decode": lambda: generated.structure(body, Result),
+        "cattrs.gen decode (detailed)": lambda: detailed.structure(body, Result),
+        "compiled encode": lambda: encode(record.result),
+        "cattrs.gen encode": lambda: generated.unstructure(record.result),
+        "json.loads": lambda: json.loads(text),
+        "json.dumps": lambda: json.dumps(body),
+    }
+    rates = best_rates(operations, rounds=rounds, per_round=per_round)
+    print(f"result body hooks (load average {os.getloadavg()[0]:.1f}):")
+    print(f"{'hooks':<30} {'bodies/s':>10} {'vs compiled':>12} {'vs json':>8} {'calls':>6}")
+    for name, operation in operations.items():
+        if name.startswith("json"):
+            continue
+        reference = "compiled decode" if "decode" in name else "compiled encode"
+        plain = "json.loads" if "decode" in name else "json.dumps"
+        print(
+            f"{name:<30} {rates[name]:>10,.0f} {rates[reference] / rates[name]:>11.2f}x"
+            f" {rates[plain] / rates[name]:>7.2f}x {_python_calls(operation):>6}"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few seconds, indicative only")
+    parser.add_argument(
+        "--cattrs", action="store_true", help="also compare with cattrs.gen-generated hooks"
+    )
     args = parser.parse_args(argv)
     rounds, per_round, import_runs = (8, 100, 3) if args.quick else (40, 200, 7)
 
@@ -184,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
             f"  <= {RATIO_TARGET:.0f}x {_verdict(ratio <= RATIO_TARGET)}"
         )
     print()
+    if args.cattrs:
+        compare_cattrs_gen(record, rounds=rounds, per_round=per_round)
+        print()
     milliseconds = import_time_ms(import_runs)
     print(
         f"import rampart (best of {import_runs}, -X importtime cumulative): "

@@ -77,6 +77,26 @@ class TestStripAnsi:
         """A doubled ESC and back-to-back sequences leave no control behind."""
         assert strip_ansi("\x1b\x1b[31mx\x1b[0m\x1b[1m\x1b]0;t\x07y") == "xy"
 
+    @pytest.mark.parametrize(
+        "text",
+        ["\x1b]" * 200_000, "\x9d" * 200_000, "\x1bP" + "\x1b]" * 200_000, "\x9da" * 200_000],
+        ids=["osc-introducers", "8-bit-osc", "dcs-then-osc", "8-bit-osc-text"],
+    )
+    def test_unterminated_introducers_take_linear_time(self, text: str) -> None:
+        """A body of unterminated control-string introducers is scanned once.
+
+        With a lazy ``.*?`` body each introducer scanned to the end of the text:
+        ``"\\x1b]" * 20000`` took 27 s, so 200,000 would not finish in this run.
+        """
+        cleaned = strip_ansi(text)
+        assert "\x1b" not in cleaned
+        assert not any("\x80" <= character <= "\x9f" for character in cleaned)
+
+    def test_a_control_string_ends_at_the_next_escape(self) -> None:
+        """An ESC inside a control string that is not its ST ends the match there;
+        the pieces are removed by the other passes and only inert text stays."""
+        assert strip_ansi("a\x1b]0;title\x1b[31mred\x07b") == "a0;titleredb"
+
     def test_rejects_non_str(self) -> None:
         """A non-string argument is a usage error naming the argument."""
         with pytest.raises(TypeError, match="text must be a str"):
@@ -120,6 +140,18 @@ class TestOneLine:
     def test_strips_escapes_and_trims(self) -> None:
         """Escapes are removed and the ends are trimmed."""
         assert one_line("\n\x1b[31mred alert\x1b[0m\n") == "red alert"
+
+
+class TestOneLineLimit:
+    def test_cuts_before_cleaning_and_caps_the_result(self) -> None:
+        """``limit`` bounds both the work and the output, whatever the text."""
+        assert one_line("\x1b]" * 400_000, limit=100) == ""
+        text = one_line("ab\ncd" * 100_000, limit=11)
+        assert text == "ab cdab cda"
+        assert one_line("  x  ", limit=10) == "x"
+
+    def test_without_limit_nothing_is_cut(self) -> None:
+        assert one_line("a" * 5000) == "a" * 5000
 
 
 class TestStripAnsiProperties:

@@ -41,7 +41,15 @@ __all__ = [
 # ESC ^ / ESC _ or their 8-bit forms, ended by ST (ESC \ or 0x9C). BEL also ends them,
 # as xterm accepts for OSC. An unterminated string is not matched here; its
 # introducer is removed by the generic passes below and the rest stays visible, inert.
-_CONTROL_STRING = r"(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f]).*?(?:\x1b\\|\x9c|\x07)"
+# The body stops at the next ESC, 8-bit introducer, ST or BEL, so each character is
+# scanned by at most one attempt: linear time (a lazy ``.*?`` body made
+# ``"\x1b]" * 40000`` quadratic, 27 s for 20,000). A string whose body holds an ESC
+# that is not its ST is therefore not matched whole; its parts are removed by the
+# passes below, and what is left is inert text.
+_CONTROL_STRING = (
+    r"(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])"
+    r"[^\x1b\x07\x90\x98\x9c\x9d\x9e\x9f]*(?:\x1b\\|\x9c|\x07)"
+)
 # CSI: ESC [ or 0x9B, parameter bytes 0x30-0x3F, intermediates 0x20-0x2F, a final
 # byte 0x40-0x7E.
 _CSI = r"(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]"
@@ -129,14 +137,20 @@ def safe_float(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def one_line(text: str) -> str:
+def one_line(text: str, *, limit: int | None = None) -> str:
     """:func:`strip_ansi`, then each run of newlines/tabs becomes one space; trimmed.
 
     For terminal lines such as ``  FAIL  test_x -- <summary> (tool_only)``, where a
     multi-line summary would break the layout. Bidirectional overrides and invisible
     format characters are dropped too, so agent text cannot reorder the line visually.
+    With ``limit``, the text is cut to ``limit`` characters *before* any per-character
+    work and the result is at most ``limit`` long, so a huge hostile text costs no more
+    than its first ``limit`` characters.
     """
-    return _LINE_BREAKS.sub(" ", _INVISIBLE.sub("", strip_ansi(text))).strip()
+    if limit is not None:
+        text = text[:limit]
+    cleaned = _LINE_BREAKS.sub(" ", _INVISIBLE.sub("", strip_ansi(text))).strip()
+    return cleaned if limit is None else cleaned[:limit]
 
 
 def terminal_safe(text: str) -> str:

@@ -112,6 +112,7 @@ class TestFiles:
         """``--html`` writes the self-contained page, ``--json`` a report that validates;
         both carry the trial group derived from the records."""
         html, report = tmp_path / "out" / "run.html", tmp_path / "run.json"
+        html.parent.mkdir()  # a folder the user names is never created for them
         outcome = run_main(
             capsys, "report", saved_runs.regressed.trace, "--html", html, "--json", report, "-q"
         )

@@ -750,6 +750,20 @@ class TestWriter:
         with pytest.raises(SchemaError, match="too deep"):
             serialize_record(record=record)
 
+    @pytest.mark.parametrize(("levels", "written"), [(125, True), (126, False), (300, False)])
+    def test_the_writer_refuses_what_the_reader_would(self, levels: int, written: bool) -> None:
+        """``Result.metadata`` sits at level 3, so its values may nest 125 levels of the
+        128 the reading policy allows; deeper is refused on encode, before any reader."""
+        deep: Any = {}
+        for _ in range(levels - 1):
+            deep = {"a": deep}
+        record = ResultRecord(result=minimal_result(metadata={"deep": deep}))
+        if written:
+            assert deserialize_record(data=serialize_record(record=record)) == record
+        else:
+            with pytest.raises(SchemaError, match=r"^\$\.result: JSON nesting is too deep"):
+                serialize_record(record=record)
+
 
 class _Count(int):
     pass

@@ -6,8 +6,11 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rampart.codec import parse_strict_json
+from rampart.codec._json import MAX_JSON_DEPTH, nesting_depth
 from rampart.core.errors import SchemaError
 from tests.core.test_serialization import LEAK
 
@@ -87,3 +90,55 @@ def test_deep_nesting_with_a_duplicate_is_a_schema_error() -> None:
     text = '{"a":' * depth + '{"b":1,"b":2}' + "}" * depth
     with pytest.raises(SchemaError, match="too deep"):
         parse_strict_json(data=text)
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet='[]{}"\\ab\u2028'),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.text(alphabet='[]{}"\\ab', max_size=4), children, max_size=4)
+    ),
+    max_leaves=30,
+)
+
+
+def _depth(value: object) -> int:
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    return 0
+
+
+@given(_JSON_VALUES, st.booleans())
+def test_nesting_depth_counts_brackets_outside_strings(value: object, ascii_only: bool) -> None:
+    """The linear scan agrees with a walk of the parsed value, whatever the strings hold."""
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    assert nesting_depth(text) == _depth(value)
+
+
+@pytest.mark.parametrize(
+    ("depth", "accepted"), [(MAX_JSON_DEPTH, True), (MAX_JSON_DEPTH + 1, False)]
+)
+def test_the_depth_limit_is_checked_on_the_text(depth: int, accepted: bool) -> None:
+    """128 levels are read; 129 are refused before parsing, naming the limit."""
+    text = "[" * depth + '"]]]"' + "]" * depth
+    if accepted:
+        assert _depth(parse_strict_json(data=text)) == depth
+    else:
+        assert "more than 128 levels" in _rejected(text)
+    assert parse_strict_json(data=text, max_depth=depth + 5) is not None
+
+
+def test_the_size_limit() -> None:
+    """A text longer than max_chars is refused before parsing."""
+    assert parse_strict_json(data="[1, 2]", max_chars=6) == [1, 2]
+    assert _rejected_with("[1, 2] ", max_chars=6) == (
+        "$: JSON text is too long (more than 6 characters)"
+    )
+
+
+def _rejected_with(text: str, **limits: int) -> str:
+    with pytest.raises(SchemaError) as info:
+        parse_strict_json(data=text, **limits)
+    return str(info.value)

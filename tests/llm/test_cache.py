@@ -73,7 +73,15 @@ class TestResponseCache:
             "not json",
             '{"version": "other", "text": "x"}',
             '{"version": "rampart.llm-cache.v1", "text": ""}',
+            # hostile entries: the one JSON reading policy makes each a miss
+            '{"version": "rampart.llm-cache.v1", "text": "x", "usage": '
+            + "[" * 100_000
+            + "]" * 100_000
+            + "}",
+            '{"version": "rampart.llm-cache.v1", "text": "x", "text": "y"}',
+            '{"version": "rampart.llm-cache.v1", "text": "x", "usage": {"n": NaN}}',
         ],
+        ids=["not-json", "foreign", "empty", "nested-100000-deep", "duplicate-key", "nan"],
     )
     def test_bad_entries_are_misses(self, tmp_path: Path, content: str) -> None:
         """A corrupt, foreign or empty entry is a miss, never an error."""
@@ -102,6 +110,15 @@ class TestResponseCache:
         assert default_cache() is not None
 
 
+def _spoil_every_entry(directory: Path) -> int:
+    """Every cache entry under ``directory`` becomes one nested 100,000 deep; how many."""
+    deep = "[" * 100_000 + "]" * 100_000
+    entries = list(directory.glob("*/*.json"))
+    for entry in entries:
+        entry.write_text('{"version": "rampart.llm-cache.v1", "text": "x", "usage": ' + deep + "}")
+    return len(entries)
+
+
 @pytest.mark.anyio
 class TestCachedClient:
     async def test_second_identical_call_is_a_hit_without_a_request(self, tmp_path: Path) -> None:
@@ -127,6 +144,22 @@ class TestCachedClient:
             1,
         )
         assert client.limiter.statistics().requests == 1
+
+    async def test_an_unreadable_entry_is_a_miss_and_the_call_is_made(self, tmp_path: Path) -> None:
+        """An entry nested 100,000 deep is a miss: the request is sent, nothing escapes."""
+        async with serve() as server:
+            client = LLMClient(
+                config(server.url, model="sim-attacker"),
+                cache=tmp_path,
+                name=f"cache-deep-{uuid.uuid4().hex}",
+            )
+            first = await client.complete(BEGIN)
+            assert _spoil_every_entry(tmp_path) == 1
+            served = server.statistics().served
+            second = await client.complete(BEGIN)
+            assert server.statistics().served == served + 1
+        assert not second.cached
+        assert second.text == first.text
 
     async def test_tag_separates_entries(self, tmp_path: Path) -> None:
         """The same body with another tag is another entry (judge retries, variants)."""

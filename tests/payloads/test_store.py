@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -168,6 +169,59 @@ class TestErrors:
         (path / "payloads.jsonl").write_text(json.dumps(record) + "\n")
         with pytest.raises(ValueError, match="artifact must be 'artifacts/<file>'"):
             store.load("suite")
+
+    @pytest.mark.parametrize("target", ["file", "directory"])
+    def test_a_symlink_out_of_artifacts_is_refused(self, tmp_path: Path, target: str) -> None:
+        """``artifacts/p-3.docx -> /elsewhere`` (or the folder itself a link) is refused,
+        never followed: references outside ``artifacts/`` are not read."""
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        (outside / "p-3.docx").write_text("secret")
+        store = PayloadStore(root=tmp_path / "s")
+        path = store.save("suite", payloads=_payloads(tmp_path))
+        if target == "file":
+            (path / "artifacts" / "p-3.docx").unlink()
+            (path / "artifacts" / "p-3.docx").symlink_to(outside / "p-3.docx")
+        else:
+            shutil.rmtree(path / "artifacts")
+            (path / "artifacts").symlink_to(outside, target_is_directory=True)
+        with pytest.raises(ValueError, match=r"artifact 'artifacts/p-3\.docx' .*outside"):
+            store.load("suite")
+
+    def test_a_symlink_inside_artifacts_is_followed(self, tmp_path: Path) -> None:
+        """A link that stays inside ``artifacts/`` is fine."""
+        store = PayloadStore(root=tmp_path / "s")
+        path = store.save("suite", payloads=_payloads(tmp_path))
+        artifacts = path / "artifacts"
+        (artifacts / "p-3.docx").rename(artifacts / "real.docx")
+        (artifacts / "p-3.docx").symlink_to(artifacts / "real.docx")
+        (loaded,) = [p for p in store.load("suite") if p.artifact is not None]
+        assert loaded.artifact == (artifacts / "real.docx").resolve()
+
+    @pytest.mark.parametrize(
+        ("line", "message"),
+        [
+            ("[" * 100_000 + "]" * 100_000, "JSON nesting is too deep"),
+            ('{"id": "x", "id": "y", "content": "x", "format": "text"}', "duplicate key"),
+            ('{"id": "x", "content": "x", "format": "text", "metadata": {"n": NaN}}', "finite"),
+        ],
+        ids=["nested-100000-deep", "duplicate-key", "nan"],
+    )
+    def test_hostile_lines_name_the_line(self, tmp_path: Path, line: str, message: str) -> None:
+        """payloads.jsonl is read under the codec's one JSON reading policy."""
+        store = PayloadStore(root=tmp_path)
+        path = store.save("suite", payloads=[Payload(content="x", id="x")])
+        with (path / "payloads.jsonl").open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+        with pytest.raises(ValueError, match=f"payloads.jsonl line 2: .*{message}"):
+            store.load("suite")
+
+    def test_line_separators_in_content_round_trip(self, tmp_path: Path) -> None:
+        """Content holding U+2028/U+0085 stays one record (the codec's JSONL framing)."""
+        store = PayloadStore(root=tmp_path)
+        content = "one\u2028two\x85three\u2029"
+        store.save("suite", payloads=[Payload(content=content, id="x")])
+        assert [p.content for p in store.load("suite")] == [content]
 
 
 class TestAtomicity:

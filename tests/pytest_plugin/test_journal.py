@@ -178,6 +178,28 @@ class TestWriterAndReader:
         assert contents.skipped == 1
         assert contents.torn_tail
 
+    def test_hostile_lines_are_skipped_under_the_codec_json_policy(self, tmp_path: Path) -> None:
+        """A line nested 100,000 deep, one with a duplicate key and one with NaN are read
+        under the codec's one JSON policy: skipped and counted, never a RecursionError."""
+        path = tmp_path / "journal.jsonl"
+        writer = JournalWriter(path, run_id="r1")
+        writer.write_unit(_unit("first", 0))
+        good = path.read_text(encoding="utf-8").strip()
+        hostile = [
+            "[" * 100_000 + "]" * 100_000,
+            good.replace('{"version":', '{"version":"x","version":', 1),
+            good.replace('"summary":"first"', '"summary":"first","n":NaN', 1),
+        ]
+        assert all(line != good for line in hostile)
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write("".join(line + "\n" for line in hostile))
+        writer.write_unit(_unit("second", 1))
+        writer.close()
+        contents = read_journal(path)
+        assert [line.clone for line in contents.lines] == [0, 1]
+        assert contents.skipped == 3
+        assert not contents.torn_tail
+
     def test_resumed_results_are_not_journaled_again(self, tmp_path: Path) -> None:
         path = tmp_path / "journal.jsonl"
         writer = JournalWriter(path, run_id="r2")

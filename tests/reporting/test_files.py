@@ -61,6 +61,18 @@ class TestWriteNewFile:
         assert path.read_bytes() == b"new"
         assert len(_names(tmp_path)) == 2
 
+    def test_a_fifo_at_the_name_is_never_opened_or_replaced(self, tmp_path: Path) -> None:
+        """A report sink's fixed name held by a FIFO: the FIFO stays (never opened, which
+        would block, never renamed over) and the report gets a new name."""
+        import stat
+
+        fifo = tmp_path / "report.json"
+        os.mkfifo(fifo)
+        path = _files.write_new_file(tmp_path, stem="report", suffix=".json", data=b"new")
+        assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+        assert UUID_NAME.fullmatch(path.name)
+        assert path.read_bytes() == b"new"
+
     def test_gives_up_after_bounded_attempts(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

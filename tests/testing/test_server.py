@@ -290,6 +290,16 @@ class TestRequests:
             ),
             (json.dumps(_body(stream=True)).encode(), "stream is not supported"),
             (json.dumps(_body(seed="1")).encode(), "seed must be an integer"),
+            # the one JSON reading policy: hostile bodies are a 400, never a 500
+            (
+                b'{"model": "m", "messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+                "request body must be a JSON object ($: JSON nesting is too deep",
+            ),
+            (
+                b'{"model": "m", "model": "n", "messages": []}',
+                "request body must be a JSON object ($[<key #1>]: duplicate key",
+            ),
+            (b'{"model": "m", "seed": NaN}', "request body must be a JSON object"),
         ],
     )
     async def test_bad_requests_name_the_field(self, body: bytes, message: str) -> None:

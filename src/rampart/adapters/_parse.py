@@ -20,6 +20,7 @@ built-in strategies honour (a SAFE verdict becomes UNDETERMINED; see
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -129,8 +130,26 @@ def _mark_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return marked
 
 
-_STRICT = json.JSONDecoder(object_pairs_hook=_unique_members)
-_LOCATING = json.JSONDecoder(object_pairs_hook=_mark_repeats)
+@functools.cache
+def _decoders() -> tuple[json.JSONDecoder, json.JSONDecoder, json.JSONDecoder]:
+    """The strict, the locating and the arguments decoder, with the codec's finite-number
+    rule. Built on first use: importing the adapters stays free of the codec."""
+    from rampart.codec._json import finite_decoder
+
+    return finite_decoder(_unique_members), finite_decoder(_mark_repeats), finite_decoder()
+
+
+def _policy_text(data: bytes | str, *, what: str) -> str:
+    """``data`` as text that passes the codec's size and depth limits, or
+    ``MalformedResponseError`` naming ``what`` (the one JSON reading policy)."""
+    from rampart.codec._json import check_limits
+
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    try:
+        check_limits(text)
+    except ValueError as error:
+        raise MalformedResponseError(f"{what}: {error}") from None
+    return text
 
 
 def _key_segment(key: str, position: int) -> str:
@@ -160,13 +179,20 @@ def _find_repeat(value: object, path: str) -> str | None:
 
 
 def _decode(body: bytes) -> object:
+    """The body's JSON value under the codec's one reading policy (size, nesting depth,
+    finite numbers, no duplicate keys), or ``MalformedResponseError``."""
+    from rampart.codec._json import NON_FINITE_MESSAGE, NonFiniteNumber
+
+    strict, locating, _arguments = _decoders()
     try:
-        text = body.decode("utf-8")
+        text = _policy_text(body, what="response body")
         try:
-            return _STRICT.decode(text)
+            return strict.decode(text)
         except _RepeatedKey:
-            message = _find_repeat(_LOCATING.decode(text), "$")
+            message = _find_repeat(locating.decode(text), "$")
             raise MalformedResponseError(message or "response body: duplicate key") from None
+        except NonFiniteNumber:
+            raise MalformedResponseError(f"response body: {NON_FINITE_MESSAGE}") from None
     except UnicodeDecodeError:
         raise MalformedResponseError(
             f"response body: not UTF-8 text ({len(body)} bytes); expected a JSON object"
@@ -196,9 +222,14 @@ def _tool_call(item: object, path: str) -> tuple[ToolCall, str | None, bool]:
     arguments = function.get("arguments")
     if not isinstance(arguments, str):
         raise _fail(f"{path}.function.arguments", "a string", arguments)
+    # The reading policy's size, depth and number rules apply; arguments that break
+    # them are kept raw (as text that is not JSON is). A repeated key keeps the last.
+    from rampart.codec._json import NonFiniteNumber
+
     try:
-        decoded = json.loads(arguments) if arguments.strip() else {}
-    except json.JSONDecodeError:
+        text = _policy_text(arguments, what="arguments")
+        decoded = _decoders()[2].decode(text) if text.strip() else {}
+    except (MalformedResponseError, ValueError, NonFiniteNumber):
         decoded = None
     if isinstance(decoded, dict):
         return ToolCall(name=name, arguments=decoded), call_id, False
@@ -277,14 +308,17 @@ def parse_completion(body: bytes) -> tuple[Response, dict[str, Any]]:
 def error_detail(body: bytes) -> str:
     """A short, one-line ``error.message`` from an OpenAI-style error body, or ``""``."""
     try:
-        root = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        root = _decode(body)  # the one JSON reading policy: a hostile body gives nothing
+    except MalformedResponseError:
         return ""
     error = root.get("error") if isinstance(root, dict) else None
     message = error.get("message") if isinstance(error, dict) else None
     if not isinstance(message, str):
         return ""
-    text = one_line(message)
-    if len(text) > _DETAIL_LIMIT:
+    # Cut before any per-character work (a window that leaves room for the escapes the
+    # cleaning removes): a hostile message is as cheap as a short one.
+    window = _DETAIL_LIMIT * 4
+    text = one_line(message, limit=window)
+    if len(text) > _DETAIL_LIMIT or len(message) > window:
         text = text[:_DETAIL_LIMIT] + "..."
     return text

@@ -10,7 +10,10 @@ them (an attachment-only request gets one placeholder attachment, since a reques
 needs a prompt or an attachment); the trace has everything.
 
 Which kind a file is, is decided from its content, not its name (:func:`sniff`).
-Every failure names the file, the line and the rule, never the file's content.
+Every failure names the file, the line and the rule, never the file's content. All
+JSON here is read under the codec's one reading policy (``rampart.codec``:
+size, nesting depth, duplicate keys, finite numbers; :func:`_strict`), and trace lines
+are split by the codec's JSONL reader, so a hostile file is an error naming it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import json
 import json.scanner
 import re
+import stat
 import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -97,9 +101,16 @@ class SavedRun:
 
 
 def read_bytes(name: str | Path) -> tuple[Path, bytes]:
-    """The content of the file ``name``, or a :class:`CliError` saying why it cannot be read."""
+    """The content of the file ``name``, or a :class:`CliError` saying why it cannot be read.
+
+    Only a regular file is read: a FIFO would block forever and ``/dev/zero`` would
+    never end, so anything else is refused before it is opened.
+    """
     path = Path(name)
     try:
+        mode = path.stat().st_mode
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            raise CliError(f"{path}: not a regular file; expected a JSON report or a JSONL trace")
         return path, path.read_bytes()
     except FileNotFoundError:
         raise CliError(f"{path}: no such file") from None
@@ -130,12 +141,19 @@ def read_text(name: str | Path) -> tuple[Path, str]:
     return path, decode_text(path, data)
 
 
+def _strict(text: str) -> Any:
+    """``text``'s JSON value under the codec's reading policy; ``SchemaError`` if none."""
+    from rampart.codec import parse_strict_json
+
+    return parse_strict_json(data=text)
+
+
 def _first_value(text: str) -> object:
     """The JSON value of the first non-blank line, or ``None`` if it is not JSON."""
     for line in text.split("\n"):
         if line.strip():
             try:
-                return json.loads(line)
+                return _strict(line)
             except ValueError:
                 return None
     return None
@@ -156,7 +174,7 @@ def sniff(path: Path, text: str) -> Kind:
     if isinstance(first, dict) and "version" in first:
         return "trace"
     try:
-        whole = json.loads(text)
+        whole = _strict(text)
     except ValueError:
         whole = None
     if isinstance(whole, dict):
@@ -181,17 +199,19 @@ def iter_trace_lines(text: str) -> Iterator[tuple[int, str]]:
     """``(line number, line)`` of every non-blank line, split on ``"\\n"`` only.
 
     Unicode line separators (U+2028, U+0085, ...) may appear raw inside a record's
-    strings when another producer wrote the file; only ``"\\n"`` ends a record. A
-    record written over several lines (pretty-printed) is read as one record.
+    strings when another producer wrote the file; only ``"\\n"`` ends a record (the
+    codec's JSONL reader, ``rampart.codec._jsonl.split_jsonl``). A record written over
+    several lines (pretty-printed) is read as one record.
     """
+    from rampart.codec._jsonl import split_jsonl
+
     lines = text.split("\n")
     if _is_one_document(text, lines):
         start = next(number for number, line in enumerate(lines, start=1) if line.strip())
         yield start, text
         return
-    for number, line in enumerate(lines, start=1):
-        if line.strip():
-            yield number, line
+    for line in split_jsonl(text):
+        yield line.number, line.text()
 
 
 def _is_one_document(text: str, lines: list[str]) -> bool:
@@ -199,7 +219,7 @@ def _is_one_document(text: str, lines: list[str]) -> bool:
     if len(stripped) < 2 or stripped[0].strip() != "{":
         return False
     try:
-        return isinstance(json.loads(text), dict)
+        return isinstance(_strict(text), dict)
     except ValueError:
         return False
 
@@ -435,6 +455,12 @@ def entry_lines(text: str) -> dict[str, int]:
     to locate problems, so its cost is paid when there is one; ``{}`` if the text is not
     a report.
     """
+    from rampart.codec._json import check_limits
+
+    try:
+        check_limits(text)  # the pure-Python scanner below recurses per level
+    except ValueError:
+        return {}
     starts: dict[int, int] = {}
     decoder: Any = json.JSONDecoder()
     parse_object = decoder.parse_object

@@ -149,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
                 outputs.append((Path(args.json), render_report(report)))
         except ReportError as error:
             raise CliError(str(error)) from None
+        for path, _data in outputs:
+            _table.output_target(path)  # every output checked before any is written
         for path, data in outputs:
             try:
                 written.append(_table.write_text(path, data.decode("utf-8")))

@@ -266,12 +266,9 @@ def _output_path(args: argparse.Namespace, first: Path) -> tuple[Path, str, str]
 
 
 def _jsonl(records: list[ResultRecord]) -> bytes:
-    from rampart.codec import serialize_record
-    from rampart.reporting._jsonl import _escape_line_breaks
+    from rampart.codec._jsonl import jsonl_records
 
-    return "".join(
-        _escape_line_breaks(serialize_record(record=record)) + "\n" for record in records
-    ).encode("utf-8")
+    return jsonl_records(records)
 
 
 def _summary(
@@ -356,6 +353,12 @@ def run(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         raise CliError(f"--concurrency must be an integer >= 1, got {args.concurrency}")
     records, first = _read_records(args.traces)
+    directory, stem, suffix = _output_path(args, first)
+    if args.output is not None and not directory.is_dir():
+        # Checked before any judging; a folder the user named is never created for them.
+        raise CliError(
+            f"--output: the folder {directory} does not exist (it is not created for you)"
+        )
     client = None
     if args.judge:
         evaluator, client = _judge(args)
@@ -371,7 +374,6 @@ def run(args: argparse.Namespace) -> int:
         rescored = anyio.run(rescore)
     except ValueError as error:  # a strategy without a known polarity
         raise CliError(str(error)) from None
-    directory, stem, suffix = _output_path(args, first)
     try:
         output = _table.write_new(directory, stem=stem, suffix=suffix, data=_jsonl(rescored))
     except OSError as error:

@@ -71,7 +71,9 @@ def configure_converter(converter: cattrs.Converter, *, record_cls: type, versio
       coerced; keys are never filtered.
     * Strings and mapping keys must be Unicode scalar values (no lone surrogates).
     * An object names each member once: a duplicate key anywhere in the text is
-      rejected (the parser's job, before the version is read).
+      rejected (the parser's job, before the version is read). The text nests at most
+      128 arrays/objects deep and is at most 256 Mi characters (checked on the text
+      before parsing); the writer refuses a record the reader would refuse.
     * Payloads: ``format`` is ``text``, ``html`` or ``markdown``; binary formats and a
       non-null ``artifact`` are rejected both ways; ``id`` is required on decode.
     * Cross-field rules: a request has a prompt or at least one attachment; a turn's

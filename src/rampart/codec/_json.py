@@ -1,8 +1,14 @@
 """JSON text, strictly: what the codec accepts as JSON and what it writes.
 
 Reading (:func:`parse`) enforces the rules about the text itself, before any record
-rule is looked at:
+rule is looked at. They are rampart's one JSON reading policy, for every file, body
+and state it reads (:func:`parse_strict_json` is the public name):
 
+* the text is at most :data:`MAX_JSON_CHARS` characters (callers may set less) and
+  nested at most :data:`MAX_JSON_DEPTH` arrays/objects deep, checked on the text before
+  it is parsed, so no reader, walker or consumer of the value ever recurses without
+  bound (a hostile file or body nested 100,000 deep is a ``SchemaError``, never a
+  ``RecursionError``);
 * numbers are finite: ``NaN``/``Infinity`` constants and numbers that overflow a float
   (``1e999``) are rejected;
 * every object names each member once: a duplicate key is an error wherever it is, so
@@ -23,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from itertools import accumulate
 from typing import Any, Final
 
 from rampart.codec._paths import NO_VALUE, PathError, Position, key_position
@@ -30,20 +37,79 @@ from rampart.codec._schema import Kind, ListKind, ModelKind, NullableKind, model
 from rampart.core.errors import SchemaError
 
 __all__ = [
+    "MAX_JSON_CHARS",
+    "MAX_JSON_DEPTH",
+    "NON_FINITE_MESSAGE",
+    "NonFiniteNumber",
     "check_json_mapping",
+    "check_limits",
     "check_text",
     "dump",
+    "finite_decoder",
     "find_surrogate",
     "parse",
     "parse_strict_json",
     "text_has_surrogates",
 ]
 
+# --------------------------------------------------------------------------- limits
+
+MAX_JSON_DEPTH: Final = 128
+"""Deepest nesting of arrays and objects any rampart reader accepts (a record uses 8)."""
+
+MAX_JSON_CHARS: Final = 256 * 1024 * 1024
+"""Longest JSON text any rampart reader accepts by default (256 Mi characters)."""
+
+# Every byte that is not a bracket (deleted by ``bytes.translate``) and each bracket's
+# step in depth.
+_NOT_BRACKETS: Final = bytes(byte for byte in range(256) if byte not in b"[]{}")
+_STEP: Final = [0] * 256
+for _byte in b"[{":
+    _STEP[_byte] = 1
+for _byte in b"]}":
+    _STEP[_byte] = -1
+
+
+def nesting_depth(text: str) -> int:
+    """How deep arrays and objects nest in the JSON ``text``; linear, C-speed passes.
+
+    Brackets inside strings do not count: escaped backslashes and escaped quotes are
+    removed first, so every remaining ``"`` opens or closes a string and the text
+    between every other pair is outside them. For text that is not JSON the figure is
+    an upper bound of what a parser would reach before failing.
+    """
+    if "\\" in text:
+        text = text.replace("\\\\", "").replace('\\"', "")
+    outside = "".join(text.split('"')[::2]).encode("utf-8", "surrogatepass")
+    skeleton = outside.translate(None, _NOT_BRACKETS)
+    return max(accumulate(map(_STEP.__getitem__, skeleton)), default=0)
+
+
+def check_limits(
+    text: str, *, max_depth: int = MAX_JSON_DEPTH, max_chars: int = MAX_JSON_CHARS
+) -> None:
+    """Raise :class:`SchemaError` if ``text`` is longer or nested deeper than allowed.
+
+    Runs before parsing. Most texts hold fewer brackets than ``max_depth``, which two
+    ``str.count`` passes prove; only the others get the :func:`nesting_depth` scan.
+    """
+    if len(text) > max_chars:
+        raise SchemaError(f"$: JSON text is too long (more than {max_chars} characters)")
+    if text.count("[") + text.count("{") > max_depth and nesting_depth(text) > max_depth:
+        raise SchemaError(
+            f"$: JSON nesting is too deep (more than {max_depth} levels of arrays and objects)"
+        )
+
+
 # --------------------------------------------------------------------------- reading
 
 
 class _NonFiniteNumber(Exception):
-    """Raised from the parser hooks; becomes a SchemaError in :func:`parse`."""
+    """Raised from the parser hooks of :func:`finite_decoder`; :func:`parse` makes it a
+    SchemaError."""
+
+
+NonFiniteNumber = _NonFiniteNumber  # what readers with their own decoder catch
 
 
 class _RepeatedKey(Exception):
@@ -100,10 +166,26 @@ _LOCATING_DECODER: Final = json.JSONDecoder(
     object_pairs_hook=_mark_repeats,
 )
 
-_NON_FINITE = (
+
+def finite_decoder(object_pairs_hook: Any = None) -> json.JSONDecoder:
+    """A ``JSONDecoder`` with the policy's number rule: ``NaN``, ``Infinity`` and numbers
+    that overflow a float raise :class:`NonFiniteNumber`.
+
+    For readers that keep their own object hook (the agent-body parser names keys in
+    its own dialect); run :func:`check_limits` on the text first.
+    """
+    return json.JSONDecoder(
+        parse_float=_parse_float,
+        parse_constant=_reject_constant,
+        object_pairs_hook=object_pairs_hook,
+    )
+
+
+NON_FINITE_MESSAGE: Final = (
     "$: expected finite JSON numbers (NaN, Infinity and numbers that overflow a float are "
     "not accepted)"
 )
+_NON_FINITE = NON_FINITE_MESSAGE
 _REPEATED_KEY = "duplicate key (a member name may appear only once per object)"
 
 
@@ -114,27 +196,37 @@ def check_text(data: object) -> str:
     return data
 
 
-def parse_strict_json(*, data: str) -> Any:
+def parse_strict_json(
+    *, data: str, max_depth: int = MAX_JSON_DEPTH, max_chars: int = MAX_JSON_CHARS
+) -> Any:
     """Parse JSON text the way every rampart reader does, or raise :class:`SchemaError`.
 
-    On top of the JSON grammar: numbers must be finite (no ``NaN``, ``Infinity`` or
-    ``1e999``), no object may name a member twice, and strings and keys must be
-    Unicode scalar values (no lone surrogates). The message names the path
+    On top of the JSON grammar: the text is at most ``max_chars`` long and nested at
+    most ``max_depth`` deep (checked before parsing), numbers must be finite (no
+    ``NaN``, ``Infinity`` or ``1e999``), no object may name a member twice, and strings
+    and keys must be Unicode scalar values (no lone surrogates). The message names the path
     (``$[<key #1>]: duplicate key ...``), with object keys by position, and never echoes
     the text. Use it for any rampart JSON a safety decision is read from (a report, a
     transport payload); :func:`~rampart.codec.deserialize_record` applies the same rules
     to records.
     """
-    return parse(check_text(data))
+    return parse(check_text(data), max_depth=max_depth, max_chars=max_chars)
 
 
-def parse(data: str, fields: dict[str, Kind] | None = None) -> Any:
+def parse(
+    data: str,
+    fields: dict[str, Kind] | None = None,
+    *,
+    max_depth: int = MAX_JSON_DEPTH,
+    max_chars: int = MAX_JSON_CHARS,
+) -> Any:
     """The value of strict JSON text, or a :class:`SchemaError` naming what is wrong.
 
     ``fields`` are the member kinds of the top-level object (a record's envelope); with
     them a failure is reported under schema field names, without them every key is
     reported by position.
     """
+    check_limits(data, max_depth=max_depth, max_chars=max_chars)
     try:
         document = _decode(_DECODER, data)
     except _RepeatedKey:

@@ -142,6 +142,10 @@ def serialize_record(*, record: ResultRecord) -> str:
         raise SchemaError(exc.render()) from None
     except RecursionError:
         raise SchemaError("$.result: nesting is too deep to encode") from None
+    try:  # what is written must read back under the reading policy
+        _json.check_limits(text)
+    except SchemaError as exc:
+        raise SchemaError(f"$.result: {str(exc).removeprefix('$: ')} to encode") from None
     if _json.text_has_surrogates(text):
         located = _json.find_surrogate(document, codec.envelope)
         raise SchemaError(

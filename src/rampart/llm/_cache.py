@@ -89,10 +89,12 @@ class ResponseCache:
         return self._directory / key[:2] / f"{key}.json"
 
     def get_blocking(self, key: str) -> CachedCompletion | None:
+        from rampart.codec import parse_strict_json  # the one JSON reading policy
+
         try:
             raw = self.path(key).read_text(encoding="utf-8")
-            entry = json.loads(raw)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            entry = parse_strict_json(data=raw)
+        except (OSError, ValueError):  # unreadable, not UTF-8, or refused: a miss
             return None
         if not isinstance(entry, dict) or entry.get("version") != CACHE_VERSION:
             return None

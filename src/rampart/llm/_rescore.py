@@ -33,7 +33,7 @@ import anyio
 
 from rampart._checks import check_choice, check_instance, check_int
 from rampart._text import safe_str
-from rampart.codec import ResultRecord, deserialize_record
+from rampart.codec import ResultRecord
 from rampart.core._verdicts import Polarity as VerdictPolarity
 from rampart.core.errors import DriverError, InfrastructureError
 from rampart.core.evaluator import require_evaluator
@@ -59,22 +59,14 @@ _FAILURES = (InfrastructureError, DriverError, OSError, TimeoutError)
 def read_trace_records(path: str | os.PathLike[str]) -> list[ResultRecord]:
     """Every record of a JSONL trace file (one ``rampart.trace.v2`` record per line).
 
-    Blank lines are skipped; a bad line raises ``SchemaError`` naming its line number.
-    Lines are split on ``"\n"`` only: ``str.splitlines`` would also split on U+2028,
-    U+2029 and U+0085, which a record written by another tool may hold raw.
+    Read by the codec's JSONL reader (``rampart.codec._jsonl.read_records``): blank lines
+    are skipped, lines end at ``"\n"`` only, and every line goes through the JSON reading
+    policy and the record decoder. A bad line raises ``SchemaError`` naming the file and
+    its line number (``<path>:<line>: ...``).
     """
-    from rampart.core.errors import SchemaError
+    from rampart.codec._jsonl import read_records
 
-    records = []
-    text = Path(path).read_text(encoding="utf-8")
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(deserialize_record(data=line))
-        except SchemaError as exc:
-            raise SchemaError(f"{path}, line {number}: {exc}") from None
-    return records
+    return read_records(Path(path).read_bytes(), source=str(path))
 
 
 def _raw(turn: Turn) -> Turn:

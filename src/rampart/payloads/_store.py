@@ -194,7 +194,9 @@ class PayloadStore:
                 shutil.copyfile(source, directory / _ARTIFACTS / filename)
                 artifact = f"{_ARTIFACTS}/{filename}"
             lines.append(_record(index, payload, artifact))
-        (directory / _PAYLOADS).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        from rampart.codec._jsonl import jsonl_line  # the codec's one JSONL writer
+
+        (directory / _PAYLOADS).write_text("".join(map(jsonl_line, lines)), encoding="utf-8")
         (directory / _MANIFEST).write_text(manifest + "\n", encoding="utf-8")
 
     def _swap(self, staging: Path, target: Path) -> None:
@@ -245,8 +247,13 @@ class PayloadStore:
 
     def manifest(self, name: str) -> dict[str, Any]:
         """The collection's ``manifest.json`` as a dict."""
+        from rampart.codec import parse_strict_json  # the one JSON reading policy
+
         directory = self._existing(name)
-        document = json.loads((directory / _MANIFEST).read_text(encoding="utf-8"))
+        try:
+            document = parse_strict_json(data=(directory / _MANIFEST).read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ValueError(f"{_OWNER}: {name}/{_MANIFEST}: {exc}") from None
         if not isinstance(document, dict):
             raise ValueError(f"{_OWNER}: {name}/{_MANIFEST} is not a JSON object")
         return document
@@ -265,21 +272,24 @@ class PayloadStore:
             PayloadFormat,
             expected="a PayloadFormat",
         )
+        from rampart.codec._jsonl import split_jsonl  # the codec's one JSONL reader
+
         payloads = []
         text = (directory / _PAYLOADS).read_text(encoding="utf-8")
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            payload = self._payload(directory, line, f"{name}/{_PAYLOADS} line {number}")
+        for line in split_jsonl(text):
+            where = f"{name}/{_PAYLOADS} line {line.number}"
+            payload = self._payload(directory, line.text(), where)
             if format_filter is None or payload.format is format_filter:
                 payloads.append(payload)
         return payloads
 
     def _payload(self, directory: Path, line: str, where: str) -> Payload:
+        from rampart.codec import parse_strict_json
+
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{_OWNER}: {where}: not JSON ({exc.msg})") from None
+            record = parse_strict_json(data=line)
+        except ValueError as exc:
+            raise ValueError(f"{_OWNER}: {where}: not JSON the store reads ({exc})") from None
         if not isinstance(record, dict):
             raise ValueError(f"{_OWNER}: {where}: not a JSON object")
         payload_id = validate_payload_id(record.get("id"), owner=_OWNER, name=f"{where}: id")
@@ -301,7 +311,17 @@ class PayloadStore:
                     _OWNER, f"{where}: artifact", "'artifacts/<file>'", reference, error=ValueError
                 )
             validate_payload_id(filename, owner=_OWNER, name=f"{where}: artifact file name")
+            folder_path = (directory / _ARTIFACTS).resolve()
             artifact = (directory / _ARTIFACTS / filename).resolve()
+            outside = folder_path != (directory.resolve() / _ARTIFACTS)
+            if outside or not artifact.is_relative_to(folder_path):
+                # A symlink (the file or the folder) that leads out of artifacts/ is
+                # refused, never followed: the store reads nothing outside it.
+                raise ValueError(
+                    f"{_OWNER}: {where}: artifact {reference!r} of payload {payload_id!r} "
+                    "resolves outside the collection's artifacts/ folder (a symbolic "
+                    "link?); refused"
+                )
             if not artifact.is_file():
                 raise FileNotFoundError(
                     f"{_OWNER}: {where}: artifact {reference!r} of payload {payload_id!r} "

@@ -434,7 +434,7 @@ def _failure_line(report: pytest.TestReport) -> str:
     crash = getattr(report.longrepr, "reprcrash", None)
     message = getattr(crash, "message", None)
     text = message if isinstance(message, str) else report.longreprtext
-    return f"{report.when}: {one_line(text)}"[:500]
+    return f"{report.when}: {one_line(text, limit=500)}"[:500]
 
 
 def _is_plain_function(item: pytest.Item) -> bool:

@@ -27,7 +27,6 @@ warning; the run and its reports carry on.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from datetime import UTC, datetime
@@ -45,6 +44,7 @@ if sys.platform != "win32":  # POSIX: appends are serialized with flock
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
+    from rampart.codec._jsonl import JsonlLine as JsonlFrame
     from rampart.pytest_plugin._ledger import FinishedUnit, RecordedResult
 
 __all__ = [
@@ -63,23 +63,12 @@ JOURNAL_SUFFIX = ".jsonl"
 # Longest failure line kept per unit (the report and the terminal have the full text).
 _MAX_DETAIL = 500
 
-# Line breaks ``str.splitlines()`` honours that JSON leaves raw inside strings.
-_UNICODE_LINE_BREAKS = (("\x85", "\\u0085"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
-
 
 def journal_name(run_id: str) -> str:
     """``rampart-journal-<UTC time>-<run id>.jsonl``: sorts by start time, names its run."""
     now = datetime.now(UTC)
     stamp = f"{now:%Y-%m-%dT%H-%M-%S}-{now.microsecond // 1000:03d}"
     return f"{JOURNAL_PREFIX}{stamp}-{run_id[:12]}{JOURNAL_SUFFIX}"
-
-
-def _escape_line_breaks(text: str) -> str:
-    if text.isascii():
-        return text
-    for character, escape in _UNICODE_LINE_BREAKS:
-        text = text.replace(character, escape)
-    return text
 
 
 def encode_line(
@@ -89,7 +78,10 @@ def encode_line(
     run_id: str,
     worker: str | None,
 ) -> str:
-    """One journal line (no newline): the canonical record with its journal key."""
+    """One journal line (with its newline): the canonical record with its journal key,
+    framed by the codec's JSONL writer."""
+    # The codec loads when the first result is journaled, not at pytest start.
+    from rampart.codec._jsonl import jsonl_line
     from rampart.codec._record import ResultRecord, serialize_record
 
     attribution = recorded.attribution
@@ -102,7 +94,7 @@ def encode_line(
         "of": len(unit.results),
         "hash": unit.test_hash,
         "outcome": unit.outcome.value,
-        "detail": one_line(unit.detail)[:_MAX_DETAIL],
+        "detail": one_line(unit.detail, limit=_MAX_DETAIL),
         "worker": worker,
     }
     result = attrs.evolve(
@@ -111,7 +103,7 @@ def encode_line(
     record = ResultRecord(
         result=result, pytest_nodeid=attribution.test_nodeid, result_index=attribution.index
     )
-    return _escape_line_breaks(serialize_record(record=record))
+    return jsonl_line(serialize_record(record=record))
 
 
 class JournalWriter:
@@ -163,7 +155,7 @@ class JournalWriter:
                 # Not recordable: the report carries an ERROR marker for it instead,
                 # and the unit is incomplete in the journal (it runs again on resume).
                 return
-        data = ("\n".join(lines) + "\n").encode("utf-8")
+        data = "".join(lines).encode("utf-8")
         try:
             self._append(data)
         except OSError as exc:
@@ -272,31 +264,32 @@ def read_journal(path: Path) -> JournalContents:
 
     A line that is not JSON, lacks the bookkeeping key or has it malformed is skipped
     and counted; so is a last line without its newline (a writer was killed there).
-    Records are checked by the strict codec when they are loaded, not here.
+    Lines are split and read by the codec's JSONL reader under the one JSON reading
+    policy (size, nesting depth, duplicate keys, finite numbers), so a hostile line is
+    skipped like any other undecodable one. Records are checked by the strict codec
+    when they are loaded, not here.
     """
     found: list[JournalLine] = []
     skipped = 0
     torn_tail = False
-    offset = 0
-    with path.open("rb") as handle:
-        for raw in handle:
-            start, offset = offset, offset + len(raw)
-            if not raw.endswith(b"\n"):
-                torn_tail = bool(raw.strip())
-                break
-            if not raw.strip():
-                continue
-            line = _bookkeeping(raw, start)
-            if line is None:
-                skipped += 1
-            else:
-                found.append(line)
+    from rampart.codec._jsonl import split_jsonl
+
+    for raw in split_jsonl(path.read_bytes()):
+        if not raw.complete:
+            torn_tail = True
+            break
+        line = _bookkeeping(raw)
+        if line is None:
+            skipped += 1
+        else:
+            found.append(line)
     return JournalContents(path=path, lines=tuple(found), skipped=skipped, torn_tail=torn_tail)
 
 
-def _bookkeeping(raw: bytes, offset: int) -> JournalLine | None:
+def _bookkeeping(raw: JsonlFrame) -> JournalLine | None:
+    offset = raw.offset
     try:
-        document = json.loads(raw)
+        document = raw.value()
         keys = document["result"]["metadata"][JOURNAL_KEY]
         line = JournalLine(
             run=_text(keys["run"]),
@@ -310,7 +303,7 @@ def _bookkeeping(raw: bytes, offset: int) -> JournalLine | None:
             detail=_text(keys["detail"]),
             worker=None if keys["worker"] is None else _text(keys["worker"]),
             offset=offset,
-            length=len(raw) - 1,
+            length=raw.length,
         )
     except (ValueError, TypeError, KeyError):
         return None

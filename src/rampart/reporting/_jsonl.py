@@ -20,31 +20,13 @@ if TYPE_CHECKING:
 __all__ = ["JsonlTraceSink"]
 
 
-# Line breaks for ``str.splitlines()`` that JSON leaves raw inside strings (the
-# encoder already escapes every other one: they are control characters).
-_UNICODE_LINE_BREAKS = (("\x85", "\\u0085"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
-
-
-def _escape_line_breaks(text: str) -> str:
-    """``text`` (JSON) with U+0085/U+2028/U+2029 written as ``\\u`` escapes.
-
-    Those characters can only occur inside JSON strings, where the escape decodes to the
-    same character, so the document is unchanged while every line reader sees one line.
-    """
-    if text.isascii():
-        return text
-    for character, escape in _UNICODE_LINE_BREAKS:
-        if character in text:
-            text = text.replace(character, escape)
-    return text
-
-
 def render_traces(report: TestRunReport) -> bytes:
     """One ``serialize_record`` line per result, in report order; UTF-8.
 
     A record carries ``pytest_nodeid`` / ``result_index`` when the result's metadata
     holds valid ``_pytest_nodeid`` / ``_rampart_result_index`` values. Unicode line
-    separators in strings are escaped (:func:`_escape_line_breaks`), so ``splitlines()`` works too.
+    separators in strings are escaped (the codec's JSONL writer,
+    :func:`rampart.codec._jsonl.jsonl_line`), so ``splitlines()`` works too.
     """
     return b"".join(trace_chunks(report))
 
@@ -52,6 +34,8 @@ def render_traces(report: TestRunReport) -> bytes:
 def trace_chunks(report: TestRunReport) -> Iterator[bytes]:
     """``render_traces``'s lines one at a time (a result is loaded only when written;
     a stored record text is written as it is)."""
+    from rampart.codec._jsonl import jsonl_line  # deferred: importing reporting stays light
+
     results = report.results
     for index in range(len(results)):
         line = results.record_text(index) if isinstance(results, StoredResults) else None
@@ -59,7 +43,7 @@ def trace_chunks(report: TestRunReport) -> Iterator[bytes]:
             result = results[index]
             nodeid, result_index = record_attribution(result)
             line = encode_record(result, index, pytest_nodeid=nodeid, result_index=result_index)
-        yield (_escape_line_breaks(line) + "\n").encode("utf-8")
+        yield jsonl_line(line).encode("utf-8")
 
 
 class JsonlTraceSink(ReportFileSink):

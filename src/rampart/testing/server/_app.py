@@ -665,10 +665,14 @@ class ChatCompletionsApp:
     def _parse(
         self, body: bytes
     ) -> tuple[str, int | None, list[tuple[str, str, tuple[tuple[str, str, str], ...]]]]:
+        from rampart.codec import parse_strict_json  # the one JSON reading policy
+
         try:
-            request = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            request = parse_strict_json(data=body.decode("utf-8"))
+        except UnicodeDecodeError:
             raise BadRequest(400, "request body must be a JSON object") from None
+        except ValueError as error:  # SchemaError: depth, size, duplicate keys, NaN
+            raise BadRequest(400, f"request body must be a JSON object ({error})") from None
         if not isinstance(request, dict):
             raise BadRequest(400, "request body must be a JSON object")
         model = request.get("model")
