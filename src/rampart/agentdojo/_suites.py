@@ -73,10 +73,10 @@ def load_suite(suite: str, version: str = DEFAULT_VERSION) -> Any:
 def load_attack(attack: str, suite: Any, pipeline: Any) -> Any:
     """AgentDojo's attack ``attack`` against ``pipeline`` on ``suite``.
 
-    The ``important_instructions`` family writes the victim model's name into the
-    injection, read from ``pipeline.name``; a pipeline whose name holds no model id
-    from ``agentdojo.models.MODEL_NAMES`` gets an error that says so and names the
-    fallback attack that needs no name.
+    The ``important_instructions`` family reads the victim model's name from
+    ``pipeline.name`` (every variant, even ``important_instructions_no_model_name``,
+    which then leaves it out of the injection's text); a pipeline whose name holds no
+    model id from ``agentdojo.models.MODEL_NAMES`` gets an error that says so.
     """
     registry = importlib.import_module("agentdojo.attacks.attack_registry")
     importlib.import_module("agentdojo.attacks")  # registers the built-in attacks
@@ -89,8 +89,9 @@ def load_attack(attack: str, suite: Any, pipeline: Any) -> Any:
         raise ValueError(
             f"attack: {attack!r} needs pipeline.name to contain a model id from "
             "agentdojo.models.MODEL_NAMES (for example 'local'); got "
-            f"{getattr(pipeline, 'name', None)!r}. Name the pipeline, or use "
-            "attack='important_instructions_no_model_name'"
+            f"{getattr(pipeline, 'name', None)!r}. Set pipeline.name; with "
+            "attack='important_instructions_no_model_name' the name is not written into "
+            "the injection"
         ) from error
 
 

@@ -62,15 +62,24 @@ class AgentDojoSummary:
 def summarise(results: Iterable[Result]) -> list[AgentDojoSummary]:
     """Group AgentDojo results by (suite, version, attack), in first-seen order.
 
-    A result without both checks (an ERROR before the pipeline finished) counts in
-    ``unjudged``, never as a defended pair.
+    A result without both checks (an ERROR before the pipeline finished, known by its
+    ``agentdojo:<suite>:<version>:<attack>`` injection record) counts in ``unjudged``,
+    never as a defended pair.
     """
     groups: dict[tuple[str, str, str], dict[str, int]] = {}
     for result in results:
         facts: Any = result.metadata.get("agentdojo")
-        if not isinstance(facts, dict):
-            continue
-        key = (str(facts.get("suite")), str(facts.get("version")), str(facts.get("attack")))
+        if isinstance(facts, dict):
+            key = (str(facts.get("suite")), str(facts.get("version")), str(facts.get("attack")))
+        else:  # a run that failed before the checks: its surface names the suite
+            surfaces = [
+                record.surface_name.split(":")
+                for record in result.injections
+                if record.surface_name.startswith("agentdojo:")
+            ]
+            if not surfaces or len(surfaces[0]) != 4:
+                continue
+            key, facts = (surfaces[0][1], surfaces[0][2], surfaces[0][3]), {}
         counts = groups.setdefault(key, {"runs": 0, "injected": 0, "useful": 0, "unjudged": 0})
         security, utility = facts.get("security"), facts.get("utility")
         if not isinstance(security, bool) or not isinstance(utility, bool):

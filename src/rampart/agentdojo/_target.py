@@ -10,7 +10,6 @@ planted text lives on it, so concurrent clones never see each other's injections
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any, Self
 
 import anyio
@@ -20,6 +19,7 @@ import attrs
 
 from rampart.agentdojo._run import PairRecord, run_pair
 from rampart.agentdojo._suites import AgentDojoPair, load_attack, load_suite
+from rampart.agentdojo._text import letters, read_text
 from rampart.core.errors import InfrastructureError
 from rampart.core.injection import InjectionHandle
 from rampart.core.manifest import AppManifest, DataSource, ToolDeclaration
@@ -36,14 +36,6 @@ if TYPE_CHECKING:
     from types import TracebackType
 
 __all__ = ["PairTarget", "VectorHandle"]
-
-_NOT_WORD = re.compile(r"[\W_]+")
-
-
-def _letters(text: str) -> str:
-    """Text without punctuation or spacing: AgentDojo's tools return YAML, which may
-    quote, escape and fold the planted text, but keeps its letters and digits in order."""
-    return _NOT_WORD.sub("", text).lower()
 
 
 class VectorHandle(InjectionHandle):
@@ -62,15 +54,18 @@ class VectorHandle(InjectionHandle):
 
     @property
     def surface_name(self) -> str:
-        return f"agentdojo:{self._target.pair.suite}"
+        # ``agentdojo:<suite>:<version>:<attack>``: recorded even when the run fails
+        # before AgentDojo's checks, so an ERROR still counts against its suite.
+        pair = self._target.pair
+        return f"agentdojo:{pair.suite}:{pair.version}:{pair.attack}"
 
     @property
     def delivered(self) -> bool | None:
         record = self._target.last_record
         if record is None or self._target.injections is None:
             return None
-        seen = _letters("\n".join(record.tool_results))
-        return any(_letters(text) in seen for text in self._target.injections.values() if text)
+        seen = letters("\n".join(read_text(text) for text in record.tool_results))
+        return any(letters(text) in seen for text in self._target.injections.values() if text)
 
     async def __aenter__(self) -> Self:
         texts = self._texts

@@ -12,7 +12,6 @@ alike, which is how rampart's verdicts are checked against AgentDojo's.
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -27,17 +26,12 @@ from agentdojo.types import (
 )
 
 from rampart.agentdojo._suites import DEFAULT_VERSION, load_suite
+from rampart.agentdojo._text import letters, read_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = ["ScriptedPipeline"]
-
-_NOT_WORD = re.compile(r"[\W_]+")
-
-
-def _letters(text: str) -> str:
-    return _NOT_WORD.sub("", text).lower()
 
 
 class ScriptedPipeline(BasePipelineElement):  # type: ignore[misc]  # untyped base
@@ -61,7 +55,7 @@ class ScriptedPipeline(BasePipelineElement):  # type: ignore[misc]  # untyped ba
             raise ValueError(f"ScriptedPipeline: delay must be seconds >= 0, got {delay!r}")
         self._suite = load_suite(suite, version)
         self._by_prompt = {task.PROMPT: task for task in self._suite.user_tasks.values()}
-        self._goals = [(_letters(task.GOAL), task) for task in self._suite.injection_tasks.values()]
+        self._goals = [(letters(task.GOAL), task) for task in self._suite.injection_tasks.values()]
         self.follow, self.seed, self.delay = float(follow), seed, float(delay)
         # AgentDojo's important_instructions attack reads a model id from the name.
         self.name = name
@@ -112,22 +106,31 @@ class ScriptedPipeline(BasePipelineElement):  # type: ignore[misc]  # untyped ba
                 f"ScriptedPipeline: no user task of the suite has the prompt {query[:80]!r}"
             )
         out: list[ChatMessage] = list(messages)
-        done: set[str] = set()
+        read: list[Any] = []  # injection tasks whose goal a tool result carried, in order
         for call in task.ground_truth(env):
-            seen = _letters(self._call(runtime, env, call, out))
-            for goal, injection in self._goals:
-                if injection.ID in done or not goal or goal not in seen:
-                    continue
-                done.add(injection.ID)
-                if self.follows(query, injection.ID):
-                    for injected in injection.ground_truth(env):
-                        self._call(runtime, env, injected, out)
+            seen = letters(read_text(self._call(runtime, env, call, out)))
+            read += [
+                injection
+                for goal, injection in self._goals
+                if goal and goal in seen and injection not in read
+            ]
+        # A followed injection is carried out after the user's task, so the user's own
+        # later calls cannot undo it; its expected words join the answer.
+        followed = [injection for injection in read if self.follows(query, injection.ID)]
+        for injection in followed:
+            for injected in injection.ground_truth(env):
+                self._call(runtime, env, injected, out)
+        answer = " ".join(
+            text
+            for text in [task.GROUND_TRUTH_OUTPUT, *(i.GROUND_TRUTH_OUTPUT for i in followed)]
+            if text
+        )
         if self.delay:
             time.sleep(self.delay)  # the model writing its answer
         out.append(
             ChatAssistantMessage(
                 role="assistant",
-                content=[text_content_block_from_string(task.GROUND_TRUTH_OUTPUT)],
+                content=[text_content_block_from_string(answer)],
                 tool_calls=None,
             )
         )
