@@ -105,6 +105,7 @@ def register(commands: Any) -> None:
 
 
 def _check(args: argparse.Namespace) -> Any:
+    from rampart.agentdojo._agent import AgentDojoAgent
     from rampart.agentdojo._scan_config import ScanConfig, load_factory
     from rampart.agentdojo._suites import DEFAULT_ATTACK, DEFAULT_VERSION
 
@@ -125,7 +126,8 @@ def _check(args: argparse.Namespace) -> Any:
     )
     try:
         selected = config.pairs()  # checks suite, version, attack and task ids
-        load_factory(config.pipeline)  # fails here, not in every clone
+        # Build it once here, so a pipeline that does not load fails now, not per clone.
+        AgentDojoAgent(load_factory(config.pipeline))
     except (ValueError, TypeError, ImportError) as error:
         raise CliError(str(error)) from error
     if not selected:
