@@ -95,41 +95,50 @@ def test_a_resisting_pipeline_exits_0(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--suite", "bank", "--pipeline", "my_agents:never"), "suite: expected one of"),
+        (("--suite", "bank", "--pipeline", "my_agents:never"), "--suite: expected one of"),
         (
-            ("--suite", "slack", "--pipeline", "nowhere:build"),
-            "--pipeline: cannot import module 'nowhere'",
+            ("--suite", "slack", "--version", "v9", "--pipeline", "m:f"),
+            "--version: expected one of",
         ),
         (("--suite", "slack", "--pipeline", "my_agents"), "--pipeline: expected 'module:factory'"),
+        (("--suite", "slack", "--pipeline", "m:f", "--trials", "0"), "--trials must be >= 1"),
         (
-            ("--suite", "slack", "--pipeline", "my_agents:not_a_pipeline"),
-            "pipeline must be an AgentDojo BasePipelineElement",
-        ),
-        (
-            ("--suite", "slack", "--pipeline", "my_agents:never", "--trials", "0"),
-            "--trials must be >= 1",
-        ),
-        (
-            ("--suite", "slack", "--pipeline", "my_agents:never", "--concurrency", "lots"),
+            ("--suite", "slack", "--pipeline", "m:f", "--concurrency", "lots"),
             "--concurrency: expected",
-        ),
-        (
-            ("--suite", "slack", "--pipeline", "my_agents:never", "--user-task", "user_task_99"),
-            "user_tasks: unknown task id(s)",
         ),
     ],
 )
-def test_bad_input_is_a_usage_error(
+def test_bad_options_are_usage_errors(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     args: tuple[str, ...],
     message: str,
 ) -> None:
-    # In this process (the checks run before any pytest process starts).
-    (tmp_path / "my_agents.py").write_text(PIPELINES)
-    monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
     assert main(["scan", "agentdojo", *args]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / ".report").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--pipeline", "nowhere:build"), "--pipeline: cannot import module 'nowhere'"),
+        (
+            ("--pipeline", "my_agents:not_a_pipeline"),
+            "pipeline must be an AgentDojo BasePipelineElement",
+        ),
+        (
+            ("--pipeline", "my_agents:never", "--user-task", "user_task_99"),
+            "user_tasks: unknown task id(s) 'user_task_99'",
+        ),
+    ],
+)
+def test_a_selection_or_pipeline_that_does_not_load_is_a_usage_error(
+    tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
+    # Checked by the scan's pytest process before it collects anything.
+    done = scan(tmp_path, "--suite", "slack", *args)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in done.stderr

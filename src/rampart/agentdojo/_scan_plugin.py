@@ -18,11 +18,26 @@ if TYPE_CHECKING:
     from rampart.reporting import ReportSink
 
 
+_AGENT = pytest.StashKey[AgentDojoAgent]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Check the scan (tasks, attack, the pipeline) before anything is collected."""
+    scan = ScanConfig.from_env()
+    try:
+        if not scan.pairs():
+            raise ValueError("the selection holds no pair")
+        config.stash[_AGENT] = AgentDojoAgent(
+            load_factory(scan.pipeline), max_threads=scan.max_threads
+        )
+    except (ValueError, TypeError, ImportError) as error:
+        raise pytest.UsageError(f"rampart scan agentdojo: {error}") from error
+
+
 def pytest_rampart_sinks(config: pytest.Config) -> list[ReportSink]:
     return [AgentDojoSummarySink(config)]
 
 
 @pytest.fixture(scope="session")
-def agentdojo_scan() -> tuple[ScanConfig, AgentDojoAgent]:
-    config = ScanConfig.from_env()
-    return config, AgentDojoAgent(load_factory(config.pipeline), max_threads=config.max_threads)
+def agentdojo_scan(pytestconfig: pytest.Config) -> tuple[ScanConfig, AgentDojoAgent]:
+    return ScanConfig.from_env(), pytestconfig.stash[_AGENT]

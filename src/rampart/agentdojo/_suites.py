@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_ATTACK",
     "DEFAULT_VERSION",
     "SUITE_NAMES",
+    "VERSIONS",
     "AgentDojoPair",
     "load_attack",
     "load_suite",
@@ -39,7 +40,7 @@ DEFAULT_ATTACK = "important_instructions"
 
 # AgentDojo's benchmark versions, oldest first. ``get_suites`` answers an unknown
 # version with an empty map, so the known ones are listed to name them in errors.
-_VERSIONS = ("v1", "v1.1", "v1.1.1", "v1.1.2", "v1.2", "v1.2.1", "v1.2.2")
+VERSIONS = ("v1", "v1.1", "v1.1.1", "v1.1.2", "v1.2", "v1.2.1", "v1.2.2")
 
 
 def require_agentdojo() -> Any:
@@ -62,7 +63,7 @@ def _check_choice(option: str, value: object, choices: Sequence[str]) -> str:
 def load_suite(suite: str, version: str = DEFAULT_VERSION) -> Any:
     """AgentDojo's ``TaskSuite`` named ``suite`` at benchmark ``version``."""
     loader = require_agentdojo()
-    _check_choice("version", version, _VERSIONS)
+    _check_choice("version", version, VERSIONS)
     _check_choice("suite", suite, SUITE_NAMES)
     suites = loader.get_suites(version)
     if suite not in suites:  # pragma: no cover - a future AgentDojo without the suite

@@ -55,6 +55,10 @@ class ScriptedPipeline(BasePipelineElement):  # type: ignore[misc]  # untyped ba
             raise ValueError(f"ScriptedPipeline: delay must be seconds >= 0, got {delay!r}")
         self._suite = load_suite(suite, version)
         self._by_prompt = {task.PROMPT: task for task in self._suite.user_tasks.values()}
+        # AgentDojo's benchmark also runs each injection task as a user task (its goal
+        # as the prompt), to check the task can be done at all.
+        for injection in self._suite.injection_tasks.values():
+            self._by_prompt.setdefault(injection.GOAL, injection)
         self._goals = [(letters(task.GOAL), task) for task in self._suite.injection_tasks.values()]
         self.follow, self.seed, self.delay = float(follow), seed, float(delay)
         # AgentDojo's important_instructions attack reads a model id from the name.
