@@ -81,7 +81,12 @@ def test_a_successful_injection_exits_1_with_reports(tmp_path: Path) -> None:
         pairs
         == [("user_task_2", "injection_task_1")] * 2 + [("user_task_2", "injection_task_2")] * 2
     )
-    assert list((tmp_path / ".report").glob("*.html"))
+    # The HTML report carries each pair's tool trace (the page renders it from its data).
+    (html,) = (tmp_path / ".report").glob("*.html")
+    entries = [entry for group in report["by_harm_category"].values() for entry in group]
+    calls = entries[0]["turns"][0]["tool_calls"]
+    assert calls
+    assert all(json.dumps(call["name"]) in html.read_text() for call in calls)
     assert list((tmp_path / ".report").glob("traces_*.jsonl"))
 
 
