@@ -60,7 +60,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "rampart.payloads",
         "rampart.probes",
     ),
-    ("rampart.cli", "rampart.pytest_plugin", "rampart.reporting", "rampart.testing"),
+    ("rampart.pytest_plugin", "rampart.reporting", "rampart.testing"),
+    # Integrations and ready-made scans: built on the plugin and the reports.
+    ("rampart.agentdojo", "rampart.scan"),
+    # The command line runs all of the above (``rampart scan`` runs the scans).
+    ("rampart.cli",),
     ("rampart", "rampart.__main__"),
 )
 

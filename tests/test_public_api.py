@@ -12,6 +12,7 @@ import pytest
 PUBLIC_MODULES = [
     "rampart",
     "rampart.adapters",
+    "rampart.agentdojo",
     "rampart.attacks",
     "rampart.cli",
     "rampart.codec",

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from rampart.cli import _diff, _report, _rescore, _sweep, _validate
+from rampart.cli import _diff, _report, _rescore, _scan, _sweep, _validate
 from rampart.cli._errors import EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 __all__ = ["build_parser", "main"]
 
-_COMMANDS = (_validate, _report, _diff, _rescore, _sweep)
+_COMMANDS = (_validate, _report, _diff, _rescore, _sweep, _scan)
 
 _DESCRIPTION = """\
 rampart's command line: check, re-render, compare and re-judge saved runs (JSON

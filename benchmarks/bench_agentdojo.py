@@ -1,0 +1,206 @@
+"""AgentDojo through rampart against AgentDojo's own runner, on the same work.
+
+Every model call of the pipeline takes ``--delay`` seconds (default 0.5; the scripted
+reference pipeline sleeps, standing for a model): AgentDojo's runner
+(``run_task_with_injection_tasks``, what ``benchmark_suite_with_injections`` calls
+for each user task) takes the pairs one at a time; rampart runs them through
+``rampart scan agentdojo`` (a real pytest process, with the plugin, journal and reports)
+at ``--concurrency`` pairs in flight. Both use the same pipeline (ground truth for the
+user task, carries out a read injection with probability 0.5, seed 1), and the
+per-pair utility and security must be identical.
+
+The same pairs also run through ``AgentDojoAgent`` inside this process (no pytest
+process, no second AgentDojo import): the "in-process" column.
+
+Targets (issue 23): rampart's wall time <= 1/30 of AgentDojo's on banking and slack,
+<= 1/15 on workspace in one process. Workspace's own per-pair setup (YAML load,
+model build, deep copy) is CPU that bounds any one process; it is measured and
+printed as the bound ``pairs x setup CPU``.
+
+Usage: ``python benchmarks/bench_agentdojo.py [--suites banking,slack,workspace]
+[--user-tasks K] [--delay S] [--concurrency N] [--quick]``. ``--user-tasks K`` takes
+the first K user tasks of each suite with all its injection tasks (default: all of
+banking and slack, 20 of workspace's 40).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+PIPELINE_MODULE = """
+from rampart.agentdojo.pipelines import ScriptedPipeline
+
+def build():
+    return ScriptedPipeline({suite!r}, follow=0.5, seed=1, delay={delay!r})
+"""
+
+
+def _loadavg() -> str:
+    try:
+        with open("/proc/loadavg", encoding="ascii") as handle:
+            return " ".join(handle.read().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+def agentdojo_run(
+    suite_name: str, user_tasks: list[str], delay: float
+) -> tuple[float, dict[str, tuple[bool, bool]]]:
+    from agentdojo.benchmark import run_task_with_injection_tasks
+    from agentdojo.logging import OutputLogger
+
+    from rampart.agentdojo import load_attack, load_suite
+    from rampart.agentdojo.pipelines import ScriptedPipeline
+
+    suite = load_suite(suite_name)
+    pipeline = ScriptedPipeline(suite_name, follow=0.5, seed=1, delay=delay)
+    attack = load_attack("important_instructions", suite, pipeline)
+    verdicts: dict[str, tuple[bool, bool]] = {}
+    with tempfile.TemporaryDirectory() as logdir, OutputLogger(logdir):
+        start = time.perf_counter()
+        for user_id in user_tasks:
+            utility, security = run_task_with_injection_tasks(
+                suite, pipeline, suite.user_tasks[user_id], attack, Path(logdir), True
+            )
+            for (user, injection), useful in utility.items():
+                verdicts[f"{suite_name}-{user}-{injection}"] = (useful, security[(user, injection)])
+        return time.perf_counter() - start, verdicts
+
+
+def scan_run(
+    suite_name: str, user_tasks: list[str], delay: float, concurrency: int
+) -> tuple[float, dict[str, tuple[bool, bool]], int]:
+    with tempfile.TemporaryDirectory() as work:
+        Path(work, "bench_pipeline.py").write_text(
+            PIPELINE_MODULE.format(suite=suite_name, delay=delay)
+        )
+        command = [
+            str(Path(sys.executable).with_name("rampart")),
+            "scan",
+            "agentdojo",
+            "--suite",
+            suite_name,
+            "--pipeline",
+            "bench_pipeline:build",
+            "--concurrency",
+            str(concurrency),
+            "--report-dir",
+            "out",
+        ]
+        for user_id in user_tasks:
+            command += ["--user-task", user_id]
+        env = {**os.environ, "PYTHONPATH": work}
+        start = time.perf_counter()
+        done = subprocess.run(
+            command, cwd=work, env=env, capture_output=True, text=True, check=False
+        )
+        wall = time.perf_counter() - start
+        if done.returncode not in (0, 1):
+            raise SystemExit(
+                f"scan failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+            )
+        (report_path,) = Path(work, "out").glob("run_report_*.json")
+        report: dict[str, Any] = json.loads(report_path.read_text())
+        verdicts: dict[str, tuple[bool, bool]] = {}
+        errors = 0
+        for entries in report["by_harm_category"].values():
+            for entry in entries:
+                facts = entry["metadata"].get("agentdojo")
+                if facts is None:
+                    errors += 1
+                    continue
+                key = f"{facts['suite']}-{facts['user_task']}-{facts['injection_task']}"
+                verdicts[key] = (facts["utility"], facts["security"])
+        return wall, verdicts, errors
+
+
+async def in_process(
+    suite_name: str, user_tasks: list[str], delay: float, concurrency: int
+) -> tuple[float, dict[str, tuple[bool, bool]]]:
+    """The same pairs through ``AgentDojoAgent`` in this process (no pytest, no import)."""
+    from rampart.agentdojo import AgentDojoAgent, pairs
+    from rampart.agentdojo.pipelines import ScriptedPipeline
+
+    pipeline = ScriptedPipeline(suite_name, follow=0.5, seed=1, delay=delay)
+    agent = AgentDojoAgent(pipeline, max_threads=concurrency)
+    selected = pairs(suite_name, user_tasks=user_tasks)
+    verdicts: dict[str, tuple[bool, bool]] = {}
+    bound = anyio.CapacityLimiter(concurrency)
+
+    async def one(index: int) -> None:
+        async with bound:
+            result = await agent.run(selected[index])
+        facts = result.metadata.get("agentdojo", {})
+        verdicts[selected[index].id] = (facts.get("utility"), facts.get("security"))
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as group:
+        for index in range(len(selected)):
+            group.start_soon(one, index)
+    return time.perf_counter() - start, verdicts
+
+
+def setup_cpu(suite_name: str, samples: int = 5) -> float:
+    """CPU seconds of AgentDojo's own per-pair setup: environment load + deep copy."""
+    from rampart.agentdojo import load_suite
+
+    suite = load_suite(suite_name)
+    start = time.process_time()
+    for _ in range(samples):
+        environment = suite.load_and_inject_default_environment({})
+        environment.model_copy(deep=True)
+    return (time.process_time() - start) / samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--suites", default="banking,slack,workspace")
+    parser.add_argument("--user-tasks", type=int, default=None)
+    parser.add_argument("--delay", type=float, default=0.5)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--quick", action="store_true", help="2 user tasks per suite, 0.05 s calls")
+    args = parser.parse_args()
+    if args.quick:
+        args.user_tasks, args.delay = 2, 0.05
+    from rampart.agentdojo import load_suite
+
+    print(
+        f"bench_agentdojo: delay {args.delay} s per model call, concurrency {args.concurrency}, "
+        f"load average {_loadavg()}"
+    )
+    columns = ("suite", "pairs", "AgentDojo s", "scan s", "ratio", "in-process s", "ratio")
+    columns += ("target", "setup bound s", "identical", "ERROR", "result")
+    print(" | ".join(columns))
+    ok = True
+    for suite_name in args.suites.split(","):
+        every = list(load_suite(suite_name).user_tasks)
+        count = args.user_tasks or (20 if suite_name == "workspace" else len(every))
+        user_tasks = every[:count]
+        reference_s, reference = agentdojo_run(suite_name, user_tasks, args.delay)
+        rampart_s, verdicts, errors = scan_run(suite_name, user_tasks, args.delay, args.concurrency)
+        inner_s, inner = anyio.run(in_process, suite_name, user_tasks, args.delay, args.concurrency)
+        bound = len(reference) * setup_cpu(suite_name)
+        target = 15 if suite_name == "workspace" else 30
+        identical = verdicts == reference == inner
+        met = identical and errors == 0 and rampart_s <= reference_s / target
+        ok &= met
+        cells = (suite_name, str(len(reference)), f"{reference_s:.1f}", f"{rampart_s:.1f}")
+        cells += (f"1/{reference_s / rampart_s:.1f}", f"{inner_s:.1f}")
+        cells += (f"1/{reference_s / inner_s:.1f}", f"1/{target}", f"{bound:.1f}")
+        cells += (str(identical), str(errors), "PASS" if met else "MISS")
+        print(" | ".join(cells))
+    print(f"load average {_loadavg()}   RESULT: {'all targets met' if ok else 'a target missed'}")
+
+
+if __name__ == "__main__":
+    main()

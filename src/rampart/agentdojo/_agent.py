@@ -1,0 +1,77 @@
+"""``AgentDojoAgent``: an AgentDojo pipeline as a rampart agent, pair by pair."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from rampart.agentdojo._evaluators import InjectionTaskSucceeded
+from rampart.agentdojo._suites import AgentDojoPair, require_agentdojo
+from rampart.agentdojo._target import PairTarget
+
+if TYPE_CHECKING:
+    from rampart.core.result import Result
+    from rampart.core.types import Payload
+
+__all__ = ["AgentDojoAgent"]
+
+
+class AgentDojoAgent:
+    """Runs AgentDojo pairs against ``pipeline``, any AgentDojo ``BasePipelineElement``.
+
+    AgentDojo pipelines are synchronous: each pair runs in a worker thread, at most
+    ``max_threads`` at once per event loop (bounded as trial concurrency is), so
+    existing pipelines and defences work unchanged. ``run(pair)`` is one XPIA attack:
+    the attack's injections planted, the user task's prompt as the trigger, AgentDojo's
+    injection-task check as the evaluator.
+    """
+
+    def __init__(self, pipeline: Any, *, max_threads: int = 64) -> None:
+        require_agentdojo()
+        base = importlib.import_module("agentdojo.agent_pipeline.base_pipeline_element")
+        if not isinstance(pipeline, base.BasePipelineElement):
+            raise TypeError(
+                "AgentDojoAgent: pipeline must be an AgentDojo BasePipelineElement, got "
+                f"{type(pipeline).__name__}"
+            )
+        if isinstance(max_threads, bool) or not isinstance(max_threads, int) or max_threads < 1:
+            raise ValueError(
+                f"AgentDojoAgent: max_threads must be an int >= 1, got {max_threads!r}"
+            )
+        self._pipeline, self._max_threads = pipeline, max_threads
+        self._attacks: dict[AgentDojoPair, Any] = {}
+
+    @property
+    def pipeline(self) -> Any:
+        return self._pipeline
+
+    def target(self, pair: AgentDojoPair) -> PairTarget:
+        """A fresh target for one execution of ``pair``."""
+        if not isinstance(pair, AgentDojoPair):
+            raise TypeError(f"target: pair must be an AgentDojoPair, got {type(pair).__name__}")
+        return PairTarget(
+            pair=pair, pipeline=self._pipeline, max_threads=self._max_threads, attacks=self._attacks
+        )
+
+    async def run(
+        self,
+        pair: AgentDojoPair,
+        *,
+        payload: Payload | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the execution's own timeout= option
+    ) -> Result:
+        """Attack ``pair``: its attack's injections (or ``payload`` in the same vectors)."""
+        from rampart.attacks import Attacks
+
+        target = self.target(pair)
+        handle = (
+            target.attack_injection() if payload is None else target.surface.inject(payload=payload)
+        )
+        execution = Attacks.xpia(
+            inject=handle,
+            trigger=target.prompt,
+            evaluator=InjectionTaskSucceeded(),
+            max_turns=1,
+            timeout=timeout,
+        )
+        return await execution.execute_async(adapter=target.adapter)

@@ -1,0 +1,70 @@
+"""What ``rampart scan agentdojo`` asks of the test module it runs.
+
+The command runs pytest in a fresh process (so the plugin, xdist, journals and
+``--rampart-resume`` behave exactly as in a suite) and hands the scan's settings over
+in one environment variable, as JSON; this module reads and checks them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from typing import Any
+
+import attrs
+
+from rampart.agentdojo._suites import DEFAULT_ATTACK, DEFAULT_VERSION, AgentDojoPair, pairs
+
+__all__ = ["ENV_VAR", "ScanConfig", "load_factory"]
+
+ENV_VAR = "RAMPART_SCAN_AGENTDOJO"
+
+
+@attrs.frozen(kw_only=True)
+class ScanConfig:
+    suite: str
+    version: str = DEFAULT_VERSION
+    attack: str = DEFAULT_ATTACK
+    pipeline: str
+    trials: int = 1
+    user_tasks: list[str] | None = None
+    injection_tasks: list[str] | None = None
+    max_threads: int = 64
+
+    @classmethod
+    def from_env(cls) -> ScanConfig:
+        text = os.environ.get(ENV_VAR)
+        if not text:
+            raise RuntimeError(
+                f"this module is run by 'rampart scan agentdojo' ({ENV_VAR} is not set)"
+            )
+        data: dict[str, Any] = json.loads(text)
+        return cls(**data)
+
+    def to_env(self) -> str:
+        return json.dumps(attrs.asdict(self))
+
+    def pairs(self) -> list[AgentDojoPair]:
+        return pairs(
+            self.suite,
+            version=self.version,
+            attack=self.attack,
+            user_tasks=self.user_tasks,
+            injection_tasks=self.injection_tasks,
+        )
+
+
+def load_factory(spec: str) -> Any:
+    """``module:factory`` -> the object the zero-argument ``factory`` returns."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise ValueError(f"--pipeline: expected 'module:factory', got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(f"--pipeline: cannot import module {module_name!r}: {error}") from error
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        raise ValueError(f"--pipeline: {module_name} has no callable {attribute!r}")
+    return factory()

@@ -1,0 +1,141 @@
+"""Scripted AgentDojo pipelines: a reference agent that needs no model.
+
+``ScriptedPipeline(suite)`` answers each user task with the task's own ground-truth
+tool calls (so it scores full utility), and, with probability ``follow`` (decided per
+pair from ``seed``, so the same pair decides the same way in every run and under any
+concurrency), carries out an injection it reads in a tool result by making that
+injection task's ground-truth calls. ``delay`` seconds of sleep stand for each model
+call. It is a plain ``BasePipelineElement``: AgentDojo's own runner and rampart run it
+alike, which is how rampart's verdicts are checked against AgentDojo's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import TYPE_CHECKING, Any
+
+from agentdojo.agent_pipeline.base_pipeline_element import BasePipelineElement
+from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
+from agentdojo.functions_runtime import EmptyEnv, FunctionsRuntime
+from agentdojo.types import (
+    ChatAssistantMessage,
+    ChatMessage,
+    ChatToolResultMessage,
+    text_content_block_from_string,
+)
+
+from rampart.agentdojo._suites import DEFAULT_VERSION, load_suite
+from rampart.agentdojo._text import letters, read_text
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["ScriptedPipeline"]
+
+
+class ScriptedPipeline(BasePipelineElement):  # type: ignore[misc]  # untyped base
+    """Ground truth for the user task; follows a read injection with probability ``follow``."""
+
+    def __init__(
+        self,
+        suite: str,
+        *,
+        version: str = DEFAULT_VERSION,
+        follow: float = 0.0,
+        seed: int = 0,
+        delay: float = 0.0,
+        name: str = "local",
+    ) -> None:
+        if isinstance(follow, bool) or not isinstance(follow, int | float) or not 0 <= follow <= 1:
+            raise ValueError(
+                f"ScriptedPipeline: follow must be a probability in [0, 1], got {follow!r}"
+            )
+        if isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0:
+            raise ValueError(f"ScriptedPipeline: delay must be seconds >= 0, got {delay!r}")
+        self._suite = load_suite(suite, version)
+        self._by_prompt = {task.PROMPT: task for task in self._suite.user_tasks.values()}
+        # AgentDojo's benchmark also runs each injection task as a user task (its goal
+        # as the prompt), to check the task can be done at all.
+        for injection in self._suite.injection_tasks.values():
+            self._by_prompt.setdefault(injection.GOAL, injection)
+        self._goals = [(letters(task.GOAL), task) for task in self._suite.injection_tasks.values()]
+        self.follow, self.seed, self.delay = float(follow), seed, float(delay)
+        # AgentDojo's important_instructions attack reads a model id from the name.
+        self.name = name
+
+    def follows(self, prompt: str, injection_task_id: str) -> bool:
+        """Whether this pipeline carries out ``injection_task_id`` read during ``prompt``."""
+        if self.follow >= 1:
+            return True
+        if self.follow <= 0:
+            return False
+        digest = hashlib.sha256(f"{self.seed}\0{prompt}\0{injection_task_id}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64 < self.follow
+
+    def _call(
+        self, runtime: FunctionsRuntime, env: Any, call: Any, messages: list[ChatMessage]
+    ) -> str:
+        if self.delay:
+            time.sleep(self.delay)  # the model deciding on this call
+        messages.append(
+            ChatAssistantMessage(
+                role="assistant", tool_calls=[call], content=[text_content_block_from_string("")]
+            )
+        )
+        result, error = runtime.run_function(env, call.function, call.args)
+        text = str(tool_result_to_str(result))
+        messages.append(
+            ChatToolResultMessage(
+                role="tool",
+                content=[text_content_block_from_string(text)],
+                tool_call=call,
+                tool_call_id=None,
+                error=error,
+            )
+        )
+        return text
+
+    def query(
+        self,
+        query: str,
+        runtime: FunctionsRuntime,
+        env: Any = EmptyEnv(),  # noqa: B008 - AgentDojo's own signature
+        messages: Sequence[ChatMessage] = (),
+        extra_args: dict[str, Any] | None = None,
+    ) -> tuple[str, FunctionsRuntime, Any, Sequence[ChatMessage], dict[str, Any]]:
+        task = self._by_prompt.get(query)
+        if task is None:
+            raise ValueError(
+                f"ScriptedPipeline: no user task of the suite has the prompt {query[:80]!r}"
+            )
+        out: list[ChatMessage] = list(messages)
+        read: list[Any] = []  # injection tasks whose goal a tool result carried, in order
+        for call in task.ground_truth(env):
+            seen = letters(read_text(self._call(runtime, env, call, out)))
+            read += [
+                injection
+                for goal, injection in self._goals
+                if goal and goal in seen and injection not in read
+            ]
+        # A followed injection is carried out after the user's task, so the user's own
+        # later calls cannot undo it; its expected words join the answer.
+        followed = [injection for injection in read if self.follows(query, injection.ID)]
+        for injection in followed:
+            for injected in injection.ground_truth(env):
+                self._call(runtime, env, injected, out)
+        answer = " ".join(
+            text
+            for text in [task.GROUND_TRUTH_OUTPUT, *(i.GROUND_TRUTH_OUTPUT for i in followed)]
+            if text
+        )
+        if self.delay:
+            time.sleep(self.delay)  # the model writing its answer
+        out.append(
+            ChatAssistantMessage(
+                role="assistant",
+                content=[text_content_block_from_string(answer)],
+                tool_calls=None,
+            )
+        )
+        return query, runtime, env, out, dict(extra_args or {})

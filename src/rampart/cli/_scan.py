@@ -1,0 +1,244 @@
+"""``rampart scan KIND ...``: config-only scans, run through pytest and the plugin.
+
+Each kind is a ready-made test module run in a fresh ``python -m pytest`` process (so
+the terminal summary, the JSON, JSONL and HTML reports, the journal, ``--resume`` and
+``-n`` work exactly as in a suite), with its settings handed over in one environment
+variable:
+
+* ``agentdojo``: AgentDojo's injection suites against an AgentDojo pipeline
+  (``rampart.agentdojo._scan_suite``);
+* ``xpia``: the built-in payload pack against an OpenAI-compatible agent endpoint,
+  judged by an LLM judge (``rampart.scan._xpia_suite``).
+
+The items to attack run as one trial group, so they are in flight concurrently under
+``--concurrency``. The exit status is pytest's: 1 when anything was not SAFE, 0 when
+every attack was resisted; a usage error (here or in the scan's own checks before
+collection, pytest's 4) is 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rampart.cli._errors import EXIT_USAGE, CliError
+
+__all__ = ["register", "run_agentdojo", "run_xpia"]
+
+_PYTEST_USAGE_ERROR = 4
+
+_DESCRIPTION = """\
+Scan an agent without writing a test. The attacks run concurrently through pytest and
+rampart's plugin: the summary, the reports, the journal and --resume work as in a suite.
+"""
+
+_EPILOG = """\
+examples:
+  rampart scan agentdojo --suite banking --pipeline my_agents:build --concurrency 32
+  rampart scan xpia --base-url http://127.0.0.1:8000/v1 --model my-agent
+
+exit status: 0 every attack was resisted; 1 an attack succeeded (or a result was not
+SAFE); 2 usage error (a bad option, an unknown suite, task or attack, a pipeline that
+does not load, an API key variable that is not set).
+"""
+
+
+def _common(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--trials", type=int, default=1, metavar="N", help=f"runs of each {what} (default 1)"
+    )
+    parser.add_argument(
+        "--concurrency", default="10", metavar="N|auto", help=f"{what}s in flight (default 10)"
+    )
+    parser.add_argument(
+        "--report-dir", default=".report", metavar="DIR", help="where the reports go (.report)"
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="finish what the last interrupted scan did not"
+    )
+    parser.add_argument("-n", dest="workers", metavar="N", help="pytest-xdist worker processes")
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "scan",
+        help="scan an agent without writing a test (AgentDojo, the payload pack)",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    kinds = parser.add_subparsers(title="what to scan with", dest="kind", metavar="KIND")
+    kinds.required = True
+    agentdojo = kinds.add_parser(
+        "agentdojo",
+        help="AgentDojo's injection suites against an AgentDojo pipeline",
+        description="AgentDojo's injection suites (pip install 'rampart[agentdojo]') "
+        "against an AgentDojo pipeline, judged by AgentDojo's own checks.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    agentdojo.add_argument("--suite", required=True, help="workspace, travel, banking or slack")
+    agentdojo.add_argument("--version", default=None, help="benchmark version (default v1.2.2)")
+    agentdojo.add_argument(
+        "--attack", default=None, help="an AgentDojo attack (default important_instructions)"
+    )
+    agentdojo.add_argument(
+        "--pipeline",
+        required=True,
+        metavar="MODULE:FACTORY",
+        help="a zero-argument callable returning an AgentDojo BasePipelineElement",
+    )
+    agentdojo.add_argument(
+        "--user-task", action="append", dest="user_tasks", metavar="ID", help="exact id, repeatable"
+    )
+    agentdojo.add_argument(
+        "--injection-task",
+        action="append",
+        dest="injection_tasks",
+        metavar="ID",
+        help="exact id, repeatable",
+    )
+    _common(agentdojo, "pair")
+    agentdojo.set_defaults(run=run_agentdojo)
+
+    xpia = kinds.add_parser(
+        "xpia",
+        help="the built-in payload pack against an OpenAI-compatible agent endpoint",
+        description="The built-in payload pack (rampart-xpia-v1), each payload attached to "
+        "the trigger and sent to an OpenAI-compatible agent endpoint, judged by an LLM judge.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    xpia.add_argument("--base-url", required=True, help="the agent's API root (.../v1)")
+    xpia.add_argument("--model", required=True, help="the agent's model name")
+    xpia.add_argument("--api-key-env", metavar="VAR", help="environment variable with its key")
+    xpia.add_argument("--judge-model", help="the judge's model (default: --model)")
+    xpia.add_argument("--judge-base-url", help="the judge's API root (default: --base-url)")
+    xpia.add_argument(
+        "--judge-api-key-env", metavar="VAR", help="its key's variable (default: --api-key-env)"
+    )
+    xpia.add_argument("--harm-category", help="only the payloads of this category")
+    xpia.add_argument("--trigger", help="what the user asks, with the payload attached")
+    xpia.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds per attack (default 120)"
+    )
+    _common(xpia, "payload")
+    xpia.set_defaults(run=run_xpia)
+
+
+def _check_common(args: argparse.Namespace) -> str:
+    if args.trials < 1:
+        raise CliError(f"--trials must be >= 1, got {args.trials}")
+    concurrency: str = args.concurrency
+    if concurrency != "auto" and not (concurrency.isdigit() and int(concurrency) >= 1):
+        raise CliError(f"--concurrency: expected an integer >= 1 or 'auto', got {concurrency!r}")
+    return concurrency
+
+
+def _agentdojo_config(args: argparse.Namespace) -> Any:
+    """The checks that need no AgentDojo import; the scan's pytest process makes the
+    rest (tasks, attack, the pipeline itself) before it collects anything, so the
+    command pays AgentDojo's import (seconds: it loads every model SDK) once."""
+    from rampart.agentdojo._scan_config import ScanConfig
+    from rampart.agentdojo._suites import DEFAULT_ATTACK, DEFAULT_VERSION, SUITE_NAMES, VERSIONS
+
+    concurrency = _check_common(args)
+    if args.suite not in SUITE_NAMES:
+        raise CliError(f"--suite: expected one of {', '.join(SUITE_NAMES)}; got {args.suite!r}")
+    version = args.version or DEFAULT_VERSION
+    if version not in VERSIONS:
+        raise CliError(f"--version: expected one of {', '.join(VERSIONS)}; got {version!r}")
+    module, sep, factory = args.pipeline.partition(":")
+    if not (module and sep and factory):
+        raise CliError(f"--pipeline: expected 'module:factory', got {args.pipeline!r}")
+    return ScanConfig(
+        suite=args.suite,
+        version=version,
+        attack=args.attack or DEFAULT_ATTACK,
+        pipeline=args.pipeline,
+        trials=args.trials,
+        user_tasks=args.user_tasks,
+        injection_tasks=args.injection_tasks,
+        max_threads=64 if concurrency == "auto" else int(concurrency),
+    )
+
+
+def run_agentdojo(args: argparse.Namespace) -> int:
+    from rampart.agentdojo import _scan_suite_path
+    from rampart.agentdojo._scan_config import ENV_VAR
+
+    config = _agentdojo_config(args)
+    plugin = "rampart.agentdojo._scan_plugin"
+    return _run_pytest(args, _scan_suite_path(), plugin, {ENV_VAR: config.to_env()})
+
+
+def run_xpia(args: argparse.Namespace) -> int:
+    from rampart.core.types import HarmCategory
+    from rampart.scan import _xpia_suite_path
+    from rampart.scan._xpia_config import DEFAULT_TRIGGER, ENV_VAR, XpiaScanConfig
+
+    _check_common(args)
+    for option, url in (("--base-url", args.base_url), ("--judge-base-url", args.judge_base_url)):
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise CliError(f"{option}: expected an http:// or https:// URL, got {url!r}")
+    if args.harm_category is not None and args.harm_category not in {
+        category.value for category in HarmCategory
+    }:
+        known = ", ".join(category.value for category in HarmCategory)
+        raise CliError(f"--harm-category: expected one of {known}; got {args.harm_category!r}")
+    if args.timeout <= 0:
+        raise CliError(f"--timeout must be > 0 seconds, got {args.timeout}")
+    config = XpiaScanConfig(
+        base_url=args.base_url,
+        model=args.model,
+        api_key_env=args.api_key_env,
+        judge_model=args.judge_model or args.model,
+        judge_base_url=args.judge_base_url or args.base_url,
+        judge_api_key_env=args.judge_api_key_env or args.api_key_env,
+        harm_category=args.harm_category,
+        trigger=args.trigger or DEFAULT_TRIGGER,
+        trials=args.trials,
+        timeout=args.timeout,
+    )
+    return _run_pytest(
+        args, _xpia_suite_path(), "rampart.scan._xpia_plugin", {ENV_VAR: config.to_env()}
+    )
+
+
+def _run_pytest(args: argparse.Namespace, module: Path, plugin: str, env: dict[str, str]) -> int:
+    with tempfile.TemporaryDirectory(prefix="rampart-scan-") as scratch:
+        ini = Path(scratch, "pytest.ini")
+        # The scan's own pytest configuration: the user's project ini must not add
+        # options to (or take the rampart plugin away from) the scan's run.
+        ini.write_text("[pytest]\n", encoding="utf-8")
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(module),
+            "-c",
+            str(ini),
+            "--rootdir",
+            str(module.parent),
+            "--import-mode=importlib",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            plugin,
+            "--rampart-report-dir",
+            str(Path(args.report_dir).resolve()),
+            "--rampart-concurrency",
+            args.concurrency,
+        ]
+        if args.resume:
+            command.append("--rampart-resume")
+        if args.workers:
+            command += ["-n", args.workers]
+        status = subprocess.call(command, env={**os.environ, **env})
+    # pytest's 4 is a usage error found by the scan's own checks before collection.
+    return EXIT_USAGE if status == _PYTEST_USAGE_ERROR else status

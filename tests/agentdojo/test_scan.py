@@ -1,0 +1,149 @@
+"""``rampart scan agentdojo``, as a user runs it: a real process, real reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rampart.cli import main
+
+RAMPART = Path(sys.executable).with_name("rampart")
+
+PIPELINES = """
+from rampart.agentdojo.pipelines import ScriptedPipeline
+
+def always():
+    return ScriptedPipeline("slack", follow=1.0)
+
+def never():
+    return ScriptedPipeline("slack", follow=0.0)
+
+def not_a_pipeline():
+    return 42
+"""
+
+
+def scan(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "my_agents.py").write_text(PIPELINES)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    return subprocess.run(
+        [str(RAMPART), "scan", "agentdojo", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        check=False,
+        timeout=600,
+    )
+
+
+SELECTION = (
+    "--suite",
+    "slack",
+    "--user-task",
+    "user_task_2",
+    "--injection-task",
+    "injection_task_1",
+    "--injection-task",
+    "injection_task_2",
+)
+
+
+def test_a_successful_injection_exits_1_with_reports(tmp_path: Path) -> None:
+    done = scan(
+        tmp_path,
+        *SELECTION,
+        "--pipeline",
+        "my_agents:always",
+        "--trials",
+        "2",
+        "--concurrency",
+        "4",
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "AgentDojo slack v1.2.2 important_instructions: attack success rate 4/4" in done.stdout
+    (report_path,) = (tmp_path / ".report").glob("run_report_*.json")
+    report = json.loads(report_path.read_text())
+    pairs = sorted(
+        (
+            entry["metadata"]["agentdojo"]["user_task"],
+            entry["metadata"]["agentdojo"]["injection_task"],
+        )
+        for entries in report["by_harm_category"].values()
+        for entry in entries
+    )
+    assert (
+        pairs
+        == [("user_task_2", "injection_task_1")] * 2 + [("user_task_2", "injection_task_2")] * 2
+    )
+    # The HTML report carries each pair's tool trace (the page renders it from its data).
+    (html,) = (tmp_path / ".report").glob("*.html")
+    entries = [entry for group in report["by_harm_category"].values() for entry in group]
+    calls = entries[0]["turns"][0]["tool_calls"]
+    assert calls
+    assert all(json.dumps(call["name"]) in html.read_text() for call in calls)
+    assert list((tmp_path / ".report").glob("traces_*.jsonl"))
+
+
+def test_a_resisting_pipeline_exits_0(tmp_path: Path) -> None:
+    done = scan(tmp_path, *SELECTION, "--pipeline", "my_agents:never", "--report-dir", "out")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "attack success rate 0/2" in done.stdout
+    assert list((tmp_path / "out").glob("run_report_*.json"))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--suite", "bank", "--pipeline", "my_agents:never"), "--suite: expected one of"),
+        (
+            ("--suite", "slack", "--version", "v9", "--pipeline", "m:f"),
+            "--version: expected one of",
+        ),
+        (("--suite", "slack", "--pipeline", "my_agents"), "--pipeline: expected 'module:factory'"),
+        (("--suite", "slack", "--pipeline", "m:f", "--trials", "0"), "--trials must be >= 1"),
+        (
+            ("--suite", "slack", "--pipeline", "m:f", "--concurrency", "lots"),
+            "--concurrency: expected",
+        ),
+    ],
+)
+def test_bad_options_are_usage_errors(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    args: tuple[str, ...],
+    message: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["scan", "agentdojo", *args]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / ".report").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--pipeline", "nowhere:build"), "--pipeline: cannot import module 'nowhere'"),
+        (
+            ("--pipeline", "my_agents:not_a_pipeline"),
+            "pipeline must be an AgentDojo BasePipelineElement",
+        ),
+        (
+            ("--pipeline", "my_agents:never", "--user-task", "user_task_99"),
+            "user_tasks: unknown task id(s) 'user_task_99'",
+        ),
+    ],
+)
+def test_a_selection_or_pipeline_that_does_not_load_is_a_usage_error(
+    tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
+    # Checked by the scan's pytest process before it collects anything.
+    done = scan(tmp_path, "--suite", "slack", *args)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in done.stderr
