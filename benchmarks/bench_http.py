@@ -78,8 +78,17 @@ def load_average() -> str:
 
 
 def lean_app(latency: float) -> Any:
-    """A bare ASGI app: every POST is answered with one fixed completion after ``latency``."""
+    """A bare ASGI app: every POST is answered with one fixed completion after ``latency``.
+
+    It notes when each POST arrived (``time.monotonic()``, the clock every process on
+    this machine shares) and its last message; ``GET /arrivals`` returns those pairs as
+    JSON (``benchmarks/bench_concurrency.py`` measures the loopback jitter with it).
+    """
+    import time
+
     import anyio
+
+    arrivals: list[tuple[float, str]] = []
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -90,8 +99,21 @@ def lean_app(latency: float) -> Any:
                 else:
                     await send({"type": "lifespan.shutdown.complete"})
                     return
-        while (await receive()).get("more_body"):
-            pass
+        if scope["method"] == "GET":
+            body = json.dumps(arrivals).encode()
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": body})
+            return
+        chunks = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        # When it arrived (after its body, where the test server takes its token) and
+        # which request it was (its last message).
+        request = json.loads(b"".join(chunks))
+        arrivals.append((time.monotonic(), request["messages"][-1]["content"]))
         await anyio.sleep(latency)
         headers = [
             (b"content-type", b"application/json"),
