@@ -235,7 +235,7 @@ def auto_versus_fixed(pairs: int, rate: float, quick: bool) -> None:
                     server = None
                     if agent.startswith("HTTP"):
                         server = stack.enter_context(
-                            server_process(rate=rate, burst=5, latency=0.1, seed=1)
+                            server_process(rate=rate, burst=5, latency=0.1, seed=1, compliance=0.0)
                         )
                         env["BENCH_URL"] = server.url
                     for pair in range(pairs):
