@@ -191,6 +191,9 @@ class TestFailuresReadAlike:
                 await _send_one(adapter)
         assert caught.value.transient is True
         assert "timeout" not in str(caught.value)
+        # The URL (whose query may hold a credential) is named once, by rampart, masked;
+        # aiohttp's response errors would repeat it whole.
+        assert str(caught.value).count("/chat/completions") == 1
 
     async def test_cancellation_leaves_the_client_usable(self) -> None:
         """A request cancelled while waiting ends at once; the next one is answered."""

@@ -169,11 +169,15 @@ def _transport_error(
 
 def _describe(exc: BaseException) -> str:
     """``Type: message`` of the transport's own error (aiohttp's, under httpx-aiohttp's
-    mapping), so both transports name what went wrong."""
-    cause = exc.__cause__
-    if cause is not None and type(cause).__module__.startswith("aiohttp"):
-        exc = cause
-    return f"{type(exc).__name__}: {exc}"
+    mapping), so both transports name what went wrong. An aiohttp response error
+    prints the request URL, query string included; only its message is shown."""
+    cause = exc if type(exc).__module__.startswith("aiohttp") else exc.__cause__
+    if cause is None or not type(cause).__module__.startswith("aiohttp"):
+        return f"{type(exc).__name__}: {exc}"
+    message = getattr(cause, "message", None)
+    if not isinstance(message, str) or not hasattr(cause, "request_info"):
+        message = str(cause)
+    return f"{type(cause).__name__}: {message}"
 
 
 async def _read(reply: httpx.Response, limit: int) -> bytes:
