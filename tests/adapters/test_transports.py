@@ -195,6 +195,14 @@ class TestFailuresReadAlike:
         # aiohttp's response errors would repeat it whole.
         assert str(caught.value).count("/chat/completions") == 1
 
+    async def test_refused_connection_has_httpx_name_on_both(self) -> None:
+        """httpx-aiohttp calls a refused connection ConnectTimeout; rampart says what
+        httpx's own transport says."""
+        url = f"http://127.0.0.1:{_closed_port()}/v1"
+        async with ChatCompletionsAdapter(base_url=url, model="m") as adapter:
+            with pytest.raises(InfrastructureError, match=r"connection failed \(ConnectError: "):
+                await _send_one(adapter)
+
     async def test_cancellation_leaves_the_client_usable(self) -> None:
         """A request cancelled while waiting ends at once; the next one is answered."""
         async with (

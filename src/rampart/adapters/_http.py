@@ -145,39 +145,33 @@ def _transport_error(
 
     from rampart.adapters._transports import transport_failure
 
-    kind = transport_failure(exc)
-    if kind is None:
-        if isinstance(exc, TimeoutError | httpx.TimeoutException):
-            kind = "timeout"
-        elif isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError | httpx.ProxyError):
-            kind = "connection"
-        elif isinstance(exc, httpx.HTTPError):
-            kind = "other"
-        else:
-            return exc
+    failure = transport_failure(exc)
+    if failure is not None:
+        kind, shown = failure[0], f"{failure[1]}: {failure[2]}"
+        # aiohttp's frames hold the request's headers (credentials included) as local
+        # variables, which a traceback printed with locals (pytest --showlocals) would
+        # show: its error keeps its type and message, not its frames.
+        for link in (exc, exc.__cause__):
+            if link is not None and type(link).__module__.startswith("aiohttp"):
+                link.__traceback__ = None
+    elif isinstance(exc, TimeoutError | httpx.TimeoutException):
+        kind, shown = "timeout", ""
+    elif isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError | httpx.ProxyError):
+        kind, shown = "connection", f"{type(exc).__name__}: {exc}"
+    elif isinstance(exc, httpx.HTTPError):
+        kind, shown = "other", f"{type(exc).__name__}: {exc}"
+    else:
+        return exc
     if kind == "timeout":
         return InfrastructureError(
             f"{where}: no complete response within the {time_limit:g} s timeout",
             transient=True,
         )
     if kind == "connection":
-        message = f"{where}: connection failed ({_describe(exc)})"
+        message = f"{where}: connection failed ({shown})"
         return InfrastructureError(redact_text(message, redact), transient=True)
-    message = f"{where}: request failed ({_describe(exc)})"
+    message = f"{where}: request failed ({shown})"
     return InfrastructureError(redact_text(message, redact))
-
-
-def _describe(exc: BaseException) -> str:
-    """``Type: message`` of the transport's own error (aiohttp's, under httpx-aiohttp's
-    mapping), so both transports name what went wrong. An aiohttp response error
-    prints the request URL, query string included; only its message is shown."""
-    cause = exc if type(exc).__module__.startswith("aiohttp") else exc.__cause__
-    if cause is None or not type(cause).__module__.startswith("aiohttp"):
-        return f"{type(exc).__name__}: {exc}"
-    message = getattr(cause, "message", None)
-    if not isinstance(message, str) or not hasattr(cause, "request_info"):
-        message = str(cause)
-    return f"{type(cause).__name__}: {message}"
 
 
 async def _read(reply: httpx.Response, limit: int) -> bytes:

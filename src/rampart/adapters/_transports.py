@@ -101,14 +101,18 @@ def choose_transport(*, http2: bool) -> str:
     return "sharded"
 
 
-def transport_failure(exc: BaseException) -> str | None:
-    """How a failure raised by the aiohttp transport reads, or ``None`` if it is not one.
+def transport_failure(exc: BaseException) -> tuple[str, str, str] | None:
+    """How a failure raised through the aiohttp transport reads, or ``None`` if it is
+    not one: ``(kind, name, message)``.
 
-    ``"timeout"``, ``"connection"`` or ``"other"``. httpx-aiohttp maps aiohttp's errors
-    onto httpx's, but maps every ``ClientConnectionError`` (a dropped connection too)
-    to ``ConnectTimeout`` and leaves some (a malformed status line or header:
-    ``ClientResponseError``) unmapped. This reads the aiohttp error itself (the mapped
-    exception's ``__cause__``) so both transports classify alike.
+    ``kind`` is ``"timeout"``, ``"connection"`` or ``"other"``; ``name`` is the httpx
+    exception httpx's own transport raises for the same failure, so messages read alike
+    on every transport; ``message`` is aiohttp's (for a response error only its message:
+    its full text repeats the request URL). httpx-aiohttp maps aiohttp's errors onto
+    httpx's, but maps every ``ClientConnectionError`` (a refused or dropped connection
+    too) to ``ConnectTimeout`` and leaves some (a malformed status line or header:
+    ``ClientResponseError``) unmapped, so this reads the aiohttp error itself (the
+    mapped exception's ``__cause__``).
     """
     aiohttp = sys.modules.get("aiohttp")
     if aiohttp is None:
@@ -116,13 +120,23 @@ def transport_failure(exc: BaseException) -> str | None:
     cause = exc if isinstance(exc, aiohttp.ClientError) else exc.__cause__
     if not isinstance(cause, aiohttp.ClientError):
         return None
-    if isinstance(cause, TimeoutError):
-        return "timeout"
-    if isinstance(cause, aiohttp.ClientConnectionError | aiohttp.ClientPayloadError):
-        return "connection"
+    message = str(cause)
     if isinstance(cause, aiohttp.ClientResponseError):
-        return "connection"  # the server broke the protocol: a bad status line or header
-    return "other"
+        message = cause.message
+    kinds: tuple[tuple[Any, str, str], ...] = (
+        (TimeoutError, "timeout", "TimeoutException"),
+        (aiohttp.ClientProxyConnectionError, "connection", "ProxyError"),
+        (aiohttp.ClientHttpProxyError, "connection", "ProxyError"),
+        (aiohttp.ClientConnectorError, "connection", "ConnectError"),
+        (aiohttp.ServerDisconnectedError, "connection", "RemoteProtocolError"),
+        (aiohttp.ClientPayloadError, "connection", "RemoteProtocolError"),
+        (aiohttp.ClientResponseError, "connection", "RemoteProtocolError"),
+        (aiohttp.ClientConnectionError, "connection", "NetworkError"),
+    )
+    for kind_class, kind, name in kinds:
+        if isinstance(cause, kind_class):
+            return kind, name, message
+    return "other", type(cause).__name__, message
 
 
 @attrs.define(eq=False)
