@@ -355,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     rows = []
     verdicts: list[str] = []
+    notes: list[str] = []
     with endpoint(args.endpoint, args.latency, args.servers) as url:
         for inflight in levels:
             ideal = inflight / args.latency
@@ -364,6 +365,12 @@ def main(argv: list[str] | None = None) -> int:
                 rate = result["done"] / result["window"]
                 if kind == "reference":
                     reference = rate
+                    if rate < 0.9 * ideal:
+                        notes.append(
+                            f"{inflight} in flight: the reference reached {rate / ideal:.0%} of "
+                            "the ideal: the endpoint (or this machine) is the bottleneck there; "
+                            "try --servers 2, and compare only on a quiet machine"
+                        )
                 share = rate / reference if reference else float("nan")
                 # CPU over every request of the workers' phase (the window and the tail of
                 # requests still in flight at its end).
@@ -421,6 +428,8 @@ def main(argv: list[str] | None = None) -> int:
         "  measured window / requests finished in it. Targets: asyncio >= 95 % of the\n"
         "  reference at 200 and 500, trio >= 85 %, asyncio <= 0.5 ms CPU/request at 500."
     )
+    for note in notes:
+        print(f"  note: {note}")
     if verdicts:
         print(f"targets: {verdicts.count('PASS')}/{len(verdicts)} PASS")
     print(f"load average at the end: {load_average()}")
