@@ -5,19 +5,30 @@ header modes, the shared runs) or ``--quick`` for a subset of a few minutes. See
 ``docs/benchmarks.md``.
 
 (a) The grid. For every agent rate R in {5, 20, 50, 200} req/s x latency in {10 ms,
-    100 ms, 1 s} x burst in {1, 10}, ``n`` single-turn XPIA trials go through ONE
-    ``limit(ChatCompletionsAdapter(...), adaptive=True)`` (no ``rate=``: the limiter
-    knows nothing about the agent) to the rampart test server in a separate process
-    (a fresh server per cell). ``n`` is sized so every cell lasts about max(20 s, 40
-    latencies) at the agent's rate, with at least 200 trials. Trial ``i`` sends request
-    seed ``i``, so its verdict must equal trial ``i`` of a sequential run (one trial at
-    a time against an unlimited server with the same seed). The grid runs twice:
+    100 ms, 1 s} x burst in {1, 10}, plus R in {100, 200} x 5 s x burst in {1, 10}
+    (real LLM agents: 500 and 1,000 requests in flight), ``n`` single-turn XPIA trials
+    go through ONE ``limit(ChatCompletionsAdapter(...), adaptive=True)`` (no ``rate=``:
+    the limiter knows nothing about the agent) to the rampart test server in a separate
+    process (a fresh server per cell). ``n`` is sized so every cell lasts about max(20
+    s, 40 latencies) at the agent's rate, at most 60 s, with at least 200 trials. Trial
+    ``i`` sends request seed ``i``, so its verdict must equal trial ``i`` of a
+    sequential run (one trial at a time against an unlimited server with the same
+    seed). The grid runs twice:
     with the server stating its bucket in OpenAI's ``x-ratelimit-*`` headers, and with
     only ``429`` + ``Retry-After`` / ``retry-after-ms`` to go on.
 
     Targets per cell: throughput over the steady state (trials finished after the
     first 20 % of the run, per second) >= 90 % of R; <= 5 % of the requests the server
     saw answered 429 over the whole run; zero ERROR; identical verdicts.
+
+    Burst-1 agents refuse any two requests closer than 1/R, so timing jitter between
+    the client's send and the server's arrival caps every client at the ceiling
+    R / (1 + R x jitter). The jitter is measured in the same run (before the grid, per
+    rate): ``JITTER_PROBES`` requests paced exactly 1/R apart through the same adapter
+    to a recording endpoint in its own process (``bench_http.py``'s lean app), jitter =
+    the 95th percentile of how much the gap between two consecutive requests shrank
+    on the way (one-way delay of request k minus that of k+1, on the machine-wide
+    monotonic clock). A burst-1 cell's throughput target is >= 90 % of that ceiling.
 
 (b) Shared learning. ``pytest -n 2`` on a generated two-test suite (each test a trial
     group of half the trials, both through one module-level ``limit(...,
@@ -70,7 +81,12 @@ if TYPE_CHECKING:
 RATES = (5.0, 20.0, 50.0, 200.0)
 LATENCIES = (0.01, 0.1, 1.0)
 BURSTS = (1, 10)
+# Real LLM agents answer in seconds: 5 s rows at the rates where that means hundreds
+# (500 and 1,000) of requests in flight.
+SLOW_RATES = (100.0, 200.0)
+SLOW_LATENCY = 5.0
 QUICK_CELLS = ((5.0, 0.01, 10), (20.0, 0.1, 1), (50.0, 1.0, 10), (200.0, 0.01, 1))
+JITTER_PROBES = 300
 SERVER_SEED = 1
 COMPLIANCE = 0.5
 MODEL = "simulated-agent"
@@ -107,9 +123,9 @@ def make_attack() -> BaseExecution:
 
 
 def trials_for(rate: float, latency: float, *, quick: bool) -> int:
-    """Trials per cell: about max(20 s, 40 latencies) at the agent's rate, >= 200
-    (``--quick``: half of that, >= 100)."""
-    trials = max(200.0, rate * 20.0, rate * 40.0 * latency)
+    """Trials per cell: about max(20 s, 40 latencies) at the agent's rate, at most 60 s
+    (the 5 s rows: 12 latencies), >= 200 (``--quick``: half of that, >= 100)."""
+    trials = max(200.0, min(rate * 60.0, max(rate * 20.0, rate * 40.0 * latency)))
     return round(trials / 2) if quick else round(trials)
 
 
@@ -173,6 +189,45 @@ class _TimedSession:
                 self._timeline.last[self._index] = anyio.current_time()
 
 
+# --------------------------------------------------------------------------- jitter
+
+
+async def _paced_sends(url: str, rate: float, count: int) -> dict[str, float]:
+    """``count`` requests through the adapter, started exactly ``1 / rate`` apart (as a
+    limiter paces a burst-1 agent); when each went into ``send_async``, by its prompt."""
+    sent: dict[str, float] = {}
+    async with ChatCompletionsAdapter(base_url=url, model=MODEL) as http:
+        async with await http.create_session_async() as warm:  # open the client first
+            await warm.send_async(Request(prompt="warm-up"))
+
+        async def one(index: int) -> None:
+            async with await http.create_session_async() as session:
+                sent[str(index)] = time.monotonic()
+                await session.send_async(Request(prompt=str(index)))
+
+        start = anyio.current_time() + 0.2
+        async with anyio.create_task_group() as group:
+            for index in range(count):
+                await anyio.sleep_until(start + index / rate)
+                group.start_soon(one, index)
+    return sent
+
+
+def measure_jitter(rate: float, count: int = JITTER_PROBES) -> float:
+    """Seconds: the 95th percentile of how much the gap between consecutive requests
+    paced at ``rate`` shrank between the client's send and the server's arrival."""
+    import bench_http
+    import httpx
+
+    with bench_http.endpoint("lean", 0.0, 1) as url:
+        sent = anyio.run(_paced_sends, url, rate, count)
+        arrivals = httpx.get(url.removesuffix("/v1") + "/arrivals", timeout=30).json()
+    delays = [(sent[prompt], at - sent[prompt]) for at, prompt in arrivals if prompt in sent]
+    delays.sort()
+    shrink = sorted(max(0.0, a[1] - b[1]) for a, b in itertools.pairwise(delays))
+    return shrink[min(len(shrink) - 1, int(0.95 * len(shrink)))] if shrink else 0.0
+
+
 # --------------------------------------------------------------------------- (a)
 
 
@@ -187,6 +242,7 @@ class Cell:
 @attrs.frozen(kw_only=True)
 class CellOutcome:
     cell: Cell
+    ceiling: float  # the best rate a client can hold: R, or R / (1 + R x jitter) at burst 1
     n: int
     wall: float
     steady: float
@@ -212,9 +268,13 @@ class CellOutcome:
     def differ(self, reference: list[SafetyStatus]) -> list[int]:
         return [i for i, s in enumerate(self.statuses) if s is not reference[i]]
 
+    @property
+    def ceiling_share(self) -> float:
+        return self.steady / self.ceiling
+
     def passed(self, reference: list[SafetyStatus]) -> bool:
         return (
-            self.throughput_share >= THROUGHPUT_TARGET
+            self.ceiling_share >= THROUGHPUT_TARGET
             and self.refused_fraction <= REFUSED_TARGET
             and self.errors == 0
             and not self.differ(reference)
@@ -222,10 +282,12 @@ class CellOutcome:
 
 
 def _http(url: str) -> ChatCompletionsAdapter:
-    # A pool of 300: above the 200 in flight the 200/s, 1 s cells need, and not much
-    # more (httpcore checks every pooled connection, with system calls, on every
-    # request: a pool of 600 stalls this client's event loop for seconds at 200/s).
-    return ChatCompletionsAdapter(base_url=url, model=MODEL, seed=trial_seed, max_connections=300)
+    # Room for the 1,000 in flight of the 200/s x 5 s cells, and the window's overshoot:
+    # the adapter's transport (aiohttp on asyncio) costs the same per request whatever
+    # the pool size (bench_http.py).
+    return ChatCompletionsAdapter(
+        base_url=url, model=MODEL, seed=trial_seed, max_connections=2000, timeout=120.0
+    )
 
 
 async def _run_trials(
@@ -278,7 +340,7 @@ def sequential_reference(n: int) -> list[SafetyStatus]:
     return statuses
 
 
-def run_cell(cell: Cell, n: int) -> CellOutcome:
+def run_cell(cell: Cell, n: int, jitter: dict[float, float]) -> CellOutcome:
     with server_process(
         rate=cell.rate,
         burst=cell.burst,
@@ -290,8 +352,12 @@ def run_cell(cell: Cell, n: int) -> CellOutcome:
         wall, steady, statuses, errors, stats = anyio.run(_run_trials, server.url, n)
         observed = server.statistics()
     assert stats is not None
+    ceiling = cell.rate
+    if cell.burst == 1:
+        ceiling = cell.rate / (1.0 + cell.rate * jitter[cell.rate])
     return CellOutcome(
         cell=cell,
+        ceiling=ceiling,
         n=n,
         wall=wall,
         steady=steady,
@@ -319,6 +385,8 @@ GRID_HEADERS = [
     "wall s",
     "steady/s",
     "% rate",
+    "ceiling/s",
+    "% ceiling",
     "requests",
     "429",
     "% 429",
@@ -344,6 +412,8 @@ def _grid_row(outcome: CellOutcome, reference: list[SafetyStatus]) -> list[str]:
         f"{outcome.wall:.1f}",
         f"{outcome.steady:.1f}",
         f"{outcome.throughput_share:.0%}",
+        f"{outcome.ceiling:.1f}",
+        f"{outcome.ceiling_share:.0%}",
         f"{outcome.server['requests']}",
         f"{outcome.server['rate_limited']}",
         f"{outcome.refused_fraction:.1%}",
@@ -357,16 +427,19 @@ def _grid_row(outcome: CellOutcome, reference: list[SafetyStatus]) -> list[str]:
     ]
 
 
-def run_grid(cells: list[Cell], reference: list[SafetyStatus], *, quick: bool) -> list[CellOutcome]:
+def run_grid(
+    cells: list[Cell], reference: list[SafetyStatus], jitter: dict[float, float], *, quick: bool
+) -> list[CellOutcome]:
     outcomes = []
     for cell in cells:
         n = trials_for(cell.rate, cell.latency, quick=quick)
-        outcome = run_cell(cell, n)
+        outcome = run_cell(cell, n, jitter)
         outcomes.append(outcome)
         print(
             f"  {'headers' if cell.headers else 'no headers'} {cell.rate:g}/s "
             f"{cell.latency * 1000:g} ms burst {cell.burst}: "
-            f"{outcome.throughput_share:.0%} of the rate, {outcome.refused_fraction:.1%} 429, "
+            f"{outcome.throughput_share:.0%} of the rate ({outcome.ceiling_share:.0%} of the "
+            f"ceiling), {outcome.refused_fraction:.1%} 429, "
             f"{outcome.errors} ERROR -> {'PASS' if outcome.passed(reference) else 'MISS'}",
             flush=True,
         )
@@ -389,7 +462,9 @@ def print_grid(title: str, outcomes: list[CellOutcome], reference: list[SafetySt
 
 GRID_NOTES = """\
   steady/s = trials finished after the first 20 % of the run, per second of the rest;
-  % rate = steady/s over the agent's rate (target >= 90 %); requests and 429 = the
+  % rate = steady/s over the agent's rate; ceiling/s = the best a client can hold: the
+  agent's rate, or at burst 1 R / (1 + R x jitter) with the jitter measured in this run;
+  % ceiling = steady/s over it (target >= 90 %); requests and 429 = the
   server's counts over the whole run (target <= 5 %); learned/s, cuts = the learned
   rate at the end and how often it was cut; peak = most attempts in flight;
   verdicts = per trial index against the sequential run; load = 1-minute load average
@@ -743,12 +818,18 @@ def _cells(
         return [Cell(rate=r, latency=lat, burst=b, headers=headers) for r, lat, b in only]
     if quick:
         return [Cell(rate=r, latency=lat, burst=b, headers=headers) for r, lat, b in QUICK_CELLS]
-    return [
+    cells = [
         Cell(rate=r, latency=lat, burst=b, headers=headers)
         for r in RATES
         for lat in LATENCIES
         for b in BURSTS
     ]
+    cells += [
+        Cell(rate=r, latency=SLOW_LATENCY, burst=b, headers=headers)
+        for r in SLOW_RATES
+        for b in BURSTS
+    ]
+    return cells
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -785,12 +866,23 @@ def main(argv: list[str] | None = None) -> int:
     shared_n = 300 if args.quick else 1000
     reference = sequential_reference(max(n_max, shared_n))
     print(f"sequential reference: {len(reference)} trials, one at a time, unlimited server")
+    jitter = {
+        rate: measure_jitter(rate) for rate in sorted({c.rate for c in all_cells if c.burst == 1})
+    }
+    for rate, seconds in jitter.items():
+        print(
+            f"jitter at {rate:g}/s: {seconds * 1000:.2f} ms (p95 gap shrink over "
+            f"{JITTER_PROBES} paced requests) -> burst-1 ceiling "
+            f"{rate / (1 + rate * seconds):.1f}/s"
+        )
     passed = 0
     total = 0
     for headers in modes:
         name = "x-ratelimit-* headers" if headers else "429 + Retry-After only"
         print(f"\n(a) grid, {name}:", flush=True)
-        outcomes = run_grid(_cells(args.quick, headers, args.cell), reference, quick=args.quick)
+        outcomes = run_grid(
+            _cells(args.quick, headers, args.cell), reference, jitter, quick=args.quick
+        )
         grids[name] = outcomes
         passed += print_grid(
             f"(a) limit(adapter, adaptive=True), no rate; the server sends {name}",

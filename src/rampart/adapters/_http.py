@@ -57,13 +57,29 @@ def new_client(
 ) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` configured the way rampart talks to chat endpoints.
 
+    Its transport is chosen for the running event loop (``_transports``): aiohttp on
+    asyncio when ``httpx-aiohttp`` is installed, else several small httpcore pools side
+    by side; httpx's own single pool for ``http2``. Call it inside the event loop that
+    will use the client.
     No redirects are followed (a redirected POST is a misconfiguration worth seeing).
     ``http2`` on an ``http://`` URL means prior knowledge (h2c), so HTTP/1.1 is off.
     ``auth`` is a (user, password) pair sent as Basic authentication.
     """
     import httpx
 
-    return httpx.AsyncClient(
+    from rampart.adapters import _transports
+
+    kind = _transports.choose_transport(http2=http2)
+    if verify is True:
+        verify = _transports.default_ssl_context(trust_env)
+    client_class: type[httpx.AsyncClient] = httpx.AsyncClient
+    if kind == "aiohttp":
+        from httpx_aiohttp import HttpxAiohttpClient
+
+        client_class = HttpxAiohttpClient
+    elif kind == "sharded":
+        client_class = _transports.ShardedClient
+    return client_class(
         headers=dict(headers),
         timeout=httpx.Timeout(timeout),
         limits=httpx.Limits(
@@ -92,8 +108,6 @@ async def post_json(
 
     ``time_limit`` (seconds) bounds the whole exchange (connect, send, wait, read).
     """
-    import httpx
-
     # Messages name the URL without its query string, which may carry a credential,
     # and without its user info. ``url`` itself may print in a traceback (pytest shows
     # this frame's arguments), so it is held as a ``Masked`` str.
@@ -105,17 +119,11 @@ async def post_json(
                 status = reply.status_code
                 reply_headers = dict(reply.headers.items())
                 data = await _read(reply, max_response_bytes)
-    except (TimeoutError, httpx.TimeoutException) as exc:
-        raise InfrastructureError(
-            f"{where}: no complete response within the {time_limit:g} s timeout",
-            transient=True,
-        ) from exc
-    except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
-        message = f"{where}: connection failed ({type(exc).__name__}: {exc})"
-        raise InfrastructureError(redact_text(message, redact), transient=True) from exc
-    except httpx.HTTPError as exc:
-        message = f"{where}: request failed ({type(exc).__name__}: {exc})"
-        raise InfrastructureError(redact_text(message, redact)) from exc
+    except Exception as exc:
+        error = _transport_error(exc, where, time_limit, redact)
+        if error is exc:
+            raise
+        raise error from exc
     if 200 <= status < 300:
         from rampart.limits import report_rate_limit_headers
 
@@ -126,6 +134,44 @@ async def post_json(
     # traceback printed with local variables (pytest --showlocals) would show.
     del data, reply_headers
     raise error
+
+
+def _transport_error(
+    exc: Exception, where: str, time_limit: float, redact: Sequence[str]
+) -> Exception:
+    """The rampart error for a failed exchange (no answer, or a broken one); ``exc``
+    itself when it is no transport failure (a bug, or a ``MalformedResponseError``)."""
+    import httpx
+
+    from rampart.adapters._transports import transport_failure
+
+    failure = transport_failure(exc)
+    if failure is not None:
+        kind, shown = failure[0], f"{failure[1]}: {failure[2]}"
+        # aiohttp's frames hold the request's headers (credentials included) as local
+        # variables, which a traceback printed with locals (pytest --showlocals) would
+        # show: its error keeps its type and message, not its frames.
+        for link in (exc, exc.__cause__):
+            if link is not None and type(link).__module__.startswith("aiohttp"):
+                link.__traceback__ = None
+    elif isinstance(exc, TimeoutError | httpx.TimeoutException):
+        kind, shown = "timeout", ""
+    elif isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError | httpx.ProxyError):
+        kind, shown = "connection", f"{type(exc).__name__}: {exc}"
+    elif isinstance(exc, httpx.HTTPError):
+        kind, shown = "other", f"{type(exc).__name__}: {exc}"
+    else:
+        return exc
+    if kind == "timeout":
+        return InfrastructureError(
+            f"{where}: no complete response within the {time_limit:g} s timeout",
+            transient=True,
+        )
+    if kind == "connection":
+        message = f"{where}: connection failed ({shown})"
+        return InfrastructureError(redact_text(message, redact), transient=True)
+    message = f"{where}: request failed ({shown})"
+    return InfrastructureError(redact_text(message, redact))
 
 
 async def _read(reply: httpx.Response, limit: int) -> bytes:

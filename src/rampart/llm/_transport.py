@@ -19,7 +19,6 @@ and trio.
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -52,12 +51,11 @@ class ChatRequest(Request):
     body: dict[str, Any] = attrs.field(factory=dict)
 
 
-@functools.cache
 def _ssl_context(trust_env: bool) -> ssl.SSLContext:
     """One verifying TLS context per process: building one costs tens of milliseconds."""
-    import httpx
+    from rampart.adapters._transports import default_ssl_context
 
-    return httpx.create_ssl_context(trust_env=trust_env)
+    return default_ssl_context(trust_env)
 
 
 class ModelEndpoint:
