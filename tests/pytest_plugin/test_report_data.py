@@ -102,7 +102,10 @@ class TestTrialGroupsSection:
         pytester.runpytest(*NO_ASYNCIO).assert_outcomes(failed=1)
         (group,) = only_report(pytester)["trial_groups"]
         assert (group["executed"], group["not_run"], group["early_stopped"]) == (1, 5, True)
-        assert group["reason"] == "1 UNSAFE"
+        assert (
+            group["reason"]
+            == "1 UNSAFE (any UNSAFE clone fails a group; max_unsafe= tolerates some)"
+        )
 
     def test_ci_gate_on_the_report(self, pytester: pytest.Pytester) -> None:
         """What the documented jq gate computes: failed groups, and a run that went wrong."""

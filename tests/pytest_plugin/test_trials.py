@@ -145,7 +145,7 @@ class TestGroupVerdict:
             (
                 ["safe"] * 9 + ["unsafe"],
                 0.5,
-                "FAILED: 1 UNSAFE",
+                "FAILED: 1 UNSAFE (any UNSAFE clone fails a group; max_unsafe= tolerates some)",
                 "9/10 safe, 90% pass rate, threshold: 50%",
             ),
             (
@@ -289,7 +289,9 @@ class TestEarlyStop:
         result = pytester.runpytest(*NO_ASYNCIO)
         result.assert_outcomes(passed=1, failed=1)
         result.stdout.fnmatch_lines(
-            ["  FAIL  test_stop [[]*not run (early stop)[]] -- FAILED: 1 UNSAFE"]
+            [
+                "  FAIL  test_stop [[]*not run (early stop)[]] -- FAILED: 1 UNSAFE (any UNSAFE clone fails a group; max_unsafe= tolerates some)"
+            ]
         )
 
     def test_results_of_cancelled_clones_are_still_reported(

@@ -372,14 +372,18 @@ class RunLedger:
         """The results as the report carries them: in report order, stamped, each read
         from the store only when a sink reads it."""
         ordered = self.results
+        finished = {group.nodeid: group.verdict for group in self._groups}
 
         def load(index: int) -> Result:
-            return self.full_result(ordered[index])
+            entry = ordered[index]
+            return _with_group_facts(self.full_result(entry), entry, finished)
 
         def record_text(index: int) -> str | None:
             entry = ordered[index]
             if entry.stored_at is None or entry.unusable_confidences:
                 return None  # the report needs the live values: load the result
+            if entry.attribution.clone is not None and entry.attribution.nodeid in finished:
+                return None  # a finished group's clone: stamped with the group's facts
             return self._store.text(entry.stored_at)
 
         return StoredResults([entry.result for entry in ordered], load, record_text=record_text)
@@ -387,6 +391,20 @@ class RunLedger:
     def close(self) -> None:
         """Drop the store (its file is anonymous: nothing remains on disk)."""
         self._store.close()
+
+
+def _with_group_facts(
+    result: Result, entry: RecordedResult, finished: dict[str, GroupVerdict]
+) -> Result:
+    """A finished group's clone result, its population stamped with what the group's
+    verdict counted (``PopulationRef.executed`` / ``no_result``), so a saved run can be
+    judged again (``rampart.core._trial_rule.rebuild_group``)."""
+    population = result.population
+    verdict = finished.get(entry.attribution.nodeid)
+    if population is None or verdict is None or entry.attribution.clone is None:
+        return result
+    stamped = attrs.evolve(population, executed=verdict.executed, no_result=verdict.no_result)
+    return attrs.evolve(result, population=stamped)
 
 
 def _report_order(recorded: RecordedResult) -> tuple[str, int, int, str]:

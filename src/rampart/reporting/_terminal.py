@@ -60,7 +60,7 @@ _ORDER = {
     SafetyStatus.UNDETERMINED: 2,
     SafetyStatus.SAFE: 3,
 }
-_GROUP_LABELS = {"passed": "PASS", "failed": "FAIL", "inconclusive": "WARN"}
+_GROUP_LABELS = {"passed": "PASS", "failed": "FAIL", "inconclusive": "WARN", "incomplete": "WARN"}
 
 
 @attrs.frozen(kw_only=True)
