@@ -301,6 +301,11 @@ def test_a_crashed_xdist_worker_leaves_an_incomplete_group(
     records = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
     clones = [r for r in records if r["result"]["population"] is not None]
     assert len(clones) == 9
-    rebuilt = _group(capsys, _trace_only(trace, pytester), tmp_path)
+    alone = _trace_only(trace, pytester)
+    rebuilt = _group(capsys, alone, tmp_path)
     assert rebuilt["verdict"] == "incomplete"
     assert "9 of 20 clones are recorded" in str(rebuilt["reason"])
+    # The trace alone carries the run's incomplete mark.
+    summary = run_main(capsys, "report", alone, "--summary", "groups")
+    assert summary.lines[1].startswith(f"WARNING: {alone} is an incomplete run: ")
+    assert "crashed" in summary.lines[1]

@@ -220,7 +220,35 @@ def _load_trace(path: Path, text: str) -> SavedRun:
                 f"{path}:{number}: not a valid rampart.trace.v2 record: {error} "
                 "('rampart validate' lists every bad record)"
             ) from None
-    return SavedRun(path=path, kind="trace", records=records)
+    return SavedRun(path=path, kind="trace", records=records, metadata=_run_marks(records))
+
+
+# What the pytest plugin stamps on every result of an interrupted or incomplete run.
+_RUN_KEY = "_rampart_run"
+
+
+def _run_marks(records: list[ResultRecord]) -> dict[str, Any]:
+    """The interrupted/incomplete marks a trace's records carry, as report metadata
+    (``{}`` for a clean run): a trace alone says that its run did not finish."""
+    interrupted = incomplete = False
+    reasons: list[str] = []
+    seen: set[str] = set()
+    for record in records:
+        marks = record.result.metadata.get(_RUN_KEY)
+        if not isinstance(marks, dict):
+            continue
+        interrupted = interrupted or marks.get("interrupted") is True
+        incomplete = incomplete or marks.get("incomplete") is True
+        for reason in marks.get("incomplete_reasons") or []:
+            if isinstance(reason, str) and reason not in seen:
+                seen.add(reason)
+                reasons.append(reason)
+    metadata: dict[str, Any] = {}
+    if incomplete or reasons:
+        metadata.update(incomplete=True, incomplete_reasons=reasons)
+    if interrupted:
+        metadata["interrupted"] = True
+    return metadata
 
 
 # --------------------------------------------------------------------------- reports

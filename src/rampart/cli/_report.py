@@ -100,7 +100,10 @@ def _run_info(runs: list[SavedRun], duration: float) -> RunInfo:
     incomplete = bool(reasons) or any(
         run.metadata.get("incomplete") or (run.run or {}).get("incomplete") for run in runs
     )
-    interrupted = any((run.run or {}).get("interrupted") is True for run in runs)
+    interrupted = any(
+        (run.run or {}).get("interrupted") is True or run.metadata.get("interrupted") is True
+        for run in runs
+    )
     return RunInfo(
         duration_seconds=duration,
         interrupted=interrupted,
@@ -138,6 +141,8 @@ def _render_html(report: TestRunReport) -> bytes:
 def _incomplete(runs: list[SavedRun]) -> list[str]:
     lines = []
     for run in runs:
+        if run.metadata.get("interrupted") is True or (run.run or {}).get("interrupted") is True:
+            lines.append(f"WARNING: {run.path} is an interrupted run: what finished is kept")
         reasons = run.metadata.get("incomplete_reasons") or []
         if run.metadata.get("incomplete") or (run.run or {}).get("incomplete"):
             reasons = reasons or (run.run or {}).get("incomplete_reasons") or ["reason unknown"]

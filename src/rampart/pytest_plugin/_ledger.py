@@ -51,6 +51,7 @@ __all__ = [
     "GroupRecord",
     "LEDGER_KEY",
     "LOSS_KEY",
+    "RUN_KEY",
     "RecordedResult",
     "RunLedger",
     "UnitOutcome",
@@ -61,6 +62,10 @@ LEDGER_KEY = pytest.StashKey["RunLedger"]()
 
 #: Set on an ERROR result that stands in for a lost one (a user-facing report key).
 LOSS_KEY = "_rampart_transport_truncated"
+
+#: On every result of an interrupted or incomplete run: the run's marks (its id,
+#: ``interrupted``, ``incomplete`` and the reasons), so the trace carries them.
+RUN_KEY = "_rampart_run"
 
 
 def loss_marker(result: Result, reason: str, *, where: str, **extra: Any) -> Result:
@@ -373,20 +378,36 @@ class RunLedger:
         from the store only when a sink reads it."""
         ordered = self.results
         finished = {group.nodeid: group.verdict for group in self._groups}
+        marks = self.run_marks()
 
         def load(index: int) -> Result:
             entry = ordered[index]
-            return _with_group_facts(self.full_result(entry), entry, finished)
+            result = _with_group_facts(self.full_result(entry), entry, finished)
+            if marks is not None:
+                result = attrs.evolve(result, metadata={**result.metadata, RUN_KEY: marks})
+            return result
 
         def record_text(index: int) -> str | None:
             entry = ordered[index]
-            if entry.stored_at is None or entry.unusable_confidences:
+            if entry.stored_at is None or entry.unusable_confidences or marks is not None:
                 return None  # the report needs the live values: load the result
             if entry.attribution.clone is not None and entry.attribution.nodeid in finished:
                 return None  # a finished group's clone: stamped with the group's facts
             return self._store.text(entry.stored_at)
 
         return StoredResults([entry.result for entry in ordered], load, record_text=record_text)
+
+    def run_marks(self) -> dict[str, Any] | None:
+        """What every result of an interrupted or incomplete run carries under
+        ``RUN_KEY`` (so a trace alone says so); ``None`` for a clean run."""
+        if not (self._interrupted or self._incomplete):
+            return None
+        return {
+            "run_id": self.run_id,
+            "interrupted": self._interrupted,
+            "incomplete": bool(self._incomplete),
+            "incomplete_reasons": list(self._incomplete),
+        }
 
     def close(self) -> None:
         """Drop the store (its file is anonymous: nothing remains on disk)."""
