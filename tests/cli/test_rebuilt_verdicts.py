@@ -12,12 +12,13 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+import pytest
+
 from tests.cli._cli import run_main
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    import pytest
 
 _PLAIN = ("-p", "no:asyncio", "-p", "no:cacheprovider", "--rampart-report-dir=out")
 
@@ -87,10 +88,15 @@ def test_clones_whose_own_assert_failed_are_not_safe(
     _same_verdict(rebuilt, stated)
 
 
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["single", "xdist"])
 def test_clones_that_recorded_nothing_count_against_the_group(
-    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    pytester: pytest.Pytester,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    xdist: tuple[str, ...],
 ) -> None:
-    """6 of 10 clones recorded no result: FAIL 4/10 (the rebuild said PASS 4/4)."""
+    """6 of 10 clones recorded no result: FAIL 4/10 (the rebuild said PASS 4/4); under
+    ``-n 2`` the group's facts cross from the worker."""
     pytester.makepyfile(
         """
         import pytest
@@ -102,7 +108,7 @@ def test_clones_that_recorded_nothing_count_against_the_group(
                 record_result(Result(status=SafetyStatus.SAFE, summary="ok"))
         """
     )
-    pytester.runpytest(*_PLAIN).assert_outcomes(failed=1)
+    pytester.runpytest(*_PLAIN, *xdist).assert_outcomes(failed=1)
     trace, report = _saved(pytester)
     stated = _pytest_group(report)
     assert (stated["verdict"], stated["executed"]) == ("failed", 10)
