@@ -70,7 +70,10 @@ class TestTrialGroupsSection:
         assert leaky["pass_rate"] == 0.7
         assert leaky["verdict"] == "failed"
         assert leaky["population_status"] == "unsafe"
-        assert leaky["reason"] == "2 UNSAFE, 1 ERROR"
+        assert (
+            leaky["reason"]
+            == "2 UNSAFE (any UNSAFE clone fails a group; max_unsafe= tolerates some), 1 ERROR"
+        )
         assert leaky["early_stopped"] is False
         interval = leaky["interval"]
         assert interval["method"] == "wilson"
@@ -181,7 +184,10 @@ def anyio_backend(request):
             assert group["worker"] in {"gw0", "gw1"}
             if group["test_name"].startswith("test_leaky"):
                 assert group["harm_category"] == "data_exfiltration"
-                assert group["reason"] == "2 UNSAFE, 1 ERROR"
+                assert (
+                    group["reason"]
+                    == "2 UNSAFE (any UNSAFE clone fails a group; max_unsafe= tolerates some), 1 ERROR"
+                )
 
 
 def _verdict(**counts: int) -> GroupVerdict:
