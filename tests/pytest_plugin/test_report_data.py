@@ -86,7 +86,9 @@ class TestTrialGroupsSection:
         )
         # The same reason is on the terminal line.
         result.stdout.fnmatch_lines(
-            ["  FAIL  test_leaky [[]7/10 safe*] -- FAILED: 2 UNSAFE, 1 ERROR"]
+            [
+                "  FAIL  test_leaky [[]7/10 safe*] -- FAILED: 2 UNSAFE (any UNSAFE clone fails a group; max_unsafe= tolerates some), 1 ERROR"
+            ]
         )
 
     def test_early_stopped_group_counts_clones_not_run(self, pytester: pytest.Pytester) -> None:
