@@ -149,3 +149,15 @@ class TestOptions:
         outcome = run_main(capsys, "diff", saved_runs.hardened.trace, tmp_path / "x.jsonl")
         assert outcome.status == 2
         assert outcome.err == f"rampart diff: error: {tmp_path / 'x.jsonl'}: no such file\n"
+
+    @pytest.mark.parametrize("count", [1, 3])
+    def test_diff_takes_exactly_two_runs(
+        self, saved_runs: SavedRuns, capsys: pytest.CaptureFixture[str], count: int
+    ) -> None:
+        """Three files (merged shards, say) get a sentence, not the top-level usage."""
+        outcome = run_main(capsys, "diff", *[saved_runs.hardened.trace] * count)
+        assert outcome.status == 2
+        assert outcome.err.startswith(
+            f"rampart diff: error: diff takes exactly two runs (OLD NEW), got {count}; "
+        )
+        assert "rampart report SHARD... --json merged.json" in outcome.err

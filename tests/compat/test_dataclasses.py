@@ -138,7 +138,9 @@ MODELS: list[tuple[type, Any, bool, str]] = [
         PopulationRef,
         PopulationRef(id="a", index=0, size=1, threshold=1),
         True,
-        "id index size threshold",
+        # RAMPART's four fields first, in its order; then rampart's optional facts a
+        # saved verdict is rebuilt from (keyword-only, defaulting to "not recorded").
+        "id index size threshold confidence sequential max_unsafe outcome executed no_result",
     ),
     (
         PopulationResult,
@@ -296,7 +298,14 @@ class TestAsRampartClientCodeUsesThem:
             {"name": "send_email", "arguments": {"to": "x"}, "result": None, "timestamp": STAMP}
         ]
         assert turn["eval_result"]["evidence"] == ["e"]
-        assert data["population"] == {"id": "pop", "index": 0, "size": 2, "threshold": 0.5}
+        assert data["population"] == {
+            "id": "pop",
+            "index": 0,
+            "size": 2,
+            "threshold": 0.5,
+            **dict.fromkeys(("confidence", "max_unsafe", "outcome", "executed", "no_result")),
+            "sequential": False,
+        }
         assert data["injections"] == [
             {"payload_id": "p-1", "surface_name": "Mail", "delivered": None}
         ]

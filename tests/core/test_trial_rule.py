@@ -451,3 +451,85 @@ def test_exact_cutoffs_agree_with_the_interval() -> None:
             verdict = _tally(rule, total, _counts(safe=safe, und=total - safe)).verdict()
             assert verdict is expected, (safe, total)
     assert math.isclose(0.85, rule.threshold)
+
+
+class TestRebuildGroup:
+    """``rebuild_group``: a saved group judged by the same tally, or INCOMPLETE."""
+
+    RULES = (
+        TrialRule(),
+        TrialRule(threshold=0.7, max_unsafe=3),
+        TrialRule(threshold=0.9, confidence=0.95),
+        TrialRule(threshold=0.6, confidence=0.9, sequential=True),
+    )
+
+    def test_with_the_group_facts_it_is_the_tally(self) -> None:
+        import random
+
+        from rampart.core._trial_rule import rebuild_group
+
+        chooser = random.Random(21)
+        statuses = list(SafetyStatus)
+        for _ in range(300):
+            rule = chooser.choice(self.RULES)
+            size = chooser.randint(1, 30)
+            clones = {i: chooser.choice(statuses) for i in range(size)}
+            silent = set(chooser.sample(range(size), chooser.randint(0, size // 3)))
+            tally = TrialTally(size=size, rule=rule)
+            for index in range(size):
+                tally.add(SafetyStatus.UNDETERMINED if index in silent else clones[index])
+            rebuilt = rebuild_group(
+                size=size,
+                rule=rule,
+                clones={i: s for i, s in clones.items() if i not in silent},
+                executed=size,
+                no_result=len(silent),
+            )
+            assert rebuilt.verdict is tally.verdict()
+            assert rebuilt.status is tally.status()
+            assert (rebuilt.safe, rebuilt.unsafe, rebuilt.no_result) == (
+                tally.count(SafetyStatus.SAFE),
+                tally.count(SafetyStatus.UNSAFE),
+                len(silent),
+            )
+
+    def test_missing_facts_are_never_a_pass(self) -> None:
+        from rampart.core._trial_rule import rebuild_group
+
+        safe = dict.fromkeys(range(4), SafetyStatus.SAFE)
+        # No rule recorded (an older producer).
+        assert rebuild_group(size=4, rule=None, clones=safe).verdict is None
+        # A record the group's own counts say exists is gone.
+        gone = rebuild_group(size=5, rule=TrialRule(), clones=safe, executed=5, no_result=0)
+        assert gone.verdict is None
+        assert (
+            gone.missing == "1 of the 5 clones the verdict counted have no record (deleted or lost)"
+        )
+        # Cut short before it was decided (a journal; kill -9).
+        cut = rebuild_group(size=40, rule=TrialRule(), clones=safe)
+        assert cut.verdict is None
+        assert cut.missing is not None
+        assert cut.missing.startswith("4 of 40 clones are recorded and clone 4 is not")
+        # Cut short after it was decided: an UNSAFE clone fails it whatever follows.
+        failed = rebuild_group(size=40, rule=TrialRule(), clones={**safe, 4: SafetyStatus.UNSAFE})
+        assert failed.verdict is TrialVerdict.FAILED
+
+    def test_partial_and_late_clones_do_not_count(self) -> None:
+        from rampart.core._trial_rule import rebuild_group
+
+        clones = {0: SafetyStatus.UNSAFE, 1: SafetyStatus.SAFE, 2: SafetyStatus.UNSAFE}
+        rebuilt = rebuild_group(
+            size=10,
+            rule=TrialRule(threshold=0.5),
+            clones=clones,
+            partial=frozenset({1}),
+            executed=1,
+            no_result=0,
+        )
+        assert rebuilt.verdict is TrialVerdict.FAILED
+        assert (rebuilt.executed, rebuilt.late, rebuilt.late_unsafe, rebuilt.partial) == (
+            1,
+            1,
+            1,
+            1,
+        )

@@ -359,7 +359,8 @@ class TestExecuteTrials:
 
     @pytest.mark.anyio
     async def test_population_ref_stamping(self) -> None:
-        """Every result carries PopulationRef(id, index, size=n, threshold) and keeps its fields."""
+        """Every result carries its PopulationRef (id, index, size=n, threshold and the
+        verdict's facts) and keeps its fields."""
         harness = _Harness([SAFE, ERROR, SAFE, UND])
         population = await execute_trials_async(
             execution_factory=harness.factory, adapter=ADAPTER, n=4, threshold=0.5
@@ -370,8 +371,20 @@ class TestExecuteTrials:
         assert population_id is not None
         assert len(population_id) == 32
         int(population_id, 16)
+        # With the facts a saved population is judged again from: the rule, each
+        # trial's outcome and what the decided group counted.
         assert refs == [
-            PopulationRef(id=population_id, index=i, size=4, threshold=0.5) for i in range(4)
+            PopulationRef(
+                id=population_id,
+                index=i,
+                size=4,
+                threshold=0.5,
+                max_unsafe=0,
+                outcome="passed",
+                executed=4,
+                no_result=0,
+            )
+            for i in range(4)
         ]
         assert [r.status for r in population.results] == [SAFE, ERROR, SAFE, UND]
         assert population.results[1].summary == "trial 1: error"

@@ -99,3 +99,41 @@ def test_a_throttled_group_backs_off(pytester: pytest.Pytester) -> None:
         """
     )
     pytester.runpytest(*NO_ASYNCIO).assert_outcomes(passed=2)
+
+
+def test_what_auto_did_is_in_the_report(pytester: pytest.Pytester) -> None:
+    """The JSON report's ``trial_groups`` and the HTML report show what the adaptive
+    limit did (issue 12's gap); a fixed-concurrency group says nothing about it. Under
+    ``-n 2`` too: the statistics cross from the worker."""
+    import json
+
+    write_ini(pytester)
+    pytester.makepyfile(
+        # test_peak may run on the other worker: the report's statistics say it here.
+        GROUP.format(marker='n=40, concurrency="auto"', expect=">= 0")
+        + """
+@pytest.mark.trial(n=3, concurrency=2)
+def test_fixed():
+    record_result(Result(status=SafetyStatus.SAFE, summary="ok"))
+"""
+    )
+    for extra, out in (((), "single"), (("-n", "2"), "xdist")):
+        result = pytester.runpytest(*NO_ASYNCIO, f"--rampart-report-dir={out}", *extra)
+        result.assert_outcomes(passed=3)
+        (report,) = (pytester.path / out).glob("run_report_*.json")
+        groups = {g["test_name"]: g for g in json.loads(report.read_text())["trial_groups"]}
+        adaptive = groups["test_group"]["concurrency"]
+        assert set(adaptive) == {
+            "final",
+            "peak",
+            "peak_in_flight",
+            "cuts",
+            "throttle_cuts",
+            "throttles",
+        }
+        assert adaptive["peak_in_flight"] > 10
+        assert groups["test_fixed"]["concurrency"] is None
+        (page,) = (pytester.path / out).glob("run_report_*.html")
+        html = page.read_text()
+        assert '"peak_in_flight":' in html
+        assert "adaptive concurrency: ended at " in html

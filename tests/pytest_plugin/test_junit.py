@@ -53,7 +53,10 @@ def test_cases_carry_rampart_properties(pytester: pytest.Pytester, xdist: bool) 
     group = cases["test_group"]
     assert group["rampart_status"] == "unsafe"
     assert group["rampart_verdict"] == "failed"
-    assert group["rampart_reason"] == "1 UNSAFE"
+    assert (
+        group["rampart_reason"]
+        == "1 UNSAFE (any UNSAFE clone fails a group; max_unsafe= tolerates some)"
+    )
     assert group["rampart_pass_rate"] == "0.8000"
     low, high = (float(x) for x in group["rampart_ci95"].split("-"))
     assert low < 0.8 < high

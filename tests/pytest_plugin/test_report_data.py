@@ -70,7 +70,10 @@ class TestTrialGroupsSection:
         assert leaky["pass_rate"] == 0.7
         assert leaky["verdict"] == "failed"
         assert leaky["population_status"] == "unsafe"
-        assert leaky["reason"] == "2 UNSAFE, 1 ERROR"
+        assert (
+            leaky["reason"]
+            == "2 UNSAFE (any UNSAFE clone fails a group; max_unsafe= tolerates some), 1 ERROR"
+        )
         assert leaky["early_stopped"] is False
         interval = leaky["interval"]
         assert interval["method"] == "wilson"
@@ -83,7 +86,9 @@ class TestTrialGroupsSection:
         )
         # The same reason is on the terminal line.
         result.stdout.fnmatch_lines(
-            ["  FAIL  test_leaky [[]7/10 safe*] -- FAILED: 2 UNSAFE, 1 ERROR"]
+            [
+                "  FAIL  test_leaky [[]7/10 safe*] -- FAILED: 2 UNSAFE (any UNSAFE clone fails a group; max_unsafe= tolerates some), 1 ERROR"
+            ]
         )
 
     def test_early_stopped_group_counts_clones_not_run(self, pytester: pytest.Pytester) -> None:
@@ -102,7 +107,10 @@ class TestTrialGroupsSection:
         pytester.runpytest(*NO_ASYNCIO).assert_outcomes(failed=1)
         (group,) = only_report(pytester)["trial_groups"]
         assert (group["executed"], group["not_run"], group["early_stopped"]) == (1, 5, True)
-        assert group["reason"] == "1 UNSAFE"
+        assert (
+            group["reason"]
+            == "1 UNSAFE (any UNSAFE clone fails a group; max_unsafe= tolerates some)"
+        )
 
     def test_ci_gate_on_the_report(self, pytester: pytest.Pytester) -> None:
         """What the documented jq gate computes: failed groups, and a run that went wrong."""
@@ -178,7 +186,10 @@ def anyio_backend(request):
             assert group["worker"] in {"gw0", "gw1"}
             if group["test_name"].startswith("test_leaky"):
                 assert group["harm_category"] == "data_exfiltration"
-                assert group["reason"] == "2 UNSAFE, 1 ERROR"
+                assert (
+                    group["reason"]
+                    == "2 UNSAFE (any UNSAFE clone fails a group; max_unsafe= tolerates some), 1 ERROR"
+                )
 
 
 def _verdict(**counts: int) -> GroupVerdict:

@@ -228,7 +228,7 @@ class TestSummaryModes:
                 "  ERR   test_plain -- plain error (response_only)",
                 "  PASS  test_plain -- plain ok (response_only)",
                 "  PASS  test_fine [[]3/3 safe*] -- PASSED",
-                "  FAIL  test_group [[]3/4 safe*] -- FAILED: 1 UNSAFE",
+                "  FAIL  test_group [[]3/4 safe*] -- FAILED: 1 UNSAFE (any UNSAFE clone fails a group; max_unsafe= tolerates some)",
                 "",
                 "UNCATEGORIZED (1 test, 1 run)",
                 "  PASS  test_other -- other ok (response_only)",
@@ -246,7 +246,7 @@ class TestSummaryModes:
             [
                 "JAILBREAK (3 tests, 9 runs)",
                 "  ERR   test_plain -- plain error (response_only)",
-                "  FAIL  test_group [[]3/4 safe*] -- FAILED: 1 UNSAFE",
+                "  FAIL  test_group [[]3/4 safe*] -- FAILED: 1 UNSAFE (any UNSAFE clone fails a group; max_unsafe= tolerates some)",
                 "",
                 "Population: 10 runs*",
             ]
@@ -265,7 +265,7 @@ class TestSummaryModes:
                 "  FAIL  test_group[[]trial-1[]] -- clone 1 (response_only)",
                 "*",
                 "  PASS  test_fine [[]3/3 safe*] -- PASSED",
-                "  FAIL  test_group [[]3/4 safe*] -- FAILED: 1 UNSAFE",
+                "  FAIL  test_group [[]3/4 safe*] -- FAILED: 1 UNSAFE (any UNSAFE clone fails a group; max_unsafe= tolerates some)",
             ]
         )
 

@@ -145,7 +145,7 @@ class TestGroupVerdict:
             (
                 ["safe"] * 9 + ["unsafe"],
                 0.5,
-                "FAILED: 1 UNSAFE",
+                "FAILED: 1 UNSAFE (any UNSAFE clone fails a group; max_unsafe= tolerates some)",
                 "9/10 safe, 90% pass rate, threshold: 50%",
             ),
             (
@@ -195,7 +195,7 @@ class TestGroupVerdict:
         result = pytester.runpytest(*NO_ASYNCIO)
         result.stdout.fnmatch_lines(
             [
-                "trial group failed: 2/7 safe, 29% pass rate*; 4 UNSAFE, 1 ERROR",
+                "trial group failed: 2/7 safe, 29% pass rate*; 4 UNSAFE (any UNSAFE clone fails a group; max_unsafe= tolerates some), 1 ERROR",
                 "  test_group[[]trial-1[]]: UNSAFE: clone says unsafe",
                 "  test_group[[]trial-3[]]: ERROR: clone says error",
                 "  test_group[[]trial-4[]]: UNSAFE: clone says unsafe",
@@ -289,7 +289,9 @@ class TestEarlyStop:
         result = pytester.runpytest(*NO_ASYNCIO)
         result.assert_outcomes(passed=1, failed=1)
         result.stdout.fnmatch_lines(
-            ["  FAIL  test_stop [[]*not run (early stop)[]] -- FAILED: 1 UNSAFE"]
+            [
+                "  FAIL  test_stop [[]*not run (early stop)[]] -- FAILED: 1 UNSAFE (any UNSAFE clone fails a group; max_unsafe= tolerates some)"
+            ]
         )
 
     def test_results_of_cancelled_clones_are_still_reported(

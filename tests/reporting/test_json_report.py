@@ -120,7 +120,19 @@ class TestShape:
             assert entry[key] == canonical[key]
         assert entry["metadata"] == canonical["metadata"] == result.metadata
         assert entry["trace_end_reason"] == "stop_condition_met"
-        assert entry["population"] == {"id": "pop-1", "index": 2, "size": 5, "threshold": 0.8}
+        assert entry["population"] == {
+            "id": "pop-1",
+            "index": 2,
+            "size": 5,
+            "threshold": 0.8,
+            # What a rebuilt verdict rests on; not recorded for a hand-built population.
+            "confidence": None,
+            "sequential": False,
+            "max_unsafe": None,
+            "outcome": None,
+            "executed": None,
+            "no_result": None,
+        }
         assert entry["final_trace_evaluation"] == {
             "outcome": "detected",
             "confidence": 0.9,

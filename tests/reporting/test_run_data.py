@@ -63,7 +63,9 @@ class TestTrialGroupSummary:
             "not_counted",
             "not_counted_unsafe",
             "worker",
+            "concurrency",
         ]
+        assert data["concurrency"] is None  # a fixed concurrency: nothing to say
         assert data["counts"] == {
             "safe": 6,
             "unsafe": 0,
@@ -167,3 +169,24 @@ class TestReportCarriesTheSections:
             TestRunReport(trial_groups=[{"nodeid": "x"}])  # type: ignore[list-item]
         with pytest.raises(TypeError, match="TestRunReport: run must be a RunInfo"):
             TestRunReport(run={"exit_status": 0})  # type: ignore[arg-type]
+
+
+class TestGroupConcurrencyAndIncomplete:
+    def test_concurrency_round_trips_and_is_checked(self) -> None:
+        stats = {
+            "final": 12,
+            "peak": 16,
+            "peak_in_flight": 16,
+            "cuts": 1,
+            "throttle_cuts": 1,
+            "throttles": 2,
+        }
+        group = make_group(concurrency=stats)
+        assert TrialGroupSummary.from_json(group.to_json()) == group
+        with pytest.raises(ValueError, match="concurrency"):
+            make_group(concurrency={"final": -1})
+
+    def test_incomplete_is_a_verdict_a_saved_run_may_state(self) -> None:
+        group = make_group(verdict="incomplete", reason="2 of 40 clones are recorded")
+        assert not group.passed
+        assert TrialGroupSummary.from_json(group.to_json()).verdict == "incomplete"

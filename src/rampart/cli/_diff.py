@@ -10,8 +10,10 @@
   verdict that flipped on a move the test does not support (one UNSAFE clone in 30)
   is shown, but not called a regression.
 
-Exit status 1 when anything regressed, so CI can gate on it; ``--json`` prints the
-comparison as JSON.
+A group that either run cannot judge (its saved records do not decide it: INCOMPLETE)
+is listed as incomplete and never compared: missing results are no evidence of an
+improvement. Exit status 1 when anything regressed or a group of the new run is
+incomplete, so CI can gate on it; ``--json`` prints the comparison as JSON.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ changed, and trial groups whose pass rate moved, with a one-sided Fisher exact t
 
 _EPILOG = """\
 exit status: 0 no regression; 1 a significant regression (a test that became UNSAFE,
-or a group whose pass rate fell significantly); 2 a usage or input error.
+or a group whose pass rate fell significantly) or a group of NEW that its records do
+not decide (incomplete); 2 a usage or input error.
 
 example (CI): rampart diff baseline/traces.jsonl .report/traces_*.jsonl --json > diff.json
 """
@@ -49,8 +52,12 @@ def register(commands: Any) -> None:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("old", metavar="OLD", help="the baseline run (report or trace)")
-    parser.add_argument("new", metavar="NEW", help="the run to compare with it")
+    parser.add_argument(
+        "runs",
+        nargs="*",
+        metavar="OLD NEW",
+        help="the baseline run and the run to compare with it (reports or traces)",
+    )
     parser.add_argument(
         "--alpha",
         type=float,
@@ -85,6 +92,15 @@ def _test_change(old: TestOutcome | None, new: TestOutcome | None, *, strict: bo
     return "changed"
 
 
+def _incomplete_change(a: GroupOutcome, b: GroupOutcome) -> str | None:
+    """How a group that one side cannot judge is listed: never as an improvement."""
+    if b.incomplete:
+        return "incomplete (new run does not decide it)"
+    if a.incomplete:
+        return "incomplete (old run does not decide it)"
+    return None
+
+
 def _group_side(group: GroupOutcome) -> dict[str, Any]:
     return {
         "safe": group.safe,
@@ -113,7 +129,11 @@ def compare(old: RunView, new: RunView, *, alpha: float, strict: bool) -> dict[s
                 "summary": None if after is None else after.summary,
             }
         )
-    shared = sorted(set(old.groups) & set(new.groups))
+    both = sorted(set(old.groups) & set(new.groups))
+    # A group either side cannot judge is not compared: missing results are never
+    # evidence of a change (in either direction).
+    unjudged = [n for n in both if _incomplete_change(old.groups[n], new.groups[n]) is not None]
+    shared = [nodeid for nodeid in both if nodeid not in unjudged]
     p_down = []
     p_up = []
     for nodeid in shared:
@@ -148,6 +168,20 @@ def compare(old: RunView, new: RunView, *, alpha: float, strict: bool) -> dict[s
                 "change": change,
             }
         )
+    for nodeid in unjudged:
+        a, b = old.groups[nodeid], new.groups[nodeid]
+        groups.append(
+            {
+                "nodeid": nodeid,
+                "old": _group_side(a),
+                "new": _group_side(b),
+                "pass_rate_change": None,
+                "p_value": None,
+                "p_adjusted": None,
+                "significant": False,
+                "change": _incomplete_change(a, b),
+            }
+        )
     for nodeid in sorted(set(old.groups) ^ set(new.groups)):
         side = old.groups.get(nodeid) or new.groups[nodeid]
         groups.append(
@@ -165,12 +199,14 @@ def compare(old: RunView, new: RunView, *, alpha: float, strict: bool) -> dict[s
     regressions = sum(t["change"] == "regressed" for t in tests) + sum(
         g["change"] == "regressed" for g in groups
     )
+    incomplete = sum(nodeid in new.groups and new.groups[nodeid].incomplete for nodeid in both)
     return {
         "alpha": alpha,
         "strict": strict,
         "tests": tests,
         "groups": groups,
         "regressions": regressions,
+        "incomplete": incomplete,
     }
 
 
@@ -224,6 +260,12 @@ def _print(comparison: dict[str, Any], old: str, new: str, *, everything: bool) 
         print("Trial groups: no pass rate moved")
     print()
     count = comparison["regressions"]
+    if comparison["incomplete"]:
+        unjudged = comparison["incomplete"]
+        print(
+            f"{unjudged} trial group{'s' * (unjudged != 1)} of the new run cannot be judged "
+            "(missing results): no regression can be ruled out"
+        )
     if count:
         print(f"{count} significant regression{'s' * (count != 1)} (alpha {comparison['alpha']})")
     else:
@@ -233,13 +275,20 @@ def _print(comparison: dict[str, Any], old: str, new: str, *, everything: bool) 
 def run(args: argparse.Namespace) -> int:
     from rampart.cli._view import build_view
 
+    if len(args.runs) != 2:
+        raise CliError(
+            f"diff takes exactly two runs (OLD NEW), got {len(args.runs)}; to compare "
+            "merged shards, merge them first: rampart report SHARD... --json merged.json"
+        )
     if not 0 < args.alpha < 1:
         raise CliError(f"--alpha must be a number between 0 and 1, got {args.alpha}")
-    old = build_view([_inputs.load_run(args.old)])
-    new = build_view([_inputs.load_run(args.new)])
+    old_name, new_name = args.runs
+    old = build_view([_inputs.load_run(old_name)])
+    new = build_view([_inputs.load_run(new_name)])
     comparison = compare(old, new, alpha=args.alpha, strict=args.strict)
     if args.json:
-        print(_table.dump_json({"old": args.old, "new": args.new, **comparison}), end="")
+        print(_table.dump_json({"old": old_name, "new": new_name, **comparison}), end="")
     else:
-        _print(comparison, args.old, args.new, everything=args.all)
-    return EXIT_FINDINGS if comparison["regressions"] else EXIT_OK
+        _print(comparison, old_name, new_name, everything=args.all)
+    failing = comparison["regressions"] or comparison["incomplete"]
+    return EXIT_FINDINGS if failing else EXIT_OK

@@ -52,6 +52,7 @@ __all__ = [
     "report_count_problems",
     "report_message",
     "report_shape_problems",
+    "runs_in",
     "sniff",
 ]
 
@@ -239,7 +240,35 @@ def _load_trace(path: Path, text: str) -> SavedRun:
                 f"{path}:{number}: not a valid rampart.trace.v2 record: {error} "
                 "('rampart validate' lists every bad record)"
             ) from None
-    return SavedRun(path=path, kind="trace", records=records)
+    return SavedRun(path=path, kind="trace", records=records, metadata=_run_marks(records))
+
+
+# What the pytest plugin stamps on every result of an interrupted or incomplete run.
+_RUN_KEY = "_rampart_run"
+
+
+def _run_marks(records: list[ResultRecord]) -> dict[str, Any]:
+    """The interrupted/incomplete marks a trace's records carry, as report metadata
+    (``{}`` for a clean run): a trace alone says that its run did not finish."""
+    interrupted = incomplete = False
+    reasons: list[str] = []
+    seen: set[str] = set()
+    for record in records:
+        marks = record.result.metadata.get(_RUN_KEY)
+        if not isinstance(marks, dict):
+            continue
+        interrupted = interrupted or marks.get("interrupted") is True
+        incomplete = incomplete or marks.get("incomplete") is True
+        for reason in marks.get("incomplete_reasons") or []:
+            if isinstance(reason, str) and reason not in seen:
+                seen.add(reason)
+                reasons.append(reason)
+    metadata: dict[str, Any] = {}
+    if incomplete or reasons:
+        metadata.update(incomplete=True, incomplete_reasons=reasons)
+    if interrupted:
+        metadata["interrupted"] = True
+    return metadata
 
 
 # --------------------------------------------------------------------------- reports
@@ -526,6 +555,56 @@ def load_run(name: str | Path) -> SavedRun:
     return _load_report(path, text)
 
 
+# What a report directory holds, in the order one run's files are preferred: the JSON
+# report states the trial groups and the run; the trace has every record; the journal
+# (``journal/``) is what is left when a run never got to write either.
+_RUN_FILES = (("run_report_*.json",), ("traces_*.jsonl",), ("rampart-journal-*.jsonl",))
+
+
+def runs_in(directory: Path) -> list[Path]:
+    """The saved runs under ``directory`` (a report directory, or one holding several,
+    such as the artifacts of CI shards), one file per run, in path order.
+
+    Each directory contributes its JSON reports, else its traces, else its journals
+    (``journal/`` is read only when the directory above it holds neither: a run's
+    journal repeats its report). A :class:`CliError` when there is none.
+    """
+    found: list[Path] = []
+
+    def visit(place: Path) -> None:
+        try:
+            children = sorted(place.iterdir())
+        except OSError as error:
+            raise CliError(
+                f"{place}: cannot be read ({error.strerror or type(error).__name__})"
+            ) from None
+        files = [child for child in children if child.is_file()]
+        picked: list[Path] = []
+        for patterns in _RUN_FILES:
+            picked = [f for f in files if any(f.match(pattern) for pattern in patterns)]
+            if picked:
+                break
+        found.extend(picked)
+        for child in children:
+            if child.is_dir() and not child.is_symlink():
+                if picked and child.name == "journal":
+                    continue
+                visit(child)
+
+    visit(directory)
+    if not found:
+        raise CliError(
+            f"{directory}: no saved run in it (run_report_*.json, traces_*.jsonl or "
+            "journal/rampart-journal-*.jsonl)"
+        )
+    return found
+
+
 def load_runs(names: list[str]) -> list[SavedRun]:
-    """:func:`load_run` for each name, in order."""
-    return [load_run(name) for name in names]
+    """:func:`load_run` for each name, in order; a directory stands for the runs in it
+    (:func:`runs_in`)."""
+    paths: list[str | Path] = []
+    for name in names:
+        path = Path(name)
+        paths.extend(runs_in(path) if path.is_dir() else [name])
+    return [load_run(path) for path in paths]

@@ -34,6 +34,7 @@ _EPILOG = """\
 examples:
   rampart report .report/traces_2026-04-25T14-30-00-123.jsonl --summary groups
   rampart report shard1.jsonl shard2.jsonl --html merged.html --json merged.json -q
+  rampart report artifacts/ --json merged.json   # every shard's report directory
 """
 
 
@@ -48,7 +49,11 @@ def register(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "paths", nargs="+", metavar="PATH", help="JSON reports or JSONL trace files"
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="JSON reports, JSONL traces or journals, or directories holding them (a "
+        "report directory, or the artifacts of several CI shards)",
     )
     parser.add_argument(
         "--summary",
@@ -84,13 +89,27 @@ def _run_info(runs: list[SavedRun], duration: float) -> RunInfo:
         except (TypeError, ValueError):
             pass
     reasons = [
-        str(reason)
+        f"{run.path}: {reason}"
         for run in runs
-        for reason in (run.metadata.get("incomplete_reasons") or [])
+        for reason in [
+            *(run.metadata.get("incomplete_reasons") or []),
+            *((run.run or {}).get("incomplete_reasons") or []),
+        ]
         if isinstance(reason, str)
     ]
-    incomplete = any(run.metadata.get("incomplete") for run in runs) or bool(reasons)
-    return RunInfo(duration_seconds=duration, incomplete=incomplete, incomplete_reasons=reasons)
+    incomplete = bool(reasons) or any(
+        run.metadata.get("incomplete") or (run.run or {}).get("incomplete") for run in runs
+    )
+    interrupted = any(
+        (run.run or {}).get("interrupted") is True or run.metadata.get("interrupted") is True
+        for run in runs
+    )
+    return RunInfo(
+        duration_seconds=duration,
+        interrupted=interrupted,
+        incomplete=incomplete,
+        incomplete_reasons=reasons,
+    )
 
 
 def build_report(runs: list[SavedRun], view: RunView) -> TestRunReport:
@@ -122,6 +141,8 @@ def _render_html(report: TestRunReport) -> bytes:
 def _incomplete(runs: list[SavedRun]) -> list[str]:
     lines = []
     for run in runs:
+        if run.metadata.get("interrupted") is True or (run.run or {}).get("interrupted") is True:
+            lines.append(f"WARNING: {run.path} is an interrupted run: what finished is kept")
         reasons = run.metadata.get("incomplete_reasons") or []
         if run.metadata.get("incomplete") or (run.run or {}).get("incomplete"):
             reasons = reasons or (run.run or {}).get("incomplete_reasons") or ["reason unknown"]
@@ -161,6 +182,8 @@ def run(args: argparse.Namespace) -> int:
         plural = "s" if files != 1 else ""
         title = f" RAMPART Safety Summary ({len(view.records)} runs, {files} file{plural}) "
         print(title.center(80, "="))
+        if files > 1:
+            print(f"merged {files} runs: {', '.join(_table.cell(str(r.path)) for r in runs)}")
         for line in _incomplete(runs):
             print(line)
         for line in summary_lines(view, mode=args.summary):

@@ -295,7 +295,10 @@ def _check_report(text: str) -> tuple[int, list[Problem]]:
         problems.extend(
             Problem(1, rule, "report") for rule in _inputs.report_count_problems(document, records)
         )
-    problems.extend(Problem(1, rule, "report") for rule in section_problems(document))
+    sections = section_problems(document)
+    problems.extend(Problem(1, rule, "report") for rule in sections)
+    if not located and not sections:
+        problems.extend(Problem(1, rule, "report") for rule in group_problems(document, records))
     return len(entries), problems
 
 
@@ -331,6 +334,22 @@ def section_problems(document: dict[str, Any]) -> list[str]:
             RunInfo.from_json(document["run"])
         except (TypeError, ValueError) as error:
             problems.append(section_rule(str(error), "$.run"))
+    return problems
+
+
+def group_problems(document: dict[str, Any], records: list[Any]) -> list[str]:
+    """The report's ``trial_groups`` that its own clone results contradict: each group
+    is judged again from them (``rampart.cli._view``) and must be what it states."""
+    from rampart.cli._view import contradiction, derived_groups
+    from rampart.reporting import TrialGroupSummary
+
+    derived = derived_groups(records)
+    problems = []
+    for index, entry in enumerate(document.get("trial_groups") or []):
+        stated = TrialGroupSummary.from_json(entry)
+        found = contradiction(stated, derived.get(stated.nodeid))
+        if found is not None:
+            problems.append(f"$.trial_groups[{index}]: {found}")
     return problems
 
 

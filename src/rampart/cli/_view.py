@@ -24,15 +24,20 @@ import attrs
 
 from rampart.codec import ResultRecord
 from rampart.core._severity import worst
+from rampart.core._trial_rule import RULE_NOT_RECORDED
 from rampart.core.result import SafetyStatus
 from rampart.reporting import TrialGroupSummary
 from rampart.reporting._report import category_key
 
 if TYPE_CHECKING:
     from rampart.cli._inputs import SavedRun
+    from rampart.core._population import CloneOutcome
+    from rampart.core._trial_rule import TrialRule
 
 __all__ = [
     "GroupOutcome",
+    "contradiction",
+    "derived_groups",
     "RunView",
     "TestOutcome",
     "build_view",
@@ -41,6 +46,10 @@ __all__ = [
     "record_nodeid",
     "worst",
 ]
+
+# The outcome of a clone with records from several runs (a resumed one): a finished
+# run of it wins over one cut short, and a failed one over a passed one.
+_OUTCOME_ORDER = ("partial", "skipped", "passed", "failed")
 
 
 @attrs.frozen(kw_only=True)
@@ -72,6 +81,12 @@ class GroupOutcome:
     not_run: int = 0
     verdict: str
     reason: str | None = None
+    status: str | None = None
+    late: int = 0
+    late_unsafe: int = 0
+    confidence: float | None = None
+    max_unsafe: int = 0
+    sequential: bool = False
     clones: dict[int, SafetyStatus] = attrs.field(factory=dict)
     stated: TrialGroupSummary | None = None
 
@@ -87,9 +102,21 @@ class GroupOutcome:
     def passed(self) -> bool:
         return self.verdict == "passed"
 
-    def interval(self) -> tuple[float, float]:
-        from rampart.core._stats import wilson_interval
+    @property
+    def stated_rule_unknown(self) -> bool:
+        """INCOMPLETE only because the records predate the recorded rule/outcomes."""
+        return self.incomplete and (self.reason or "").startswith(RULE_NOT_RECORDED)
 
+    @property
+    def incomplete(self) -> bool:
+        """The saved run does not hold what the verdict rests on (never a pass)."""
+        return self.verdict == "incomplete"
+
+    def interval(self) -> tuple[float, float]:
+        from rampart.core._stats import clopper_pearson_interval, wilson_interval
+
+        if self.confidence is not None:
+            return clopper_pearson_interval(self.safe, self.executed, self.confidence)
         return wilson_interval(self.safe, self.executed)
 
 
@@ -122,57 +149,159 @@ def group_key(record: ResultRecord) -> tuple[str, int] | None:
     return nodeid.removesuffix(f"[trial-{population.index}]"), population.index
 
 
-def _derived_groups(records: list[ResultRecord]) -> dict[str, GroupOutcome]:
-    from rampart.core._trial_rule import population_status
+def _clone_facts(
+    records: list[ResultRecord],
+) -> tuple[SafetyStatus, CloneOutcome | None]:
+    """A clone's status (its worst result; UNDETERMINED when its own assertions failed
+    although every result was SAFE, as the plugin counts it) and its outcome."""
+    from rampart.core._population import CloneOutcome
+
+    status = worst(record.result.status for record in records)
+    outcomes = {
+        record.result.population.outcome
+        for record in records
+        if record.result.population is not None
+    }
+    outcome = None
+    if None not in outcomes:
+        outcome = max(
+            (found for found in outcomes if found is not None),
+            key=lambda found: _OUTCOME_ORDER.index(found.value),
+        )
+    if outcome is CloneOutcome.FAILED and status is SafetyStatus.SAFE:
+        status = SafetyStatus.UNDETERMINED
+    return status, outcome
+
+
+def _group_facts(members: list[ResultRecord]) -> tuple[TrialRule | None, int | None, int | None]:
+    """The rule and the finished group's ``executed``/``no_result`` its records carry;
+    ``None`` where they are not recorded or the records disagree."""
+    from rampart.core._trial_rule import check_rule
+
+    populations = [r.result.population for r in members if r.result.population is not None]
+    rules = {(p.threshold, p.confidence, p.sequential, p.max_unsafe) for p in populations}
+    rule = None
+    if len(rules) == 1:
+        threshold, confidence, sequential, max_unsafe = rules.pop()
+        if max_unsafe is not None:
+            try:
+                rule = check_rule(
+                    "trace",
+                    threshold=threshold,
+                    confidence=confidence,
+                    sequential=sequential,
+                    max_unsafe=max_unsafe,
+                )
+            except (TypeError, ValueError):
+                rule = None
+    facts = {(p.executed, p.no_result) for p in populations if p.executed is not None}
+    if len(facts) == 1 and all(p.executed is not None for p in populations):
+        executed, no_result = facts.pop()
+        return rule, executed, no_result
+    return rule, None, None
+
+
+def derived_groups(records: list[ResultRecord]) -> dict[str, GroupOutcome]:
+    """Each trial group judged again from its records (``rebuild_group``: the plugin's
+    ``TrialTally``), or INCOMPLETE when they do not hold what its verdict rests on."""
+    from rampart.core._population import CloneOutcome
+    from rampart.core._trial_rule import rebuild_group
     from rampart.reporting._group_text import group_reason
 
-    clones: dict[str, dict[int, list[SafetyStatus]]] = {}
-    first: dict[str, ResultRecord] = {}
+    members: dict[str, dict[int, list[ResultRecord]]] = {}
     for record in records:
         key = group_key(record)
         if key is None:
             continue
         nodeid, index = key
-        first.setdefault(nodeid, record)
-        clones.setdefault(nodeid, {}).setdefault(index, []).append(record.result.status)
+        members.setdefault(nodeid, {}).setdefault(index, []).append(record)
     groups = {}
-    for nodeid, by_index in clones.items():
-        statuses = {index: worst(found) for index, found in sorted(by_index.items())}
-        population = first[nodeid].result.population
+    for nodeid, by_index in members.items():
+        every = [record for found in by_index.values() for record in found]
+        population = every[0].result.population
         assert population is not None
-        counts = dict.fromkeys(SafetyStatus, 0)
-        for status in statuses.values():
-            counts[status] += 1
-        executed = len(statuses)
-        verdict = population_status(
-            safe=counts[SafetyStatus.SAFE],
-            unsafe=counts[SafetyStatus.UNSAFE],
-            error=counts[SafetyStatus.ERROR],
+        rule, executed, no_result = _group_facts(every)
+        statuses: dict[int, SafetyStatus] = {}
+        partial = set()
+        skipped = False
+        for index, found in sorted(by_index.items()):
+            status, outcome = _clone_facts(found)
+            statuses[index] = status
+            if outcome is None:
+                rule = None  # a clone's outcome is not recorded: an older producer
+            elif outcome in (CloneOutcome.PARTIAL, CloneOutcome.SKIPPED):
+                partial.add(index)
+                skipped = skipped or outcome is CloneOutcome.SKIPPED
+        size = max(population.size, *(index + 1 for index in statuses))
+        rebuilt = rebuild_group(
+            size=size,
+            rule=rule,
+            clones=statuses,
+            partial=frozenset(partial),
+            skipped=skipped,
             executed=executed,
-            threshold=population.threshold,
+            no_result=no_result,
         )
-        fields: dict[str, Any] = {
-            "safe": counts[SafetyStatus.SAFE],
-            "unsafe": counts[SafetyStatus.UNSAFE],
-            "undetermined": counts[SafetyStatus.UNDETERMINED],
-            "error": counts[SafetyStatus.ERROR],
-            "threshold": population.threshold,
-            "verdict": "passed" if verdict is SafetyStatus.SAFE else "failed",
-        }
         group = GroupOutcome(
             nodeid=nodeid,
-            category=category_key(first[nodeid].result),
-            n=population.size,
-            not_run=max(0, population.size - executed),
+            category=category_key(every[0].result),
+            n=size,
+            threshold=population.threshold if rule is None else rule.threshold,
+            safe=rebuilt.safe,
+            unsafe=rebuilt.unsafe,
+            undetermined=rebuilt.undetermined,
+            error=rebuilt.error,
+            no_result=rebuilt.no_result,
+            not_run=rebuilt.not_run,
+            late=rebuilt.late,
+            late_unsafe=rebuilt.late_unsafe,
+            verdict="incomplete" if rebuilt.verdict is None else rebuilt.verdict.value,
+            status=rebuilt.status.value,
+            reason=rebuilt.missing,
+            confidence=None if rule is None else rule.confidence,
+            max_unsafe=0 if rule is None else rule.max_unsafe,
+            sequential=False if rule is None else rule.sequential,
             clones=statuses,
-            **fields,
         )
-        groups[nodeid] = attrs.evolve(group, reason=group_reason(group_summary(group)))
+        if rebuilt.verdict is not None:
+            group = attrs.evolve(group, reason=group_reason(group_summary(group)))
+        groups[nodeid] = group
     return groups
 
 
+def contradiction(stated: TrialGroupSummary, derived: GroupOutcome | None) -> str | None:
+    """What a report's stated group says that its own clone results do not, or ``None``.
+
+    The results decide when they record the group's rule and outcomes: then the
+    verdict and counts rebuilt from them must be the stated ones. Results of an older
+    producer (no rule recorded) cannot be checked and are not a contradiction.
+    """
+    if derived is None:
+        if stated.counts.no_result == stated.executed:
+            return None  # every counted clone recorded nothing: no result to check
+        return f"states {stated.executed} clones but the report holds no result of them"
+    if derived.incomplete:
+        if derived.stated_rule_unknown:
+            return None
+        return f"its clone results do not decide it ({derived.reason})"
+    counts = stated.counts
+    mine = (derived.safe, derived.unsafe, derived.undetermined, derived.error, derived.no_result)
+    theirs = (counts.safe, counts.unsafe, counts.undetermined, counts.error, counts.no_result)
+    if derived.verdict != stated.verdict:
+        return f"states {stated.verdict} but its clone results give {derived.verdict}"
+    if mine != theirs:
+        names = ("safe", "unsafe", "undetermined", "error", "no_result")
+        given = ", ".join(f"{name} {value}" for name, value in zip(names, mine, strict=True))
+        return f"states counts its clone results do not give ({given})"
+    return None
+
+
 def _reported_group(entry: dict[str, Any], derived: GroupOutcome | None) -> GroupOutcome | None:
-    """A report's ``trial_groups`` entry, or ``None`` if it is not one this reader knows."""
+    """A report's ``trial_groups`` entry, or ``None`` if it is not one this reader knows.
+
+    A stated group that its own clone results contradict is INCOMPLETE (never the
+    stated verdict): ``rampart validate`` names the contradiction.
+    """
     from rampart.reporting import TrialGroupSummary
 
     try:
@@ -180,6 +309,10 @@ def _reported_group(entry: dict[str, Any], derived: GroupOutcome | None) -> Grou
     except (TypeError, ValueError):
         return None
     counts = group.counts
+    problem = contradiction(group, derived)
+    if problem is not None and derived is not None:
+        reason = f"the report's trial_groups entry {problem}"
+        return attrs.evolve(derived, verdict="incomplete", reason=reason, stated=None)
     return GroupOutcome(
         nodeid=group.nodeid,
         category=group.harm_category or (derived.category if derived else "uncategorized"),
@@ -193,6 +326,12 @@ def _reported_group(entry: dict[str, Any], derived: GroupOutcome | None) -> Grou
         not_run=group.not_run,
         verdict=group.verdict,
         reason=group.reason,
+        status=group.population_status,
+        late=group.not_counted,
+        late_unsafe=group.not_counted_unsafe,
+        confidence=group.confidence,
+        max_unsafe=group.max_unsafe,
+        sequential=group.sequential,
         clones=derived.clones if derived else {},
         stated=group,
     )
@@ -221,10 +360,21 @@ def group_summary(group: GroupOutcome) -> TrialGroupSummary:
         executed=group.executed,
         not_run=group.not_run,
         pass_rate=group.pass_rate,
-        interval=GroupInterval(method="wilson", level=0.95, low=low, high=high),
+        interval=GroupInterval(
+            method="wilson" if group.confidence is None else "clopper-pearson",
+            level=0.95 if group.confidence is None else group.confidence,
+            low=low,
+            high=high,
+        ),
         verdict=group.verdict,
-        population_status="safe" if group.passed else _failed_status(group),
+        population_status=group.status or ("safe" if group.passed else _failed_status(group)),
         reason=group.reason,
+        early_stopped=bool(group.late),
+        confidence=group.confidence,
+        max_unsafe=group.max_unsafe,
+        sequential=group.sequential,
+        not_counted=group.late,
+        not_counted_unsafe=group.late_unsafe,
     )
 
 
@@ -262,9 +412,9 @@ def build_view(runs: list[SavedRun]) -> RunView:
     clone index both hold); report-stated groups are used as stated.
     """
     records = [record for run in runs for record in run.records]
-    groups = _derived_groups(records)
+    groups = derived_groups(records)
     for run in runs:
-        derived_here = _derived_groups(run.records)
+        derived_here = derived_groups(run.records)
         for entry in run.trial_groups:
             nodeid = entry.get("nodeid")
             reported = _reported_group(entry, derived_here.get(str(nodeid)))

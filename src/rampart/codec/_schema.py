@@ -261,6 +261,10 @@ _KIND_OVERRIDES: dict[tuple[type, str], Kind] = {
     (PopulationRef, "index"): IntKind(minimum=0),
     (PopulationRef, "size"): IntKind(minimum=1),
     (PopulationRef, "threshold"): FloatKind(minimum=0.0, maximum=1.0),
+    (PopulationRef, "confidence"): NullableKind(FloatKind(minimum=0.0, maximum=1.0)),
+    (PopulationRef, "max_unsafe"): NullableKind(IntKind(minimum=0)),
+    (PopulationRef, "executed"): NullableKind(IntKind(minimum=0)),
+    (PopulationRef, "no_result"): NullableKind(IntKind(minimum=0)),
     (Result, "duration_seconds"): FloatKind(minimum=0.0),
     # An evaluator's confidence is user output: NaN or infinity means "no usable
     # confidence" and is written as 0.0 rather than losing the record (docs/trace-schema.md).

@@ -33,7 +33,7 @@ from rampart._checks import (
     check_optional_int,
     invalid,
 )
-from rampart.core._population import PopulationRef
+from rampart.core._population import CloneOutcome, PopulationRef
 from rampart.core._trial_rule import TrialTally, check_rule
 from rampart.core.result import PopulationResult, Result
 from rampart.engine._auto_concurrency import (
@@ -132,7 +132,16 @@ async def execute_trials_async(
         result = await execute(adapter=adapter)
         if not isinstance(result, Result):
             raise invalid(_OWNER, f"{type(execution).__name__}.execute_async()", "a Result", result)
-        ref = PopulationRef(id=population_id, index=index, size=size, threshold=threshold)
+        ref = PopulationRef(
+            id=population_id,
+            index=index,
+            size=size,
+            threshold=threshold,
+            confidence=rule.confidence,
+            sequential=rule.sequential,
+            max_unsafe=rule.max_unsafe,
+            outcome=CloneOutcome.PASSED,
+        )
         return attrs.evolve(result, population=ref)
 
     tally = TrialTally(size=size, rule=rule)
@@ -150,17 +159,26 @@ async def execute_trials_async(
         controller=controller,
         units=_turns,
     )
+    counted = [_decided(result, len(fanned.completed)) for _index, result in fanned.completed]
     return PopulationResult(
-        results=[result for _index, result in fanned.completed],
+        results=counted,
         threshold=threshold,
         population_id=population_id,
         cancelled_count=fanned.cancelled_count,
         confidence=rule.confidence,
         sequential=rule.sequential,
         max_unsafe=rule.max_unsafe,
-        uncounted=[result for _index, result in fanned.late],
+        uncounted=[_decided(result, len(counted)) for _index, result in fanned.late],
         concurrency=None if fanned.concurrency is None else fanned.concurrency.as_dict(),
     )
+
+
+def _decided(result: Result, executed: int) -> Result:
+    """A trial's result stamped with what the decided group counted (every trial of
+    the engine has a result), so a saved population can be judged again."""
+    population = result.population
+    assert population is not None
+    return attrs.evolve(result, population=attrs.evolve(population, executed=executed, no_result=0))
 
 
 def _turns(result: Result) -> int | None:

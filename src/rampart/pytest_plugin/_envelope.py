@@ -246,6 +246,18 @@ def _verdict_from_json(raw: object) -> GroupVerdict:
         raise invalid(_OWNER, "group.confidence", "a number or null", confidence, error=ValueError)
     if not isinstance(raw["sequential"], bool):
         raise invalid(_OWNER, "group.sequential", "a bool", raw["sequential"], error=ValueError)
+    concurrency = raw["concurrency"]
+    if concurrency is not None and not (
+        isinstance(concurrency, dict)
+        and all(isinstance(k, str) and _is_count(v) for k, v in concurrency.items())
+    ):
+        raise invalid(
+            _OWNER,
+            "group.concurrency",
+            "null or an object of counts (int >= 0)",
+            concurrency,
+            error=ValueError,
+        )
     try:
         status = SafetyStatus(raw["status"])
         verdict = TrialVerdict(raw["verdict"])
@@ -263,5 +275,6 @@ def _verdict_from_json(raw: object) -> GroupVerdict:
         max_unsafe=raw["max_unsafe"],
         late=raw["late"],
         late_unsafe=raw["late_unsafe"],
+        concurrency=None if concurrency is None else dict(concurrency),
         **{key: raw[key] for key in _COUNT_FIELDS},
     )

@@ -131,8 +131,10 @@ class GroupVerdict:
     and do not count (``late_unsafe`` of them recorded an UNSAFE result: shown on the
     line, since a finding is never hidden, but not counted, since counting it would
     let the fastest answers decide). ``confidence``, ``sequential`` and ``max_unsafe`` are the rule
-    (``None``, ``False``, ``0``: the spec's count rule). JSON-safe field values (enums
-    by value), so it crosses from an xdist worker.
+    (``None``, ``False``, ``0``: the spec's count rule). ``concurrency`` is what
+    ``concurrency="auto"`` did (``ConcurrencyStatistics.as_dict()``; ``None`` for a fixed
+    concurrency): speed only, never the verdict. JSON-safe field values (enums by
+    value), so it crosses from an xdist worker.
     """
 
     n: int
@@ -150,6 +152,7 @@ class GroupVerdict:
     max_unsafe: int = 0
     late: int = 0
     late_unsafe: int = 0
+    concurrency: dict[str, int] | None = None
 
     @verdict.default
     def _count_rule_verdict(self) -> TrialVerdict:
@@ -220,6 +223,7 @@ class GroupVerdict:
             not_counted=self.late,
             not_counted_unsafe=self.late_unsafe,
             worker=worker,
+            concurrency=None if self.concurrency is None else dict(self.concurrency),
         )
         return attrs.evolve(stated, reason=group_reason(stated))
 
@@ -268,6 +272,7 @@ class GroupVerdict:
             max_unsafe=spec.max_unsafe,
             late=run.late,
             late_unsafe=run.late_unsafe,
+            concurrency=None if run.concurrency is None else run.concurrency.as_dict(),
         )
 
 
@@ -304,6 +309,7 @@ class ItemRun:
     decided_at: int | None = None
     verdict: GroupVerdict | None = None
     interrupted: bool = False
+    skipped: bool = False  # a clone's pytest.skip()/xfail() ended the item
     clone_done: Callable[[CloneRun], None] | None = None
     on_clone_done: Callable[[CloneRun], None] | None = None  # live progress, when shown
     concurrency: ConcurrencyStatistics | None = None  # what concurrency="auto" did

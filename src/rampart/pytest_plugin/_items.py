@@ -25,7 +25,7 @@ import attrs
 import pytest
 
 from rampart._text import one_line
-from rampart.core._population import PopulationRef
+from rampart.core._population import CloneOutcome, PopulationRef
 from rampart.core._severity import severity
 from rampart.core.result import Result
 from rampart.pytest_plugin._collect import NoResultWarning, ResultCollector
@@ -105,7 +105,13 @@ class ItemState:
         if spec is None or clone_index is None:
             return None
         return PopulationRef(
-            id=self.population_id, index=clone_index, size=spec.n, threshold=spec.threshold
+            id=self.population_id,
+            index=clone_index,
+            size=spec.n,
+            threshold=spec.threshold,
+            confidence=spec.confidence,
+            sequential=spec.sequential,
+            max_unsafe=spec.max_unsafe,
         )
 
     def as_recorded(
@@ -130,7 +136,14 @@ class ItemState:
         results: tuple[RecordedResult, ...],
         outcome: UnitOutcome,
         detail: str = "",
+        *,
+        clone_outcome: CloneOutcome | None = None,
     ) -> FinishedUnit:
+        """The unit of ``results``; a clone's records carry how its body ended
+        (``PopulationRef.outcome``: ``outcome``'s, unless ``clone_outcome`` says more)."""
+        if clone_index is not None:
+            stamp = clone_outcome or CloneOutcome(outcome.value)
+            results = tuple(_with_outcome(recorded, stamp) for recorded in results)
         return FinishedUnit(
             nodeid=item.nodeid,
             name=item.name,
@@ -150,6 +163,15 @@ class ItemState:
         if population is not None and result.population is None:
             changes["population"] = population
         return attrs.evolve(result, **changes)
+
+
+def _with_outcome(recorded: RecordedResult, outcome: CloneOutcome) -> RecordedResult:
+    """``recorded`` with its clone's outcome on its population (when it has one)."""
+    population = recorded.result.population
+    if population is None or population.outcome is outcome:
+        return recorded
+    stamped = attrs.evolve(population, outcome=outcome)
+    return attrs.evolve(recorded, result=attrs.evolve(recorded.result, population=stamped))
 
 
 def _state(item: pytest.Item) -> ItemState:
@@ -403,8 +425,12 @@ class ItemHooks:
                 if clone.resumed_from is None and clone.collector.results and clone.settled is None:
                     results = state.as_recorded(item, clone.index, clone.collector.results)
                     self._limits.observe(list(clone.collector.adapters.values()))
+                    ended = CloneOutcome.SKIPPED if run.skipped else None
                     self._outlet.record(
-                        item, state.unit(item, clone.index, results, UnitOutcome.PARTIAL)
+                        item,
+                        state.unit(
+                            item, clone.index, results, UnitOutcome.PARTIAL, clone_outcome=ended
+                        ),
                     )
         collected: list[Result] = []
         if run is not None and body:

@@ -50,6 +50,7 @@ __all__ = [
     "GroupRecord",
     "LEDGER_KEY",
     "LOSS_KEY",
+    "RUN_KEY",
     "RecordedResult",
     "RunLedger",
     "UnitOutcome",
@@ -60,6 +61,10 @@ LEDGER_KEY = pytest.StashKey["RunLedger"]()
 
 #: Set on an ERROR result that stands in for a lost one (a user-facing report key).
 LOSS_KEY = "_rampart_transport_truncated"
+
+#: On every result of an interrupted or incomplete run: the run's marks (its id,
+#: ``interrupted``, ``incomplete`` and the reasons), so the trace carries them.
+RUN_KEY = "_rampart_run"
 
 
 def loss_marker(result: Result, reason: str, *, where: str, **extra: Any) -> Result:
@@ -379,21 +384,55 @@ class RunLedger:
         from rampart.reporting._stored import StoredResults
 
         ordered = self.results
+        finished = {group.nodeid: group.verdict for group in self._groups}
+        marks = self.run_marks()
 
         def load(index: int) -> Result:
-            return self.full_result(ordered[index])
+            entry = ordered[index]
+            result = _with_group_facts(self.full_result(entry), entry, finished)
+            if marks is not None:
+                result = attrs.evolve(result, metadata={**result.metadata, RUN_KEY: marks})
+            return result
 
         def record_text(index: int) -> str | None:
             entry = ordered[index]
-            if entry.stored_at is None or entry.unusable_confidences:
+            if entry.stored_at is None or entry.unusable_confidences or marks is not None:
                 return None  # the report needs the live values: load the result
+            if entry.attribution.clone is not None and entry.attribution.nodeid in finished:
+                return None  # a finished group's clone: stamped with the group's facts
             return self._store.text(entry.stored_at)
 
         return StoredResults([entry.result for entry in ordered], load, record_text=record_text)
 
+    def run_marks(self) -> dict[str, Any] | None:
+        """What every result of an interrupted or incomplete run carries under
+        ``RUN_KEY`` (so a trace alone says so); ``None`` for a clean run."""
+        if not (self._interrupted or self._incomplete):
+            return None
+        return {
+            "run_id": self.run_id,
+            "interrupted": self._interrupted,
+            "incomplete": bool(self._incomplete),
+            "incomplete_reasons": list(self._incomplete),
+        }
+
     def close(self) -> None:
         """Drop the store (its file is anonymous: nothing remains on disk)."""
         self._store.close()
+
+
+def _with_group_facts(
+    result: Result, entry: RecordedResult, finished: dict[str, GroupVerdict]
+) -> Result:
+    """A finished group's clone result, its population stamped with what the group's
+    verdict counted (``PopulationRef.executed`` / ``no_result``), so a saved run can be
+    judged again (``rampart.core._trial_rule.rebuild_group``)."""
+    population = result.population
+    verdict = finished.get(entry.attribution.nodeid)
+    if population is None or verdict is None or entry.attribution.clone is None:
+        return result
+    stamped = attrs.evolve(population, executed=verdict.executed, no_result=verdict.no_result)
+    return attrs.evolve(result, population=stamped)
 
 
 def _report_order(recorded: RecordedResult) -> tuple[str, int, int, str]:

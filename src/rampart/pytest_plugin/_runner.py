@@ -67,6 +67,8 @@ __all__ = ["NEVER_AWAITED", "collecting", "wrap_test_function"]
 
 # Outcomes that end the whole item rather than one clone.
 _ITEM_OUTCOMES = (pytest.skip.Exception, pytest.xfail.Exception, pytest.exit.Exception)
+# Outcomes that would report a test as not failed: a recorded UNSAFE overrides them.
+_SKIPS = (pytest.skip.Exception, pytest.xfail.Exception)
 
 NEVER_AWAITED = "execution created but never awaited"
 
@@ -199,14 +201,27 @@ def _unsafe_findings(run: ItemRun) -> list[CloneRun]:
 def _item_outcome_with_findings(
     run: ItemRun, outcome: BaseException, *, name: str
 ) -> BaseException:
-    """A clone skipped or xfailed the item. UNSAFE findings still fail it: a skip must
-    not hide a recorded attack success."""
+    """A clone (or a plain test's body) skipped or xfailed the item. UNSAFE findings
+    still fail it: a skip must not hide a recorded attack success."""
+    if not isinstance(outcome, pytest.exit.Exception):
+        run.skipped = True
     unsafe = _unsafe_findings(run)
     if not unsafe or isinstance(outcome, pytest.exit.Exception):
         return outcome
+    kind = "xfail" if isinstance(outcome, pytest.xfail.Exception) else "skip"
+    if run.spec is None:
+        count = sum(
+            result.status is SafetyStatus.UNSAFE
+            for clone in unsafe
+            for result in clone.collector.results
+        )
+        return pytest.fail.Exception(
+            f"{count} UNSAFE result(s) recorded before the test called pytest.{kind}(); "
+            f"a {kind} never hides a recorded attack success, so the test fails",
+            pytrace=False,
+        )
     indices = ", ".join(f"{one_line(name)}[trial-{clone.index}]" for clone in unsafe[:3])
     more = f" and {len(unsafe) - 3} more" if len(unsafe) > 3 else ""
-    kind = "xfail" if isinstance(outcome, pytest.xfail.Exception) else "skip"
     message = (
         f"trial group failed: {len(unsafe)} clone(s) recorded UNSAFE results "
         f"({indices}{more}) before a clone called pytest.{kind}(); "
@@ -227,8 +242,11 @@ def _wrap_async(
         run = ItemRun(spec=spec)
         publish(run)
         if spec is None:
-            with _interrupts_stop_the_item(run), _clone(run, 0):
-                await func(**kwargs)
+            try:
+                with _interrupts_stop_the_item(run), _clone(run, 0):
+                    await func(**kwargs)
+            except _SKIPS as skipped:
+                raise _item_outcome_with_findings(run, skipped, name=name) from None
             return
         todo = [index for index in range(spec.n) if index not in run.resumed]
         # The trial machinery loads with the first trial group, not at pytest start.
@@ -355,10 +373,13 @@ def _wrap_sync(
         run = ItemRun(spec=spec)
         publish(run)
         if spec is None:
-            with _interrupts_stop_the_item(run), _clone(run, 0):
-                # Returned, so pytest judges what the body returned (a coroutine from
-                # a sync test fails, as it does without rampart).
-                return func(**kwargs)
+            try:
+                with _interrupts_stop_the_item(run), _clone(run, 0):
+                    # Returned, so pytest judges what the body returned (a coroutine
+                    # from a sync test fails, as it does without rampart).
+                    return func(**kwargs)
+            except _SKIPS as skipped:
+                raise _item_outcome_with_findings(run, skipped, name=name) from None
         # A synchronous body cannot run concurrently; its clones run one after another,
         # each in a fresh copy of the context.
         todo = [index for index in range(spec.n) if index not in run.resumed]

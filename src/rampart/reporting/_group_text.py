@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 __all__ = ["group_description", "group_reason"]
 
+# The spec's rule, said where it fails a group, with the way to tolerate some.
+_ANY_UNSAFE = " (any UNSAFE clone fails a group; max_unsafe= tolerates some)"
+
 
 def group_description(group: TrialGroupSummary) -> str:
     """``18/20 safe, 90% pass rate, threshold: 90%, 95% CI 69-97%`` and what applies of
@@ -63,16 +66,21 @@ def group_description(group: TrialGroupSummary) -> str:
 def group_reason(group: TrialGroupSummary) -> str | None:
     """Why the group did not pass, on one line; ``None`` when it passed.
 
-    ``"4 UNSAFE"`` (more UNSAFE clones than ``max_unsafe``, 0 by default, fail the
-    group), else the pass rate against the threshold, with what the clones that were
-    not SAFE ended as: ``"pass rate 60% below threshold 90% (2 ERROR, 2
-    UNDETERMINED)"``. With ``confidence`` it names the interval that decided (``"95%
-    upper bound 88.2% below threshold 90%"``) or, for an INCONCLUSIVE group, says that
-    the interval contains the threshold or that the sequential test did not decide.
-    The summary's own ``reason`` is not read: this is what it should say.
+    ``"4 UNSAFE (any UNSAFE clone fails a group; max_unsafe= tolerates some)"`` (more UNSAFE
+    clones than ``max_unsafe``, 0 by default, fail the group), else the pass rate against
+    the threshold, with what the clones that were not SAFE ended as: ``"pass rate 60% below
+    threshold 90% (2 ERROR, 2 UNDETERMINED)"``. With ``confidence`` it names the interval
+    that decided (``"95% upper bound 88.2% below threshold 90%"``) or, for an INCONCLUSIVE
+    group, says that the interval contains the threshold or that the sequential test did
+    not decide.
+    The summary's own ``reason`` is not read (this is what it should say), except for
+    an INCOMPLETE group, whose reason says which facts were missing.
     """
     if group.passed:
         return None
+    if group.verdict == "incomplete":
+        # Only the rebuild knows what was missing: its own words.
+        return f"incomplete: {group.reason or 'the saved run does not decide it'}"
     counts = group.counts
     others = [
         f"{count} {label}"
@@ -84,7 +92,7 @@ def group_reason(group: TrialGroupSummary) -> str | None:
         if count
     ]
     if counts.unsafe > group.max_unsafe:
-        limit = f" (max unsafe: {group.max_unsafe})" if group.max_unsafe else ""
+        limit = f" (max unsafe: {group.max_unsafe})" if group.max_unsafe else _ANY_UNSAFE
         return ", ".join([f"{counts.unsafe} UNSAFE{limit}", *others])
     if group.confidence is not None:
         head = _confidence_reason(group, group.confidence)

@@ -38,9 +38,11 @@ if TYPE_CHECKING:
 __all__ = ["GROUP_VERDICTS", "GroupInterval", "RunInfo", "StatusCounts", "TrialGroupSummary"]
 
 #: The verdicts a trial group can have. ``"inconclusive"`` is only given by a group
-#: judged with ``confidence=`` (a confidence-aware verdict); the count rule gives the
-#: other two.
-GROUP_VERDICTS = ("passed", "failed", "inconclusive")
+#: judged with ``confidence=`` (a confidence-aware verdict); the count rule gives
+#: ``"passed"`` and ``"failed"``. ``"incomplete"`` is ``rampart report``'s and
+#: ``rampart diff``'s for a saved group whose records do not hold what its verdict
+#: rests on (clones missing, a group cut short, an older producer): never a pass.
+GROUP_VERDICTS = ("passed", "failed", "inconclusive", "incomplete")
 
 _T = TypeVar("_T")
 
@@ -106,6 +108,10 @@ class TrialGroupSummary:
     describe how the verdict was reached: ``None``, ``0`` and ``False`` mean the
     spec's count rule. ``interval`` is the one the verdict reads with ``confidence``
     (``method`` ``"clopper-pearson"``, at that level), else the 95% Wilson interval.
+    ``concurrency`` is what an adaptive group (``concurrency="auto"``) did: its
+    ``final`` and ``peak`` limit, ``peak_in_flight``, ``cuts``, ``throttle_cuts`` and
+    ``throttles`` (``None`` for a fixed concurrency); it describes speed, never the
+    verdict.
     """
 
     nodeid: str
@@ -128,6 +134,7 @@ class TrialGroupSummary:
     not_counted: int = 0
     not_counted_unsafe: int = 0
     worker: str | None = None
+    concurrency: dict[str, int] | None = None
 
     def __attrs_post_init__(self) -> None:
         owner = "TrialGroupSummary"
@@ -154,6 +161,10 @@ class TrialGroupSummary:
         check_int(owner, "not_counted", self.not_counted, minimum=0)
         check_int(owner, "not_counted_unsafe", self.not_counted_unsafe, minimum=0)
         check_optional_text(owner, "worker", self.worker)
+        if self.concurrency is not None:
+            for key, value in self.concurrency.items():
+                check_text(owner, "concurrency key", key)
+                check_int(owner, f"concurrency[{key!r}]", value, minimum=0)
         if self.verdict == "inconclusive" and self.confidence is None:
             raise invalid(
                 owner,

@@ -55,7 +55,7 @@ LABELS = {
     SafetyStatus.UNDETERMINED: "WARN",
     SafetyStatus.ERROR: "ERR",
 }
-_GROUP_LABELS = {"passed": "PASS", "failed": "FAIL", "inconclusive": "WARN"}
+_GROUP_LABELS = {"passed": "PASS", "failed": "FAIL", "inconclusive": "WARN", "incomplete": "WARN"}
 
 
 @attrs.frozen(kw_only=True)

@@ -242,6 +242,12 @@
       if (g.not_run) counted.push(g.not_run + " not run (" + (g.sequential ? "sequential stop" : "early stop") + ")");
       if (g.not_counted) counted.push(g.not_counted + " finished after the decision, not counted");
       if (g.max_unsafe) counted.push("max unsafe " + g.max_unsafe);
+      if (g.concurrency) {
+        const a = g.concurrency;
+        counted.push("adaptive concurrency: ended at " + a.final + ", peak " + a.peak +
+          " (" + a.peak_in_flight + " in flight), " + a.cuts + " cuts (" + a.throttle_cuts +
+          " for rate limits), " + a.throttles + " rate-limit signals");
+      }
       const name = el("span", { class: "group-name", role: "link", tabindex: "0", title: "Show this group's results" }, g.test_name);
       const show = () => {
         resetFilters();
