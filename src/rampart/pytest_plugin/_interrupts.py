@@ -12,18 +12,30 @@ half: a SIGINT arriving during a journal write takes effect when the line is dow
 
 The handler is installed only from the first interrupt on, so the event loops'
 own SIGINT handling (trio's in particular) is untouched while tests run.
+
+Two Ctrl-C in quick succession never leave a report that reads as a clean run. The
+first ``KeyboardInterrupt`` is seen as it leaves ``pytest_runtestloop`` (an
+innermost wrapper), where the run is marked interrupted and the second Ctrl-C armed,
+before pytest's own handling, which is slow (it formats the traceback). A second
+SIGINT that lands before that -- while the loop unwinds, or inside pytest's handler,
+which then leaves ``session.exitstatus`` at 0 -- still cannot pass for a clean end:
+the loop did not return, so ``cut_short`` stays set, and the reporter marks the run
+interrupted from it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import threading
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 if TYPE_CHECKING:
-    import pytest
+    from collections.abc import Generator
 
     from rampart.pytest_plugin._journal import JournalWriter
     from rampart.pytest_plugin._ledger import RunLedger
@@ -42,6 +54,28 @@ class InterruptWatch:
         self._writer = writer
         self._previous: Any = None
         self._armed = False
+        #: The test loop started and has not returned or failed in a known way: an
+        #: interrupt may have cut it short (see the module docstring).
+        self.cut_short = False
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        del session
+        self.cut_short = True
+        try:
+            outcome = yield
+        except KeyboardInterrupt as exc:
+            if type(exc) is KeyboardInterrupt:  # a Ctrl-C, not pytest's own stop
+                self._ledger.mark_interrupted()
+                self.arm()
+            else:
+                self.cut_short = False
+            raise
+        except BaseException:
+            self.cut_short = False
+            raise
+        self.cut_short = False
+        return outcome
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         # pytest reports its own stops through this hook too (``Session.Interrupted``
@@ -65,7 +99,8 @@ class InterruptWatch:
         del signum, frame
         writer = self._writer
         if writer is not None and writer.writing:
-            writer.exit_after_write = EXIT_AT_ONCE
+            # The writer calls this when the line is down (it never imports this module).
+            writer.exit_after_write = functools.partial(exit_at_once, writer)
             return
         exit_at_once(writer)
 

@@ -139,9 +139,10 @@ class JournalWriter:
         self._broken = False
         self.units = 0
         self.lines = 0
-        # Set while a unit is being written: an immediate exit waits for the line end.
+        # Set while a unit is being written: an immediate exit waits for the line end
+        # (``_interrupts`` sets ``exit_after_write``, called once the line is down).
         self.writing = False
-        self.exit_after_write: int | None = None
+        self.exit_after_write: Callable[[], None] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -187,9 +188,7 @@ class JournalWriter:
         finally:
             self.writing = False
         if self.exit_after_write is not None:
-            from rampart.pytest_plugin._interrupts import exit_at_once
-
-            exit_at_once(self)
+            self.exit_after_write()
 
     def _open(self) -> int:
         fresh = self._gitignore is not None and not self._gitignore.parent.exists()
