@@ -248,6 +248,8 @@ class JournalLine:
     worker: str | None
     offset: int
     length: int
+    #: The record's result is UNSAFE: a finding no resumed run erases (``_resume``).
+    unsafe: bool = False
 
     def text(self, path: Path) -> str:
         with path.open("rb") as handle:
@@ -295,7 +297,8 @@ def read_journal(path: Path) -> JournalContents:
 def _bookkeeping(raw: bytes, offset: int) -> JournalLine | None:
     try:
         document = json.loads(raw)
-        keys = document["result"]["metadata"][JOURNAL_KEY]
+        result = document["result"]
+        keys = result["metadata"][JOURNAL_KEY]
         line = JournalLine(
             run=_text(keys["run"]),
             nodeid=_text(keys["nodeid"]),
@@ -309,6 +312,7 @@ def _bookkeeping(raw: bytes, offset: int) -> JournalLine | None:
             worker=None if keys["worker"] is None else _text(keys["worker"]),
             offset=offset,
             length=len(raw) - 1,
+            unsafe=result.get("status") == "unsafe",
         )
     except (ValueError, TypeError, KeyError):
         return None

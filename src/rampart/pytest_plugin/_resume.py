@@ -5,6 +5,12 @@ The plan (``ResumePlan``) reads the journal once and indexes its *complete* unit
 results and its outcome is not ``partial`` (an interrupted clone runs again). Lines
 of the running session's own run id are ignored (it appends to the same journal).
 
+An UNSAFE result in the journal is a finding that no resumed run erases (DESIGN 17):
+a ``partial`` unit (a clone or test an interrupt stopped) that recorded UNSAFE is
+reused like a complete one -- the clone counts UNSAFE in its group and is not run
+again, a plain test fails again with a line that says why -- and among a clone's
+units the one holding an UNSAFE result is the one reused.
+
 Per item (``ResumePlan.for_item``): only units whose test hash matches the item's
 current hash are reused. The hash (``test_hash``) covers the test function's source,
 every marker's arguments and the effective trial settings, so changed test code
@@ -93,6 +99,11 @@ class ResumedUnit:
     detail: str
     lines: tuple[JournalLine, ...]
 
+    @property
+    def unsafe(self) -> bool:
+        """The unit recorded an UNSAFE result: a finding that is always kept."""
+        return any(line.unsafe for line in self.lines)
+
 
 @attrs.frozen(kw_only=True)
 class ItemResume:
@@ -143,11 +154,12 @@ class ResumePlan:
         chosen: dict[int | None, ResumedUnit] = {}
         stale_runs: set[str] = set()
         for clone, candidates in per_clone.items():
-            for unit_hash, unit in candidates:
-                if unit_hash == current_hash:
-                    chosen.setdefault(clone, unit)
-                    break
-                stale_runs.add(unit.run)
+            matching = [unit for unit_hash, unit in candidates if unit_hash == current_hash]
+            if matching:
+                # The earliest run's unit, unless a later one holds a finding.
+                chosen[clone] = next((unit for unit in matching if unit.unsafe), matching[0])
+            else:
+                stale_runs.update(unit.run for _, unit in candidates)
         if spec is not None:
             chosen = {
                 clone: unit for clone, unit in chosen.items() if clone is None or clone < spec.n
@@ -163,8 +175,10 @@ class ResumePlan:
                 return None
         else:
             complete = all(index in chosen for index in range(spec.n))
-            if not complete:
-                # The test runs, so its fixtures record afresh: reuse only clones.
+            fixtures = chosen.get(None)
+            if not complete and (fixtures is None or not fixtures.unsafe):
+                # The test runs, so its fixtures record afresh: reuse only clones (and
+                # a finding its fixtures recorded, which is kept whatever they record).
                 chosen.pop(None, None)
                 if not chosen:
                     return None
@@ -207,14 +221,29 @@ def changed_message(nodeid: str, runs: tuple[str, ...]) -> str:
     )
 
 
+def finding_detail(run: str) -> str:
+    """The failure line of a plain test kept for an UNSAFE result an interrupt cut short."""
+    return (
+        f"recorded UNSAFE before run {run[:12]} was interrupted; an UNSAFE result is a "
+        "finding that no rerun erases"
+    )
+
+
 def _complete_unit(run: str, clone: int | None, lines: list[JournalLine]) -> ResumedUnit | None:
     first = lines[0]
+    detail = first.detail
     if first.outcome == UnitOutcome.PARTIAL.value:
-        return None
-    try:
-        outcome = UnitOutcome(first.outcome)
-    except ValueError:
-        return None
+        if not any(line.unsafe for line in lines):
+            return None  # it runs again
+        # A finding: kept as it was recorded (a clone's UNSAFE result fails its group;
+        # a plain test fails again, saying why).
+        outcome = UnitOutcome.PASSED if clone is not None else UnitOutcome.FAILED
+        detail = finding_detail(run) if clone is None else ""
+    else:
+        try:
+            outcome = UnitOutcome(first.outcome)
+        except ValueError:
+            return None
     by_index: dict[int, JournalLine] = {}
     for line in lines:
         if (line.of, line.test_hash, line.outcome) != (first.of, first.test_hash, first.outcome):
@@ -223,7 +252,7 @@ def _complete_unit(run: str, clone: int | None, lines: list[JournalLine]) -> Res
     if sorted(by_index) != list(range(first.of)):
         return None
     ordered = tuple(by_index[index] for index in range(first.of))
-    return ResumedUnit(run=run, clone=clone, outcome=outcome, detail=first.detail, lines=ordered)
+    return ResumedUnit(run=run, clone=clone, outcome=outcome, detail=detail, lines=ordered)
 
 
 def count_by_run(results: list[RecordedResult]) -> dict[str, int]:
