@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from rampart._text import one_line
 from rampart.codec._record import deserialize_record
 from rampart.pytest_plugin._journal import JOURNAL_KEY, JournalLine, read_journal
 from rampart.pytest_plugin._ledger import Attribution, RecordedResult, UnitOutcome
@@ -126,6 +127,7 @@ class ResumePlan:
         self.journal = journal
         contents = read_journal(journal)
         self.skipped_lines = contents.skipped + int(contents.torn_tail)
+        self.problems = _problem_messages(journal, contents.problems, contents.skipped)
         groups: dict[tuple[str, str, int | None], list[JournalLine]] = defaultdict(list)
         for line in contents.lines:
             if line.run != current_run:
@@ -211,6 +213,18 @@ class ResumePlan:
                     )
                 )
         return loaded
+
+
+def _problem_messages(journal: Path, problems: tuple[str, ...], skipped: int) -> tuple[str, ...]:
+    """One warning per journal line that is not used (the units on it run again)."""
+    where = one_line(str(journal))
+    messages = [
+        f"rampart resume: {where} {problem}; not used (what it held runs again)"
+        for problem in problems
+    ]
+    if skipped > len(problems):
+        messages.append(f"rampart resume: {where}: {skipped - len(problems)} more lines not used")
+    return tuple(messages)
 
 
 def changed_message(nodeid: str, runs: tuple[str, ...]) -> str:

@@ -31,6 +31,7 @@ import attrs
 import pytest
 
 from rampart._checks import invalid
+from rampart._text import one_line
 from rampart.codec._record import deserialize_record
 from rampart.pytest_plugin._journal import (
     JOURNAL_KEY,
@@ -38,6 +39,7 @@ from rampart.pytest_plugin._journal import (
     JOURNAL_SUFFIX,
     JournalWriter,
     journal_name,
+    looks_like_journal,
     read_journal,
 )
 from rampart.pytest_plugin._ledger import Attribution, RecordedResult
@@ -167,6 +169,12 @@ def _resume_path(config: pytest.Config, directory: Path | None) -> Path | None:
             "--rampart-resume=JOURNAL when test paths follow it",
             value,
             error=pytest.UsageError,
+        )
+    if not looks_like_journal(path):
+        raise pytest.UsageError(
+            f"--rampart-resume: {one_line(value)} is not a run journal (its first line has "
+            f"no {JOURNAL_KEY} bookkeeping; a JSONL trace or report cannot be resumed); "
+            f"give a {JOURNAL_PREFIX}*{JOURNAL_SUFFIX} file or its directory"
         )
     return path
 

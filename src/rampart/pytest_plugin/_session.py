@@ -95,6 +95,9 @@ def start(config: pytest.Config) -> None:
     plan = None
     if settings.resume is not None:
         plan = ResumePlan(settings.resume, current_run=settings.run_id)
+        if not is_worker:  # every process reads it; one says what it could not use
+            for message in plan.problems:
+                ledger.warn(message)
     journal = RunJournal(
         config=config,
         ledger=ledger,
