@@ -110,3 +110,62 @@ def test_an_in_flight_unsafe_plain_test_keeps_its_finding(
     assert "UNSAFE" in output
     final = reports(pytester)[-1]
     assert _unsafe_summaries(final) == ["plain leaked"], output
+
+
+FIXTURE_CONFTEST = (
+    REPORT_HOOK
+    + """
+import pytest
+
+@pytest.fixture
+def agent():
+    return "hardened"
+
+@pytest.fixture
+def target(agent):
+    return agent
+"""
+)
+
+FIXTURE_SUITE = """
+import pathlib
+import pytest
+from rampart import Result, SafetyStatus, record_result
+
+HERE = pathlib.Path(__file__).parent
+
+def test_agent(target):
+    (HERE / "ran-agent").touch()
+    status = SafetyStatus.SAFE if target == "hardened" else SafetyStatus.UNSAFE
+    record_result(Result(status=status, summary=f"agent is {target}"))
+
+def test_untouched():
+    (HERE / "ran-untouched").touch()
+    record_result(Result(status=SafetyStatus.SAFE, summary="untouched"))
+
+def test_z_stop():
+    if (HERE / "STOP").exists():
+        raise KeyboardInterrupt
+"""
+
+
+def test_changed_fixture_code_invalidates_resumed_results(pytester: pytest.Pytester) -> None:
+    """The agent fixture goes from hardened to vulnerable between the stopped run and
+    the resume: the test that uses it (through another fixture) runs again and
+    finds the leak; a test that does not use it is still reused."""
+    write_ini(pytester)
+    pytester.makeconftest(FIXTURE_CONFTEST)
+    pytester.makepyfile(FIXTURE_SUITE)
+    (pytester.path / "STOP").touch()
+    stopped = pytester.runpytest_subprocess(*NO_ASYNCIO)
+    assert stopped.ret == pytest.ExitCode.INTERRUPTED, stopped.stdout.str()
+    for marker in pytester.path.glob("ran-*"):
+        marker.unlink()
+    (pytester.path / "STOP").unlink()
+    pytester.makeconftest(FIXTURE_CONFTEST.replace('"hardened"', '"vulnerable"', 1))
+    resumed = pytester.runpytest_subprocess(*NO_ASYNCIO, "--rampart-resume")
+    output = resumed.stdout.str()
+    assert (pytester.path / "ran-agent").exists(), output
+    assert not (pytester.path / "ran-untouched").exists(), output
+    resumed.stdout.fnmatch_lines(["*rampart resume: *::test_agent changed since run *"])
+    assert _unsafe_summaries(reports(pytester)[-1]) == ["agent is vulnerable"], output

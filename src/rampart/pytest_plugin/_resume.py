@@ -15,7 +15,8 @@ Per item (``ResumePlan.for_item``): only units whose test hash matches the item'
 current hash are reused. The hash (``test_hash``) covers the test function's source,
 every marker's arguments and the effective trial settings, so changed test code
 invalidates the test's entries -- with a message naming the test -- and it runs
-again. A plain test is resumed when its unit is there; a trial test runs only the
+again; so does changed code of any fixture the test requests, directly or through
+other fixtures. A plain test is resumed when its unit is there; a trial test runs only the
 clone indices the journal lacks, and is not run at all when it has every one.
 """
 
@@ -50,13 +51,15 @@ __all__ = [
     "test_hash",
 ]
 
-test_hash_version = "1"
+test_hash_version = "2"  # 2: the fixtures' source is hashed too
 
 
 def test_hash(item: pytest.Item, spec: TrialSpec | None) -> str:
     """A digest of what makes the test's results reusable: its code and its markers.
 
     The source of the test function (its bytecode when the source is unavailable),
+    the source of every fixture it requests, transitively (so changing the agent
+    fixture invalidates the tests that use it),
     each marker's name and arguments (``repr``), the parametrization, and the
     effective trial settings (``n`` after ``--rampart-trials``, threshold, early stop, and
     the verdict extensions when in use: a default ``--rampart-confidence`` changes the
@@ -67,6 +70,9 @@ def test_hash(item: pytest.Item, spec: TrialSpec | None) -> str:
     function = getattr(item, "function", None)
     source = _source(function) if function is not None else item.nodeid
     digest.update(source.encode("utf-8", "surrogatepass"))
+    for name, fixture_source in _fixture_sources(item):
+        digest.update(f"\0fixture {name}\0".encode())
+        digest.update(fixture_source.encode("utf-8", "surrogatepass"))
     for marker in item.iter_markers():
         digest.update(repr((marker.name, marker.args, sorted(marker.kwargs.items()))).encode())
     callspec = getattr(item, "callspec", None)
@@ -77,6 +83,21 @@ def test_hash(item: pytest.Item, spec: TrialSpec | None) -> str:
         if not spec.rule.is_count_rule or spec.sequential:
             digest.update(repr((spec.confidence, spec.sequential, spec.max_unsafe)).encode())
     return digest.hexdigest()[:32]
+
+
+def _fixture_sources(item: pytest.Item) -> list[tuple[str, str]]:
+    """The source of every fixture the test requests, directly or through other
+    fixtures (pytest's closure of fixture names), overridden definitions included."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return []
+    sources = []
+    for name in sorted(info.names_closure):
+        for definition in info.name2fixturedefs.get(name, ()):
+            function = getattr(definition, "func", None)
+            if function is not None:
+                sources.append((name, _source(function)))
+    return sources
 
 
 @functools.lru_cache(maxsize=4096)
@@ -230,8 +251,9 @@ def _problem_messages(journal: Path, problems: tuple[str, ...], skipped: int) ->
 def changed_message(nodeid: str, runs: tuple[str, ...]) -> str:
     """What to say about a test whose journaled results its changed code invalidates."""
     return (
-        f"{nodeid} changed since run {', '.join(run[:12] for run in runs)} (its source or "
-        "marker arguments differ); its journaled results are not reused and it runs again"
+        f"{nodeid} changed since run {', '.join(run[:12] for run in runs)} (its source, its "
+        "fixtures' source or its marker arguments differ); its journaled results are not "
+        "reused and it runs again"
     )
 
 
