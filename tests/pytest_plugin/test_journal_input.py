@@ -79,3 +79,19 @@ def test_resume_from_a_trace_is_a_usage_error(pytester: pytest.Pytester) -> None
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     result.stderr.fnmatch_lines(["*--rampart-resume*not a run journal*"])
     assert trace.read_bytes() == before
+
+
+def test_resume_says_where_a_report_dir_run_kept_its_journal(pytester: pytest.Pytester) -> None:
+    """A run with --rampart-report-dir keeps its journal there; --rampart-resume alone
+    does not look there, and its error names the directory and the option to give."""
+    write_ini(pytester)
+    pytester.makepyfile(SUITE)
+    pytester.runpytest_subprocess(*NO_ASYNCIO, "--rampart-report-dir=out")
+    assert list((pytester.path / "out" / "journal").glob("rampart-journal-*.jsonl"))
+    result = pytester.runpytest_subprocess(*NO_ASYNCIO, "--rampart-resume")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines(
+        ["*--rampart-resume: no run journal*journals are in out/journal*--rampart-report-dir*"]
+    )
+    resumed = pytester.runpytest_subprocess(*NO_ASYNCIO, "--rampart-resume=out/journal")
+    resumed.assert_outcomes(errors=1, skipped=1)  # both reused from the journal

@@ -36,6 +36,7 @@ import pytest
 
 if TYPE_CHECKING:
     from collections.abc import Generator
+    from pathlib import Path
 
     from rampart.pytest_plugin._journal import JournalWriter
     from rampart.pytest_plugin._ledger import RunLedger
@@ -114,10 +115,18 @@ class InterruptWatch:
 def exit_at_once(writer: JournalWriter | None) -> None:
     """Say where the finished results are, then leave without any cleanup."""
     where = ""
-    if writer is not None and writer.lines:
+    if writer is not None and (writer.lines or _holds_lines(writer.path)):
         where = f"; finished results are in {writer.path}"
     message = f"\nrampart: second interrupt, exiting at once (no report written){where}\n"
     try:
         os.write(2, message.encode("utf-8", "replace"))
     finally:
         os._exit(EXIT_AT_ONCE)
+
+
+def _holds_lines(path: Path) -> bool:
+    """The journal file holds something (under xdist the workers wrote it)."""
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False

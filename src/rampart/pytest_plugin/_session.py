@@ -279,8 +279,9 @@ class RunReporter:
         ledger = self._ledger
         metadata: dict[str, Any] = {"run_id": ledger.run_id}
         journal = self._journal
-        if journal is not None and journal.writer is not None and journal.writer.lines:
-            metadata["journal"] = str(journal.writer.path)
+        written = None if journal is None else journal.written()
+        if written is not None:
+            metadata["journal"] = str(written)
         if self._plan is not None:
             resumed = count_by_run(list(ledger.results))
             metadata["resumed"] = {"journal": str(self._plan.journal), "runs": resumed}
@@ -334,9 +335,9 @@ class RunReporter:
                 "not finish.",
                 red=True,
             )
-            journal = self._journal
-            if journal is not None and journal.writer is not None and journal.writer.lines:
-                where = redact(one_line(str(journal.writer.path)))
+            written = None if self._journal is None else self._journal.written()
+            if written is not None:
+                where = redact(one_line(str(written)))
                 tr.write_line(f"Resume it: pytest ... --rampart-resume={where}")
         if self._not_written is not None:
             tr.write_line(f"RAMPART: no report written: {redact(self._not_written)}", yellow=True)
