@@ -25,12 +25,18 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 CONFTEST = """
+import os
 from pathlib import Path
+import pytest
 from rampart.reporting import JsonFileReportSink, JsonlTraceSink
 
 def pytest_rampart_sinks(config):
     out = Path(__file__).parent / "reports"
     return [JsonFileReportSink(output_dir=out), JsonlTraceSink(output_dir=out)]
+
+@pytest.fixture
+def anyio_backend():
+    return os.environ.get("INNER_BACKEND", "asyncio")
 """
 
 # Clones 0-7 finish at once (clone 1 with an UNSAFE finding); from clone 8 on every
@@ -66,10 +72,16 @@ def _reports(directory: Path) -> list[dict[str, object]]:
     return [json.loads(p.read_text()) for p in sorted(out.glob("run_report_*.json"))]
 
 
-@pytest.mark.parametrize("gap", [0.01, 0.1, 0.5])
-@pytest.mark.parametrize("workers", [0, 2], ids=["one-process", "n2"])
+@pytest.mark.parametrize(
+    ("backend", "workers", "gap"),
+    [
+        *[("asyncio", workers, gap) for workers in (0, 2) for gap in (0.01, 0.1, 0.5)],
+        ("trio", 0, 0.01),
+        ("trio", 0, 0.5),
+    ],
+)
 def test_two_quick_interrupts_never_write_a_clean_report(
-    pytester: pytest.Pytester, workers: int, gap: float
+    pytester: pytest.Pytester, backend: str, workers: int, gap: float
 ) -> None:
     """No report, or one that says interrupted and incomplete with a non-zero status;
     the run never exits 0."""
@@ -77,7 +89,7 @@ def test_two_quick_interrupts_never_write_a_clean_report(
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(SUITE)
     args = ("-n", str(workers)) if workers else ()
-    run = PytestProcess(pytester.path, *args)
+    run = PytestProcess(pytester.path, *args, env={"INNER_BACKEND": backend})
     directory = pytester.path
     run.wait_until(
         lambda: (
