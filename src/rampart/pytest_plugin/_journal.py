@@ -291,10 +291,6 @@ _UNPRINTABLE = re.compile(
 )
 
 
-class _Unusable(Exception):
-    """A journal line that is skipped; the message says why."""
-
-
 def read_journal(path: Path) -> JournalContents:
     """Every usable line of the journal at ``path``, in file order.
 
@@ -328,10 +324,11 @@ def read_journal(path: Path) -> JournalContents:
             elif not raw.strip():
                 continue
             else:
-                try:
-                    found.append(_bookkeeping(raw, start))
-                except _Unusable as exc:
-                    reason = str(exc)
+                line = _bookkeeping(raw, start)
+                if isinstance(line, str):
+                    reason = line
+                else:
+                    found.append(line)
             if reason is not None:
                 skipped += 1
                 if len(problems) < MAX_PROBLEMS:
@@ -355,11 +352,7 @@ def looks_like_journal(path: Path) -> bool:
             first = handle.readline(MAX_LINE_BYTES + 1)
     except OSError:
         return False
-    try:
-        _bookkeeping(first, 0)
-    except _Unusable:
-        return False
-    return True
+    return not isinstance(_bookkeeping(first, 0), str)
 
 
 def _skip_rest_of_line(handle: Any) -> int:
@@ -374,28 +367,40 @@ def _skip_rest_of_line(handle: Any) -> int:
 def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     document = dict(pairs)
     if len(document) != len(pairs):
-        raise _Unusable("a JSON object repeats a key")
+        raise ValueError("a JSON object repeats a key")
     return document
 
 
 def _no_constant(name: str) -> Any:
-    raise _Unusable(f"{name} is not a JSON number")
+    raise ValueError(f"{name} is not a JSON number")
 
 
-def _bookkeeping(raw: bytes, offset: int) -> JournalLine:
+def _bookkeeping(raw: bytes, offset: int) -> JournalLine | str:
+    """The line's bookkeeping, or why the line cannot be used."""
     try:
         document = json.loads(raw, object_pairs_hook=_unique_members, parse_constant=_no_constant)
     except RecursionError:
-        raise _Unusable("nested too deeply") from None
-    except ValueError:  # UnicodeDecodeError included
-        raise _Unusable("not JSON") from None
+        return "nested too deeply"
+    except UnicodeDecodeError:
+        return "not UTF-8 text"
+    except json.JSONDecodeError:
+        return "not JSON"
+    except ValueError as exc:  # from the hooks: a repeated key, NaN
+        return str(exc)
     try:
         result = document["result"]
         keys = result["metadata"][JOURNAL_KEY]
         fields = {name: keys[name] for name in _FIELDS}
         status = result.get("status")
     except (KeyError, TypeError, AttributeError):
-        raise _Unusable(f"not a journal record (no {JOURNAL_KEY} bookkeeping)") from None
+        return f"not a journal record (no {JOURNAL_KEY} bookkeeping)"
+    try:
+        return _line(fields, status, raw, offset)
+    except ValueError as exc:
+        return str(exc)
+
+
+def _line(fields: dict[str, Any], status: object, raw: bytes, offset: int) -> JournalLine:
     of = _count(fields["of"], "of", MAX_RESULTS_PER_UNIT, minimum=1)
     index = _count(fields["index"], "index", of - 1)
     return JournalLine(
@@ -423,11 +428,11 @@ _OUTCOMES = frozenset({"passed", "failed", "partial"})
 
 def _text(value: object, name: str, longest: int, *, empty: bool = False) -> str:
     if not isinstance(value, str) or (not value and not empty):
-        raise _Unusable(f"{JOURNAL_KEY}.{name} is not a string")
+        raise ValueError(f"{JOURNAL_KEY}.{name} is not a string")
     if len(value) > longest:
-        raise _Unusable(f"{JOURNAL_KEY}.{name} is longer than {longest} characters")
+        raise ValueError(f"{JOURNAL_KEY}.{name} is longer than {longest} characters")
     if _UNPRINTABLE.search(value):
-        raise _Unusable(
+        raise ValueError(
             f"{JOURNAL_KEY}.{name} holds control characters (escape sequences, line breaks)"
         )
     return value
@@ -435,15 +440,15 @@ def _text(value: object, name: str, longest: int, *, empty: bool = False) -> str
 
 def _count(value: object, name: str, maximum: int, *, minimum: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _Unusable(f"{JOURNAL_KEY}.{name} is not an integer")
+        raise ValueError(f"{JOURNAL_KEY}.{name} is not an integer")
     if not minimum <= value <= maximum:
         # Never echo the value itself: it may be a number thousands of digits long.
-        raise _Unusable(f"{JOURNAL_KEY}.{name} is out of range ({minimum} to {maximum})")
+        raise ValueError(f"{JOURNAL_KEY}.{name} is out of range ({minimum} to {maximum})")
     return value
 
 
 def _outcome(value: object) -> str:
     if value not in _OUTCOMES:
-        raise _Unusable(f"{JOURNAL_KEY}.outcome is not one of passed, failed, partial")
+        raise ValueError(f"{JOURNAL_KEY}.outcome is not one of passed, failed, partial")
     assert isinstance(value, str)
     return value
