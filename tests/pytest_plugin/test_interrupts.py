@@ -10,7 +10,12 @@ from __future__ import annotations
 import pytest
 
 from rampart.codec._record import deserialize_record
-from tests.pytest_plugin._subprocess import PytestProcess, journal_keys, journal_lines
+from tests.pytest_plugin._subprocess import (
+    PytestProcess,
+    journal_files,
+    journal_keys,
+    journal_lines,
+)
 from tests.pytest_plugin.conftest import (
     NO_ASYNCIO,
     REPORT_HOOK,
@@ -227,6 +232,9 @@ def test_ctrl_c_under_xdist(pytester: pytest.Pytester) -> None:
     status, output = run.finish()
     assert status == pytest.ExitCode.INTERRUPTED, output
     assert "RAMPART: INTERRUPTED" in output
+    # The workers wrote the journal; the controller still says how to resume.
+    (journal,) = journal_files(pytester.path)
+    assert f"Resume it: pytest ... --rampart-resume={journal}" in output
     report = only_report(pytester)
     assert report["metadata"]["interrupted"] is True
     summaries = _summaries(report)

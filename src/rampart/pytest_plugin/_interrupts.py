@@ -12,20 +12,31 @@ half: a SIGINT arriving during a journal write takes effect when the line is dow
 
 The handler is installed only from the first interrupt on, so the event loops'
 own SIGINT handling (trio's in particular) is untouched while tests run.
+
+Two Ctrl-C in quick succession never leave a report that reads as a clean run. The
+first ``KeyboardInterrupt`` is seen as it leaves ``pytest_runtestloop`` (an
+innermost wrapper), where the run is marked interrupted and the second Ctrl-C armed,
+before pytest's own handling, which is slow (it formats the traceback). A second
+SIGINT that lands before that -- while the loop unwinds, or inside pytest's handler,
+which then leaves ``session.exitstatus`` at 0 -- still cannot pass for a clean end:
+the loop did not return, so ``cut_short`` stays set, and the reporter marks the run
+interrupted from it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
-if TYPE_CHECKING:
-    from pathlib import Path
+import pytest
 
-    import pytest
+if TYPE_CHECKING:
+    from collections.abc import Callable, Generator
+    from pathlib import Path
 
     from rampart.pytest_plugin._ledger import RunLedger
 
@@ -42,7 +53,7 @@ class JournalWriter(Protocol):
     path: Path
     lines: int
     writing: bool
-    exit_after_write: int | None
+    exit_after_write: Callable[[], None] | None
 
 
 class InterruptWatch:
@@ -53,6 +64,28 @@ class InterruptWatch:
         self._writer = writer
         self._previous: Any = None
         self._armed = False
+        #: The test loop started and has not returned or failed in a known way: an
+        #: interrupt may have cut it short (see the module docstring).
+        self.cut_short = False
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        del session
+        self.cut_short = True
+        try:
+            outcome = yield
+        except KeyboardInterrupt as exc:
+            if type(exc) is KeyboardInterrupt:  # a Ctrl-C, not pytest's own stop
+                self._ledger.mark_interrupted()
+                self.arm()
+            else:
+                self.cut_short = False
+            raise
+        except BaseException:
+            self.cut_short = False
+            raise
+        self.cut_short = False
+        return outcome
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         # pytest reports its own stops through this hook too (``Session.Interrupted``
@@ -76,7 +109,8 @@ class InterruptWatch:
         del signum, frame
         writer = self._writer
         if writer is not None and writer.writing:
-            writer.exit_after_write = EXIT_AT_ONCE
+            # The writer calls this when the line is down (it never imports this module).
+            writer.exit_after_write = functools.partial(exit_at_once, writer)
             return
         exit_at_once(writer)
 
@@ -90,10 +124,18 @@ class InterruptWatch:
 def exit_at_once(writer: JournalWriter | None) -> None:
     """Say where the finished results are, then leave without any cleanup."""
     where = ""
-    if writer is not None and writer.lines:
+    if writer is not None and (writer.lines or _holds_lines(writer.path)):
         where = f"; finished results are in {writer.path}"
     message = f"\nrampart: second interrupt, exiting at once (no report written){where}\n"
     try:
         os.write(2, message.encode("utf-8", "replace"))
     finally:
         os._exit(EXIT_AT_ONCE)
+
+
+def _holds_lines(path: Path) -> bool:
+    """The journal file holds something (under xdist the workers wrote it)."""
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False

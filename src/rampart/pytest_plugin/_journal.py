@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,7 +45,6 @@ if sys.platform != "win32":  # POSIX: appends are serialized with flock
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from rampart.codec._jsonl import JsonlLine as JsonlFrame
     from rampart.pytest_plugin._ledger import FinishedUnit, RecordedResult
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "JournalLine",
     "JournalWriter",
     "journal_name",
+    "looks_like_journal",
     "read_journal",
 ]
 
@@ -132,9 +133,10 @@ class JournalWriter:
         self._broken = False
         self.units = 0
         self.lines = 0
-        # Set while a unit is being written: an immediate exit waits for the line end.
+        # Set while a unit is being written: an immediate exit waits for the line end
+        # (``_interrupts`` sets ``exit_after_write``, called once the line is down).
         self.writing = False
-        self.exit_after_write: int | None = None
+        self.exit_after_write: Callable[[], None] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -180,9 +182,7 @@ class JournalWriter:
         finally:
             self.writing = False
         if self.exit_after_write is not None:
-            from rampart.pytest_plugin._interrupts import exit_at_once
-
-            exit_at_once(self)
+            self.exit_after_write()
 
     def _open(self) -> int:
         fresh = self._gitignore is not None and not self._gitignore.parent.exists()
@@ -242,6 +242,8 @@ class JournalLine:
     worker: str | None
     offset: int
     length: int
+    #: The record's result is UNSAFE: a finding no resumed run erases (``_resume``).
+    unsafe: bool = False
 
     def text(self, path: Path) -> str:
         with path.open("rb") as handle:
@@ -251,76 +253,185 @@ class JournalLine:
 
 @attrs.frozen(kw_only=True)
 class JournalContents:
-    """What ``read_journal`` found: the lines, and how many it had to skip."""
+    """What ``read_journal`` found: the lines, and the ones it could not use.
+
+    ``problems`` says, for each line it skipped (but a torn tail), its line number and
+    why (at most ``MAX_PROBLEMS`` of them; ``skipped`` counts them all).
+    """
 
     path: Path
     lines: tuple[JournalLine, ...]
     skipped: int
     torn_tail: bool
+    problems: tuple[str, ...] = ()
+
+
+#: A journal is input (it may have been edited, truncated or planted): these bound
+#: what a line may hold before anything is built from it. ``of`` counts one unit's
+#: results; a line longer than ``MAX_LINE_BYTES`` is not read into memory.
+MAX_LINE_BYTES = 64 * 1024 * 1024
+MAX_RESULTS_PER_UNIT = 100_000
+MAX_CLONE_INDEX = 10_000_000
+MAX_TEXT = 16_384
+MAX_PROBLEMS = 20
+
+# Characters a journal's bookkeeping text never holds (its writer makes detail one
+# line): C0/C1 controls (escape sequences start with one), line separators, and the
+# invisible / bidirectional formatting characters ``one_line`` removes.
+_UNPRINTABLE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]"
+)
 
 
 def read_journal(path: Path) -> JournalContents:
-    """Every decodable line of the journal at ``path``, in file order.
+    """Every usable line of the journal at ``path``, in file order.
 
-    A line that is not JSON, lacks the bookkeeping key or has it malformed is skipped
-    and counted; so is a last line without its newline (a writer was killed there).
-    Lines are split and read by the codec's JSONL reader under the one JSON reading
-    policy (size, nesting depth, duplicate keys, finite numbers), so a hostile line is
-    skipped like any other undecodable one. Records are checked by the strict codec
-    when they are loaded, not here.
+    A line that is not JSON, is nested too deeply, repeats a key, is longer than
+    ``MAX_LINE_BYTES``, lacks the bookkeeping key or has it malformed or out of bounds
+    is skipped, and ``problems`` names it; a last line without its newline (a writer
+    was killed there) is skipped too. Records are checked by the strict codec when
+    they are loaded, not here.
     """
     found: list[JournalLine] = []
+    problems: list[str] = []
     skipped = 0
     torn_tail = False
-    from rampart.codec._jsonl import split_jsonl
+    offset = 0
+    number = 0
+    with path.open("rb") as handle:
+        while True:
+            raw = handle.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                break
+            number += 1
+            start = offset
+            offset += len(raw)
+            reason = None
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                offset += _skip_rest_of_line(handle)
+                reason = f"longer than {MAX_LINE_BYTES} bytes"
+            elif not raw.endswith(b"\n"):
+                torn_tail = bool(raw.strip())
+                break
+            elif not raw.strip():
+                continue
+            else:
+                line = _bookkeeping(raw, start)
+                if isinstance(line, str):
+                    reason = line
+                else:
+                    found.append(line)
+            if reason is not None:
+                skipped += 1
+                if len(problems) < MAX_PROBLEMS:
+                    problems.append(f"line {number}: {reason}")
+    return JournalContents(
+        path=path,
+        lines=tuple(found),
+        skipped=skipped,
+        torn_tail=torn_tail,
+        problems=tuple(problems),
+    )
 
-    for raw in split_jsonl(path.read_bytes()):
-        if not raw.complete:
-            torn_tail = True
-            break
-        line = _bookkeeping(raw)
-        if line is None:
-            skipped += 1
-        else:
-            found.append(line)
-    return JournalContents(path=path, lines=tuple(found), skipped=skipped, torn_tail=torn_tail)
 
-
-def _bookkeeping(raw: JsonlFrame) -> JournalLine | None:
-    offset = raw.offset
+def looks_like_journal(path: Path) -> bool:
+    """A run journal by its name, or by its first line's bookkeeping (a renamed one);
+    a JSONL trace or report is not one."""
+    if path.name.startswith(JOURNAL_PREFIX):
+        return True
     try:
-        document = raw.value()
-        keys = document["result"]["metadata"][JOURNAL_KEY]
-        line = JournalLine(
-            run=_text(keys["run"]),
-            nodeid=_text(keys["nodeid"]),
-            name=_text(keys["name"]),
-            clone=_optional_count(keys["clone"]),
-            index=_count(keys["index"]),
-            of=_count(keys["of"]),
-            test_hash=_text(keys["hash"]),
-            outcome=_text(keys["outcome"]),
-            detail=_text(keys["detail"]),
-            worker=None if keys["worker"] is None else _text(keys["worker"]),
-            offset=offset,
-            length=raw.length,
+        with path.open("rb") as handle:
+            first = handle.readline(MAX_LINE_BYTES + 1)
+    except OSError:
+        return False
+    return not isinstance(_bookkeeping(first, 0), str)
+
+
+def _skip_rest_of_line(handle: Any) -> int:
+    skipped = 0
+    while True:
+        chunk = handle.readline(MAX_LINE_BYTES)
+        skipped += len(chunk)
+        if not chunk or chunk.endswith(b"\n"):
+            return skipped
+
+
+def _bookkeeping(raw: bytes, offset: int) -> JournalLine | str:
+    """The line's bookkeeping, or why the line cannot be used.
+
+    The line is read under the codec's one JSON reading policy (size, nesting depth,
+    duplicate keys, finite numbers), so a hostile line is a reason, never a crash.
+    """
+    from rampart.codec import parse_strict_json
+
+    try:
+        document = parse_strict_json(data=raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "not UTF-8 text"
+    except SchemaError as exc:  # not JSON, too deep, a repeated key, NaN
+        return one_line(str(exc), limit=200)
+    try:
+        result = document["result"]
+        keys = result["metadata"][JOURNAL_KEY]
+        fields = {name: keys[name] for name in _FIELDS}
+        status = result.get("status")
+    except (KeyError, TypeError, AttributeError):
+        return f"not a journal record (no {JOURNAL_KEY} bookkeeping)"
+    try:
+        return _line(fields, status, raw, offset)
+    except ValueError as exc:
+        return str(exc)
+
+
+def _line(fields: dict[str, Any], status: object, raw: bytes, offset: int) -> JournalLine:
+    of = _count(fields["of"], "of", MAX_RESULTS_PER_UNIT, minimum=1)
+    index = _count(fields["index"], "index", of - 1)
+    return JournalLine(
+        run=_text(fields["run"], "run", 64),
+        nodeid=_text(fields["nodeid"], "nodeid", MAX_TEXT),
+        name=_text(fields["name"], "name", MAX_TEXT),
+        clone=None
+        if fields["clone"] is None
+        else _count(fields["clone"], "clone", MAX_CLONE_INDEX),
+        index=index,
+        of=of,
+        test_hash=_text(fields["hash"], "hash", 64),
+        outcome=_outcome(fields["outcome"]),
+        detail=_text(fields["detail"], "detail", _MAX_DETAIL, empty=True),
+        worker=None if fields["worker"] is None else _text(fields["worker"], "worker", 64),
+        offset=offset,
+        length=len(raw) - 1,
+        unsafe=status == "unsafe",
+    )
+
+
+_FIELDS = ("run", "nodeid", "name", "clone", "index", "of", "hash", "outcome", "detail", "worker")
+_OUTCOMES = frozenset({"passed", "failed", "partial"})
+
+
+def _text(value: object, name: str, longest: int, *, empty: bool = False) -> str:
+    if not isinstance(value, str) or (not value and not empty):
+        raise ValueError(f"{JOURNAL_KEY}.{name} is not a string")
+    if len(value) > longest:
+        raise ValueError(f"{JOURNAL_KEY}.{name} is longer than {longest} characters")
+    if _UNPRINTABLE.search(value):
+        raise ValueError(
+            f"{JOURNAL_KEY}.{name} holds control characters (escape sequences, line breaks)"
         )
-    except (ValueError, TypeError, KeyError):
-        return None
-    return line
-
-
-def _text(value: object) -> str:
-    if not isinstance(value, str):
-        raise TypeError("expected a string")
     return value
 
 
-def _count(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise TypeError("expected a count")
+def _count(value: object, name: str, maximum: int, *, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{JOURNAL_KEY}.{name} is not an integer")
+    if not minimum <= value <= maximum:
+        # Never echo the value itself: it may be a number thousands of digits long.
+        raise ValueError(f"{JOURNAL_KEY}.{name} is out of range ({minimum} to {maximum})")
     return value
 
 
-def _optional_count(value: object) -> int | None:
-    return None if value is None else _count(value)
+def _outcome(value: object) -> str:
+    if value not in _OUTCOMES:
+        raise ValueError(f"{JOURNAL_KEY}.outcome is not one of passed, failed, partial")
+    assert isinstance(value, str)
+    return value

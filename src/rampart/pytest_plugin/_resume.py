@@ -5,11 +5,18 @@ The plan (``ResumePlan``) reads the journal once and indexes its *complete* unit
 results and its outcome is not ``partial`` (an interrupted clone runs again). Lines
 of the running session's own run id are ignored (it appends to the same journal).
 
+An UNSAFE result in the journal is a finding that no resumed run erases (DESIGN 17):
+a ``partial`` unit (a clone or test an interrupt stopped) that recorded UNSAFE is
+reused like a complete one -- the clone counts UNSAFE in its group and is not run
+again, a plain test fails again with a line that says why -- and among a clone's
+units the one holding an UNSAFE result is the one reused.
+
 Per item (``ResumePlan.for_item``): only units whose test hash matches the item's
 current hash are reused. The hash (``test_hash``) covers the test function's source,
 every marker's arguments and the effective trial settings, so changed test code
 invalidates the test's entries -- with a message naming the test -- and it runs
-again. A plain test is resumed when its unit is there; a trial test runs only the
+again; so does changed code of any fixture the test requests, directly or through
+other fixtures. A plain test is resumed when its unit is there; a trial test runs only the
 clone indices the journal lacks, and is not run at all when it has every one.
 """
 
@@ -23,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from rampart._text import one_line
 from rampart.pytest_plugin._journal import JOURNAL_KEY, JournalLine, read_journal
 from rampart.pytest_plugin._ledger import Attribution, RecordedResult, UnitOutcome
 
@@ -42,13 +50,15 @@ __all__ = [
     "test_hash",
 ]
 
-test_hash_version = "1"
+test_hash_version = "2"  # 2: the fixtures' source is hashed too
 
 
 def test_hash(item: pytest.Item, spec: TrialSpec | None) -> str:
     """A digest of what makes the test's results reusable: its code and its markers.
 
     The source of the test function (its bytecode when the source is unavailable),
+    the source of every fixture it requests, transitively (so changing the agent
+    fixture invalidates the tests that use it),
     each marker's name and arguments (``repr``), the parametrization, and the
     effective trial settings (``n`` after ``--rampart-trials``, threshold, early stop, and
     the verdict extensions when in use: a default ``--rampart-confidence`` changes the
@@ -59,6 +69,9 @@ def test_hash(item: pytest.Item, spec: TrialSpec | None) -> str:
     function = getattr(item, "function", None)
     source = _source(function) if function is not None else item.nodeid
     digest.update(source.encode("utf-8", "surrogatepass"))
+    for name, fixture_source in _fixture_sources(item):
+        digest.update(f"\0fixture {name}\0".encode())
+        digest.update(fixture_source.encode("utf-8", "surrogatepass"))
     for marker in item.iter_markers():
         digest.update(repr((marker.name, marker.args, sorted(marker.kwargs.items()))).encode())
     callspec = getattr(item, "callspec", None)
@@ -69,6 +82,21 @@ def test_hash(item: pytest.Item, spec: TrialSpec | None) -> str:
         if not spec.rule.is_count_rule or spec.sequential:
             digest.update(repr((spec.confidence, spec.sequential, spec.max_unsafe)).encode())
     return digest.hexdigest()[:32]
+
+
+def _fixture_sources(item: pytest.Item) -> list[tuple[str, str]]:
+    """The source of every fixture the test requests, directly or through other
+    fixtures (pytest's closure of fixture names), overridden definitions included."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return []
+    sources = []
+    for name in sorted(info.names_closure):
+        for definition in info.name2fixturedefs.get(name, ()):
+            function = getattr(definition, "func", None)
+            if function is not None:
+                sources.append((name, _source(function)))
+    return sources
 
 
 @functools.lru_cache(maxsize=4096)
@@ -92,6 +120,11 @@ class ResumedUnit:
     detail: str
     lines: tuple[JournalLine, ...]
 
+    @property
+    def unsafe(self) -> bool:
+        """The unit recorded an UNSAFE result: a finding that is always kept."""
+        return any(line.unsafe for line in self.lines)
+
 
 @attrs.frozen(kw_only=True)
 class ItemResume:
@@ -114,6 +147,7 @@ class ResumePlan:
         self.journal = journal
         contents = read_journal(journal)
         self.skipped_lines = contents.skipped + int(contents.torn_tail)
+        self.problems = _problem_messages(journal, contents.problems, contents.skipped)
         groups: dict[tuple[str, str, int | None], list[JournalLine]] = defaultdict(list)
         for line in contents.lines:
             if line.run != current_run:
@@ -142,11 +176,12 @@ class ResumePlan:
         chosen: dict[int | None, ResumedUnit] = {}
         stale_runs: set[str] = set()
         for clone, candidates in per_clone.items():
-            for unit_hash, unit in candidates:
-                if unit_hash == current_hash:
-                    chosen.setdefault(clone, unit)
-                    break
-                stale_runs.add(unit.run)
+            matching = [unit for unit_hash, unit in candidates if unit_hash == current_hash]
+            if matching:
+                # The earliest run's unit, unless a later one holds a finding.
+                chosen[clone] = next((unit for unit in matching if unit.unsafe), matching[0])
+            else:
+                stale_runs.update(unit.run for _, unit in candidates)
         if spec is not None:
             chosen = {
                 clone: unit for clone, unit in chosen.items() if clone is None or clone < spec.n
@@ -162,8 +197,10 @@ class ResumePlan:
                 return None
         else:
             complete = all(index in chosen for index in range(spec.n))
-            if not complete:
-                # The test runs, so its fixtures record afresh: reuse only clones.
+            fixtures = chosen.get(None)
+            if not complete and (fixtures is None or not fixtures.unsafe):
+                # The test runs, so its fixtures record afresh: reuse only clones (and
+                # a finding its fixtures recorded, which is kept whatever they record).
                 chosen.pop(None, None)
                 if not chosen:
                     return None
@@ -200,22 +237,50 @@ class ResumePlan:
         return loaded
 
 
+def _problem_messages(journal: Path, problems: tuple[str, ...], skipped: int) -> tuple[str, ...]:
+    """One warning per journal line that is not used (the units on it run again)."""
+    where = one_line(str(journal))
+    messages = [
+        f"rampart resume: {where} {problem}; not used (what it held runs again)"
+        for problem in problems
+    ]
+    if skipped > len(problems):
+        messages.append(f"rampart resume: {where}: {skipped - len(problems)} more lines not used")
+    return tuple(messages)
+
+
 def changed_message(nodeid: str, runs: tuple[str, ...]) -> str:
     """What to say about a test whose journaled results its changed code invalidates."""
     return (
-        f"{nodeid} changed since run {', '.join(run[:12] for run in runs)} (its source or "
-        "marker arguments differ); its journaled results are not reused and it runs again"
+        f"{nodeid} changed since run {', '.join(run[:12] for run in runs)} (its source, its "
+        "fixtures' source or its marker arguments differ); its journaled results are not "
+        "reused and it runs again"
+    )
+
+
+def finding_detail(run: str) -> str:
+    """The failure line of a plain test kept for an UNSAFE result an interrupt cut short."""
+    return (
+        f"recorded UNSAFE before run {run[:12]} was interrupted; an UNSAFE result is a "
+        "finding that no rerun erases"
     )
 
 
 def _complete_unit(run: str, clone: int | None, lines: list[JournalLine]) -> ResumedUnit | None:
     first = lines[0]
+    detail = first.detail
     if first.outcome == UnitOutcome.PARTIAL.value:
-        return None
-    try:
-        outcome = UnitOutcome(first.outcome)
-    except ValueError:
-        return None
+        if not any(line.unsafe for line in lines):
+            return None  # it runs again
+        # A finding: kept as it was recorded (a clone's UNSAFE result fails its group;
+        # a plain test fails again, saying why).
+        outcome = UnitOutcome.PASSED if clone is not None else UnitOutcome.FAILED
+        detail = finding_detail(run) if clone is None else ""
+    else:
+        try:
+            outcome = UnitOutcome(first.outcome)
+        except ValueError:
+            return None
     by_index: dict[int, JournalLine] = {}
     for line in lines:
         if (line.of, line.test_hash, line.outcome) != (first.of, first.test_hash, first.outcome):
@@ -224,7 +289,7 @@ def _complete_unit(run: str, clone: int | None, lines: list[JournalLine]) -> Res
     if sorted(by_index) != list(range(first.of)):
         return None
     ordered = tuple(by_index[index] for index in range(first.of))
-    return ResumedUnit(run=run, clone=clone, outcome=outcome, detail=first.detail, lines=ordered)
+    return ResumedUnit(run=run, clone=clone, outcome=outcome, detail=detail, lines=ordered)
 
 
 def count_by_run(results: list[RecordedResult]) -> dict[str, int]:

@@ -31,12 +31,14 @@ import attrs
 import pytest
 
 from rampart._checks import invalid
+from rampart._text import one_line
 from rampart.pytest_plugin._journal import (
     JOURNAL_KEY,
     JOURNAL_PREFIX,
     JOURNAL_SUFFIX,
     JournalWriter,
     journal_name,
+    looks_like_journal,
     read_journal,
 )
 from rampart.pytest_plugin._ledger import Attribution, RecordedResult
@@ -142,7 +144,7 @@ def _resume_path(config: pytest.Config, directory: Path | None) -> Path | None:
         if found is None:
             raise pytest.UsageError(
                 f"--rampart-resume: no run journal ({JOURNAL_PREFIX}*{JOURNAL_SUFFIX}) in "
-                f"{directory} to resume"
+                f"{one_line(str(directory))} to resume{_elsewhere(config, directory)}"
             )
         return found
     path = config.invocation_params.dir / Path(value)
@@ -167,7 +169,43 @@ def _resume_path(config: pytest.Config, directory: Path | None) -> Path | None:
             value,
             error=pytest.UsageError,
         )
+    if not looks_like_journal(path):
+        raise pytest.UsageError(
+            f"--rampart-resume: {one_line(value)} is not a run journal (its first line has "
+            f"no {JOURNAL_KEY} bookkeeping; a JSONL trace or report cannot be resumed); "
+            f"give a {JOURNAL_PREFIX}*{JOURNAL_SUFFIX} file or its directory"
+        )
     return path
+
+
+def _elsewhere(config: pytest.Config, directory: Path) -> str:
+    """Where else journals are (a run with ``--rampart-report-dir`` or ``--rampart-journal``
+    wrote them there), to say in the error: a bounded look two levels under rootdir."""
+    root = config.rootpath
+    found: set[Path] = set()
+    for pattern in (f"*/journal/{JOURNAL_PREFIX}*", f"*/*/journal/{JOURNAL_PREFIX}*"):
+        try:
+            found.update(path.parent for path in root.glob(pattern) if path.parent != directory)
+        except OSError:
+            continue
+    if not found:
+        return (
+            "; a run with --rampart-report-dir=DIR keeps its journals in DIR/journal: give "
+            "the same --rampart-report-dir, or --rampart-resume=DIR/journal"
+        )
+    places = sorted(found)[:3]
+    shown = ", ".join(one_line(str(_relative(place, root))) for place in places)
+    return (
+        f"; journals are in {shown} (written with --rampart-report-dir or "
+        "--rampart-journal): give the same option, or --rampart-resume=<that directory>"
+    )
+
+
+def _relative(path: Path, root: Path) -> Path:
+    try:
+        return path.relative_to(root)
+    except ValueError:
+        return path
 
 
 def newest_journal(directory: Path) -> Path | None:
@@ -204,6 +242,19 @@ class RunJournal:
     @property
     def settings(self) -> JournalSettings:
         return self._settings
+
+    def written(self) -> Path | None:
+        """This run's journal when it holds anything (under xdist the workers write it,
+        so the controller's own writer may have written nothing)."""
+        journal = self._settings.journal
+        if journal is None:
+            return None
+        if self.writer is not None and self.writer.lines:
+            return journal
+        try:
+            return journal if journal.stat().st_size > 0 else None
+        except OSError:
+            return None
 
     def journal_unit(self, unit: FinishedUnit) -> None:
         """The ledger's subscriber: journal the units this process ran."""

@@ -62,6 +62,12 @@ __all__ = ["LedgerOutlet", "RunReporter", "start", "stop"]
 
 _REGISTERED = pytest.StashKey[list[str]]()
 
+#: The incomplete reason of an interrupted run (the report says both).
+INTERRUPTED_REASON = (
+    "the run was interrupted (Ctrl-C): tests still running did not finish and later tests "
+    "did not run"
+)
+
 
 def start(config: pytest.Config) -> None:
     """Make the run's ledger and register the plugin's parts (see the module docstring)."""
@@ -91,6 +97,9 @@ def start(config: pytest.Config) -> None:
     plan = None
     if settings.resume is not None:
         plan = ResumePlan(settings.resume, current_run=settings.run_id)
+        if not is_worker:  # every process reads it; one says what it could not use
+            for message in plan.problems:
+                ledger.warn(message)
     journal = RunJournal(
         config=config,
         ledger=ledger,
@@ -100,11 +109,12 @@ def start(config: pytest.Config) -> None:
         report_dir=options.report_dir,
     )
     limits = LimitTracker()
+    interrupts = InterruptWatch(ledger=ledger, writer=writer)
     parts: dict[str, object] = {
         "rampart-async-tests": AnyioByDefault(config),
         "rampart-backends": BackendNotes(ledger),
         "rampart-journal": journal,
-        "rampart-interrupts": InterruptWatch(ledger=ledger, writer=writer),
+        "rampart-interrupts": interrupts,
     }
     outlet: ItemOutlet
     if is_worker:
@@ -128,6 +138,7 @@ def start(config: pytest.Config) -> None:
             options=options,
             journal=journal,
             plan=plan,
+            interrupts=interrupts,
         )
         # Not "dsession": xdist registers it in its own pytest_configure, which may run
         # after this one; xdist's hook specs are there as soon as xdist is loaded.
@@ -221,6 +232,7 @@ class RunReporter:
         options: Options,
         journal: RunJournal | None = None,
         plan: ResumePlan | None = None,
+        interrupts: InterruptWatch | None = None,
     ) -> None:
         self._config = config
         self._ledger = ledger
@@ -230,6 +242,7 @@ class RunReporter:
         self._report_dir_sinks = report_dir_sinks(options.report_dir)
         self._journal = journal
         self._plan = plan
+        self._interrupts = interrupts
         self._not_written: str | None = None
 
     def build_report(self, exit_status: int | None = None) -> TestRunReport:
@@ -270,8 +283,9 @@ class RunReporter:
         ledger = self._ledger
         metadata: dict[str, Any] = {"run_id": ledger.run_id}
         journal = self._journal
-        if journal is not None and journal.writer is not None and journal.writer.lines:
-            metadata["journal"] = str(journal.writer.path)
+        written = None if journal is None else journal.written()
+        if written is not None:
+            metadata["journal"] = str(written)
         if self._plan is not None:
             resumed = count_by_run(list(ledger.results))
             metadata["resumed"] = {"journal": str(self._plan.journal), "runs": resumed}
@@ -287,6 +301,16 @@ class RunReporter:
         if status == pytest.ExitCode.USAGE_ERROR:
             self._not_written = "the run ended with a usage error (exit status 4)"
             return
+        if self._interrupts is not None and self._interrupts.cut_short:
+            # The test loop never returned: a Ctrl-C cut it short even if pytest, hit by a
+            # second one while handling the first, left the exit status at 0 (see
+            # ``_interrupts``). Never a clean report.
+            self._ledger.mark_interrupted()
+        if self._ledger.interrupted:
+            self._ledger.mark_incomplete(INTERRUPTED_REASON)
+            if status in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+                status = int(pytest.ExitCode.INTERRUPTED)
+                session.exitstatus = pytest.ExitCode.INTERRUPTED
         stopped = self._ledger.interrupted or self._ledger.incomplete_reasons
         if stopped and self._journal is not None and self._ledger.workers:
             self._journal.recover_from_journal()
@@ -315,16 +339,18 @@ class RunReporter:
                 "not finish.",
                 red=True,
             )
-            journal = self._journal
-            if journal is not None and journal.writer is not None and journal.writer.lines:
-                where = redact(one_line(str(journal.writer.path)))
+            written = None if self._journal is None else self._journal.written()
+            if written is not None:
+                where = redact(one_line(str(written)))
                 tr.write_line(f"Resume it: pytest ... --rampart-resume={where}")
         if self._not_written is not None:
             tr.write_line(f"RAMPART: no report written: {redact(self._not_written)}", yellow=True)
-        if ledger.incomplete_reasons:
+        # The interrupt is said above; the section is for the other reasons.
+        reasons = [reason for reason in ledger.incomplete_reasons if reason != INTERRUPTED_REASON]
+        if reasons:
             tr.write_sep("=", "RAMPART: INCOMPLETE RUN", red=True, bold=True)
             tr.write_line("Results may be partial; the report does not reflect every test.")
-            for reason in ledger.incomplete_reasons:
+            for reason in reasons:
                 tr.write_line(f"  - {redact(one_line(reason))}")
         if ledger.sink_failures:
             tr.write_sep("=", "RAMPART: REPORT SINK FAILED", red=True, bold=True)
