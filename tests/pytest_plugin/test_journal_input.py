@@ -65,7 +65,7 @@ def test_hostile_journal_lines_are_named_and_not_used(pytester: pytest.Pytester)
     result.stdout.fnmatch_lines(
         [
             "*rampart resume: *line 1: _rampart_journal.detail holds control characters*",
-            "*rampart resume: *line 2: nested too deeply*",
+            "*rampart resume: *line 2: $: JSON nesting is too deep*",
             "*rampart resume: *line 3: _rampart_journal.of is out of range*",
         ]
     )
@@ -118,10 +118,12 @@ def test_the_reader_names_each_unusable_line(tmp_path: Path) -> None:
     contents = read_journal(path)
     assert contents.lines == ()
     assert contents.problems == (
-        "line 1: nested too deeply",
+        # The codec's one JSON reading policy names what each line breaks.
+        "line 1: $: JSON nesting is too deep (more than 128 levels of arrays and objects)",
         "line 2: not a journal record (no _rampart_journal bookkeeping)",
-        "line 3: NaN is not a JSON number",
-        "line 4: a JSON object repeats a key",
-        "line 5: not JSON",
+        "line 3: $: expected finite JSON numbers (NaN, Infinity and numbers that overflow a"
+        " float are not accepted)",
+        "line 4: $[<key #1>]: duplicate key (a member name may appear only once per object)",
+        "line 5: $: expected JSON text (Expecting value at line 1 column 1)",
     )
     assert contents.torn_tail
