@@ -445,7 +445,7 @@ async def evaluate_turn_async(
     turn_number: int,
     driver_reasoning: str = "",
     manifest: AppManifest | None = None,
-    observability_level: ObservabilityLevel = ObservabilityLevel.RESPONSE_ONLY,
+    observability_level: ObservabilityLevel | None = None,
 ) -> Turn:
     """RAMPART 0.1.0's per-turn helper: the new turn, evaluated over ``[*history, turn]``.
 
