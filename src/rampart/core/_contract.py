@@ -440,8 +440,13 @@ def handle_delivered(handle: object) -> bool | None:
     or cannot tell (``None``, also for a handle without a ``delivered`` attribute).
 
     ``delivered`` is optional, so third-party handles need not define it; one that does
-    must give ``True``, ``False`` or ``None``, else ``InjectionContractError``.
+    must give ``True``, ``False`` or ``None``, else ``InjectionContractError``. It is
+    read only where the handle really defines it (a property or attribute of its class,
+    or an attribute set on the instance): a ``Mock`` handle answers any name with a mock,
+    which says nothing, so it is ``None`` too.
     """
+    if not _defines(handle, "delivered"):
+        return None
     value = getattr(handle, "delivered", None)
     if value is None or isinstance(value, bool):
         return value
@@ -449,6 +454,14 @@ def handle_delivered(handle: object) -> bool | None:
         f"{type_name(handle)}.delivered is {describe(value)}, expected True, False or None "
         "(a bool attribute or property saying whether the agent read the payload)"
     )
+
+
+def _defines(value: object, name: str) -> bool:
+    """``value``'s class (or a base) or its instance dict defines ``name``."""
+    instance = getattr(value, "__dict__", None)
+    if isinstance(instance, dict) and name in instance:
+        return True
+    return any(name in vars(klass) for klass in type(value).__mro__)
 
 
 async def _call_handle(handle: object, name: str, *args: object) -> None:
