@@ -23,7 +23,7 @@ Strategies, executions, trials and rate limiting are re-exported here lazily, so
 ``docs/architecture.md`` draws the same picture with the reasons behind it.
 """
 
-from importlib import import_module  # RAMPART's name: lazy exports load through it
+from importlib import import_module as import_module  # lazy exports load through it
 from typing import TYPE_CHECKING
 
 from rampart._lazy import lazy_attributes

@@ -217,10 +217,12 @@ async def evaluate_checked(
     except EvaluatorError:
         raise
     except Exception as error:
-        raise EvaluatorError(
+        wrapped = EvaluatorError(
             f"{_who(evaluator, role, 'evaluate_async')} raised {_raised(error)}",
             transient=isinstance(error, InfrastructureError) and error.transient,
-        ) from error
+        )
+        wrapped.raised_by_evaluator = True
+        raise wrapped from error
     if not isinstance(result, EvalResult):
         raise EvaluatorContractError(
             f"{_who(evaluator, role, 'evaluate_async')} returned {type_name(result)}, "
@@ -233,6 +235,15 @@ async def evaluate_checked(
             f"outcome is {describe(outcome)}, expected rampart.EvalOutcome"
         )
     return normalise_evaluation(result)
+
+
+def evaluator_raised(error: EvaluatorError) -> Exception | None:
+    """The exception an evaluator itself raised, when ``error`` only names it (not a
+    failure the evaluator reported as an ``EvaluatorError``, nor a contract breach)."""
+    cause = error.__cause__
+    if getattr(error, "raised_by_evaluator", False) and isinstance(cause, Exception):
+        return cause
+    return None
 
 
 def _confidence(value: object) -> float:
