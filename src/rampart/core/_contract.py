@@ -274,8 +274,9 @@ def normalise_evaluation(result: EvalResult) -> EvalResult:
     bare string is one entry, a non-iterable value none, as RAMPART's ``safe_str_list``;
     an iterable that raises none); ``confidence`` becomes a ``float``, NaN when it was
     not a number (a NaN or infinite confidence is kept: the JSON report writes it as
-    ``null`` and the trace codec as ``0.0``). The outcome is never touched, so the verdict cannot depend on
-    any of this. The copy keeps ``result``'s class when that class accepts it.
+    ``null`` and the trace codec as ``0.0``). The outcome is never touched, so the
+    verdict cannot depend on any of this. The copy keeps ``result``'s class when that
+    class accepts it.
     """
     fields: dict[str, Any] = {
         "outcome": result.outcome,
