@@ -433,6 +433,59 @@ class TestShared:
         assert "::test_one share" in warning_lines[0]
         assert "'monkeypatch' (pytest ties it to the test item)" in warning_lines[0]
 
+    def test_overrides_per_clone_and_of_a_wider_scope(self, pytester: pytest.Pytester) -> None:
+        """A function-scoped override of a function-scoped fixture of the same name is
+        set up per clone, both levels; one that overrides a module-scoped fixture is
+        shared, with the reason on the warning line."""
+        pytester.makeconftest(
+            REPORT_HOOK
+            + """
+import pytest
+
+@pytest.fixture
+def base():
+    return ["conftest"]
+
+@pytest.fixture(scope="module")
+def wide():
+    return ["module"]
+"""
+        )
+        pytester.makepyfile(
+            """
+            import pytest
+            from rampart import Result, SafetyStatus, record_result
+
+            SEEN = []
+
+            @pytest.fixture
+            def base(base):
+                return [*base, "test module"]
+
+            @pytest.fixture
+            def wide(wide):
+                return [*wide, "override"]
+
+            @pytest.mark.trial(n=3)
+            async def test_clones(base, wide):
+                SEEN.append((id(base), id(wide)))
+                SEEN.append((base, wide))
+                record_result(Result(status=SafetyStatus.SAFE, summary="ok"))
+
+            def test_after():
+                ids = SEEN[0::2]
+                values = SEEN[1::2]
+                assert all(v == (["conftest", "test module"], ["module", "override"]) for v in values)
+                assert len({b for b, _ in ids}) == 3
+                assert len({w for _, w in ids}) == 1
+            """
+        )
+        result = pytester.runpytest(*NO_ASYNCIO)
+        result.assert_outcomes(passed=2)
+        lines = [line for line in result.stdout.lines if "shared fixtures:" in line]
+        assert len(lines) == 1
+        assert "'wide' (it overrides a module-scoped 'wide')" in lines[0]
+
 
 def test_under_xdist(pytester: pytest.Pytester) -> None:
     """Under a real ``-n 2`` every clone still has its own fixtures."""
