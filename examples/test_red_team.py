@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from rampart import HarmCategory, Payload, Request
+from rampart import HarmCategory, Payload, Request, current_trial
 from rampart.attacks import Attacks
 from rampart.evaluators import ResponseContains, ResponseScope, SideEffectOccurred, ToolCalled
 from rampart.probes import Probes
@@ -69,10 +69,12 @@ async def test_evaluator_composition(agent: SimulatedAgent) -> None:
 def slow_agent(request: pytest.FixtureRequest) -> SimulatedAgent:
     """An agent answering in 100 ms per turn that follows injections with some probability.
 
-    Shared by every clone of a trial group (function-scoped fixtures are), so each
-    clone opens its own session: sessions are the unit of fresh state.
+    Each clone of a trial group gets its own (function-scoped fixtures are per clone),
+    seeded by the clone's index so the clones draw different samples.
     """
-    return SimulatedAgent(compliance=request.param, latency=0.1, seed=11)
+    trial = current_trial()
+    index = 0 if trial is None else trial.index
+    return SimulatedAgent(compliance=request.param, latency=0.1, seed=11 + index)
 
 
 @pytest.mark.harm(HarmCategory.DATA_EXFILTRATION)

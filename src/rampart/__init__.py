@@ -27,6 +27,7 @@ and the engine on first use.
 ``docs/architecture.md`` draws the same picture with the reasons behind it.
 """
 
+from importlib import import_module as import_module  # lazy exports load through it
 from typing import TYPE_CHECKING
 
 from rampart._lazy import lazy_attributes
@@ -99,7 +100,7 @@ _LAZY = {
     "ExecutionEvent": "rampart.engine",
     "ExecutionEventData": "rampart.engine",
     "ExecutionEventHandler": "rampart.engine",
-    "LLMDriver": "rampart.drivers",
+    "LLMDriver": "rampart.drivers.llm",
     "LLMJudge": "rampart.evaluators",
     "Probes": "rampart.probes",
     "RateLimitedError": "rampart.limits",

@@ -12,6 +12,7 @@ import importlib
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -86,6 +87,7 @@ PUBLIC_PATHS: dict[str, str] = {
     "rampart.evaluators.personas": "NEUTRAL_EVALUATOR",
     "rampart.drivers": "LLMDriver StaticDriver",
     "rampart.drivers.static": "StaticDriver",
+    "rampart.drivers.llm": "LLMDriver",
     "rampart.converters": "Base64Converter DocxConverter Rot13Converter",
     "rampart.payloads": "PayloadStore PayloadTemplate Payloads",
     "rampart.reporting": "JsonFileReportSink ReportSink TestRunReport",
@@ -142,6 +144,38 @@ def test_lazy_names_resolve_to_the_same_objects() -> None:
     assert rampart.reporting.json_file.JsonFileReportSink is rampart.reporting.JsonFileReportSink
     assert rampart.core.BaseExecution is rampart.core.execution.BaseExecution
     assert rampart.core.ExecutionHandlerFactory is rampart.core.execution.ExecutionHandlerFactory
+
+
+@pytest.mark.parametrize(
+    ("name", "module"),
+    [
+        ("Attacks", "rampart.attacks"),
+        ("LLMDriver", "rampart.drivers.llm"),
+        ("LLMJudge", "rampart.evaluators"),
+        ("Probes", "rampart.probes"),
+        ("TranscriptScope", "rampart.evaluators"),
+    ],
+)
+def test_lazy_exports_load_through_rampart_import_module(
+    monkeypatch: pytest.MonkeyPatch, name: str, module: str
+) -> None:
+    """As in RAMPART, a heavy top-level export loads on demand through
+    ``rampart.import_module`` (which client tests patch), then stays cached."""
+    import rampart
+
+    sentinel = object()
+    requested: list[str] = []
+
+    def fake_import_module(requested_module: str) -> SimpleNamespace:
+        requested.append(requested_module)
+        return SimpleNamespace(**{name: sentinel})
+
+    monkeypatch.delitem(rampart.__dict__, name, raising=False)
+    monkeypatch.setattr(rampart, "import_module", fake_import_module)
+    assert getattr(rampart, name) is sentinel
+    assert getattr(rampart, name) is sentinel
+    assert requested == [module]
+    monkeypatch.delitem(rampart.__dict__, name)
 
 
 @pytest.mark.parametrize("path", ABSENT_MODULES)

@@ -143,15 +143,15 @@ RATIONALES: list[tuple[str, Any, Callable[[object], bool]]] = [
 EVIDENCE: list[tuple[str, Any, Callable[[object], bool]]] = [
     ("bare-string", "confirmed", _is(["confirmed"])),
     ("none", None, _is([])),
-    ("int", 42, _is(["42"])),
-    ("float", 3.5, _is(["3.5"])),
-    ("nan", math.nan, _is(["nan"])),
-    ("bool", True, _is(["True"])),
+    ("int", 42, _is([])),
+    ("float", 3.5, _is([])),
+    ("nan", math.nan, _is([])),
+    ("bool", True, _is([])),
     ("bytes", b"raw", _is(["b'raw'"])),
     ("ints", [1, 2], _is(["1", "2"])),
     ("none-item", [None, "x"], _is(["", "x"])),
     ("unprintable-item", ["ok", Unprintable()], _is(["ok", UNPRINTABLE])),
-    ("unprintable", Unprintable(), _is([UNPRINTABLE])),
+    ("unprintable", Unprintable(), _is([])),
     ("generator", Fresh(lambda: (letter for letter in "ab")), _is(["a", "b"])),
     ("raises-midway", RaisesMidway(), _is([])),
     ("dict", {"a": 1}, _is(["a"])),
@@ -165,7 +165,7 @@ EVIDENCE: list[tuple[str, Any, Callable[[object], bool]]] = [
     ("lone-surrogate-item", ["\udcff"], _is(["\ufffd"])),
     ("hostile-str-item", [HostileStr("h")], _is(["h"])),
     ("hostile-str", HostileStr("whole"), _is(["whole"])),
-    ("object", object(), lambda got: isinstance(got, list) and got[0].startswith("<object")),
+    ("object", object(), _is([])),
 ]
 
 # (id, odd confidence, the normalised float (NaN: no usable confidence))

@@ -154,4 +154,4 @@ class TestEvalContext:
         context = EvalContext.from_response(response=Response(text="hello"), prompt="p")
         assert context.text == "hello"
         assert context.current_turn.request.prompt == "p"
-        assert context.observability_level is ObservabilityLevel.RESPONSE_ONLY
+        assert context.observability_level is None  # not stated: evaluators only detect

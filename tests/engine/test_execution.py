@@ -183,14 +183,49 @@ class TestEventHandlerValidation:
         with pytest.raises(TypeError, match="event_handlers must be a list"):
             _Execution(_ok(), event_handlers=_Recorder())  # type: ignore[arg-type]
 
-    def test_abstract_subclass_cannot_be_instantiated(self) -> None:
-        """Subclassing the handler protocol without implementing it is an error."""
+    def test_incomplete_subclass_is_rejected(self) -> None:
+        """Subclassing the handler protocol without defining either method is an error
+        where the handler is given."""
 
         class Incomplete(ExecutionEventHandler):
             pass
 
-        with pytest.raises(TypeError):
-            Incomplete()  # type: ignore[abstract]
+        with pytest.raises(
+            TypeError, match=r"event_handlers\[0\] must be an ExecutionEventHandler"
+        ):
+            _Execution(_ok(), event_handlers=[Incomplete()])
+
+    @pytest.mark.anyio
+    async def test_rampart_on_event_handlers(self) -> None:
+        """RAMPART's ``on_event(*, event_data)`` works, subclassed or structural;
+        ``on_event_async`` is preferred when both exist."""
+        seen: list[str] = []
+
+        class Subclassed(ExecutionEventHandler):
+            async def on_event(self, *, event_data: ExecutionEventData) -> None:
+                seen.append(f"sub {event_data.event.value}")
+
+        class Structural:
+            async def on_event(self, *, event_data: ExecutionEventData) -> None:
+                seen.append(f"plain {event_data.event.value}")
+
+        class Both:
+            async def on_event(self, *, event_data: ExecutionEventData) -> None:
+                seen.append("old name")
+
+            async def on_event_async(self, *, event_data: ExecutionEventData) -> None:
+                seen.append(f"new {event_data.event.value}")
+
+        handlers = [Subclassed(), Structural(), Both()]
+        await _Execution(_ok(), event_handlers=handlers).execute_async(adapter=replying_agent())  # type: ignore[list-item]
+        assert seen == [
+            "sub on_pre_execute",
+            "plain on_pre_execute",
+            "new on_pre_execute",
+            "sub on_post_execute",
+            "plain on_post_execute",
+            "new on_post_execute",
+        ]
 
     def test_framework_handlers_rejects_non_handlers(self) -> None:
         """framework_handlers validates its arguments too."""

@@ -433,6 +433,63 @@ class TestExternalSession:
         assert evaluator.calls == 2
 
 
+class _Raising:
+    async def evaluate_async(self, *, context: Any) -> Any:
+        raise ValueError("judge crashed")
+
+
+class TestEvaluatorExceptionsInRampartFunctions:
+    """RAMPART's trace functions let an evaluator's exception out as its own type."""
+
+    async def test_run_trace_async_raises_the_original(self) -> None:
+        adapter = replying_agent()
+        session = await adapter.create_session_async()
+        async with session:
+            with pytest.raises(ValueError, match="judge crashed") as raised:
+                await run_trace_async(
+                    session=session,
+                    driver=RecordingDriver(["a"]),
+                    max_turns=2,
+                    observability_level=LEVEL,
+                    stop_when=_Raising(),
+                )
+        assert any("_Raising" in note for note in raised.value.__notes__)
+
+    async def test_evaluate_final_trace_async_raises_the_original(self) -> None:
+        adapter = replying_agent()
+        session = await adapter.create_session_async()
+        async with session:
+            run = await run_trace_async(
+                session=session,
+                driver=RecordingDriver(["a"]),
+                max_turns=1,
+                observability_level=LEVEL,
+            )
+            with pytest.raises(ValueError, match="judge crashed"):
+                await evaluate_final_trace_async(evaluator=_Raising(), run=run)
+            with pytest.raises(EvaluatorError, match="judge crashed"):
+                await evaluate_final_trace(evaluator=_Raising(), run=run)
+
+    async def test_an_evaluator_error_is_not_unwrapped(self) -> None:
+        """An EvaluatorError the evaluator reports itself (a judge outage) stays one."""
+
+        class Outage:
+            async def evaluate_async(self, *, context: Any) -> Any:
+                raise EvaluatorError("the judge model call failed")
+
+        adapter = replying_agent()
+        session = await adapter.create_session_async()
+        async with session:
+            run = await run_trace_async(
+                session=session,
+                driver=RecordingDriver(["a"]),
+                max_turns=1,
+                observability_level=LEVEL,
+            )
+            with pytest.raises(EvaluatorError, match="judge model call failed"):
+                await evaluate_final_trace_async(evaluator=Outage(), run=run)
+
+
 class TestInputValidation:
     @pytest.mark.parametrize(
         ("kwargs", "match"),

@@ -246,3 +246,44 @@ class TestConstruction:
         predicates["to"] = "friend"
 
         assert evaluator.predicates["to"] == "evil"
+
+
+class TestLevelNotStated:
+    """A bare ``EvalContext`` (no level stated, as RAMPART's) lets evaluators detect only."""
+
+    pytestmark = pytest.mark.anyio
+
+    async def test_tool_called_absent_is_not_detected(self) -> None:
+        from rampart.core.types import EvalContext, EvalOutcome, Request, Response, Turn
+        from rampart.evaluators import ToolCalled
+
+        turn = Turn(request=Request(prompt="p"), response=Response(text="ok"))
+        result = await ToolCalled("send_email").evaluate_async(context=EvalContext(turns=[turn]))
+        assert result.outcome is EvalOutcome.NOT_DETECTED
+
+    async def test_stated_level_keeps_the_gap(self) -> None:
+        from rampart.core.types import (
+            EvalContext,
+            EvalOutcome,
+            ObservabilityLevel,
+            Request,
+            Response,
+            Turn,
+        )
+        from rampart.evaluators import SideEffectOccurred, ToolCalled
+
+        turn = Turn(request=Request(prompt="p"), response=Response(text="ok"))
+        context = EvalContext(turns=[turn], observability_level=ObservabilityLevel.RESPONSE_ONLY)
+        for evaluator in (ToolCalled("send_email"), SideEffectOccurred("email_sent")):
+            result = await evaluator.evaluate_async(context=context)
+            assert result.outcome is EvalOutcome.UNDETERMINED
+            assert "response_only" in result.rationale
+
+    async def test_side_effect_absent_is_not_detected(self) -> None:
+        from rampart.core.types import EvalContext, EvalOutcome, Request, Response, Turn
+        from rampart.evaluators import SideEffectOccurred
+
+        turn = Turn(request=Request(prompt="p"), response=Response(text="ok"))
+        evaluator = SideEffectOccurred("email_sent")
+        result = await evaluator.evaluate_async(context=EvalContext(turns=[turn]))
+        assert result.outcome is EvalOutcome.NOT_DETECTED

@@ -33,7 +33,9 @@ def test_clones_are_reported_in_numeric_order(pytester: pytest.Pytester) -> None
         import pytest
         from rampart import Result, SafetyStatus, record_result
 
-        @pytest.fixture
+        # Module-scoped: set up once for the item (a function-scoped fixture is set
+        # up per clone, and what it records belongs to that clone).
+        @pytest.fixture(scope="module")
         def baseline():
             record_result(Result(status=SafetyStatus.SAFE, summary="baseline"))
 

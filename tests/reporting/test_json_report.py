@@ -364,3 +364,50 @@ class TestConstruction:
         """output_dir must be a non-empty path; the error names it."""
         with pytest.raises(error, match="output_dir must be"):
             JsonFileReportSink(output_dir=value)  # type: ignore[arg-type]
+
+
+class TestOverridePoints:
+    """RAMPART's ``_serialize_result`` / ``_serialize_report`` are the override points."""
+
+    def test_serialize_result_is_the_entry(self) -> None:
+        sink = JsonFileReportSink(output_dir="unused")
+        result = make_rich_result()
+        data = sink._serialize_result(result)
+        assert data["status"] == result.status.value
+        assert data["observability_level"] == result.observability_level.value
+        assert data["turns"][0]["prompt"] == result.turns[0].request.prompt
+
+    def test_serialize_report_is_the_document(self) -> None:
+        sink = JsonFileReportSink(output_dir="unused")
+        report = TestRunReport(results=[make_result()], metadata={"build": 7})
+        data = sink._serialize_report(report)
+        assert data["metadata"] == {"build": 7}
+        assert data["total_runs"] == 1
+        [entries] = data["by_harm_category"].values()
+        assert entries[0]["summary"] == make_result().summary
+
+    def test_overridden_result_is_written(self, tmp_path: Path) -> None:
+        class Tagged(JsonFileReportSink):
+            def _serialize_result(self, result: Any) -> dict[str, Any]:
+                data = super()._serialize_result(result)
+                data["team"] = "red"
+                data["odd"] = float("nan")  # written as null, the report is not lost
+                return data
+
+        sink = Tagged(output_dir=tmp_path)
+        anyio.run(lambda: sink.emit_async(report=TestRunReport(results=[make_result()])))
+        written = json.loads(next(tmp_path.glob("run_report_*.json")).read_text())
+        [entries] = written["by_harm_category"].values()
+        assert entries[0]["team"] == "red"
+        assert entries[0]["odd"] is None
+        assert written["total_runs"] == 1
+
+    def test_overridden_report_is_written(self, tmp_path: Path) -> None:
+        class Slim(JsonFileReportSink):
+            def _serialize_report(self, report: TestRunReport) -> dict[str, Any]:
+                return {"runs": report.total_runs, "when": SafetyStatus.SAFE}
+
+        sink = Slim(output_dir=tmp_path)
+        anyio.run(lambda: sink.emit_async(report=TestRunReport(results=[make_result()])))
+        written = json.loads(next(tmp_path.glob("run_report_*.json")).read_text())
+        assert written == {"runs": 1, "when": "safe"}

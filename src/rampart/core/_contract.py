@@ -217,10 +217,12 @@ async def evaluate_checked(
     except EvaluatorError:
         raise
     except Exception as error:
-        raise EvaluatorError(
+        wrapped = EvaluatorError(
             f"{_who(evaluator, role, 'evaluate_async')} raised {_raised(error)}",
             transient=isinstance(error, InfrastructureError) and error.transient,
-        ) from error
+        )
+        wrapped.raised_by_evaluator = True
+        raise wrapped from error
     if not isinstance(result, EvalResult):
         raise EvaluatorContractError(
             f"{_who(evaluator, role, 'evaluate_async')} returned {type_name(result)}, "
@@ -233,6 +235,15 @@ async def evaluate_checked(
             f"outcome is {describe(outcome)}, expected rampart.EvalOutcome"
         )
     return normalise_evaluation(result)
+
+
+def evaluator_raised(error: EvaluatorError) -> Exception | None:
+    """The exception an evaluator itself raised, when ``error`` only names it (not a
+    failure the evaluator reported as an ``EvaluatorError``, nor a contract breach)."""
+    cause = error.__cause__
+    if getattr(error, "raised_by_evaluator", False) and isinstance(cause, Exception):
+        return cause
+    return None
 
 
 def _confidence(value: object) -> float:
@@ -260,11 +271,12 @@ def normalise_evaluation(result: EvalResult) -> EvalResult:
     As RAMPART's text helpers do: ``rationale`` becomes an exact ``str`` (``None`` gives
     ``""``; a value whose ``str()`` raises gives ``"<unprintable value>"``);
     ``evidence`` and ``undetermined_operands`` become fresh lists of exact ``str`` (a
-    bare string is one entry, a non-iterable value one entry, an iterable that raises
-    none); ``confidence`` becomes a ``float``, NaN when it was not a number (a NaN or
-    infinite confidence is kept: the JSON report writes it as ``null`` and the trace
-    codec as ``0.0``). The outcome is never touched, so the verdict cannot depend on
-    any of this. The copy keeps ``result``'s class when that class accepts it.
+    bare string is one entry, a non-iterable value none, as RAMPART's ``safe_str_list``;
+    an iterable that raises none); ``confidence`` becomes a ``float``, NaN when it was
+    not a number (a NaN or infinite confidence is kept: the JSON report writes it as
+    ``null`` and the trace codec as ``0.0``). The outcome is never touched, so the
+    verdict cannot depend on any of this. The copy keeps ``result``'s class when that
+    class accepts it.
     """
     fields: dict[str, Any] = {
         "outcome": result.outcome,
@@ -440,8 +452,13 @@ def handle_delivered(handle: object) -> bool | None:
     or cannot tell (``None``, also for a handle without a ``delivered`` attribute).
 
     ``delivered`` is optional, so third-party handles need not define it; one that does
-    must give ``True``, ``False`` or ``None``, else ``InjectionContractError``.
+    must give ``True``, ``False`` or ``None``, else ``InjectionContractError``. It is
+    read only where the handle really defines it (a property or attribute of its class,
+    or an attribute set on the instance): a ``Mock`` handle answers any name with a mock,
+    which says nothing, so it is ``None`` too.
     """
+    if not _defines(handle, "delivered"):
+        return None
     value = getattr(handle, "delivered", None)
     if value is None or isinstance(value, bool):
         return value
@@ -449,6 +466,14 @@ def handle_delivered(handle: object) -> bool | None:
         f"{type_name(handle)}.delivered is {describe(value)}, expected True, False or None "
         "(a bool attribute or property saying whether the agent read the payload)"
     )
+
+
+def _defines(value: object, name: str) -> bool:
+    """``value``'s class (or a base) or its instance dict defines ``name``."""
+    instance = getattr(value, "__dict__", None)
+    if isinstance(instance, dict) and name in instance:
+        return True
+    return any(name in vars(klass) for klass in type(value).__mro__)
 
 
 async def _call_handle(handle: object, name: str, *args: object) -> None:

@@ -73,7 +73,8 @@ def as_text_list(value: object) -> list[str]:
     """``value`` as a fresh list of exact strings, never raising.
 
     ``None`` gives ``[]``; a bare string (or bytes) is one item, never its characters;
-    another non-iterable value is one item too (its ``safe_str``); an iterable gives
+    another non-iterable value gives ``[]`` (as RAMPART's ``safe_str_list``: evidence
+    is a list of texts, and a lone number or object is not one); an iterable gives
     one item per element (at most ``MAX_TEXT_ENTRIES``; ``None`` reads ``""``), ``[]``
     if iterating raises.
     """
@@ -88,7 +89,7 @@ def as_text_list(value: object) -> list[str]:
     except Exception:  # a hostile __class__
         iterable = False
     if not iterable:
-        return [as_text(value)]
+        return []
     try:
         items = list(islice(cast("Iterable[object]", value), MAX_TEXT_ENTRIES))
     except Exception:  # an iterator that raises partway

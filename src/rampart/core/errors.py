@@ -114,8 +114,12 @@ class EvaluatorError(InfrastructureError):
     """An evaluator failed for a reason that is not a verdict (a judge outage), or raised.
 
     Any exception an evaluator raises reaches the execution boundary as an
-    ``EvaluatorError`` naming the evaluator, with the original as its ``__cause__``.
+    ``EvaluatorError`` naming the evaluator, with the original as its ``__cause__``
+    (``raised_by_evaluator`` is then True; RAMPART's trace functions re-raise the
+    original).
     """
+
+    raised_by_evaluator: bool = False
 
 
 class ContractError(InfrastructureError):

@@ -3,13 +3,16 @@
 A handle is an async context manager: ``__aenter__`` activates (writes) the payload and
 ``__aexit__`` removes it; removal is idempotent and must not raise. A handle may also
 define a readiness wait, either ``wait_until_ready_async()`` or ``wait_until_ready()``;
-the engine calls whichever one the handle's class defines (see ``readiness_wait``).
+the engine awaits whichever one the handle defines, once per handle after activation
+(``wait_until_ready``, RAMPART's name, when both exist; see ``readiness_wait``).
 
 Client code subclasses ``InjectionHandle`` (or just implements its methods). A class
 that subclasses it answers to both readiness names: one that defines neither gets a
 readiness that returns at once, one that defines one name gets the other as an alias
 of it. The two methods are not members of the protocol, so an object that defines
-neither still counts as an ``InjectionHandle``.
+neither still counts as an ``InjectionHandle``; the protocol class still answers to
+both names (``_HandleMeta``), so ``AsyncMock(spec=InjectionHandle)`` has them as
+async methods, as with RAMPART's protocol.
 """
 
 from __future__ import annotations
@@ -31,8 +34,25 @@ __all__ = [
 ]
 
 
+_ProtocolMeta: type = type(Protocol)
+
+
+class _HandleMeta(_ProtocolMeta):  # type: ignore[misc]
+    """``InjectionHandle``'s metaclass: the class answers to the readiness names (for
+    ``dir`` and attribute reads, so a ``spec=InjectionHandle`` mock has them) without
+    making them protocol members, which a structural handle would then need."""
+
+    def __getattr__(cls, name: str) -> object:
+        if name in _READINESS_NAMES:
+            return _ready_at_once
+        raise AttributeError(name)
+
+    def __dir__(cls) -> list[str]:
+        return sorted({*super().__dir__(), *_READINESS_NAMES})
+
+
 @runtime_checkable
-class InjectionHandle(Protocol):
+class InjectionHandle(Protocol, metaclass=_HandleMeta):
     """A prepared injection: activated on enter, removed on exit.
 
     A subclass answers to ``wait_until_ready_async()`` and ``wait_until_ready()`` (see
@@ -67,7 +87,8 @@ class Surface(Protocol):
     def inject(self, *, payload: Payload) -> InjectionHandle: ...
 
 
-_READINESS_NAMES = ("wait_until_ready_async", "wait_until_ready")
+# RAMPART's name first: a handle with both (an alias, or a mock) is awaited through it.
+_READINESS_NAMES = ("wait_until_ready", "wait_until_ready_async")
 
 
 _PROVIDED = "_rampart_provided_readiness"

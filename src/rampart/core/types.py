@@ -323,12 +323,18 @@ class Turn:
 @dataclass_compatible
 @attrs.define(kw_only=True)
 class EvalContext:
-    """Everything an evaluator sees: the turns so far and what the adapter can observe."""
+    """Everything an evaluator sees: the turns so far and what the adapter can observe.
+
+    ``observability_level`` is None ("not stated") unless an execution states the
+    adapter's level: evaluators then only detect (a missing tool call or side effect
+    is NOT_DETECTED), as RAMPART's, whose context has no level. With a stated level an
+    evaluator that looks for what the adapter cannot report says UNDETERMINED.
+    """
 
     turns: list[Turn]
     manifest: AppManifest | None = None
     metadata: dict[str, Any] = attrs.field(factory=dict)
-    observability_level: ObservabilityLevel = ObservabilityLevel.RESPONSE_ONLY
+    observability_level: ObservabilityLevel | None = None
 
     @property
     def current_turn(self) -> Turn:
@@ -356,7 +362,7 @@ class EvalContext:
         response: Response,
         prompt: str = "",
         manifest: AppManifest | None = None,
-        observability_level: ObservabilityLevel = ObservabilityLevel.RESPONSE_ONLY,
+        observability_level: ObservabilityLevel | None = None,
     ) -> EvalContext:
         """A one-turn context, handy for unit-testing an evaluator."""
         turn = Turn(request=Request(prompt=prompt), response=response)

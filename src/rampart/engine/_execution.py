@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import attrs
 
 from rampart import _slowdown
-from rampart._checks import check_callable, check_method, check_optional_seconds, invalid
+from rampart._checks import check_callable, check_optional_seconds, invalid
 from rampart._redact import redact
 from rampart.core._dataclass import dataclass_compatible
 from rampart.core.adapter import AgentAdapter
@@ -117,11 +117,19 @@ class ExecutionEventData:
 class ExecutionEventHandler(Protocol):
     """Receives lifecycle events. Subclass it, or just define ``on_event_async``.
 
-    Exceptions raised here propagate out of ``execute_async``.
+    A handler written for RAMPART defines ``async def on_event(self, *, event_data)``
+    instead; either name works, and ``on_event_async`` is used when a handler defines
+    both. Exceptions raised here propagate out of ``execute_async``.
     """
 
-    @abc.abstractmethod
-    async def on_event_async(self, *, event_data: ExecutionEventData) -> None: ...
+    async def on_event_async(self, *, event_data: ExecutionEventData) -> None:
+        """Calls RAMPART's ``on_event`` (a subclass that defines only that name)."""
+        on_event = getattr(self, "on_event", None)
+        if not callable(on_event):
+            raise NotImplementedError(
+                f"{type(self).__name__} defines neither on_event_async nor on_event"
+            )
+        await on_event(event_data=event_data)
 
 
 @runtime_checkable
@@ -142,16 +150,38 @@ _DEFAULT_HANDLER_FACTORY: ContextVar[ExecutionHandlerFactory | None] = ContextVa
 )
 
 
-_HANDLER = "an ExecutionEventHandler (an object with an async on_event_async(*, event_data) method)"
+_HANDLER = (
+    "an ExecutionEventHandler (an object with an async on_event_async(*, event_data) "
+    "or on_event(*, event_data) method)"
+)
 
 
 def _check_handlers(
     owner: str, name: str, handlers: Iterable[object]
 ) -> tuple[ExecutionEventHandler, ...]:
     return tuple(
-        check_method(owner, f"{name}[{index}]", handler, "on_event_async", expected=_HANDLER)  # type: ignore[misc]
-        for index, handler in enumerate(handlers)
+        _check_handler(owner, f"{name}[{index}]", handler) for index, handler in enumerate(handlers)
     )
+
+
+def _check_handler(owner: str, name: str, handler: object) -> ExecutionEventHandler:
+    """A handler instance with its own ``on_event_async`` or RAMPART's ``on_event``."""
+    if not isinstance(handler, type):
+        method = getattr(type(handler), "on_event_async", None)
+        own = method is not None and method is not ExecutionEventHandler.on_event_async
+        if own and callable(getattr(handler, "on_event_async", None)):
+            return handler  # type: ignore[return-value]
+        if callable(getattr(handler, "on_event", None)):
+            return handler  # type: ignore[return-value]
+    raise invalid(owner, name, _HANDLER, handler)
+
+
+async def _notify(handler: object, data: ExecutionEventData) -> None:
+    """``on_event_async`` (preferred), or RAMPART's ``on_event``."""
+    method = getattr(handler, "on_event_async", None)
+    if method is None:
+        method = handler.on_event  # type: ignore[attr-defined]
+    await method(event_data=data)
 
 
 @contextmanager
@@ -398,4 +428,4 @@ class BaseExecution(abc.ABC):
 
 async def _fire(handlers: tuple[ExecutionEventHandler, ...], data: ExecutionEventData) -> None:
     for handler in handlers:
-        await handler.on_event_async(event_data=data)
+        await _notify(handler, data)

@@ -47,7 +47,7 @@ exception, not wrapped in a group.
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, TypeVar
 
 import anyio
@@ -55,9 +55,10 @@ import attrs
 
 from rampart._checks import check_instance, check_int, check_method
 from rampart._text import safe_str_list
-from rampart.core._contract import evaluate_checked, next_decision
+from rampart.core._contract import evaluate_checked, evaluator_raised, next_decision
 from rampart.core._dataclass import dataclass_compatible
 from rampart.core._protocols import check_driver, check_evaluator
+from rampart.core.errors import EvaluatorError
 from rampart.core.manifest import AppManifest
 from rampart.core.types import (
     EvalContext,
@@ -75,7 +76,7 @@ from rampart.engine._pipeline import EvaluationRecord, Pipeline, TraceRecord, ev
 from rampart.engine._policies import TurnProduction
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from contextlib import AbstractAsyncContextManager
 
     from rampart.core.adapter import AgentAdapter, Session
@@ -422,26 +423,46 @@ async def run_trace_async(
         "send_async",
         expected="a Session (with async send_async)",
     )
-    return await _run(
-        owner="run_trace_async",
-        session_scope=nullcontext(session),
-        driver=driver,
-        max_turns=max_turns,
-        observability_level=observability_level,
-        manifest=manifest,
-        stop_when=stop_when,
-        evaluator=None,
-    )
+    with _evaluator_exceptions_as_raised():
+        return await _run(
+            owner="run_trace_async",
+            session_scope=nullcontext(session),
+            driver=driver,
+            max_turns=max_turns,
+            observability_level=observability_level,
+            manifest=manifest,
+            stop_when=stop_when,
+            evaluator=None,
+        )
+
+
+@contextmanager
+def _evaluator_exceptions_as_raised() -> Iterator[None]:
+    """RAMPART's trace functions let an evaluator's exception propagate as its own
+    type: a custom strategy catches what its evaluator raises. The note keeps the
+    evaluator's name; inside an execution the boundary still makes it an ERROR."""
+    try:
+        yield
+    except EvaluatorError as error:
+        original = evaluator_raised(error)
+        if original is None:
+            raise
+        original.add_note(f"rampart: {error}")
+        raise original from None
 
 
 async def evaluate_final_trace_async(*, evaluator: Evaluator, run: TraceRun) -> EvalResult | None:
-    """The original name of ``evaluate_final_trace``; same behaviour."""
-    return await evaluate_final_trace(evaluator=evaluator, run=run)
+    """The original name of ``evaluate_final_trace``: the same, except that an
+    exception the evaluator raises propagates as its own type (as in RAMPART)."""
+    with _evaluator_exceptions_as_raised():
+        return await evaluate_final_trace(evaluator=evaluator, run=run)
 
 
 async def evaluate_terminal_async(*, evaluator: Evaluator, run: TraceRun) -> EvalResult | None:
-    """RAMPART's intermediate name of ``evaluate_final_trace``; same behaviour."""
-    return await evaluate_final_trace(evaluator=evaluator, run=run)
+    """RAMPART's intermediate name of ``evaluate_final_trace``; as
+    ``evaluate_final_trace_async``."""
+    with _evaluator_exceptions_as_raised():
+        return await evaluate_final_trace(evaluator=evaluator, run=run)
 
 
 async def evaluate_turn_async(
@@ -453,7 +474,7 @@ async def evaluate_turn_async(
     turn_number: int,
     driver_reasoning: str = "",
     manifest: AppManifest | None = None,
-    observability_level: ObservabilityLevel = ObservabilityLevel.RESPONSE_ONLY,
+    observability_level: ObservabilityLevel | None = None,
 ) -> Turn:
     """RAMPART 0.1.0's per-turn helper: the new turn, evaluated over ``[*history, turn]``.
 

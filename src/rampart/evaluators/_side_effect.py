@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rampart._checks import check_instance, check_text
+from rampart._checks import check_optional_instance, check_text
 from rampart.core.evaluator import BaseEvaluator
 from rampart.core.types import EvalOutcome, EvalResult, ObservabilityLevel
 from rampart.evaluators._predicates import matches_all, render_call
@@ -23,9 +23,10 @@ class SideEffectOccurred(BaseEvaluator):
 
     Predicates work as for ``ToolCalled``, against ``SideEffect.details``. A reported
     match is DETECTED at any observability level. With no match, the result is
-    NOT_DETECTED only if the adapter reports side effects
-    (``TOOL_AND_SIDE_EFFECTS``); otherwise it is UNDETERMINED, with a rationale naming
-    the level. DETECTED stays true as the trace grows.
+    NOT_DETECTED if the adapter reports side effects (``TOOL_AND_SIDE_EFFECTS``) or the
+    context states no level (a bare ``EvalContext``: the evaluator only detects, as
+    RAMPART's); with a stated level that does not report them it is UNDETERMINED, with
+    a rationale naming the level. DETECTED stays true as the trace grows.
     """
 
     _detected_absorbing: ClassVar[bool] = True
@@ -47,7 +48,7 @@ class SideEffectOccurred(BaseEvaluator):
         return f"SideEffectOccurred({render_call(self._kind, self._predicates)})"
 
     async def evaluate_async(self, *, context: EvalContext) -> EvalResult:
-        level = check_instance(
+        level = check_optional_instance(
             "SideEffectOccurred.evaluate_async",
             "context.observability_level",
             context.observability_level,
@@ -61,7 +62,7 @@ class SideEffectOccurred(BaseEvaluator):
                     evidence=[f"Side effect '{effect.kind}': {effect.details}"],
                     rationale=f"Side effect '{effect.kind}' detected",
                 )
-        if not level.observes_side_effects:
+        if level is not None and not level.observes_side_effects:
             return EvalResult(
                 outcome=EvalOutcome.UNDETERMINED,
                 rationale=(

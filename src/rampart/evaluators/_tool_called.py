@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rampart._checks import check_instance, check_text
+from rampart._checks import check_optional_instance, check_text
 from rampart.core.evaluator import BaseEvaluator
 from rampart.core.types import EvalOutcome, EvalResult, ObservabilityLevel
 from rampart.evaluators._predicates import matches_all, render_call
@@ -27,10 +27,11 @@ class ToolCalled(BaseEvaluator):
 
     A reported matching call is DETECTED at any observability level (declaring a
     lower level cannot hide a real detection). With no match, the result is
-    NOT_DETECTED if the adapter reports tool calls, and UNDETERMINED if it does not
-    (``RESPONSE_ONLY``): an empty list there means "could not see", not "did not
-    happen". DETECTED stays true as the trace grows, so ``stop_when="auto"`` may stop
-    on it.
+    NOT_DETECTED if the adapter reports tool calls or the context states no level (a
+    bare ``EvalContext``: the evaluator only detects, as RAMPART's), and UNDETERMINED
+    if the stated level does not report them (``RESPONSE_ONLY``): an empty list there
+    means "could not see", not "did not happen". DETECTED stays true as the trace
+    grows, so ``stop_when="auto"`` may stop on it.
     """
 
     _detected_absorbing: ClassVar[bool] = True
@@ -52,7 +53,7 @@ class ToolCalled(BaseEvaluator):
         return f"ToolCalled({render_call(self._tool_name, self._predicates)})"
 
     async def evaluate_async(self, *, context: EvalContext) -> EvalResult:
-        level = check_instance(
+        level = check_optional_instance(
             "ToolCalled.evaluate_async",
             "context.observability_level",
             context.observability_level,
@@ -66,7 +67,7 @@ class ToolCalled(BaseEvaluator):
                     evidence=[f"{call.name}({call.arguments})"],
                     rationale=f"Tool '{call.name}' called with matching parameters",
                 )
-        if not level.observes_tool_calls:
+        if level is not None and not level.observes_tool_calls:
             return EvalResult(
                 outcome=EvalOutcome.UNDETERMINED,
                 rationale=(

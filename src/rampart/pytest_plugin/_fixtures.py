@@ -20,8 +20,8 @@ def anyio_backend() -> str:
 class TrialView:
     """The running clone's trial info, read at access time.
 
-    Function-scoped fixtures are shared by all clones of a trial group, so this object
-    is too; each attribute read returns the *calling* clone's values.
+    Each trial clone gets its own (it is function-scoped); reading at access time also
+    keeps it right where a test shares it across clones (``shared_fixtures=``).
     """
 
     @property

@@ -28,6 +28,7 @@ from rampart._text import one_line
 from rampart.core._population import CloneOutcome, PopulationRef
 from rampart.core._severity import severity
 from rampart.core.result import Result
+from rampart.pytest_plugin._clone_fixtures import ClonePlan, plan
 from rampart.pytest_plugin._collect import NoResultWarning, ResultCollector
 from rampart.pytest_plugin._groups import CloneRun, GroupVerdict, ItemRun, count_resumed, judge
 from rampart.pytest_plugin._ledger import (
@@ -78,6 +79,7 @@ class ItemState:
     misuse: str | None = None  # a usage error to fail the item with (xdist workers)
     fixtures: ResultCollector = attrs.field(factory=ResultCollector)
     run: ItemRun | None = None
+    clone_fixtures: ClonePlan | None = None  # what each trial clone sets up itself
     test_hash: str = ""
     resume: ItemResume | None = None
     resumed_clones: dict[int, CloneRun] = attrs.field(factory=dict)
@@ -244,11 +246,18 @@ class ItemHooks:
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, object, object]:
         state = _state(item)
         state.delivered, state.failure, state.run = False, None, None
+        state.clone_fixtures = None
         if state.misuse is not None:
             pytest.fail(f"usage error: {state.misuse}", pytrace=False)
         if state.resume is not None and self._resume is not None:
             # Before any fixture: a fully resumed item skips (or fails) right here.
             self._load_resumed(item, state, self._resume)
+        if state.spec is not None and isinstance(item, pytest.Function) and _wrapped(item):
+            # Before pytest fills the fixtures: each clone sets up its own
+            # function-scoped ones (RAMPART gives each clone its own item).
+            state.clone_fixtures = plan(
+                item, shared=state.spec.shared_fixtures, warn=self._outlet.warn
+            )
         with collecting(state.fixtures):
             return (yield)
 
@@ -316,9 +325,7 @@ class ItemHooks:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
         state = _state(item)
-        if not (isinstance(item, pytest.Function) and _is_plain_function(item)) or (
-            inspect.isasyncgenfunction(item.obj)
-        ):
+        if not (isinstance(item, pytest.Function) and _wrapped(item)):
             # Not wrapped: hypothesis keeps its own wrapper, and an async generator
             # test is left to pytest, which fails it with its own reason.
             clone = CloneRun(index=0)
@@ -334,7 +341,13 @@ class ItemHooks:
             if run.spec is not None:
                 run.clone_done = lambda clone: self._clone_done(item, state, clone)
 
-        item.obj = wrap_test_function(original, spec=state.spec, name=item.name, publish=publish)
+        item.obj = wrap_test_function(
+            original,
+            spec=state.spec,
+            name=item.name,
+            publish=publish,
+            fixtures=state.clone_fixtures,
+        )
         try:
             outcome = yield
         finally:
@@ -461,6 +474,12 @@ def _failure_line(report: pytest.TestReport) -> str:
     message = getattr(crash, "message", None)
     text = message if isinstance(message, str) else report.longreprtext
     return f"{report.when}: {one_line(text, limit=500)}"[:500]
+
+
+def _wrapped(item: pytest.Function) -> bool:
+    """The plugin wraps the item's body (an async generator test is left to pytest,
+    which fails it with its own reason)."""
+    return _is_plain_function(item) and not inspect.isasyncgenfunction(item.obj)
 
 
 def _is_plain_function(item: pytest.Item) -> bool:

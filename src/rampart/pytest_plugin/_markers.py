@@ -54,6 +54,8 @@ class TrialSpec:
     sequential: bool = False
     max_unsafe: int = 0
     inconclusive: str = "fail"
+    # Function-scoped fixtures the clones share instead of each setting up its own.
+    shared_fixtures: tuple[str, ...] = ()
 
     @property
     def rule(self) -> TrialRule:
@@ -79,7 +81,16 @@ def _usage(check: Callable[[], T]) -> T:
 
 
 _TRIAL_KWARGS = frozenset(
-    {"n", "threshold", "concurrency", "early_stop", "confidence", "sequential", "max_unsafe"}
+    {
+        "n",
+        "threshold",
+        "concurrency",
+        "early_stop",
+        "confidence",
+        "sequential",
+        "max_unsafe",
+        "shared_fixtures",
+    }
 )
 
 
@@ -114,7 +125,7 @@ def trial_spec_of(
         raise pytest.UsageError(
             f"@pytest.mark.trial got unexpected argument(s) {sorted(unknown)} on {item.nodeid}; "
             "expected n=, threshold=, concurrency=, early_stop=, confidence=, sequential=, "
-            "max_unsafe="
+            "max_unsafe=, shared_fixtures="
         )
     if len(marker.args) > 1 or (marker.args and "n" in marker.kwargs):
         raise pytest.UsageError(
@@ -187,7 +198,41 @@ def trial_spec_of(
         sequential=rule.sequential,
         max_unsafe=rule.max_unsafe,
         inconclusive=inconclusive,
+        shared_fixtures=_shared_fixtures(item, marker.kwargs.get("shared_fixtures", ())),
     )
+
+
+def _shared_fixtures(item: pytest.Item, raw: object) -> tuple[str, ...]:
+    """``shared_fixtures=``: names of fixtures the test uses (directly or through
+    other fixtures), which its clones share instead of each setting up its own."""
+    argument = _marker_name("shared_fixtures")
+    if isinstance(raw, str) or not isinstance(raw, list | tuple | set | frozenset):
+        raise invalid(
+            item.nodeid,
+            argument,
+            "a list of fixture names",
+            raw,
+            error=pytest.UsageError,
+        )
+    used = set(getattr(item, "fixturenames", ()))
+    names: list[str] = []
+    for name in raw:
+        if not isinstance(name, str) or not name:
+            raise invalid(
+                item.nodeid,
+                argument,
+                "fixture names (non-empty strings)",
+                name,
+                error=pytest.UsageError,
+            )
+        if name not in used:
+            known = ", ".join(sorted(used - {"request"})[:20]) or "none"
+            raise pytest.UsageError(
+                f"{argument} on {item.nodeid} names {name!r}, which the test does not use; "
+                f"expected fixtures it uses ({known})"
+            )
+        names.append(name)
+    return tuple(sorted(set(names)))
 
 
 def _strictly_between(threshold: object) -> bool:

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
 
     from rampart.engine._execution import BaseExecution
+    from rampart.pytest_plugin._clone_fixtures import ClonePlan
     from rampart.pytest_plugin._markers import TrialSpec
 
 __all__ = ["NEVER_AWAITED", "collecting", "wrap_test_function"]
@@ -94,16 +95,20 @@ def wrap_test_function(
     spec: TrialSpec | None,
     name: str,
     publish: Callable[[ItemRun], None],
+    fixtures: ClonePlan | None = None,
 ) -> Callable[..., Any]:
     """A replacement for ``func`` that collects results and fans out trial clones.
 
     ``publish`` receives the ``ItemRun`` before the body starts, so results survive a
     failing body; it may fill in ``resumed`` and ``clone_done``. A trial group that
-    fails its verdict fails the call (``judge``).
+    fails its verdict fails the call (``judge``). ``fixtures`` are the function-scoped
+    fixtures each clone sets up for itself (``_clone_fixtures``).
     """
+    if fixtures is not None and fixtures.empty:
+        fixtures = None
     if inspect.iscoroutinefunction(func):
-        return _wrap_async(func, spec=spec, name=name, publish=publish)
-    return _wrap_sync(func, spec=spec, name=name, publish=publish)
+        return _wrap_async(func, spec=spec, name=name, publish=publish, fixtures=fixtures)
+    return _wrap_sync(func, spec=spec, name=name, publish=publish, fixtures=fixtures)
 
 
 def _unawaited_message(executions: list[BaseExecution]) -> str:
@@ -236,6 +241,7 @@ def _wrap_async(
     spec: TrialSpec | None,
     name: str,
     publish: Callable[[ItemRun], None],
+    fixtures: ClonePlan | None,
 ) -> Callable[..., Awaitable[None]]:
     @functools.wraps(func)
     async def run_item(**kwargs: Any) -> None:
@@ -261,9 +267,14 @@ def _wrap_async(
 
         async def run_clone(position: int) -> CloneRun:
             with _clone(run, todo[position]) as clone:
+                own = None if fixtures is None else fixtures.for_clone(clone.collector)
                 try:
-                    await func(**kwargs)
+                    bound = kwargs if own is None else await own.setup(kwargs)
+                    if bound is not None:  # None: a fixture failed (an ERROR result)
+                        await func(**bound)
                 finally:
+                    if own is not None:
+                        await own.teardown()
                     if controller is not None:
                         _observe_clone(clone, turns)
             return clone
@@ -367,6 +378,7 @@ def _wrap_sync(
     spec: TrialSpec | None,
     name: str,
     publish: Callable[[ItemRun], None],
+    fixtures: ClonePlan | None,
 ) -> Callable[..., Any]:
     @functools.wraps(func)
     def run_item(**kwargs: Any) -> Any:
@@ -391,7 +403,7 @@ def _wrap_sync(
             with _interrupts_stop_the_item(run):
                 for index in todo:
                     clone: CloneRun = contextvars.copy_context().run(
-                        _run_sync_clone, func, kwargs, run, index
+                        _run_sync_clone, func, kwargs, run, index, fixtures
                     )
                     finished.add(index)
                     if spec.stops_early and clone_settles(run, clone):
@@ -405,10 +417,21 @@ def _wrap_sync(
 
 
 def _run_sync_clone(
-    func: Callable[..., Any], kwargs: dict[str, Any], run: ItemRun, index: int
+    func: Callable[..., Any],
+    kwargs: dict[str, Any],
+    run: ItemRun,
+    index: int,
+    fixtures: ClonePlan | None,
 ) -> CloneRun:
     with _clone(run, index) as clone:
-        func(**kwargs)
+        own = None if fixtures is None else fixtures.for_clone(clone.collector)
+        try:
+            bound = kwargs if own is None else own.setup_sync(kwargs)
+            if bound is not None:  # None: a fixture failed (an ERROR result)
+                func(**bound)
+        finally:
+            if own is not None:
+                own.teardown_sync()
     return clone
 
 

@@ -11,12 +11,21 @@ The file is written as the JSON encoder produces it, one result at a time
 memory, whether its results are in memory or stored on disk (``StoredResults``, whose
 stored canonical text is projected as it is, unless a confidence needs the live
 value). Redaction is applied per result entry and to the rest of the document.
+
+RAMPART's override points keep working: a subclass may override
+``_serialize_result(result) -> dict`` (one result's entry; the file is still streamed,
+one entry at a time) and ``_serialize_report(report) -> dict`` (the whole document,
+then built in memory); the file is written from what they return (an enum's value or
+the ``str`` of other values JSON does not know, ``null`` for a non-finite number,
+redacted).
 """
 
 from __future__ import annotations
 
+import enum
 import functools
 import json
+import math
 from typing import TYPE_CHECKING, Any
 
 from rampart._redact import redact, redact_data
@@ -27,7 +36,7 @@ from rampart.reporting._report import TestRunReport, summary_json
 from rampart.reporting._stored import StoredResults, confidence_unusable
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from rampart.core.result import Result
     from rampart.reporting import _files
@@ -119,20 +128,39 @@ class _ProjectedResults(list):  # type: ignore[type-arg]
     """Some results' report entries, each projected while the JSON encoder iterates.
 
     A ``list`` to the encoder (which writes lists by iterating them), holding nothing:
-    ``len`` and iteration answer from the report's results, one at a time.
+    ``len`` and iteration answer from the report's results, one at a time. ``entry``
+    projects one result (a subclass's ``_serialize_result`` when it has one).
     """
 
-    def __init__(self, results: Sequence[Result], indices: list[int]) -> None:
+    def __init__(
+        self,
+        results: Sequence[Result],
+        indices: list[int],
+        entry: Callable[[Sequence[Result], int], dict[str, Any]] | None = None,
+    ) -> None:
         super().__init__()
         self._results = results
         self._indices = indices
+        self._entry = _entry if entry is None else entry
 
     def __len__(self) -> int:
         return len(self._indices)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for index in self._indices:
-            yield redact_data(_entry(self._results, index))
+            yield redact_data(_json_safe(self._entry(self._results, index)))
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` with ``null`` for each non-finite float (a subclass's entries may
+    carry one; the strict encoder would otherwise lose the whole report)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(item) for item in value]
+    return value
 
 
 def _entry(results: Sequence[Result], index: int) -> dict[str, Any]:
@@ -146,17 +174,23 @@ def _entry(results: Sequence[Result], index: int) -> dict[str, Any]:
     return _null_unusable_confidences(project_result(canonical_body(result, index)), result)
 
 
-def build_document(report: TestRunReport, *, lazy: bool = False) -> dict[str, Any]:
+def build_document(
+    report: TestRunReport,
+    *,
+    lazy: bool = False,
+    entry: Callable[[Sequence[Result], int], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The whole report as a JSON-ready dict, keys in their documented order.
 
     With ``lazy`` the result entries are projected only while the document is encoded
-    (for ``report_chunks``); otherwise they are built here. Raises :class:`ReportError`
-    if a result is rejected by the codec or the run metadata is not JSON-safe.
+    (for ``report_chunks``); otherwise they are built here. ``entry`` projects one
+    result (default: the canonical projection). Raises :class:`ReportError` if a
+    result is rejected by the codec or the run metadata is not JSON-safe.
     """
     check_run_metadata(report.metadata)
     by_category: dict[str, list[dict[str, Any]]] = {}
     for category, indices in report.category_indices().items():
-        entries = _ProjectedResults(report.results, indices)
+        entries = _ProjectedResults(report.results, indices, entry)
         by_category[redact(category)] = entries if lazy else list(entries)
     return {
         "total_runs": report.total_runs,
@@ -183,19 +217,35 @@ def render_report(report: TestRunReport) -> bytes:
     return b"".join(report_chunks(report))
 
 
-def report_chunks(report: TestRunReport) -> Iterator[bytes]:
+def report_chunks(
+    report: TestRunReport,
+    *,
+    entry: Callable[[Sequence[Result], int], dict[str, Any]] | None = None,
+) -> Iterator[bytes]:
     """``render_report``'s bytes in pieces, each result encoded as the writer gets to it.
 
     The run metadata and every count are checked before the first piece, so a bad
     report fails before anything is written. Each result entry is redacted as it is
     produced; the rest of the document here.
     """
-    document = build_document(report, lazy=True)
+    document = build_document(report, lazy=True, entry=entry)
     document = {
         key: value if key == "by_harm_category" else redact_data(value)
         for key, value in document.items()
     }
-    encoder = json.JSONEncoder(indent=2, allow_nan=False, ensure_ascii=False)
+    yield from _encode(document)
+
+
+def _unknown(value: object) -> object:
+    """A value JSON does not know, from a subclass's entries: an enum's value, else its
+    ``str`` (RAMPART writes them with ``default=str``)."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    return str(value)
+
+
+def _encode(document: dict[str, Any]) -> Iterator[bytes]:
+    encoder = json.JSONEncoder(indent=2, allow_nan=False, ensure_ascii=False, default=_unknown)
     for chunk in encoder.iterencode(document):
         # A string is one chunk: C1 controls and bidi overrides become \u escapes.
         yield escape_hidden_json(chunk).encode("utf-8")
@@ -216,4 +266,37 @@ class JsonFileReportSink(ReportFileSink):
     suffix = ".json"
 
     def _content(self, report: TestRunReport) -> _files.Content:
+        own = type(self)
+        if own._serialize_report is not JsonFileReportSink._serialize_report:
+            return functools.partial(self._overridden_report, report)
+        if own._serialize_result is not JsonFileReportSink._serialize_result:
+            return functools.partial(report_chunks, report, entry=self._overridden_entry)
         return functools.partial(report_chunks, report)
+
+    def _serialize_report(self, report: TestRunReport) -> dict[str, Any]:
+        """The whole report as a JSON-ready dict (RAMPART's override point).
+
+        Keys in their documented order; each result entry is ``_serialize_result``'s.
+        Override it to reshape the whole document; the file then holds what it
+        returns.
+        """
+        return build_document(report, entry=self._overridden_entry)
+
+    def _serialize_result(self, result: Result) -> dict[str, Any]:
+        """One result's report entry as a JSON-ready dict (RAMPART's override point).
+
+        The flat projection of the result's canonical record (``safe``, ``status``,
+        ``summary``, ``harm_category``, ``strategy``, ``observability_level``,
+        ``duration_seconds``, ``metadata``, ``turns``, ``final_trace_evaluation``, ...),
+        with ``null`` for a confidence that is not a finite number. Override it to add
+        or change fields; the file is still written one entry at a time.
+        """
+        return _null_unusable_confidences(project_result(canonical_body(result, 0)), result)
+
+    def _overridden_entry(self, results: Sequence[Result], index: int) -> dict[str, Any]:
+        if type(self)._serialize_result is JsonFileReportSink._serialize_result:
+            return _entry(results, index)
+        return self._serialize_result(results[index])
+
+    def _overridden_report(self, report: TestRunReport) -> Iterator[bytes]:
+        return _encode(redact_data(_json_safe(self._serialize_report(report))))
