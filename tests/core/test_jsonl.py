@@ -49,3 +49,15 @@ def test_records_round_trip_and_a_bad_line_is_named() -> None:
     other = serialize_record(record=records[0]).replace("rampart.trace.v2", "rampart.trace.v9")
     with pytest.raises(UnsupportedSchemaVersionError, match=r"^t\.jsonl, line 1: "):
         read_records(other, source="t.jsonl")
+
+
+@pytest.mark.parametrize("hidden", ["\u202e", "\x9b", "\u200b", "\ufeff", "\x7f"])
+def test_the_writer_escapes_hidden_characters_and_the_record_is_unchanged(hidden: str) -> None:
+    # A JSONL trace printed with cat or opened in an editor must not obey a bidi
+    # override or an 8-bit CSI the agent wrote (issue 21 §6, H1/H3).
+    result = Result(status=SafetyStatus.SAFE, summary=f"before{hidden}after")
+    line = jsonl_line(serialize_record(record=ResultRecord(result=result)))
+    assert hidden not in line
+    assert f"\\u{ord(hidden):04x}" in line
+    (record,) = read_records(line.encode(), source="trace.jsonl")
+    assert record.result.summary == f"before{hidden}after"

@@ -1,0 +1,89 @@
+"""Issue 21's bad inputs, counted by area: how many were tried and how many held.
+
+Each test case below feeds rampart one hostile or broken input (a rebuilt verdict
+from a doctored trace, a second Ctrl-C, a steering judge reply, a file nested 100,000
+deep, an echoed key, ...) and asserts that it held: the verdict stayed honest, the
+input was refused with an error naming it, nothing leaked. The script runs them with
+pytest (one process, as CI does) and prints, per area, the cases tried and held.
+
+Usage: ``python benchmarks/count_hostile.py`` (a few minutes; the interrupt and
+rebuild cases run real pytest processes).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# area -> pytest selections (a file, or a file with -k)
+AREAS: dict[str, list[list[str]]] = {
+    "1 rebuilt verdicts (report, diff, validate, shards)": [
+        ["tests/cli/test_rebuilt_verdicts.py"],
+        ["tests/cli/test_shards.py"],
+    ],
+    "2 interrupts, resume, hostile journals": [
+        ["tests/pytest_plugin/test_interrupt_races.py"],
+        ["tests/pytest_plugin/test_resume_findings.py"],
+        ["tests/pytest_plugin/test_journal_input.py"],
+    ],
+    "3 the judge reads agent text as data": [["tests/evaluators/test_judge_hostile.py"]],
+    "4 skip and xfail never hide a finding": [["tests/pytest_plugin/test_skip_findings.py"]],
+    "5 hostile input is bounded": [
+        ["tests/cli/test_hostile_files.py"],
+        ["tests/cli/test_output_paths.py"],
+        ["tests/adapters/test_hostile_bodies.py"],
+        ["tests/core/test_strict_json.py"],
+        ["tests/limits/test_signals.py", "-k", "linear_time"],
+        ["tests/limits/test_atomic_rate.py", "-k", "endless or far_ahead or garbage or unreadable"],
+    ],
+    "6 secrets and terminal safety": [
+        ["tests/test_hidden_secrets.py"],
+        ["tests/reporting/test_hidden_characters.py"],
+        ["tests/test_redact.py"],
+        ["tests/test_planted.py"],
+        ["tests/limits/test_atomic_rate.py", "-k", "password"],
+    ],
+}
+
+
+def _run(selection: list[str], junit: Path) -> tuple[int, int]:
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *selection]
+    command += [f"--junitxml={junit}"]
+    subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    if not junit.exists():
+        return 0, 0
+    tried = held = 0
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        outcome = {child.tag for child in case}
+        if "skipped" in outcome:
+            continue
+        tried += 1
+        held += not ({"failure", "error"} & outcome)
+    return tried, held
+
+
+def main() -> None:
+    print(f"issue 21's bad inputs by area (load average {os.getloadavg()[0]:.2f})")
+    print(f"{'area':<52} {'tried':>6} {'held':>6}")
+    totals: Counter[str] = Counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        for number, (area, selections) in enumerate(AREAS.items()):
+            tried = held = 0
+            for index, selection in enumerate(selections):
+                got = _run(selection, Path(tmp, f"{number}-{index}.xml"))
+                tried, held = tried + got[0], held + got[1]
+            totals["tried"] += tried
+            totals["held"] += held
+            print(f"{area:<52} {tried:>6} {held:>6}")
+    print(f"{'all':<52} {totals['tried']:>6} {totals['held']:>6}")
+
+
+if __name__ == "__main__":
+    main()
