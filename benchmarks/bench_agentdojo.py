@@ -12,7 +12,7 @@ per-pair utility and security must be identical.
 The same pairs also run through ``AgentDojoAgent`` inside this process (no pytest
 process, no second AgentDojo import): the "in-process" column.
 
-Targets (issue 23): rampart's wall time <= 1/30 of AgentDojo's on banking and slack,
+Targets: rampart's wall time <= 1/30 of AgentDojo's on banking and slack,
 <= 1/15 on workspace in one process. Workspace's own per-pair setup (YAML load,
 model build, deep copy) is CPU that bounds any one process; it is measured and
 printed as the bound ``pairs x setup CPU``.

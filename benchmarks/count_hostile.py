@@ -1,4 +1,4 @@
-"""Issue 21's bad inputs, counted by area: how many were tried and how many held.
+"""The red-team pass's bad inputs, counted by area: how many were tried and how many held.
 
 Each test case below feeds rampart one hostile or broken input (a rebuilt verdict
 from a doctored trace, a second Ctrl-C, a steering judge reply, a file nested 100,000
@@ -70,7 +70,7 @@ def _run(selection: list[str], junit: Path) -> tuple[int, int]:
 
 
 def main() -> None:
-    print(f"issue 21's bad inputs by area (load average {os.getloadavg()[0]:.2f})")
+    print(f"bad inputs by area (load average {os.getloadavg()[0]:.2f})")
     print(f"{'area':<52} {'tried':>6} {'held':>6}")
     totals: Counter[str] = Counter()
     with tempfile.TemporaryDirectory() as tmp:

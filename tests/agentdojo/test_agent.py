@@ -144,16 +144,14 @@ def test_summarise_counts_attack_success_and_utility() -> None:
 
 
 def test_bad_arguments_name_what_was_expected() -> None:
-    with pytest.raises(
-        TypeError, match="pipeline must be an AgentDojo BasePipelineElement, got object"
-    ):
+    with pytest.raises(TypeError, match="pipeline must be an AgentDojo BasePipelineElement, got "):
         AgentDojoAgent(object())
-    with pytest.raises(ValueError, match="max_threads must be an int >= 1, got 0"):
+    with pytest.raises(ValueError, match="max_threads must be >= 1, got 0"):
         AgentDojoAgent(SilentPipeline(), max_threads=0)
     agent = AgentDojoAgent(SilentPipeline())
-    with pytest.raises(TypeError, match="pair must be an AgentDojoPair, got str"):
+    with pytest.raises(TypeError, match="pair must be an AgentDojoPair, got "):
         agent.target("banking-user_task_0-injection_task_0")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="payload must be a rampart Payload, got str"):
+    with pytest.raises(TypeError, match="payload must be a rampart Payload, got "):
         agent.target(PAIR).surface.inject(payload="text")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"follow must be a probability in \[0, 1\], got 2"):
+    with pytest.raises(ValueError, match=r"follow must be a number in \[0, 1\], got 2"):
         ScriptedPipeline("banking", follow=2)

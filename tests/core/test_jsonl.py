@@ -54,7 +54,7 @@ def test_records_round_trip_and_a_bad_line_is_named() -> None:
 @pytest.mark.parametrize("hidden", ["\u202e", "\x9b", "\u200b", "\ufeff", "\x7f"])
 def test_the_writer_escapes_hidden_characters_and_the_record_is_unchanged(hidden: str) -> None:
     # A JSONL trace printed with cat or opened in an editor must not obey a bidi
-    # override or an 8-bit CSI the agent wrote (issue 21 §6, H1/H3).
+    # override or an 8-bit CSI the agent wrote.
     result = Result(status=SafetyStatus.SAFE, summary=f"before{hidden}after")
     line = jsonl_line(serialize_record(record=ResultRecord(result=result)))
     assert hidden not in line

@@ -42,7 +42,9 @@ def test_configuring_the_plugin_defers_what_a_run_may_not_use() -> None:
     assert out == "[]"
 
 
-def test_a_one_test_run_loads_none_of_them(pytester: pytest.Pytester) -> None:
+def test_a_one_test_run_loads_none_of_them(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A whole run of one plain test (in a fresh process) imports none of the deferred
     parts, and a trial test in the same kind of run still works (they load on use)."""
     pytester.makepyfile(
@@ -54,7 +56,12 @@ def test_a_one_test_run_loads_none_of_them(pytester: pytest.Pytester) -> None:
         f"    loaded = sorted(m for m in {DEFERRED!r} if m in sys.modules)\n"
         "    print('DEFERRED-LOADED', loaded)\n"
     )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", "-p", "rampart")
+    # Only rampart's own loads are checked: other installed plugins may import what
+    # they like (langsmith's, which AgentDojo brings, imports httpx).
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-s", "-p", "rampart.pytest_plugin.plugin"
+    )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*DEFERRED-LOADED []*"])
 

@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 import httpx
 
+from rampart._checks import invalid
+
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
@@ -91,7 +93,13 @@ def choose_transport(*, http2: bool) -> str:
     module docstring)."""
     wanted = os.environ.get(TRANSPORT_ENV, "").strip().lower() or "auto"
     if wanted not in TRANSPORTS:
-        raise ValueError(f"{TRANSPORT_ENV} must be one of {', '.join(TRANSPORTS)}, got {wanted!r}")
+        raise invalid(
+            "rampart HTTP client",
+            TRANSPORT_ENV,
+            f"one of {', '.join(TRANSPORTS)}",
+            wanted,
+            error=ValueError,
+        )
     if wanted == "httpx" or (wanted == "auto" and http2):
         return "httpx"
     if wanted == "sharded":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from rampart._checks import check_instance, check_int
 from rampart.agentdojo._evaluators import InjectionTaskSucceeded
 from rampart.agentdojo._suites import AgentDojoPair, require_agentdojo
 from rampart.agentdojo._target import PairTarget
@@ -29,15 +30,14 @@ class AgentDojoAgent:
     def __init__(self, pipeline: Any, *, max_threads: int = 64) -> None:
         require_agentdojo()
         base = importlib.import_module("agentdojo.agent_pipeline.base_pipeline_element")
-        if not isinstance(pipeline, base.BasePipelineElement):
-            raise TypeError(
-                "AgentDojoAgent: pipeline must be an AgentDojo BasePipelineElement, got "
-                f"{type(pipeline).__name__}"
-            )
-        if isinstance(max_threads, bool) or not isinstance(max_threads, int) or max_threads < 1:
-            raise ValueError(
-                f"AgentDojoAgent: max_threads must be an int >= 1, got {max_threads!r}"
-            )
+        check_instance(
+            "AgentDojoAgent",
+            "pipeline",
+            pipeline,
+            base.BasePipelineElement,
+            expected="an AgentDojo BasePipelineElement",
+        )
+        max_threads = check_int("AgentDojoAgent", "max_threads", max_threads, minimum=1)
         self._pipeline, self._max_threads = pipeline, max_threads
         self._attacks: dict[AgentDojoPair, Any] = {}
 
@@ -47,8 +47,9 @@ class AgentDojoAgent:
 
     def target(self, pair: AgentDojoPair) -> PairTarget:
         """A fresh target for one execution of ``pair``."""
-        if not isinstance(pair, AgentDojoPair):
-            raise TypeError(f"target: pair must be an AgentDojoPair, got {type(pair).__name__}")
+        check_instance(
+            "AgentDojoAgent.target", "pair", pair, AgentDojoPair, expected="an AgentDojoPair"
+        )
         return PairTarget(
             pair=pair, pipeline=self._pipeline, max_threads=self._max_threads, attacks=self._attacks
         )

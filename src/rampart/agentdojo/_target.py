@@ -17,6 +17,7 @@ import anyio.lowlevel
 import anyio.to_thread
 import attrs
 
+from rampart._checks import check_instance
 from rampart.agentdojo._run import PairRecord, run_pair
 from rampart.agentdojo._suites import AgentDojoPair, load_attack, load_suite
 from rampart.agentdojo._text import letters, read_text
@@ -89,10 +90,7 @@ class _PairSurface:
         self._target = target
 
     def inject(self, *, payload: Payload) -> VectorHandle:
-        if not isinstance(payload, Payload):
-            raise TypeError(
-                f"inject: payload must be a rampart Payload, got {type(payload).__name__}"
-            )
+        check_instance("inject", "payload", payload, Payload, expected="a rampart Payload")
         return VectorHandle(self._target, payload, None)
 
 
@@ -111,7 +109,7 @@ class _PairSession:
         prompt = target.user_task.PROMPT
         if request.prompt is not None and request.prompt != prompt:
             raise ValueError(
-                "AgentDojo pair: the trigger must be the user task's prompt (target.prompt); "
+                "AgentDojo pair: the trigger is the user task's prompt (target.prompt); "
                 f"got {request.prompt[:80]!r}"
             )
         try:

@@ -25,6 +25,7 @@ from agentdojo.types import (
     text_content_block_from_string,
 )
 
+from rampart._checks import check_probability, check_seconds
 from rampart.agentdojo._suites import DEFAULT_VERSION, load_suite
 from rampart.agentdojo._text import letters, read_text
 
@@ -47,12 +48,8 @@ class ScriptedPipeline(BasePipelineElement):  # type: ignore[misc]  # untyped ba
         delay: float = 0.0,
         name: str = "local",
     ) -> None:
-        if isinstance(follow, bool) or not isinstance(follow, int | float) or not 0 <= follow <= 1:
-            raise ValueError(
-                f"ScriptedPipeline: follow must be a probability in [0, 1], got {follow!r}"
-            )
-        if isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0:
-            raise ValueError(f"ScriptedPipeline: delay must be seconds >= 0, got {delay!r}")
+        follow = check_probability("ScriptedPipeline", "follow", follow)
+        delay = check_seconds("ScriptedPipeline", "delay", delay)
         self._suite = load_suite(suite, version)
         self._by_prompt = {task.PROMPT: task for task in self._suite.user_tasks.values()}
         # AgentDojo's benchmark also runs each injection task as a user task (its goal

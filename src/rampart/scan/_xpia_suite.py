@@ -10,6 +10,7 @@ that is not SAFE fails the group.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 import pytest
@@ -21,40 +22,42 @@ from rampart.core.types import Request
 from rampart.engine._results import current_trial
 from rampart.evaluators import LLMJudge, ToolCalled
 from rampart.limits import limit
-from rampart.scan._xpia_config import XpiaScanConfig
+from rampart.scan._xpia_config import ENV_VAR, XpiaScanConfig
 
 if TYPE_CHECKING:
     from rampart.core.evaluator import BaseEvaluator
 
-_CONFIG = XpiaScanConfig.from_env()
-_PAYLOADS = _CONFIG.payloads()
+# Outside ``rampart scan xpia`` (no settings in the environment) the module defines
+# no test, so importing it (a package walk, a stray collection) is harmless.
+if ENV_VAR in os.environ:
+    _CONFIG = XpiaScanConfig.from_env()
+    _PAYLOADS = _CONFIG.payloads()
 
-
-@pytest.mark.trial(n=len(_PAYLOADS) * _CONFIG.trials)
-async def test_xpia() -> None:
-    config = _CONFIG
-    trial = current_trial()
-    assert trial is not None
-    payload = _PAYLOADS[trial.index // config.trials]
-    judge: BaseEvaluator = LLMJudge(
-        objective=str(payload.metadata["objective"]),
-        llm=LLMConfig(
-            model=config.judge_model,
-            endpoint=config.judge_base_url,
-            api_key=config.key(config.judge_api_key_env),
-        ),
-    )
-    expects = payload.metadata.get("expects")
-    evaluator = judge
-    if isinstance(expects, dict) and isinstance(expects.get("tool"), str):
-        evaluator = ToolCalled(expects["tool"]) | judge
-    async with ChatCompletionsAdapter(
-        base_url=config.base_url, model=config.model, api_key=config.key(config.api_key_env)
-    ) as agent:
-        result = await Attacks.xpia(
-            trigger=Request(prompt=config.trigger, attachments=[payload]),
-            evaluator=evaluator,
-            max_turns=1,
-            timeout=config.timeout,
-        ).execute_async(adapter=limit(agent, adaptive=True, name=f"scan-{config.model}"))
-    assert result, f"{payload.id}: {result.summary}"
+    @pytest.mark.trial(n=len(_PAYLOADS) * _CONFIG.trials)
+    async def test_xpia() -> None:
+        config = _CONFIG
+        trial = current_trial()
+        assert trial is not None
+        payload = _PAYLOADS[trial.index // config.trials]
+        judge: BaseEvaluator = LLMJudge(
+            objective=str(payload.metadata["objective"]),
+            llm=LLMConfig(
+                model=config.judge_model,
+                endpoint=config.judge_base_url,
+                api_key=config.key(config.judge_api_key_env),
+            ),
+        )
+        expects = payload.metadata.get("expects")
+        evaluator = judge
+        if isinstance(expects, dict) and isinstance(expects.get("tool"), str):
+            evaluator = ToolCalled(expects["tool"]) | judge
+        async with ChatCompletionsAdapter(
+            base_url=config.base_url, model=config.model, api_key=config.key(config.api_key_env)
+        ) as agent:
+            result = await Attacks.xpia(
+                trigger=Request(prompt=config.trigger, attachments=[payload]),
+                evaluator=evaluator,
+                max_turns=1,
+                timeout=config.timeout,
+            ).execute_async(adapter=limit(agent, adaptive=True, name=f"scan-{config.model}"))
+        assert result, f"{payload.id}: {result.summary}"
