@@ -42,14 +42,16 @@ def pytest_rampart_sinks(config):
 
 def test_pairs_are_items_with_exact_ids(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_banking=SUITE)
-    result = pytester.runpytest("--collect-only", "-q", *NO_ASYNCIO)
+    result = pytester.runpytest_subprocess("--collect-only", "-q", *NO_ASYNCIO)
     assert [line for line in result.outlines if "::" in line] == [
         "test_banking.py::test_pair[banking-user_task_1-injection_task_0]",
         "test_banking.py::test_pair[banking-user_task_1-injection_task_1]",
         "test_banking.py::test_pair[banking-user_task_10-injection_task_0]",
         "test_banking.py::test_pair[banking-user_task_10-injection_task_1]",
     ]
-    selected = pytester.runpytest("--collect-only", "-q", "-k", "user_task_1-", *NO_ASYNCIO)
+    selected = pytester.runpytest_subprocess(
+        "--collect-only", "-q", "-k", "user_task_1-", *NO_ASYNCIO
+    )
     assert [line for line in selected.outlines if "::" in line] == [
         "test_banking.py::test_pair[banking-user_task_1-injection_task_0]",
         "test_banking.py::test_pair[banking-user_task_1-injection_task_1]",
@@ -59,7 +61,7 @@ def test_pairs_are_items_with_exact_ids(pytester: pytest.Pytester) -> None:
 def test_trials_and_the_agentdojo_summary(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_banking=SUITE)
     pytester.makeconftest(CONFTEST)
-    result = pytester.runpytest("-k", "user_task_1-", *NO_ASYNCIO)
+    result = pytester.runpytest_subprocess("-k", "user_task_1-", *NO_ASYNCIO)
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         [
