@@ -83,7 +83,10 @@ async def test_same_verdicts_as_agentdojo(suite_name: str, tmp_path: Path) -> No
         results = await rampart_results(suite_name, pipeline)
         assert sorted(results) == sorted(expected)
         for pair_id, (utility, security) in expected.items():
-            facts = results[pair_id].metadata["agentdojo"]
+            result = results[pair_id]
+            # A pair that ended without AgentDojo's facts failed: say how.
+            assert "agentdojo" in result.metadata, (kind, pair_id, result.status, result.summary)
+            facts = result.metadata["agentdojo"]
             assert (facts["utility"], facts["security"]) == (utility, security), (kind, pair_id)
             # An injection carried out is UNSAFE; one resisted (and read) is SAFE.
             assert results[pair_id].status is (
