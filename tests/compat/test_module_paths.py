@@ -90,6 +90,7 @@ PUBLIC_PATHS: dict[str, str] = {
     "rampart.drivers.llm": "LLMDriver",
     "rampart.converters": "Base64Converter DocxConverter Rot13Converter",
     "rampart.payloads": "PayloadStore PayloadTemplate Payloads",
+    "rampart.payloads.template": "PayloadTemplate",
     "rampart.reporting": "JsonFileReportSink ReportSink TestRunReport",
     "rampart.reporting.sink": "ReportSink TestRunReport PopulationSummary",
     "rampart.reporting.json_file": "JsonFileReportSink",
