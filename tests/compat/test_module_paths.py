@@ -74,7 +74,8 @@ PUBLIC_PATHS: dict[str, str] = {
         "InfrastructureError DriverError EvaluatorError SchemaError UnsupportedSchemaVersionError"
     ),
     "rampart.core.serialization": (
-        "ResultRecord serialize_record deserialize_record TRACE_SCHEMA_VERSION"
+        "ResultRecord serialize_record deserialize_record TRACE_SCHEMA_VERSION SchemaError "
+        "UnsupportedSchemaVersionError"
     ),
     "rampart.core.payload_ids": "validate_payload_id",
     # §2.3: sub-packages.
