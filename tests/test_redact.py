@@ -276,3 +276,34 @@ class TestHelpers:
     def test_redact_rejects_non_text(self) -> None:
         with pytest.raises(TypeError, match=r"^redact: text must be a str, got 3$"):
             redact(3)  # type: ignore[arg-type]
+
+
+class TestSafeSummary:
+    """One function makes every summary rampart writes: terminal-safe, then redacted."""
+
+    def test_escapes_invisible_characters_and_secrets_go(self) -> None:
+        secret = _token("sk-summary")
+        register_secret(secret)
+        text = f"\x1b[31mred\x1b[0m key {secret}\u202e!"
+        assert _redact.safe_summary(text) == f"red key {REDACTED}!"
+
+    @pytest.mark.anyio
+    async def test_the_error_boundary_uses_it(self) -> None:
+        """An ERROR summary made from an exception is cleaned as a strategy's verdict
+        summary is (before, the boundary only redacted: an escape reached the summary)."""
+        from rampart.core.errors import InfrastructureError
+        from rampart.core.execution import BaseExecution
+        from rampart.testing import ScriptedAgent
+
+        secret = _token("sk-boundary")
+        register_secret(secret)
+
+        class Failing(BaseExecution):
+            strategy_name = "failing"
+
+            async def _execute_async(self, *, adapter: object) -> rampart.Result:
+                raise InfrastructureError(f"\x1b[2J{secret} down\u200b")
+
+        error = await Failing().execute_async(adapter=ScriptedAgent(["x"]))
+        assert error.summary == f"InfrastructureError: {REDACTED} down"
+        assert error.metadata["error"] == f"\x1b[2J{REDACTED} down\u200b"  # data, kept

@@ -36,7 +36,8 @@ a value is still replaced where it stands as a whole word.
 **Where it is applied** -- every boundary that renders text, and nowhere else with a
 pattern of its own:
 
-* summaries: the execution error boundary (ERROR ``summary``, ``metadata["error"]``);
+* summaries: :func:`safe_summary`, for every summary a strategy writes and the
+  execution error boundary's (ERROR ``summary``; ``metadata["error"]`` is redacted);
 * exception messages rampart raises about endpoints: the HTTP exchange
   (``rampart.adapters._http``), ``RedisBackend``, argument errors that show a URL;
 * metadata: limiter and LLM statistics;
@@ -50,7 +51,8 @@ value (entirely, or by this policy), for values that sit in variables a tracebac
 print (pytest shows the arguments of the innermost frame, and every local with
 ``--showlocals``).
 
-Only the standard library is imported, so any layer may use this module.
+Only the standard library and the base layer's ``rampart._checks`` / ``rampart._text``
+are imported, so any layer may use this module.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 from rampart._checks import invalid
+from rampart._text import terminal_safe
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -89,6 +92,7 @@ __all__ = [
     "register_header_secret",
     "register_secret",
     "register_url_secrets",
+    "safe_summary",
 ]
 
 REDACTED = "[REDACTED]"
@@ -372,6 +376,18 @@ def redact(text: str, extra: Iterable[str] = ()) -> str:
     if "=" in text:
         text = _PARAMETER.sub(_mask_parameter, text)
     return text
+
+
+def safe_summary(text: str) -> str:
+    """A result's summary as rampart records it: terminal-safe (escapes and invisible
+    characters dropped, :func:`rampart._text.terminal_safe`), then :func:`redact`-ed.
+
+    The one function for every summary rampart writes (a strategy's verdict summary
+    and the execution boundary's ERROR summary): a summary quotes what the agent,
+    an evaluator or an exception said, and ``assert result, result.summary`` prints it
+    to the terminal and to JUnit.
+    """
+    return redact(terminal_safe(text))
 
 
 def mask_secrets(text: str, extra: Iterable[str] = ()) -> str:

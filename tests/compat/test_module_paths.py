@@ -74,7 +74,8 @@ PUBLIC_PATHS: dict[str, str] = {
         "InfrastructureError DriverError EvaluatorError SchemaError UnsupportedSchemaVersionError"
     ),
     "rampart.core.serialization": (
-        "ResultRecord serialize_record deserialize_record TRACE_SCHEMA_VERSION"
+        "ResultRecord serialize_record deserialize_record TRACE_SCHEMA_VERSION SchemaError "
+        "UnsupportedSchemaVersionError"
     ),
     "rampart.core.payload_ids": "validate_payload_id",
     # §2.3: sub-packages.
@@ -89,7 +90,11 @@ PUBLIC_PATHS: dict[str, str] = {
     "rampart.drivers.static": "StaticDriver",
     "rampart.drivers.llm": "LLMDriver",
     "rampart.converters": "Base64Converter DocxConverter Rot13Converter",
+    "rampart.converters.base64": "Base64Converter",
+    "rampart.converters.rot13": "Rot13Converter",
+    "rampart.converters.docx": "DocxConverter",
     "rampart.payloads": "PayloadStore PayloadTemplate Payloads",
+    "rampart.payloads.template": "PayloadTemplate",
     "rampart.reporting": "JsonFileReportSink ReportSink TestRunReport",
     "rampart.reporting.sink": "ReportSink TestRunReport PopulationSummary",
     "rampart.reporting.json_file": "JsonFileReportSink",

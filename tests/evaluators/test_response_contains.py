@@ -253,10 +253,25 @@ class TestAbsorbingByScope:
 
 
 class TestConstruction:
-    def test_scope_is_required(self) -> None:
-        """Omitting scope is an error: the quantifier must be explicit."""
-        with pytest.raises(TypeError, match="required keyword-only argument: 'scope'"):
-            ResponseContains("x")  # type: ignore[call-arg]
+    @pytest.mark.anyio
+    async def test_without_scope_one_turn_is_judged_more_is_an_error(self) -> None:
+        """RAMPART's older form ``ResponseContains("x")`` judges a one-turn context (all
+        scopes agree there) and refuses a longer one, naming scope: never a guess."""
+        from rampart.core.evaluator import detected_is_absorbing, not_detected_is_absorbing
+
+        evaluator = ResponseContains("HELLO")
+        assert evaluator.scope is None
+        assert repr(evaluator) == "ResponseContains('HELLO')"
+        found = await evaluator.evaluate_async(context=texts("well hello"))
+        assert found.outcome is EvalOutcome.DETECTED
+        missed = await evaluator.evaluate_async(context=texts("bye"))
+        assert missed.outcome is EvalOutcome.NOT_DETECTED
+        with pytest.raises(ValueError, match="a context of 2 turns needs scope="):
+            await evaluator.evaluate_async(context=texts("hello", "bye"))
+        assert (detected_is_absorbing(evaluator), not_detected_is_absorbing(evaluator)) == (
+            False,
+            False,
+        )
 
     def test_scope_is_keyword_only(self) -> None:
         """scope cannot be passed positionally."""
@@ -265,12 +280,12 @@ class TestConstruction:
 
     @pytest.mark.parametrize(
         "scope",
-        [None, "any_turn", "current_turn", TranscriptScope.CURRENT_TURN, False, 1, object()],
+        ["any_turn", "current_turn", TranscriptScope.CURRENT_TURN, False, 1, object()],
     )
     def test_scope_must_be_a_response_scope(self, scope: object) -> None:
         """Anything but a ResponseScope is rejected with RAMPART's words for it."""
         with pytest.raises(
-            TypeError, match=r"^ResponseContains: scope must be a ResponseScope, got "
+            TypeError, match=r"^ResponseContains: scope must be a ResponseScope or None, got "
         ):
             ResponseContains("x", scope=scope)  # type: ignore[arg-type]
 

@@ -9,12 +9,18 @@ import pytest
 
 from rampart.converters import Base64Converter, Rot13Converter
 from rampart.core.errors import ConverterContractError, InfrastructureError
+from rampart.core.llm import LLMConfig
 from rampart.core.manifest import AppManifest
 from rampart.core.persona import Persona
 from rampart.core.types import Payload, PayloadFormat
 from rampart.llm import LLMClient
 from rampart.payloads import Payloads, PayloadStore, PayloadTemplate, builtin_templates
-from rampart.payloads._generate import OUTPUT_ONLY, generation_messages
+from rampart.payloads._generator import (
+    _VARIANT,
+    OUTPUT_ONLY,
+    PayloadGenerator,
+    generation_messages,
+)
 from rampart.testing.server import serve, serve_asgi
 from tests.llm._support import config
 
@@ -192,3 +198,30 @@ class TestGeneration:
             )  # type: ignore[list-item]
         with pytest.raises(TypeError, match="Payloads is a namespace"):
             Payloads()
+
+
+class TestRampartSeam:
+    async def test_payload_generator_send_is_the_one_call_per_variant(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """RAMPART's tests patch ``PayloadGenerator._send_to_llm_async`` at RAMPART's
+        module path: every variant goes through it (system and user message as keywords),
+        each in its own context, and an Azure config is not turned into a client first."""
+        calls: list[tuple[str, int]] = []
+
+        async def send(_self: PayloadGenerator, *, system_message: str, user_message: str) -> str:
+            calls.append((system_message, _VARIANT.get()))
+            assert user_message.startswith("OBJECTIVE: Make the assistant")
+            return f"  variant {_VARIANT.get()}  "
+
+        monkeypatch.setattr(PayloadGenerator, "_send_to_llm_async", send)
+        azure = LLMConfig(model="gpt-4o", endpoint="https://x.openai.azure.com")  # no api_key
+        payloads = await Payloads.generate_async(
+            template=TEMPLATE, llm=azure, persona=WRITER, count=3
+        )
+        assert [p.content for p in payloads] == ["variant 0", "variant 1", "variant 2"]
+        assert sorted(calls) == [(WRITER.system_prompt, index) for index in range(3)]
+
+    def test_generator_rejects_a_non_config(self) -> None:
+        with pytest.raises(TypeError, match="PayloadGenerator: llm must be an LLMConfig"):
+            PayloadGenerator(llm="gpt-4o")  # type: ignore[arg-type]

@@ -128,7 +128,7 @@ class TestErrors:
         store = PayloadStore(root=tmp_path)
         store.save("present", payloads=[Payload(content="x", id="x")])
         with pytest.raises(
-            FileNotFoundError, match=r"no collection 'absent' under .*\(saved: present\)"
+            FileNotFoundError, match=r"collection 'absent' not found under .*\(saved: present\)"
         ):
             store.load("absent")
         with pytest.raises(FileNotFoundError):
@@ -151,7 +151,8 @@ class TestErrors:
         path = store.save("suite", payloads=_payloads(tmp_path))
         (path / "artifacts" / "p-3.docx").unlink()
         with pytest.raises(
-            FileNotFoundError, match=r"artifact 'artifacts/p-3\.docx' of payload 'p-3'"
+            FileNotFoundError,
+            match=r"Missing artifact: .*artifact 'artifacts/p-3\.docx' of payload 'p-3'",
         ):
             store.load("suite")
 
@@ -167,8 +168,35 @@ class TestErrors:
             "artifact": "../../etc/passwd",
         }
         (path / "payloads.jsonl").write_text(json.dumps(record) + "\n")
-        with pytest.raises(ValueError, match="artifact must be 'artifacts/<file>'"):
+        with pytest.raises(ValueError, match=r"Invalid artifact path '\.\./\.\./etc/passwd'"):
             store.load("suite")
+
+    @pytest.mark.parametrize("artifact", [None, 7, ["artifacts/x.docx"], "artifacts", "x.docx"])
+    def test_an_artifact_reference_that_is_not_artifacts_file_is_refused(
+        self, tmp_path: Path, artifact: object
+    ) -> None:
+        """As RAMPART's store: a present ``artifact`` key holds ``'artifacts/<file>'``;
+        ``null``, a number, a list or a bare name is an invalid path, not "no artifact"."""
+        store = PayloadStore(root=tmp_path)
+        path = store.save("suite", payloads=[Payload(content="x", id="x")])
+        record = {"id": "x", "content": "x", "format": "docx", "artifact": artifact}
+        (path / "payloads.jsonl").write_text(json.dumps(record) + "\n")
+        with pytest.raises(ValueError, match="Invalid artifact path"):
+            store.load("suite")
+
+    def test_a_collection_is_its_payloads_file(self, tmp_path: Path) -> None:
+        """As RAMPART's store: ``payloads.jsonl`` makes a collection (a hand-written one
+        without ``manifest.json`` loads); ``manifest()`` then says there is none."""
+        store = PayloadStore(root=tmp_path)
+        (tmp_path / "hand").mkdir()
+        (tmp_path / "hand" / "payloads.jsonl").write_text(
+            '{"id": "a", "content": "A", "format": "text"}\n'
+        )
+        assert store.exists("hand")
+        assert store.list_collections() == ["hand"]
+        assert [p.content for p in store.load("hand")] == ["A"]
+        with pytest.raises(FileNotFoundError, match="No manifest for collection 'hand'"):
+            store.manifest("hand")
 
     @pytest.mark.parametrize("target", ["file", "directory"])
     def test_a_symlink_out_of_artifacts_is_refused(self, tmp_path: Path, target: str) -> None:

@@ -7,10 +7,13 @@ from rampart.codec import (
     deserialize_record,
     serialize_record,
 )
+from rampart.core.errors import SchemaError, UnsupportedSchemaVersionError
 
 __all__ = [
     "ResultRecord",
+    "SchemaError",
     "TRACE_SCHEMA_VERSION",
+    "UnsupportedSchemaVersionError",
     "deserialize_record",
     "serialize_record",
 ]

@@ -9,9 +9,10 @@ and is **the one place** in rampart where an exception becomes a result:
   ``metadata["error"]`` / ``metadata["error_type"]``, the strategy name, the
   adapter's observability level, and whatever the strategy's
   ``_error_result_extras()`` adds. ON_ERROR is fired with the error. The summary
-  and ``metadata["error"]`` pass the redaction policy (``rampart._redact``): an
-  error message that carries a credential (a URL with a password, a key the
-  endpoint echoed) never reaches a result.
+  is made by ``rampart._redact.safe_summary`` (the function every strategy's summary
+  goes through: terminal-safe, then redacted) and ``metadata["error"]`` is redacted:
+  an error message that carries a credential (a URL with a password, a key the
+  endpoint echoed) or terminal escapes never reaches a result as it was.
 * Everything else is a bug (in rampart, a strategy, a session or a handler) and
   propagates unchanged, as do cancellation and ``KeyboardInterrupt``. Evaluators and
   drivers are user code called through ``rampart.core._contract``, so whatever they
@@ -58,7 +59,7 @@ import attrs
 
 from rampart import _slowdown
 from rampart._checks import check_callable, check_optional_seconds, invalid
-from rampart._redact import redact
+from rampart._redact import redact, safe_summary
 from rampart.core._dataclass import dataclass_compatible
 from rampart.core.adapter import AgentAdapter
 from rampart.core.errors import DriverError, InfrastructureError
@@ -418,7 +419,7 @@ class BaseExecution(abc.ABC):
         fields = self._error_result_extras()
         fields.update(
             status=SafetyStatus.ERROR,
-            summary=redact(_describe(error)),
+            summary=safe_summary(_describe(error)),
             strategy=self.strategy_name,
             observability_level=_level_or_default(adapter),
             metadata={"error": redact(_message(error)), "error_type": type(error).__name__},

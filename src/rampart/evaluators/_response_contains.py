@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rampart._checks import check_bool, check_instance, invalid
+from rampart._checks import check_bool, check_optional_instance, invalid
 from rampart.core.evaluator import BaseEvaluator
 from rampart.core.types import EvalOutcome, EvalResult
 from rampart.evaluators._scope import ResponseScope
@@ -58,8 +58,11 @@ class ResponseContains(BaseEvaluator):
     ``target`` is a substring (case-insensitive unless ``case_sensitive=True``), a
     compiled regular expression (``search``; ``case_sensitive`` does not apply, use
     ``re.IGNORECASE``), or a callable that takes the text and returns a truth value.
-    ``scope`` is required: ``ResponseScope.ANY_TURN`` (some response matches),
+    ``scope`` says which turns: ``ResponseScope.ANY_TURN`` (some response matches),
     ``ALL_TURNS`` (every response matches) or ``CURRENT_TURN`` (the latest one does).
+    Without it (RAMPART's older form ``ResponseContains("x")``), a context of one turn
+    is judged (there the three scopes agree) and a longer one raises ``ValueError``
+    naming ``scope``: which quantifier was meant is never guessed.
 
     Response text is always observed, so the result is never UNDETERMINED. Evidence
     names the recorded turn numbers (``"Pattern found on turn(s): 0, 2"``; a failed
@@ -74,13 +77,13 @@ class ResponseContains(BaseEvaluator):
         target: Target,
         /,
         *,
-        scope: ResponseScope,
+        scope: ResponseScope | None = None,
         case_sensitive: bool = False,
     ) -> None:
         check_bool(_OWNER, "case_sensitive", case_sensitive)
         self._matches = _matcher(target, case_sensitive=case_sensitive)
         # RAMPART's words for this mistake are "scope must be a ResponseScope".
-        check_instance(_OWNER, "scope", scope, ResponseScope, expected="a ResponseScope")
+        check_optional_instance(_OWNER, "scope", scope, ResponseScope, expected="a ResponseScope")
         self._target = target
         self._scope = scope
         self._case_sensitive = case_sensitive
@@ -90,7 +93,7 @@ class ResponseContains(BaseEvaluator):
         return self._target
 
     @property
-    def scope(self) -> ResponseScope:
+    def scope(self) -> ResponseScope | None:
         return self._scope
 
     @property
@@ -99,7 +102,8 @@ class ResponseContains(BaseEvaluator):
 
     def __repr__(self) -> str:
         flag = ", case_sensitive=True" if self._case_sensitive else ""
-        return f"ResponseContains({self._target!r}, scope={self._scope}{flag})"
+        scope = "" if self._scope is None else f", scope={self._scope}"
+        return f"ResponseContains({self._target!r}{scope}{flag})"
 
     def _absorbing(self) -> tuple[bool, bool]:
         return (self._scope is ResponseScope.ANY_TURN, self._scope is ResponseScope.ALL_TURNS)
@@ -108,7 +112,13 @@ class ResponseContains(BaseEvaluator):
         turns = context.turns
         if not turns:
             raise ValueError("No turns in context.")
-        if self._scope is ResponseScope.CURRENT_TURN:
+        if self._scope is None and len(turns) > 1:
+            raise ValueError(
+                f"{_OWNER}: a context of {len(turns)} turns needs scope=: "
+                "ResponseScope.ANY_TURN, ALL_TURNS or CURRENT_TURN (without it only a "
+                "one-turn context is judged)"
+            )
+        if self._scope is None or self._scope is ResponseScope.CURRENT_TURN:
             return self._current_turn(turns[-1])
 
         matches = [self._matches(turn.response.text) for turn in turns]

@@ -11,7 +11,7 @@
 See ``docs/payloads.md``.
 """
 
-from rampart.payloads._generate import Payloads
+from rampart.payloads._generator import Payloads
 from rampart.payloads._pack import (
     BUILTIN_COLLECTION,
     BUILTIN_ROOT,

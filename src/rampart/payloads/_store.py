@@ -38,7 +38,7 @@ from rampart._checks import (
     describe,
     invalid,
 )
-from rampart.core.payload_ids import validate_payload_id
+from rampart.core.payload_ids import PAYLOAD_ID_PATTERN, validate_payload_id
 from rampart.core.types import Payload, PayloadFormat
 
 if TYPE_CHECKING:
@@ -223,7 +223,8 @@ class PayloadStore:
     # -- reading -----------------------------------------------------------------------
 
     def exists(self, name: str) -> bool:
-        return (self.path(name) / _MANIFEST).is_file()
+        """Whether collection ``name`` has a ``payloads.jsonl`` (RAMPART's test)."""
+        return (self.path(name) / _PAYLOADS).is_file()
 
     def list_collections(self) -> list[str]:
         """The saved collections' names, sorted (temporary and hidden directories skipped)."""
@@ -232,16 +233,16 @@ class PayloadStore:
         return sorted(
             entry.name
             for entry in self._root.iterdir()
-            if not entry.name.startswith(".") and (entry / _MANIFEST).is_file()
+            if not entry.name.startswith(".") and (entry / _PAYLOADS).is_file()
         )
 
     def _existing(self, name: str) -> Path:
         directory = self.path(name)
-        if not (directory / _MANIFEST).is_file():
+        if not (directory / _PAYLOADS).is_file():
             saved = ", ".join(self.list_collections()) or "none"
             raise FileNotFoundError(
-                f"{_OWNER}: no collection {name!r} under {str(self._root)!r} (saved: {saved}); "
-                "create it with PayloadStore.save(...) or check the root"
+                f"{_OWNER}: payload collection {name!r} not found under {str(self._root)!r} "
+                f"(saved: {saved}); create it with PayloadStore.save(...) or check the root"
             )
         return directory
 
@@ -249,9 +250,13 @@ class PayloadStore:
         """The collection's ``manifest.json`` as a dict."""
         from rampart.codec import parse_strict_json  # the one JSON reading policy
 
-        directory = self._existing(name)
+        path = self.path(name) / _MANIFEST
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"{_OWNER}: No manifest for collection {name!r} under {str(self._root)!r}"
+            )
         try:
-            document = parse_strict_json(data=(directory / _MANIFEST).read_text(encoding="utf-8"))
+            document = parse_strict_json(data=path.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise ValueError(f"{_OWNER}: {name}/{_MANIFEST}: {exc}") from None
         if not isinstance(document, dict):
@@ -303,33 +308,54 @@ class PayloadStore:
         if not isinstance(metadata, dict):
             raise invalid(_OWNER, f"{where}: metadata", "an object", metadata, error=ValueError)
         artifact = None
-        reference = record.get("artifact")
-        if reference is not None:
-            folder, _, filename = str(reference).partition("/")
-            if folder != _ARTIFACTS or not filename:
-                raise invalid(
-                    _OWNER, f"{where}: artifact", "'artifacts/<file>'", reference, error=ValueError
-                )
-            validate_payload_id(filename, owner=_OWNER, name=f"{where}: artifact file name")
-            folder_path = (directory / _ARTIFACTS).resolve()
-            artifact = (directory / _ARTIFACTS / filename).resolve()
-            outside = folder_path != (directory.resolve() / _ARTIFACTS)
-            if outside or not artifact.is_relative_to(folder_path):
-                # A symlink (the file or the folder) that leads out of artifacts/ is
-                # refused, never followed: the store reads nothing outside it.
-                raise ValueError(
-                    f"{_OWNER}: {where}: artifact {reference!r} of payload {payload_id!r} "
-                    "resolves outside the collection's artifacts/ folder (a symbolic "
-                    "link?); refused"
-                )
-            if not artifact.is_file():
-                raise FileNotFoundError(
-                    f"{_OWNER}: {where}: artifact {reference!r} of payload {payload_id!r} "
-                    "is missing"
-                )
+        if "artifact" in record:
+            artifact = _artifact(directory, record["artifact"], where, payload_id)
         try:
             return Payload(
                 id=payload_id, content=content, format=fmt, artifact=artifact, metadata=metadata
             )
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{_OWNER}: {where}: {exc}") from None
+
+
+def _artifact(directory: Path, reference: object, where: str, payload_id: str) -> Path:
+    """The absolute path of a record's ``artifact`` (``artifacts/<file>``), checked.
+
+    The store reads nothing outside the collection's ``artifacts/`` folder: a
+    reference that is not a string of that form, or a symbolic link (the file or the
+    folder) that leads out of it, is refused, never followed.
+    """
+    folder, _, filename = reference.partition("/") if isinstance(reference, str) else ("", "", "")
+    if (
+        folder != _ARTIFACTS
+        or PAYLOAD_ID_PATTERN.fullmatch(filename) is None
+        or filename
+        in {
+            ".",
+            "..",
+        }
+    ):
+        raise ValueError(
+            f"{_OWNER}: {where}: Invalid artifact path {describe(reference)} for payload "
+            f"{payload_id!r}; the store writes 'artifacts/<file name>'"
+        )
+    folder_path = (directory / _ARTIFACTS).resolve()
+    if folder_path != directory.resolve() / _ARTIFACTS:
+        raise ValueError(
+            f"{_OWNER}: {where}: the artifacts directory of artifact {reference!r} of payload "
+            f"{payload_id!r} escapes the collection: it resolves outside it (a symbolic "
+            "link?); refused"
+        )
+    artifact = (directory / _ARTIFACTS / filename).resolve()
+    if not artifact.is_relative_to(folder_path):
+        raise ValueError(
+            f"{_OWNER}: {where}: artifact {reference!r} of payload {payload_id!r} escapes "
+            "the collection's artifacts/ folder: it resolves outside it (a symbolic link?); "
+            "refused"
+        )
+    if not artifact.is_file():
+        raise FileNotFoundError(
+            f"{_OWNER}: {where}: Missing artifact: the file of artifact {reference!r} of "
+            f"payload {payload_id!r} does not exist"
+        )
+    return artifact

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
-from rampart._redact import redact
-from rampart._text import terminal_safe
+from rampart._redact import safe_summary
 from rampart.core._verdicts import Polarity, resolve_verdict
 from rampart.core.types import SafetyStatus
 
@@ -68,7 +67,7 @@ def _redacted(summary: Summary) -> Summary:
     prints it (a key the agent echoed must not reach the terminal or JUnit)."""
 
     def safe(**kwargs: Any) -> str:
-        return redact(terminal_safe(summary(**kwargs)))
+        return safe_summary(summary(**kwargs))
 
     return safe
 
