@@ -33,7 +33,13 @@ from rampart._text import one_line
 from rampart.pytest_plugin._async_tests import AnyioByDefault
 from rampart.pytest_plugin._interrupts import InterruptWatch
 from rampart.pytest_plugin._items import ItemHooks, ItemOutlet
-from rampart.pytest_plugin._journal import JournalWriter
+from rampart.pytest_plugin._journal import (
+    RUN_INPUT_KEY,
+    JournalSettings,
+    JournalWriter,
+    RunJournal,
+    default_gitignore,
+)
 from rampart.pytest_plugin._junit import JunitProperties, junit_requested
 from rampart.pytest_plugin._ledger import LEDGER_KEY, FinishedUnit, GroupRecord, RunLedger
 from rampart.pytest_plugin._limits import LimitTracker, merge_limit_statistics
@@ -41,16 +47,10 @@ from rampart.pytest_plugin._llm_cache import configure as configure_llm
 from rampart.pytest_plugin._llm_cache import llm_metadata
 from rampart.pytest_plugin._llm_cache import unconfigure as unconfigure_llm
 from rampart.pytest_plugin._options import Options
-from rampart.pytest_plugin._progress_session import ProgressNodes, ProgressSession, worker_progress
+from rampart.pytest_plugin._progress import ProgressNodes, ProgressSession, worker_progress
 from rampart.pytest_plugin._report_data import BackendNotes, group_summary, run_info
 from rampart.pytest_plugin._report_dir import report_dir_sinks
 from rampart.pytest_plugin._resume import ResumePlan, count_by_run
-from rampart.pytest_plugin._runjournal import (
-    RUN_INPUT_KEY,
-    JournalSettings,
-    RunJournal,
-    default_gitignore,
-)
 from rampart.pytest_plugin._sinks import SINKS_KEY, ReportSinks
 from rampart.pytest_plugin._summary import summary_lines
 from rampart.pytest_plugin._xdist import XdistController, XdistWorker
