@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 from rampart._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from rampart.pytest_plugin._collect import (
-        NoResultWarning,
+    from rampart.engine._results import (
         ResultCollectionHandler,
         ResultCollector,
         TrialInfo,
         current_trial,
         record_result,
     )
+    from rampart.pytest_plugin._warnings import NoResultWarning
 
 # Lazy, so that loading the plugin's entry point (a submodule) does not load the engine;
 # uncached, so each access reaches the loaded module (see ``lazy_attributes``).
@@ -37,7 +37,10 @@ _NAMES = (
 __getattr__, __dir__ = lazy_attributes(
     __name__,
     globals(),
-    dict.fromkeys(_NAMES, "rampart.pytest_plugin._collect"),
+    {
+        **dict.fromkeys(_NAMES, "rampart.engine._results"),
+        "NoResultWarning": "rampart.pytest_plugin._warnings",
+    },
     uncached=frozenset(_NAMES),
 )
 

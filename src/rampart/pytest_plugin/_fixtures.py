@@ -6,7 +6,7 @@ import warnings
 
 import pytest
 
-from rampart.pytest_plugin._collect import TrialInfo, current_trial
+from rampart.engine._results import TrialInfo, current_trial
 from rampart.pytest_plugin._ledger import LEDGER_KEY
 from rampart.pytest_plugin._sinks import LEGACY_FIXTURE_WARNING, SINKS_KEY
 

@@ -35,11 +35,7 @@ if TYPE_CHECKING:
     from rampart.core.result import Result
     from rampart.pytest_plugin._items import ItemState
 
-__all__ = ["JunitProperties", "junit_requested"]
-
-
-def junit_requested(config: pytest.Config) -> bool:
-    return bool(config.getoption("xmlpath", None))
+__all__ = ["JunitProperties"]
 
 
 def _results(state: ItemState) -> list[Result]:

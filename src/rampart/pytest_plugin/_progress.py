@@ -206,7 +206,7 @@ class GroupTracker:
             self._last = now
             self._sink.update(self.snapshot(now))
 
-    def clone_done(self, clone: CloneRun) -> None:
+    def clone_finished(self, clone: CloneRun) -> None:
         """A clone finished (called by the runner, in the test's thread)."""
         status = clone_status(clone)
         self._counts["no_result" if status is None else status.value] += 1
@@ -414,7 +414,7 @@ class ProgressHooks:
         if sink is not None and state is not None and state.spec is not None:
             key = item.nodeid if self._worker is None else f"{self._worker}:{item.nodeid}"
             tracker = GroupTracker(key=key, name=item.name, n=state.spec.n, sink=sink)
-            state.clone_listener = tracker.clone_done
+            state.listeners.append(tracker)
         try:
             if tracker is None:
                 return (yield)
@@ -422,7 +422,7 @@ class ProgressHooks:
                 return (yield)
         finally:
             if tracker is not None and state is not None:
-                state.clone_listener = None
+                state.listeners.remove(tracker)
                 final = tracker.snapshot(time.monotonic(), finished=True)
                 if isinstance(sink, ProgressDisplay):
                     sink.finish(final, nodeid=item.nodeid)

@@ -40,7 +40,6 @@ from rampart.pytest_plugin._journal import (
     RunJournal,
     default_gitignore,
 )
-from rampart.pytest_plugin._junit import JunitProperties, junit_requested
 from rampart.pytest_plugin._ledger import LEDGER_KEY, FinishedUnit, GroupRecord, RunLedger
 from rampart.pytest_plugin._limits import LimitTracker, merge_limit_statistics
 from rampart.pytest_plugin._llm_cache import configure as configure_llm
@@ -49,14 +48,11 @@ from rampart.pytest_plugin._llm_cache import unconfigure as unconfigure_llm
 from rampart.pytest_plugin._options import Options
 from rampart.pytest_plugin._progress import ProgressNodes, ProgressSession, worker_progress
 from rampart.pytest_plugin._report_data import BackendNotes, group_summary, run_info
-from rampart.pytest_plugin._report_dir import report_dir_sinks
-from rampart.pytest_plugin._resume import ResumePlan, count_by_run
 from rampart.pytest_plugin._sinks import SINKS_KEY, ReportSinks
-from rampart.pytest_plugin._summary import summary_lines
-from rampart.pytest_plugin._xdist import XdistController, XdistWorker
 
 if TYPE_CHECKING:
-    from rampart.reporting import TestRunReport
+    from rampart.pytest_plugin._resume import ResumePlan
+    from rampart.reporting import ReportSink, TestRunReport
 
 __all__ = ["LedgerOutlet", "RunReporter", "start", "stop"]
 
@@ -96,6 +92,8 @@ def start(config: pytest.Config) -> None:
         )
     plan = None
     if settings.resume is not None:
+        from rampart.pytest_plugin._resume import ResumePlan
+
         plan = ResumePlan(settings.resume, current_run=settings.run_id)
         if not is_worker:  # every process reads it; one says what it could not use
             for message in plan.problems:
@@ -118,6 +116,8 @@ def start(config: pytest.Config) -> None:
     }
     outlet: ItemOutlet
     if is_worker:
+        from rampart.pytest_plugin._xdist import XdistWorker
+
         outlet = XdistWorker(
             config=config, max_bytes=options.max_bytes, limits=limits, journal=writer
         )
@@ -143,6 +143,8 @@ def start(config: pytest.Config) -> None:
         # Not "dsession": xdist registers it in its own pytest_configure, which may run
         # after this one; xdist's hook specs are there as soon as xdist is loaded.
         if config.pluginmanager.has_plugin("xdist"):
+            from rampart.pytest_plugin._xdist import XdistController
+
             parts["rampart-xdist"] = XdistController(ledger, run_input=settings.to_workerinput())
         progress_session = ProgressSession(
             config, option=options.progress, interval=options.progress_interval
@@ -160,7 +162,9 @@ def start(config: pytest.Config) -> None:
         hashing=writer is not None,
     )
     parts["rampart-fixtures"] = rampart.pytest_plugin._fixtures
-    if junit_requested(config):
+    if config.getoption("xmlpath", None):  # --junitxml: the properties are loaded for it
+        from rampart.pytest_plugin._junit import JunitProperties
+
         parts["rampart-junit"] = JunitProperties()
     for name, part in parts.items():
         config.pluginmanager.register(part, name)
@@ -239,7 +243,11 @@ class RunReporter:
         self._sinks = sinks
         self._limits = limits
         self._options = options
-        self._report_dir_sinks = report_dir_sinks(options.report_dir)
+        self._report_dir_sinks: list[ReportSink] = []
+        if options.report_dir is not None:
+            from rampart.pytest_plugin._report_dir import report_dir_sinks
+
+            self._report_dir_sinks = report_dir_sinks(options.report_dir)
         self._journal = journal
         self._plan = plan
         self._interrupts = interrupts
@@ -287,6 +295,8 @@ class RunReporter:
         if written is not None:
             metadata["journal"] = str(written)
         if self._plan is not None:
+            from rampart.pytest_plugin._resume import count_by_run
+
             resumed = count_by_run(list(ledger.results))
             metadata["resumed"] = {"journal": str(self._plan.journal), "runs": resumed}
         if ledger.interrupted:
@@ -315,10 +325,10 @@ class RunReporter:
         if stopped and self._journal is not None and self._ledger.workers:
             self._journal.recover_from_journal()
         try:
-            report = self.build_report(status)
             sinks = self._sinks.resolve() + self._report_dir_sinks
-            self._sinks.remove_stale_temporaries(sinks, older_than=self._ledger.started_wall)
-            self._sinks.emit(report, sinks)
+            if sinks:  # no sink, no report: a run that writes none never loads reporting
+                self._sinks.remove_stale_temporaries(sinks, older_than=self._ledger.started_wall)
+                self._sinks.emit(self.build_report(status), sinks)
         except KeyboardInterrupt:
             # Ctrl-C while the reports are written (or a sink raised it): the run is
             # interrupted; what was written is listed, the journal has the rest.
@@ -362,10 +372,14 @@ class RunReporter:
         results = ledger.results
         if not results and not ledger.groups:
             return
+        from rampart.pytest_plugin._summary import summary_lines
+
         tr.write_sep("=", "RAMPART Safety Summary")
         for line in summary_lines(results, ledger.groups, mode=self._options.summary):
             tr.write_line(line)
         if self._plan is not None:
+            from rampart.pytest_plugin._resume import count_by_run
+
             resumed = count_by_run(list(results))
             if resumed:
                 runs = ", ".join(f"{count} from run {run[:12]}" for run, count in resumed.items())

@@ -64,14 +64,14 @@ class ReportSinks:
         self._fixture_sinks = list(sinks) if isinstance(sinks, list | tuple) else [sinks]
 
     def resolve(self) -> list[ReportSink]:
-        from rampart.reporting import ReportSink
-
         if self.has_hook_implementations():
             return list(self._hook_sinks())
         if self._fixture_sinks is None:
             self._fixture_sinks = self._legacy_sinks_directly()
             if self._fixture_sinks is None:
                 return []
+        from rampart.reporting import ReportSink
+
         kept = [sink for sink in self._fixture_sinks if isinstance(sink, ReportSink)]
         if len(kept) != len(self._fixture_sinks):
             self._ledger.warn("rampart_sinks fixture returned items that are not report sinks")
