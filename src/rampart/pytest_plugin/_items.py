@@ -44,11 +44,13 @@ from rampart.pytest_plugin._ledger import (
     UnitOutcome,
 )
 from rampart.pytest_plugin._markers import TrialSpec, harm_category_of, trial_spec_of
+from rampart.pytest_plugin._report_data import note_backend
 from rampart.pytest_plugin._runner import collecting, wrap_test_function
 from rampart.pytest_plugin._warnings import NoResultWarning
 
 if TYPE_CHECKING:
-    from collections.abc import Generator, Sequence
+    from collections.abc import Callable, Generator, Sequence
+    from contextlib import AbstractContextManager
 
     # Only (string) annotations of ``ItemState``, which attrs never resolves: both load
     # when a run first needs them (a trial item, a resumed run).
@@ -213,6 +215,12 @@ class _Recorder:
         self.hooks.clone_done(self.item, self.state, clone)
 
 
+class CallTracking(Protocol):
+    """Live progress around a trial item's call phase (``_progress.ProgressTracking``)."""
+
+    def track(self, item: pytest.Item, state: ItemState) -> AbstractContextManager[None]: ...
+
+
 class ItemHooks:
     """The hooks that run per item; results go to ``outlet`` as soon as they are final."""
 
@@ -225,6 +233,8 @@ class ItemHooks:
         is_worker: bool,
         resume: ResumePlan | None = None,
         hashing: bool = False,
+        properties: Callable[[ItemState], list[tuple[str, str]]] | None = None,
+        progress: CallTracking | None = None,
     ) -> None:
         self._options = options
         self._outlet = outlet
@@ -232,6 +242,8 @@ class ItemHooks:
         self._is_worker = is_worker
         self._resume = resume
         self._hashing = hashing or resume is not None
+        self._properties = properties
+        self._progress = progress
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
@@ -386,7 +398,11 @@ class ItemHooks:
             fixtures=state.clone_fixtures,
         )
         try:
-            outcome = yield
+            if self._progress is None:
+                outcome = yield
+            else:
+                with self._progress.track(item, state):
+                    outcome = yield
         finally:
             item.obj = original
         if state.spec is None:
@@ -432,6 +448,8 @@ class ItemHooks:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
+        if call.when == "call":
+            note_backend(item, report)
         state = item.stash.get(ITEM_KEY, None)
         if state is None:
             return report
@@ -441,6 +459,8 @@ class ItemHooks:
         if call.when == "teardown":
             self._limits.snapshot()
             self._finish(item, state, report)
+            if self._properties is not None:  # --junitxml
+                report.user_properties.extend(self._properties(state))
         return report
 
     @pytest.hookimpl(wrapper=True)

@@ -52,12 +52,12 @@ from rampart import _slowdown
 from rampart._redact import redact
 from rampart._text import one_line
 from rampart.pytest_plugin._groups import clone_status
-from rampart.pytest_plugin._items import ITEM_KEY
 
 if TYPE_CHECKING:
-    from collections.abc import Generator
+    from collections.abc import Iterator
 
     from rampart.pytest_plugin._groups import CloneRun
+    from rampart.pytest_plugin._items import ItemState
 
 __all__ = [
     "EMIT_INTERVAL",
@@ -65,7 +65,7 @@ __all__ = [
     "PROGRESS_DIR_KEY",
     "ProgressDisplay",
     "ProgressFileSink",
-    "ProgressHooks",
+    "ProgressTracking",
     "ProgressNodes",
     "ProgressSession",
     "Snapshot",
@@ -398,36 +398,34 @@ class ProgressDisplay:
             writer.line()
 
 
-class ProgressHooks:
-    """Per trial item: a tracker whose clone callback the runner calls, finished with the
-    call phase. ``sink`` is set once the run knows where progress goes (None: nowhere)."""
+class ProgressTracking:
+    """Per trial item: a tracker the runner tells about each finished clone, finished
+    with the call phase (``track``, entered by the item hooks around the call). ``sink`` is
+    set once the run knows where progress goes (None: nowhere)."""
 
     def __init__(self, sink: ProgressSink | None = None, *, worker: str | None = None) -> None:
         self.sink = sink
         self._worker = worker
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
-        state = item.stash.get(ITEM_KEY, None)
+    @contextlib.contextmanager
+    def track(self, item: pytest.Item, state: ItemState) -> Iterator[None]:
         sink = self.sink
-        tracker = None
-        if sink is not None and state is not None and state.spec is not None:
-            key = item.nodeid if self._worker is None else f"{self._worker}:{item.nodeid}"
-            tracker = GroupTracker(key=key, name=item.name, n=state.spec.n, sink=sink)
-            state.listeners.append(tracker)
+        if sink is None or state.spec is None:
+            yield
+            return
+        key = item.nodeid if self._worker is None else f"{self._worker}:{item.nodeid}"
+        tracker = GroupTracker(key=key, name=item.name, n=state.spec.n, sink=sink)
+        state.listeners.append(tracker)
         try:
-            if tracker is None:
-                return (yield)
             with _slowdown.listen(tracker.heard):
-                return (yield)
+                yield
         finally:
-            if tracker is not None and state is not None:
-                state.listeners.remove(tracker)
-                final = tracker.snapshot(time.monotonic(), finished=True)
-                if isinstance(sink, ProgressDisplay):
-                    sink.finish(final, nodeid=item.nodeid)
-                elif sink is not None:
-                    sink.update(final)
+            state.listeners.remove(tracker)
+            final = tracker.snapshot(time.monotonic(), finished=True)
+            if isinstance(sink, ProgressDisplay):
+                sink.finish(final, nodeid=item.nodeid)
+            else:
+                sink.update(final)
 
 
 PROGRESS_DIR_KEY = "rampart_progress_dir"
@@ -454,14 +452,14 @@ class ProgressFileSink:
             pass  # progress is best effort; the results travel on the test reports
 
 
-def worker_progress(config: pytest.Config) -> ProgressHooks | None:
+def worker_progress(config: pytest.Config) -> ProgressTracking | None:
     """The item hooks of a worker whose controller shows progress (None otherwise)."""
     workerinput: dict[str, Any] = getattr(config, "workerinput", {})
     directory = workerinput.get(PROGRESS_DIR_KEY)
     worker = workerinput.get("workerid")
     if not isinstance(directory, str) or not isinstance(worker, str):
         return None
-    return ProgressHooks(ProgressFileSink(directory, worker), worker=worker)
+    return ProgressTracking(ProgressFileSink(directory, worker), worker=worker)
 
 
 class ProgressSession:
@@ -472,7 +470,7 @@ class ProgressSession:
         self._option = option
         self._interval = interval
         self._mode: str | None = None
-        self.hooks = ProgressHooks()
+        self.tracking = ProgressTracking()
         self.display: ProgressDisplay | None = None
         self._directory: str | None = None
         self._stop = threading.Event()
@@ -490,7 +488,7 @@ class ProgressSession:
                     distributed=self._config.pluginmanager.has_plugin("dsession"),
                     capture=self._config.pluginmanager.get_plugin("capturemanager"),
                 )
-                self.hooks.sink = self.display
+                self.tracking.sink = self.display
         return self.display
 
     @pytest.hookimpl(trylast=True)

@@ -3,9 +3,10 @@
 ``group_summary`` states one ``GroupRecord`` as a ``TrialGroupSummary``
 (``GroupVerdict.summary``: the verdict, computed once by the runner, with its reason);
 ``run_info`` gathers the ``RunInfo``: start time, exit status, interrupted / incomplete
-markers, versions, backends and xdist workers. ``BackendNotes`` notes which anyio backend each
-test ran on: on the call report (so it crosses from an xdist worker like any report
-attribute), read back into the ledger where the report is built.
+markers, versions, backends and xdist workers. ``note_backend`` notes which anyio
+backend each test ran on, on its call report (called by the item hooks; the attribute
+crosses from an xdist worker like any report attribute); ``BackendNotes`` reads it back
+into the ledger where the report is built.
 """
 
 from __future__ import annotations
@@ -18,12 +19,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from collections.abc import Generator
-
     from rampart.pytest_plugin._ledger import GroupRecord, RunLedger
     from rampart.reporting import RunInfo, TrialGroupSummary
 
-__all__ = ["BACKEND_ATTRIBUTE", "BackendNotes", "group_summary", "run_info"]
+__all__ = ["BACKEND_ATTRIBUTE", "BackendNotes", "group_summary", "note_backend", "run_info"]
 
 BACKEND_ATTRIBUTE = "rampart_anyio_backend"
 
@@ -84,23 +83,19 @@ def _backend_name(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def note_backend(item: pytest.Item, report: pytest.TestReport) -> None:
+    """Put the anyio backend the test ran on (if any) on its call ``report``."""
+    funcargs = getattr(item, "funcargs", None) or {}
+    backend = _backend_name(funcargs.get("anyio_backend"))
+    if backend is not None:
+        setattr(report, BACKEND_ATTRIBUTE, backend)
+
+
 class BackendNotes:
     """Which anyio backends the run's tests ran on (see the module docstring)."""
 
     def __init__(self, ledger: RunLedger) -> None:
         self._ledger = ledger
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        report = yield
-        if call.when == "call":
-            funcargs = getattr(item, "funcargs", None) or {}
-            backend = _backend_name(funcargs.get("anyio_backend"))
-            if backend is not None:
-                setattr(report, BACKEND_ATTRIBUTE, backend)
-        return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         backend = getattr(report, BACKEND_ATTRIBUTE, None)

@@ -3,11 +3,13 @@
 ``start`` makes one run ledger (``config.stash[LEDGER_KEY]``) and registers the parts:
 
 - ``AnyioByDefault`` -- plain ``async def`` tests run with no configuration;
-- ``ItemHooks`` -- markers, trial groups and result collection, per item;
+- ``ItemHooks`` -- markers, trial groups and result collection, per item, with the
+  anyio backend note, live progress around the call and, with ``--junitxml``, the
+  JUnit properties (the per-item hooks are implemented here alone);
 - the fixtures module (``rampart_trial``, the default ``anyio_backend``, the
   deprecated ``rampart_sinks`` bootstrap);
 - the LLM layer's run statistics and response-cache option (``_llm_cache``);
-- ``RunJournal`` and ``InterruptWatch`` (``_runjournal``, ``_interrupts``): the run
+- ``RunJournal`` and ``InterruptWatch`` (``_journal``, ``_interrupts``): the run
   journal every finished unit is appended to, ``--rampart-resume``, and a clean end
   on Ctrl-C;
 - on an xdist worker, ``XdistWorker``: results ride on test reports to the controller;
@@ -51,6 +53,9 @@ from rampart.pytest_plugin._report_data import BackendNotes, group_summary, run_
 from rampart.pytest_plugin._sinks import SINKS_KEY, ReportSinks
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from rampart.pytest_plugin._items import ItemState
     from rampart.pytest_plugin._resume import ResumePlan
     from rampart.reporting import ReportSink, TestRunReport
 
@@ -123,8 +128,6 @@ def start(config: pytest.Config) -> None:
         )
         parts["rampart-xdist-worker"] = outlet
         progress = worker_progress(config)
-        if progress is not None:
-            parts["rampart-progress"] = progress
     else:
         ledger.subscribe(journal.journal_unit)
         sinks = ReportSinks(config=config, ledger=ledger)
@@ -150,9 +153,15 @@ def start(config: pytest.Config) -> None:
             config, option=options.progress, interval=options.progress_interval
         )
         parts["rampart-progress-session"] = progress_session
-        parts["rampart-progress"] = progress_session.hooks
+        progress = progress_session.tracking
         if config.pluginmanager.has_plugin("xdist"):
             parts["rampart-progress-nodes"] = ProgressNodes(progress_session)
+    properties: Callable[[ItemState], list[tuple[str, str]]] | None = None
+    if config.getoption("xmlpath", None):  # --junitxml: the properties are loaded for it
+        from rampart.pytest_plugin._junit import properties as junit_properties
+
+        properties = junit_properties
+
     parts["rampart-items"] = ItemHooks(
         options=options,
         outlet=outlet,
@@ -160,12 +169,10 @@ def start(config: pytest.Config) -> None:
         is_worker=is_worker,
         resume=plan,
         hashing=writer is not None,
+        properties=properties,
+        progress=progress,
     )
     parts["rampart-fixtures"] = rampart.pytest_plugin._fixtures
-    if config.getoption("xmlpath", None):  # --junitxml: the properties are loaded for it
-        from rampart.pytest_plugin._junit import JunitProperties
-
-        parts["rampart-junit"] = JunitProperties()
     for name, part in parts.items():
         config.pluginmanager.register(part, name)
     config.stash[_REGISTERED] = list(parts)
