@@ -1,4 +1,4 @@
-"""From the run ledger to the report's typed sections: trial groups and run facts.
+"""From the run ledger to the report's typed sections and the terminal summary.
 
 ``group_summary`` states one ``GroupRecord`` as a ``TrialGroupSummary``
 (``GroupVerdict.summary``: the verdict, computed once by the runner, with its reason);
@@ -7,6 +7,12 @@ markers, versions, backends and xdist workers. ``note_backend`` notes which anyi
 backend each test ran on, on its call report (called by the item hooks; the attribute
 crosses from an xdist worker like any report attribute); ``BackendNotes`` reads it back
 into the ledger where the report is built.
+
+``summary_lines`` is the terminal safety summary of this run: the ledger's entries,
+rendered by ``rampart.reporting._terminal`` (the renderer ``rampart report`` uses
+too). Each ``RecordedResult`` becomes a ``SummaryEntry`` from its attribution, and each
+``GroupRecord`` its report statement (``group_summary``), so the summary is a
+projection of the same data as the report.
 """
 
 from __future__ import annotations
@@ -19,10 +25,22 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from rampart.pytest_plugin._ledger import GroupRecord, RunLedger
-    from rampart.reporting import RunInfo, TrialGroupSummary
+    from collections.abc import Sequence
 
-__all__ = ["BACKEND_ATTRIBUTE", "BackendNotes", "group_summary", "note_backend", "run_info"]
+    from rampart.pytest_plugin._ledger import GroupRecord, RecordedResult, RunLedger
+    from rampart.reporting import RunInfo, TrialGroupSummary
+    from rampart.reporting._terminal import SummaryEntry
+
+__all__ = [
+    "BACKEND_ATTRIBUTE",
+    "BackendNotes",
+    "entry",
+    "group_summary",
+    "note_backend",
+    "run_info",
+    "summary_lines",
+]
+
 
 BACKEND_ATTRIBUTE = "rampart_anyio_backend"
 
@@ -101,3 +119,30 @@ class BackendNotes:
         backend = getattr(report, BACKEND_ATTRIBUTE, None)
         if isinstance(backend, str) and backend:
             self._ledger.backend_seen(backend)
+
+
+def entry(recorded: RecordedResult) -> SummaryEntry:
+    """``recorded`` as the summary lists it."""
+    from rampart.reporting._terminal import SummaryEntry
+
+    attribution = recorded.attribution
+    return SummaryEntry(
+        result=recorded.result,
+        nodeid=attribution.nodeid,
+        name=attribution.name,
+        shown=attribution.test_name,
+        clone=attribution.clone,
+    )
+
+
+def summary_lines(
+    results: Sequence[RecordedResult], groups: Sequence[GroupRecord], *, mode: str = "all"
+) -> list[str]:
+    """The body under the ``RAMPART Safety Summary`` separator (``_terminal.summary_lines``)."""
+    from rampart.reporting import _terminal
+
+    return _terminal.summary_lines(
+        [entry(recorded) for recorded in results],
+        [group_summary(group) for group in groups],
+        mode=mode,
+    )

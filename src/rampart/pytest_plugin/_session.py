@@ -2,12 +2,12 @@
 
 ``start`` makes one run ledger (``config.stash[LEDGER_KEY]``) and registers the parts:
 
-- ``AnyioByDefault`` -- plain ``async def`` tests run with no configuration;
 - ``ItemHooks`` -- markers, trial groups and result collection, per item, with the
   anyio backend note, live progress around the call and, with ``--junitxml``, the
   JUnit properties (the per-item hooks are implemented here alone);
 - the fixtures module (``rampart_trial``, the default ``anyio_backend``, the
-  deprecated ``rampart_sinks`` bootstrap);
+  deprecated ``rampart_sinks`` bootstrap), which also hands plain ``async def`` tests
+  to anyio;
 - the LLM layer's run statistics and response-cache option (``_llm_cache``);
 - ``RunJournal`` and ``InterruptWatch`` (``_journal``, ``_interrupts``): the run
   journal every finished unit is appended to, ``--rampart-resume``, and a clean end
@@ -32,7 +32,6 @@ import pytest
 import rampart.pytest_plugin._fixtures
 from rampart._redact import redact
 from rampart._text import one_line
-from rampart.pytest_plugin._async_tests import AnyioByDefault
 from rampart.pytest_plugin._interrupts import InterruptWatch
 from rampart.pytest_plugin._items import ItemHooks, ItemOutlet
 from rampart.pytest_plugin._journal import (
@@ -49,15 +48,15 @@ from rampart.pytest_plugin._llm_cache import llm_metadata
 from rampart.pytest_plugin._llm_cache import unconfigure as unconfigure_llm
 from rampart.pytest_plugin._options import Options
 from rampart.pytest_plugin._progress import ProgressNodes, ProgressSession, worker_progress
-from rampart.pytest_plugin._report_data import BackendNotes, group_summary, run_info
-from rampart.pytest_plugin._sinks import SINKS_KEY, ReportSinks
+from rampart.pytest_plugin._report_data import BackendNotes, group_summary, run_info, summary_lines
+from rampart.pytest_plugin._sinks import SINKS_KEY, ReportSinks, report_dir_sinks
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from rampart.pytest_plugin._items import ItemState
     from rampart.pytest_plugin._resume import ResumePlan
-    from rampart.reporting import ReportSink, TestRunReport
+    from rampart.reporting import TestRunReport
 
 __all__ = ["LedgerOutlet", "RunReporter", "start", "stop"]
 
@@ -114,7 +113,6 @@ def start(config: pytest.Config) -> None:
     limits = LimitTracker()
     interrupts = InterruptWatch(ledger=ledger, writer=writer)
     parts: dict[str, object] = {
-        "rampart-async-tests": AnyioByDefault(config),
         "rampart-backends": BackendNotes(ledger),
         "rampart-journal": journal,
         "rampart-interrupts": interrupts,
@@ -250,11 +248,7 @@ class RunReporter:
         self._sinks = sinks
         self._limits = limits
         self._options = options
-        self._report_dir_sinks: list[ReportSink] = []
-        if options.report_dir is not None:
-            from rampart.pytest_plugin._report_dir import report_dir_sinks
-
-            self._report_dir_sinks = report_dir_sinks(options.report_dir)
+        self._report_dir_sinks = report_dir_sinks(options.report_dir)
         self._journal = journal
         self._plan = plan
         self._interrupts = interrupts
@@ -379,8 +373,6 @@ class RunReporter:
         results = ledger.results
         if not results and not ledger.groups:
             return
-        from rampart.pytest_plugin._summary import summary_lines
-
         tr.write_sep("=", "RAMPART Safety Summary")
         for line in summary_lines(results, ledger.groups, mode=self._options.summary):
             tr.write_line(line)
