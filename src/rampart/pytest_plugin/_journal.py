@@ -70,6 +70,7 @@ if sys.platform != "win32":  # POSIX: appends are serialized with flock
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
+    from rampart.codec._jsonl import JsonlLine
     from rampart.pytest_plugin._ledger import FinishedUnit, RunLedger
 
 __all__ = [
@@ -336,39 +337,25 @@ def read_journal(path: Path) -> JournalContents:
     was killed there) is skipped too. Records are checked by the strict codec when
     they are loaded, not here.
     """
+    from rampart.codec._jsonl import stream_jsonl  # the codec's one JSONL splitter
+
     found: list[JournalLine] = []
     problems: list[str] = []
     skipped = 0
     torn_tail = False
-    offset = 0
-    number = 0
     with path.open("rb") as handle:
-        while True:
-            raw = handle.readline(MAX_LINE_BYTES + 1)
-            if not raw:
+        for raw in stream_jsonl(handle, max_line_bytes=MAX_LINE_BYTES):
+            if not raw.complete and not raw.oversize:
+                torn_tail = True
                 break
-            number += 1
-            start = offset
-            offset += len(raw)
-            reason = None
-            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                offset += _skip_rest_of_line(handle)
-                reason = f"longer than {MAX_LINE_BYTES} bytes"
-            elif not raw.endswith(b"\n"):
-                torn_tail = bool(raw.strip())
-                break
-            elif not raw.strip():
+            line = _bookkeeping(raw)
+            if not isinstance(line, str):
+                found.append(line)
                 continue
-            else:
-                line = _bookkeeping(raw, start)
-                if isinstance(line, str):
-                    reason = line
-                else:
-                    found.append(line)
-            if reason is not None:
-                skipped += 1
-                if len(problems) < MAX_PROBLEMS:
-                    problems.append(f"line {number}: {reason}")
+            reason = line
+            skipped += 1
+            if len(problems) < MAX_PROBLEMS:
+                problems.append(f"line {raw.number}: {reason}")
     return JournalContents(
         path=path,
         lines=tuple(found),
@@ -383,24 +370,17 @@ def looks_like_journal(path: Path) -> bool:
     a JSONL trace or report is not one."""
     if path.name.startswith(JOURNAL_PREFIX):
         return True
+    from rampart.codec._jsonl import stream_jsonl
+
     try:
         with path.open("rb") as handle:
-            first = handle.readline(MAX_LINE_BYTES + 1)
+            first = next(stream_jsonl(handle, max_line_bytes=MAX_LINE_BYTES), None)
     except OSError:
         return False
-    return not isinstance(_bookkeeping(first, 0), str)
+    return first is not None and not isinstance(_bookkeeping(first), str)
 
 
-def _skip_rest_of_line(handle: Any) -> int:
-    skipped = 0
-    while True:
-        chunk = handle.readline(MAX_LINE_BYTES)
-        skipped += len(chunk)
-        if not chunk or chunk.endswith(b"\n"):
-            return skipped
-
-
-def _bookkeeping(raw: bytes, offset: int) -> JournalLine | str:
+def _bookkeeping(raw: JsonlLine) -> JournalLine | str:
     """The line's bookkeeping, or why the line cannot be used.
 
     The line is read under the codec's one JSON reading policy (size, nesting depth,
@@ -408,10 +388,14 @@ def _bookkeeping(raw: bytes, offset: int) -> JournalLine | str:
     """
     from rampart.codec import parse_strict_json
 
+    if raw.oversize:
+        return f"longer than {MAX_LINE_BYTES} bytes"
     try:
-        document = parse_strict_json(data=raw.decode("utf-8"))
-    except UnicodeDecodeError:
+        text = raw.text()
+    except SchemaError:
         return "not UTF-8 text"
+    try:
+        document = parse_strict_json(data=text)
     except SchemaError as exc:  # not JSON, too deep, a repeated key, NaN
         return one_line(str(exc), limit=200)
     try:
@@ -422,12 +406,12 @@ def _bookkeeping(raw: bytes, offset: int) -> JournalLine | str:
     except (KeyError, TypeError, AttributeError):
         return f"not a journal record (no {JOURNAL_KEY} bookkeeping)"
     try:
-        return _line(fields, status, raw, offset)
+        return _line(fields, status, raw)
     except ValueError as exc:
         return str(exc)
 
 
-def _line(fields: dict[str, Any], status: object, raw: bytes, offset: int) -> JournalLine:
+def _line(fields: dict[str, Any], status: object, raw: JsonlLine) -> JournalLine:
     of = _count(fields["of"], "of", MAX_RESULTS_PER_UNIT, minimum=1)
     index = _count(fields["index"], "index", of - 1)
     return JournalLine(
@@ -443,8 +427,8 @@ def _line(fields: dict[str, Any], status: object, raw: bytes, offset: int) -> Jo
         outcome=_outcome(fields["outcome"]),
         detail=_text(fields["detail"], "detail", _MAX_DETAIL, empty=True),
         worker=None if fields["worker"] is None else _text(fields["worker"], "worker", 64),
-        offset=offset,
-        length=len(raw) - 1,
+        offset=raw.offset,
+        length=raw.length,
         unsafe=status == "unsafe",
     )
 
