@@ -80,6 +80,9 @@ class ItemOutlet(Protocol):
     def warn(self, message: str) -> None:
         """A ``RAMPART WARNING`` line for the reporting process."""
 
+    def backend_seen(self, backend: str) -> None:
+        """A test ran on this anyio backend (the report's ``run.anyio_backends``)."""
+
 
 @attrs.define(eq=False)
 class ItemState:
@@ -449,7 +452,9 @@ class ItemHooks:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         if call.when == "call":
-            note_backend(item, report)
+            backend = note_backend(item, report)
+            if backend is not None:
+                self._outlet.backend_seen(backend)
         state = item.stash.get(ITEM_KEY, None)
         if state is None:
             return report

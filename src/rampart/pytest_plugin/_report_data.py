@@ -4,9 +4,9 @@
 (``GroupVerdict.summary``: the verdict, computed once by the runner, with its reason);
 ``run_info`` gathers the ``RunInfo``: start time, exit status, interrupted / incomplete
 markers, versions, backends and xdist workers. ``note_backend`` notes which anyio
-backend each test ran on, on its call report (called by the item hooks; the attribute
-crosses from an xdist worker like any report attribute); ``BackendNotes`` reads it back
-into the ledger where the report is built.
+backend each test ran on, on its call report (called by the item hooks, which note it
+on the ledger; the attribute crosses from an xdist worker like any report attribute,
+and the xdist controller reads it back with ``backend_of``).
 
 ``summary_lines`` is the terminal safety summary of this run: the ledger's entries,
 rendered by ``rampart.reporting._terminal`` (the renderer ``rampart report`` uses
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BACKEND_ATTRIBUTE",
-    "BackendNotes",
+    "backend_of",
     "entry",
     "group_summary",
     "note_backend",
@@ -101,24 +101,19 @@ def _backend_name(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def note_backend(item: pytest.Item, report: pytest.TestReport) -> None:
-    """Put the anyio backend the test ran on (if any) on its call ``report``."""
+def note_backend(item: pytest.Item, report: pytest.TestReport) -> str | None:
+    """Put the anyio backend the test ran on (if any) on its call ``report``; that name."""
     funcargs = getattr(item, "funcargs", None) or {}
     backend = _backend_name(funcargs.get("anyio_backend"))
     if backend is not None:
         setattr(report, BACKEND_ATTRIBUTE, backend)
+    return backend
 
 
-class BackendNotes:
-    """Which anyio backends the run's tests ran on (see the module docstring)."""
-
-    def __init__(self, ledger: RunLedger) -> None:
-        self._ledger = ledger
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        backend = getattr(report, BACKEND_ATTRIBUTE, None)
-        if isinstance(backend, str) and backend:
-            self._ledger.backend_seen(backend)
+def backend_of(report: object) -> str | None:
+    """The anyio backend ``note_backend`` put on a (worker's) report, if any."""
+    backend = getattr(report, BACKEND_ATTRIBUTE, None)
+    return backend if isinstance(backend, str) and backend else None
 
 
 def entry(recorded: RecordedResult) -> SummaryEntry:

@@ -48,7 +48,7 @@ from rampart.pytest_plugin._llm_cache import llm_metadata
 from rampart.pytest_plugin._llm_cache import unconfigure as unconfigure_llm
 from rampart.pytest_plugin._options import Options
 from rampart.pytest_plugin._progress import ProgressNodes, ProgressSession, worker_progress
-from rampart.pytest_plugin._report_data import BackendNotes, group_summary, run_info, summary_lines
+from rampart.pytest_plugin._report_data import group_summary, run_info, summary_lines
 from rampart.pytest_plugin._sinks import SINKS_KEY, ReportSinks, report_dir_sinks
 
 if TYPE_CHECKING:
@@ -113,7 +113,6 @@ def start(config: pytest.Config) -> None:
     limits = LimitTracker()
     interrupts = InterruptWatch(ledger=ledger, writer=writer)
     parts: dict[str, object] = {
-        "rampart-backends": BackendNotes(ledger),
         "rampart-journal": journal,
         "rampart-interrupts": interrupts,
     }
@@ -216,6 +215,9 @@ class LedgerOutlet:
 
     def warn(self, message: str) -> None:
         self._ledger.warn(message)
+
+    def backend_seen(self, backend: str) -> None:
+        self._ledger.backend_seen(backend)
 
 
 def _group_order(group: GroupRecord) -> tuple[str, str]:

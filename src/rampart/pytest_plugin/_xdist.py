@@ -55,6 +55,7 @@ from rampart.pytest_plugin._limits import (
     LimitTracker,
     export_shared_directory,
 )
+from rampart.pytest_plugin._report_data import backend_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -330,6 +331,9 @@ class XdistWorker:
     def warn(self, message: str) -> None:
         self._notes.append(message)
 
+    def backend_seen(self, backend: str) -> None:
+        """Nothing to do here: the backend rides on the call report to the controller."""
+
     def deliver(
         self, item: pytest.Item, report: pytest.TestReport | None, group: GroupRecord | None
     ) -> None:
@@ -379,6 +383,9 @@ class XdistController:
         self._ledger.worker_ready(_worker_id(node))
 
     def pytest_runtest_logreport(self, report: Any) -> None:
+        backend = backend_of(report)
+        if backend is not None:
+            self._ledger.backend_seen(backend)
         payload = getattr(report, REPORT_ATTRIBUTE, None)
         node = getattr(report, "node", None)
         if payload is None or node is None:
