@@ -449,7 +449,7 @@ def progress_unit_costs() -> tuple[float, float]:
     tracker = GroupTracker(key="k", name="test_x", n=count, sink=display)
     started = time.perf_counter()
     for _ in range(count):
-        tracker.clone_done(clone)
+        tracker.clone_finished(clone)
     per_clone = (time.perf_counter() - started) / count
     redraws = 2_000
     started = time.perf_counter()

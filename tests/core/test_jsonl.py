@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from rampart.codec import ResultRecord, serialize_record
-from rampart.codec._jsonl import jsonl_line, jsonl_records, read_records, split_jsonl
+from rampart.codec._jsonl import jsonl_line, jsonl_records, read_records, split_jsonl, stream_jsonl
 from rampart.core.errors import SchemaError, UnsupportedSchemaVersionError
 from rampart.core.result import Result, SafetyStatus
 
@@ -61,3 +63,22 @@ def test_the_writer_escapes_hidden_characters_and_the_record_is_unchanged(hidden
     assert f"\\u{ord(hidden):04x}" in line
     (record,) = read_records(line.encode(), source="trace.jsonl")
     assert record.result.summary == f"before{hidden}after"
+
+
+def test_the_stream_reader_splits_as_the_text_reader_does() -> None:
+    """Lines, numbers, offsets, lengths and the torn last line agree with ``split_jsonl``."""
+    data = b'{"a": 1}\n\n  \n{"b": "x\xe2\x80\xa8y"}\r\n{"c": 3}'
+    streamed = list(stream_jsonl(io.BytesIO(data), max_line_bytes=1024))
+    assert streamed == list(split_jsonl(data))
+    assert [line.complete for line in streamed] == [True, True, False]
+
+
+def test_a_line_over_the_bound_is_skipped_but_named_and_the_next_one_is_read() -> None:
+    """The long line is never held: it comes as ``oversize`` with its true place."""
+    long = b'{"x": "' + b"y" * 100 + b'"}'
+    data = b'{"a": 1}\n' + long + b'\n{"b": 2}\n'
+    first, skipped, last = stream_jsonl(io.BytesIO(data), max_line_bytes=16)
+    assert (first.raw, first.oversize) == (b'{"a": 1}', False)
+    assert (skipped.oversize, skipped.raw, skipped.complete) == (True, b"", True)
+    assert (skipped.number, skipped.offset, skipped.length) == (2, 9, len(long))
+    assert (last.number, last.raw, last.offset) == (3, b'{"b": 2}', 9 + len(long) + 1)

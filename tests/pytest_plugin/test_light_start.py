@@ -1,6 +1,7 @@
 """At pytest start the plugin loads what every run needs, and no more.
 
-Rate limiting, the codec, the report sinks and the trial machinery load when a run
+Rate limiting, the codec, the report (built only for a sink), the trial machinery,
+per-clone fixtures, resume, the xdist transport and the JUnit properties load when a run
 first uses them (``docs/architecture.md``, "What loads when"); a one-test run that
 uses none of them never imports them.
 """
@@ -20,6 +21,12 @@ DEFERRED = (
     "rampart.reporting._html",
     "rampart.reporting._jsonl",
     "rampart.reporting._json_report",
+    "rampart.reporting._report",
+    "rampart.reporting._files",
+    "rampart.pytest_plugin._clone_fixtures",
+    "rampart.pytest_plugin._junit",
+    "rampart.pytest_plugin._resume",
+    "rampart.pytest_plugin._xdist",
     "rampart.engine._fanout",
     "rampart.engine._auto_concurrency",
     "rampart.engine._trace",

@@ -9,10 +9,16 @@ from typing import Any
 import pytest
 
 from rampart import Result, SafetyStatus
-from rampart.pytest_plugin._envelope import ENVELOPE_SCHEMA, decode_envelope, encode_envelope
 from rampart.pytest_plugin._groups import GroupVerdict
 from rampart.pytest_plugin._ledger import Attribution, GroupRecord, RecordedResult, RunLedger
-from rampart.pytest_plugin._xdist import REPORT_ATTRIBUTE, STREAMED_KEY, XdistController
+from rampart.pytest_plugin._xdist import (
+    ENVELOPE_SCHEMA,
+    REPORT_ATTRIBUTE,
+    STREAMED_KEY,
+    XdistController,
+    decode_envelope,
+    encode_envelope,
+)
 
 NODEID = "t.py::test_x"
 

@@ -13,7 +13,9 @@ reader sees one line.
 Reading (:func:`split_jsonl`): lines end at ``"\\n"`` only (a raw U+2028 from another
 producer stays inside its record), blank lines are skipped, and a last line without
 its ``"\\n"`` is reported as not ``complete`` (a writer killed mid-line; the journal
-skips it). Each line's text goes through the one JSON reading policy
+skips it). :func:`stream_jsonl` splits a binary stream the same way, one line at a time,
+with a bound on the line size (the run journal, which may be larger than memory). Each
+line's text goes through the one JSON reading policy
 (:func:`~rampart.codec._json.parse_strict_json`: size, depth, duplicate keys, finite
 numbers) when it is decoded; :func:`read_records` decodes every line as a record and
 names the failing line.
@@ -31,6 +33,7 @@ from rampart.core.errors import SchemaError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
+    from typing import IO
 
     from rampart.codec._record import ResultRecord
 
@@ -40,6 +43,7 @@ __all__ = [
     "jsonl_records",
     "read_records",
     "split_jsonl",
+    "stream_jsonl",
 ]
 
 
@@ -70,6 +74,8 @@ class JsonlLine:
 
     ``offset`` and ``length`` are in the input's own units (bytes for ``bytes`` input),
     without the ``"\\n"``; ``complete`` is false only for a last line that has none.
+    ``oversize`` lines (from :func:`stream_jsonl`) were longer than its bound and were
+    not read: ``raw`` is empty.
     """
 
     number: int
@@ -77,6 +83,7 @@ class JsonlLine:
     length: int
     raw: str | bytes
     complete: bool
+    oversize: bool = False
 
     def text(self) -> str:
         """The line as text; a :class:`SchemaError` if bytes are not UTF-8."""
@@ -110,6 +117,47 @@ def split_jsonl(data: str | bytes) -> Iterator[JsonlLine]:
                 number=number, offset=offset, length=end - offset, raw=raw, complete=complete
             )
         offset = end + 1
+
+
+def stream_jsonl(handle: IO[bytes], *, max_line_bytes: int) -> Iterator[JsonlLine]:
+    """Every non-blank line of a binary stream, split as :func:`split_jsonl` splits, read
+    one line at a time, so memory holds at most ``max_line_bytes`` (plus one) of it.
+
+    A line longer than that is skipped in chunks and comes as ``oversize`` (its ``raw``
+    empty, its ``offset`` and ``length`` true), so the caller can say which line it was.
+    """
+    offset = 0
+    number = 0
+    while True:
+        raw = handle.readline(max_line_bytes + 1)
+        if not raw:
+            return
+        number += 1
+        start = offset
+        offset += len(raw)
+        complete = raw.endswith(b"\n")
+        if len(raw) > max_line_bytes and not complete:
+            while not complete:  # the rest of the line, in chunks
+                chunk = handle.readline(max_line_bytes)
+                if not chunk:
+                    break
+                offset += len(chunk)
+                complete = chunk.endswith(b"\n")
+            length = offset - start - complete
+            yield JsonlLine(
+                number=number,
+                offset=start,
+                length=length,
+                raw=b"",
+                complete=complete,
+                oversize=True,
+            )
+            continue
+        body = raw[:-1] if complete else raw
+        if body.strip():
+            yield JsonlLine(
+                number=number, offset=start, length=len(body), raw=body, complete=complete
+            )
 
 
 def read_records(data: str | bytes, *, source: str) -> list[ResultRecord]:

@@ -3,10 +3,12 @@
 It is auto-registered through the ``pytest11`` entry point (``rampart.pytest_plugin.plugin``),
 which wires the private parts at configure time (``_session``): per-item hooks and state
 (``_items``), the test-function wrapper and trial fan-out (``_runner``), the group verdict
-(``_groups``), the run ledger every finished result is recorded on (``_ledger``) and
-its spill store (``_store``), the run journal and resume (``_journal``, ``_resume``,
-``_runjournal``), interrupts (``_interrupts``), the report sinks (``_sinks``), the
-terminal summary (``_summary``) and the xdist transport (``_envelope``, ``_xdist``).
+(``_groups``), the run ledger every finished result is recorded on, with its spill store
+(``_ledger``), the run journal and its settings (``_journal``), resume (``_resume``),
+interrupts (``_interrupts``), the report sinks (``_sinks``), live progress
+(``_progress``), the terminal summary (``_summary``) and the xdist transport
+(``_xdist``); ``_warnings`` holds ``NoResultWarning``. Parts a run may not use (resume,
+xdist, JUnit properties, per-clone fixtures, the summary) load when it first does.
 ``docs/pytest-plugin.md`` ("How it works") draws the same map.
 """
 
@@ -15,14 +17,14 @@ from typing import TYPE_CHECKING
 from rampart._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from rampart.pytest_plugin._collect import (
-        NoResultWarning,
+    from rampart.engine._results import (
         ResultCollectionHandler,
         ResultCollector,
         TrialInfo,
         current_trial,
         record_result,
     )
+    from rampart.pytest_plugin._warnings import NoResultWarning
 
 # Lazy, so that loading the plugin's entry point (a submodule) does not load the engine;
 # uncached, so each access reaches the loaded module (see ``lazy_attributes``).
@@ -37,7 +39,10 @@ _NAMES = (
 __getattr__, __dir__ = lazy_attributes(
     __name__,
     globals(),
-    dict.fromkeys(_NAMES, "rampart.pytest_plugin._collect"),
+    {
+        **dict.fromkeys(_NAMES, "rampart.engine._results"),
+        "NoResultWarning": "rampart.pytest_plugin._warnings",
+    },
     uncached=frozenset(_NAMES),
 )
 

@@ -57,7 +57,7 @@ from rampart.core.result import Result, SafetyStatus
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from rampart.pytest_plugin._collect import ResultCollector
+    from rampart.engine._results import ResultCollector
 
 __all__ = [
     "ITEM_BOUND",

@@ -1,14 +1,49 @@
-"""Fixtures the plugin provides (this module is registered as a plugin at configure time)."""
+"""Fixtures the plugin provides, and async tests on anyio by default.
+
+This module is registered as a plugin at configure time. Plain ``async def`` tests run
+with no configuration, on anyio's pytest plugin: a coroutine test function gets anyio's
+marker (unless it has one) and the ``anyio_backend`` fixture, whose default is here
+(asyncio). Tests that pytest-asyncio owns (auto mode, or its marker in strict mode) and
+hypothesis tests are left alone, so nothing runs twice.
+"""
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import pytest
 
-from rampart.pytest_plugin._collect import TrialInfo, current_trial
+from rampart.engine._results import TrialInfo, current_trial
 from rampart.pytest_plugin._ledger import LEDGER_KEY
 from rampart.pytest_plugin._sinks import LEGACY_FIXTURE_WARNING, SINKS_KEY
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(
+    collector: pytest.Module | pytest.Class, name: str, obj: object
+) -> None:
+    """Hand a coroutine test function to anyio (see the module docstring)."""
+    if not (collector.istestfunction(obj, name) and inspect.iscoroutinefunction(obj)):
+        return
+    if hasattr(obj, "hypothesis") or _asyncio_owns(collector, obj):
+        return
+    own = getattr(obj, "pytestmark", ())
+    if not any(mark.name == "anyio" for mark in own) and not collector.get_closest_marker("anyio"):
+        pytest.mark.anyio(obj)
+    pytest.mark.usefixtures("anyio_backend")(obj)
+
+
+def _asyncio_owns(collector: pytest.Module | pytest.Class, obj: object) -> bool:
+    config = collector.config
+    if not config.pluginmanager.has_plugin("asyncio"):
+        return False
+    if config.getini("asyncio_mode") == "auto":
+        return True
+    own = getattr(obj, "pytestmark", ())
+    return any(mark.name == "asyncio" for mark in own) or bool(
+        collector.get_closest_marker("asyncio")
+    )
 
 
 @pytest.fixture(scope="module")

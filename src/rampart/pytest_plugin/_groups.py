@@ -15,15 +15,15 @@ counted (``late``).
 when the clones have finished, and both the pytest outcome (``judge``) and the
 reported group line read that same verdict.
 
-A finished clone is *settled* (its status and the line that explains it are kept) and
-then *released*: its results, already recorded on the run ledger, are dropped from
-the clone, so a group's memory does not grow with the results of finished clones.
+A finished clone is *settled* (its ``CloneVerdict``: the status and the line that
+explains it, kept) and then *released*: its results, already recorded on the run
+ledger, are dropped from the clone, so a group's memory does not grow with the
+results of finished clones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 import pytest
@@ -34,7 +34,7 @@ from rampart.core._severity import worst
 from rampart.core._stats import clopper_pearson_interval, wilson_interval
 from rampart.core._trial_rule import TrialTally, TrialVerdict
 from rampart.core.result import Result, SafetyStatus
-from rampart.pytest_plugin._collect import ResultCollector
+from rampart.engine._results import ResultCollector
 from rampart.pytest_plugin._markers import TrialSpec
 
 if TYPE_CHECKING:
@@ -44,7 +44,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CloneCancelled",
+    "CloneListener",
     "CloneRun",
+    "CloneVerdict",
     "GroupVerdict",
     "ItemRun",
     "clone_settles",
@@ -66,6 +68,23 @@ class CloneCancelled(Exception):
     """
 
 
+@attrs.frozen(kw_only=True)
+class CloneVerdict:
+    """What a settled clone keeps once its results are released: its status for the
+    group tally (None: it recorded no result) and the line that explains it."""
+
+    status: SafetyStatus | None
+    summary: str
+
+
+class CloneListener(Protocol):
+    """Told about each clone whose body finished, before the next checkpoint: live
+    progress (which reads the clone's results) and the plugin's recorder (which records
+    them and lets them go), in that order (``ItemRun.listeners``)."""
+
+    def clone_finished(self, clone: CloneRun) -> None: ...
+
+
 @attrs.define(eq=False)
 class CloneRun:
     """One run of the test body: its results and how the body ended.
@@ -82,7 +101,7 @@ class CloneRun:
     failure: BaseException | None = None
     finished: bool = False
     resumed_from: str | None = None
-    settled: tuple[SafetyStatus | None, str] | None = None
+    settled: CloneVerdict | None = None
 
     @classmethod
     def from_journal(
@@ -107,7 +126,7 @@ class CloneRun:
 
     def settle(self) -> None:
         """Fix the clone's status and its explaining line from what it recorded."""
-        self.settled = (_status_of(self), _summary_of(self))
+        self.settled = CloneVerdict(status=_status_of(self), summary=_summary_of(self))
 
     def release(self) -> None:
         """Drop the results (recorded elsewhere) and an assertion's traceback.
@@ -291,10 +310,10 @@ class ItemRun:
     ``resumed`` holds the clones a run journal supplied (``--rampart-resume``): they
     count in the verdict, in index order like the others, and are not run again.
     ``verdict`` is set once a trial group has finished; ``interrupted`` when a
-    KeyboardInterrupt stopped it first. ``clone_done`` is called once per clone whose
-    body finished, before the next checkpoint. ``fed`` and ``decided_at`` are the
-    early-stop bookkeeping: the next clone index the tally expects, and the index at
-    which the verdict settled.
+    KeyboardInterrupt stopped it first. ``listeners`` are told about each clone whose
+    body finished, before the next checkpoint (``CloneListener``). ``fed`` and
+    ``decided_at`` are the early-stop bookkeeping: the next clone index the tally
+    expects, and the index at which the verdict settled.
     """
 
     spec: TrialSpec | None
@@ -310,8 +329,7 @@ class ItemRun:
     verdict: GroupVerdict | None = None
     interrupted: bool = False
     skipped: bool = False  # a clone's pytest.skip()/xfail() ended the item
-    clone_done: Callable[[CloneRun], None] | None = None
-    on_clone_done: Callable[[CloneRun], None] | None = None  # live progress, when shown
+    listeners: list[CloneListener] = attrs.field(factory=list)
     concurrency: ConcurrencyStatistics | None = None  # what concurrency="auto" did
 
 
@@ -328,7 +346,7 @@ def _failure_text(failure: BaseException) -> str:
 def clone_status(clone: CloneRun) -> SafetyStatus | None:
     """The clone's status for the group tally; None when it recorded no result."""
     if clone.settled is not None:
-        return clone.settled[0]
+        return clone.settled.status
     return _status_of(clone)
 
 
@@ -447,7 +465,7 @@ def judge(run: ItemRun, *, item_name: str) -> None:
 
 def _clone_summary(clone: CloneRun) -> str:
     if clone.settled is not None:
-        return clone.settled[1]
+        return clone.settled.summary
     return _summary_of(clone)
 
 

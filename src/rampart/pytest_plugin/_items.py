@@ -18,7 +18,6 @@ from __future__ import annotations
 import inspect
 import uuid
 import warnings
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -28,9 +27,15 @@ from rampart._text import one_line
 from rampart.core._population import CloneOutcome, PopulationRef
 from rampart.core._severity import severity
 from rampart.core.result import Result
-from rampart.pytest_plugin._clone_fixtures import ClonePlan, plan
-from rampart.pytest_plugin._collect import NoResultWarning, ResultCollector
-from rampart.pytest_plugin._groups import CloneRun, GroupVerdict, ItemRun, count_resumed, judge
+from rampart.engine._results import ResultCollector
+from rampart.pytest_plugin._groups import (
+    CloneListener,
+    CloneRun,
+    GroupVerdict,
+    ItemRun,
+    count_resumed,
+    judge,
+)
 from rampart.pytest_plugin._ledger import (
     Attribution,
     FinishedUnit,
@@ -39,14 +44,20 @@ from rampart.pytest_plugin._ledger import (
     UnitOutcome,
 )
 from rampart.pytest_plugin._markers import TrialSpec, harm_category_of, trial_spec_of
-from rampart.pytest_plugin._resume import ItemResume, ResumePlan, changed_message, test_hash
+from rampart.pytest_plugin._report_data import note_backend
 from rampart.pytest_plugin._runner import collecting, wrap_test_function
+from rampart.pytest_plugin._warnings import NoResultWarning
 
 if TYPE_CHECKING:
-    from collections.abc import Generator, Sequence
+    from collections.abc import Callable, Generator, Sequence
+    from contextlib import AbstractContextManager
 
+    # Only (string) annotations of ``ItemState``, which attrs never resolves: both load
+    # when a run first needs them (a trial item, a resumed run).
+    from rampart.pytest_plugin._clone_fixtures import ClonePlan  # noqa: TC004
     from rampart.pytest_plugin._limits import LimitTracker
     from rampart.pytest_plugin._options import Options
+    from rampart.pytest_plugin._resume import ItemResume, ResumePlan  # noqa: TC004
 
 __all__ = ["ITEM_KEY", "NO_RESULT", "ItemHooks", "ItemOutlet", "ItemState"]
 
@@ -69,6 +80,9 @@ class ItemOutlet(Protocol):
     def warn(self, message: str) -> None:
         """A ``RAMPART WARNING`` line for the reporting process."""
 
+    def backend_seen(self, backend: str) -> None:
+        """A test ran on this anyio backend (the report's ``run.anyio_backends``)."""
+
 
 @attrs.define(eq=False)
 class ItemState:
@@ -80,7 +94,8 @@ class ItemState:
     fixtures: ResultCollector = attrs.field(factory=ResultCollector)
     run: ItemRun | None = None
     clone_fixtures: ClonePlan | None = None  # what each trial clone sets up itself
-    test_hash: str = ""
+    hashing: bool = False  # the journal or a resume needs the test's hash
+    test_hash: str = ""  # computed on first use (``hash_of``)
     resume: ItemResume | None = None
     resumed_clones: dict[int, CloneRun] = attrs.field(factory=dict)
     population_id: str = attrs.field(factory=lambda: uuid.uuid4().hex)
@@ -91,6 +106,16 @@ class ItemState:
     released_count: int = 0
     released_worst: Result | None = None
 
+    def hash_of(self, item: pytest.Item) -> str:
+        """The test's hash (``_resume.test_hash``), when hashing; "" otherwise. Computed
+        when first needed (a unit to journal, a resumed run), not for every collected
+        item: reading the sources of a test and its fixtures is not free."""
+        if self.hashing and not self.test_hash:
+            from rampart.pytest_plugin._resume import test_hash
+
+            self.test_hash = test_hash(item, self.spec)
+        return self.test_hash
+
     def note_released(self, results: Sequence[Result]) -> None:
         """Count results handed over before teardown, keeping the worst one."""
         self.released_count += len(results)
@@ -99,8 +124,9 @@ class ItemState:
             if worst is None or severity(result.status) < severity(worst.status):
                 self.released_worst = result
 
-    # Called with each trial clone as it finishes (live progress), when set.
-    clone_listener: Callable[[CloneRun], None] | None = None
+    # Told about each trial clone as it finishes, before the plugin records it (live
+    # progress, while the call runs).
+    listeners: list[CloneListener] = attrs.field(factory=list)
 
     def population(self, clone_index: int | None) -> PopulationRef | None:
         spec = self.spec
@@ -153,7 +179,7 @@ class ItemState:
             results=results,
             outcome=outcome,
             detail=detail,
-            test_hash=self.test_hash,
+            test_hash=self.hash_of(item),
         )
 
     def _as_reported(self, result: Result, population: PopulationRef | None) -> Result:
@@ -180,6 +206,24 @@ def _state(item: pytest.Item) -> ItemState:
     return item.stash.setdefault(ITEM_KEY, ItemState())
 
 
+@attrs.frozen(kw_only=True)
+class _Recorder:
+    """The plugin's listener on a trial item: each finished clone's results leave now."""
+
+    hooks: ItemHooks
+    item: pytest.Item
+    state: ItemState
+
+    def clone_finished(self, clone: CloneRun) -> None:
+        self.hooks.clone_done(self.item, self.state, clone)
+
+
+class CallTracking(Protocol):
+    """Live progress around a trial item's call phase (``_progress.ProgressTracking``)."""
+
+    def track(self, item: pytest.Item, state: ItemState) -> AbstractContextManager[None]: ...
+
+
 class ItemHooks:
     """The hooks that run per item; results go to ``outlet`` as soon as they are final."""
 
@@ -192,6 +236,8 @@ class ItemHooks:
         is_worker: bool,
         resume: ResumePlan | None = None,
         hashing: bool = False,
+        properties: Callable[[ItemState], list[tuple[str, str]]] | None = None,
+        progress: CallTracking | None = None,
     ) -> None:
         self._options = options
         self._outlet = outlet
@@ -199,6 +245,8 @@ class ItemHooks:
         self._is_worker = is_worker
         self._resume = resume
         self._hashing = hashing or resume is not None
+        self._properties = properties
+        self._progress = progress
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
@@ -227,11 +275,12 @@ class ItemHooks:
                 continue
             state.spec = spec
             state.harm = harm
-            if self._hashing:
-                state.test_hash = test_hash(item, spec)
+            state.hashing = self._hashing
             if self._resume is not None:
-                resume = self._resume.for_item(item.nodeid, state.test_hash, spec)
+                resume = self._resume.for_item(item.nodeid, state.hash_of(item), spec)
                 if resume is not None and resume.stale_runs:
+                    from rampart.pytest_plugin._resume import changed_message
+
                     self._outlet.warn(
                         f"rampart resume: {changed_message(item.nodeid, resume.stale_runs)}"
                     )
@@ -254,7 +303,10 @@ class ItemHooks:
             self._load_resumed(item, state, self._resume)
         if state.spec is not None and isinstance(item, pytest.Function) and _wrapped(item):
             # Before pytest fills the fixtures: each clone sets up its own
-            # function-scoped ones (RAMPART gives each clone its own item).
+            # function-scoped ones (RAMPART gives each clone its own item). Loaded by
+            # the first trial item: a run without one never needs it.
+            from rampart.pytest_plugin._clone_fixtures import plan
+
             state.clone_fixtures = plan(
                 item, shared=state.spec.shared_fixtures, warn=self._outlet.warn
             )
@@ -335,11 +387,11 @@ class ItemHooks:
         original = item.obj
 
         def publish(run: ItemRun) -> None:
-            run.on_clone_done = state.clone_listener
+            run.listeners = list(state.listeners)
             state.run = run
             run.resumed = dict(state.resumed_clones)
             if run.spec is not None:
-                run.clone_done = lambda clone: self._clone_done(item, state, clone)
+                run.listeners.append(_Recorder(hooks=self, item=item, state=state))
 
         item.obj = wrap_test_function(
             original,
@@ -349,20 +401,24 @@ class ItemHooks:
             fixtures=state.clone_fixtures,
         )
         try:
-            outcome = yield
+            if self._progress is None:
+                outcome = yield
+            else:
+                with self._progress.track(item, state):
+                    outcome = yield
         finally:
             item.obj = original
         if state.spec is None:
             self._check_recorded(item, state)
         return outcome
 
-    def _clone_done(self, item: pytest.Item, state: ItemState, clone: CloneRun) -> None:
+    def clone_done(self, item: pytest.Item, state: ItemState, clone: CloneRun) -> None:
         """A trial clone finished: its results are final, so they leave now."""
         clone.settle()
         self._limits.observe(list(clone.collector.adapters.values()))
         results = state.as_recorded(item, clone.index, clone.collector.results)
         failed = clone.failure is not None
-        detail = clone.settled[1] if (failed and clone.settled is not None) else ""
+        detail = clone.settled.summary if (failed and clone.settled is not None) else ""
         outcome = UnitOutcome.FAILED if failed else UnitOutcome.PASSED
         if clone.crashed:
             # A bug in the test errors the item; a resumed run must meet it again.
@@ -395,6 +451,10 @@ class ItemHooks:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
+        if call.when == "call":
+            backend = note_backend(item, report)
+            if backend is not None:
+                self._outlet.backend_seen(backend)
         state = item.stash.get(ITEM_KEY, None)
         if state is None:
             return report
@@ -404,6 +464,8 @@ class ItemHooks:
         if call.when == "teardown":
             self._limits.snapshot()
             self._finish(item, state, report)
+            if self._properties is not None:  # --junitxml
+                report.user_properties.extend(self._properties(state))
         return report
 
     @pytest.hookimpl(wrapper=True)

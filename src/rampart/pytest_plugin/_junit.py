@@ -13,33 +13,26 @@ every result of the item is known) this adds, for a test that recorded results:
   when it did not pass, ``rampart_reason``; a group judged with a confidence adds
   ``rampart_confidence`` and ``rampart_exact_interval`` (the interval its verdict reads).
 
-Registered only when ``--junitxml`` is given. ``user_properties`` travel with the test
-report, so under xdist the controller's JUnit file has them too.
+Loaded only when ``--junitxml`` is given; the item hooks add ``properties(state)`` to
+the teardown report (``_items``, where the per-item hooks are implemented).
+``user_properties`` travel with the test report, so under xdist the controller's JUnit
+file has them too.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import pytest
-
 from rampart._redact import redact
 from rampart._text import one_line
 from rampart.core._severity import severity
 from rampart.core._stats import wilson_interval
-from rampart.pytest_plugin._items import ITEM_KEY
 
 if TYPE_CHECKING:
-    from collections.abc import Generator
-
     from rampart.core.result import Result
     from rampart.pytest_plugin._items import ItemState
 
-__all__ = ["JunitProperties", "junit_requested"]
-
-
-def junit_requested(config: pytest.Config) -> bool:
-    return bool(config.getoption("xmlpath", None))
+__all__ = ["properties"]
 
 
 def _results(state: ItemState) -> list[Result]:
@@ -96,18 +89,3 @@ def properties(state: ItemState) -> list[tuple[str, str]]:
         if reason is not None:
             found.append(("rampart_reason", reason))
     return found
-
-
-class JunitProperties:
-    """Adds the properties to each item's teardown report (see the module docstring)."""
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        report = yield
-        if call.when == "teardown":
-            state = item.stash.get(ITEM_KEY, None)
-            if state is not None:
-                report.user_properties.extend(properties(state))
-        return report

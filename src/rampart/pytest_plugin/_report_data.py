@@ -1,11 +1,18 @@
-"""From the run ledger to the report's typed sections: trial groups and run facts.
+"""From the run ledger to the report's typed sections and the terminal summary.
 
 ``group_summary`` states one ``GroupRecord`` as a ``TrialGroupSummary``
 (``GroupVerdict.summary``: the verdict, computed once by the runner, with its reason);
 ``run_info`` gathers the ``RunInfo``: start time, exit status, interrupted / incomplete
-markers, versions, backends and xdist workers. ``BackendNotes`` notes which anyio backend each
-test ran on: on the call report (so it crosses from an xdist worker like any report
-attribute), read back into the ledger where the report is built.
+markers, versions, backends and xdist workers. ``note_backend`` notes which anyio
+backend each test ran on, on its call report (called by the item hooks, which note it
+on the ledger; the attribute crosses from an xdist worker like any report attribute,
+and the xdist controller reads it back with ``backend_of``).
+
+``summary_lines`` is the terminal safety summary of this run: the ledger's entries,
+rendered by ``rampart.reporting._terminal`` (the renderer ``rampart report`` uses
+too). Each ``RecordedResult`` becomes a ``SummaryEntry`` from its attribution, and each
+``GroupRecord`` its report statement (``group_summary``), so the summary is a
+projection of the same data as the report.
 """
 
 from __future__ import annotations
@@ -18,12 +25,22 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from collections.abc import Generator
+    from collections.abc import Sequence
 
-    from rampart.pytest_plugin._ledger import GroupRecord, RunLedger
+    from rampart.pytest_plugin._ledger import GroupRecord, RecordedResult, RunLedger
     from rampart.reporting import RunInfo, TrialGroupSummary
+    from rampart.reporting._terminal import SummaryEntry
 
-__all__ = ["BACKEND_ATTRIBUTE", "BackendNotes", "group_summary", "run_info"]
+__all__ = [
+    "BACKEND_ATTRIBUTE",
+    "backend_of",
+    "entry",
+    "group_summary",
+    "note_backend",
+    "run_info",
+    "summary_lines",
+]
+
 
 BACKEND_ATTRIBUTE = "rampart_anyio_backend"
 
@@ -84,25 +101,43 @@ def _backend_name(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-class BackendNotes:
-    """Which anyio backends the run's tests ran on (see the module docstring)."""
+def note_backend(item: pytest.Item, report: pytest.TestReport) -> str | None:
+    """Put the anyio backend the test ran on (if any) on its call ``report``; that name."""
+    funcargs = getattr(item, "funcargs", None) or {}
+    backend = _backend_name(funcargs.get("anyio_backend"))
+    if backend is not None:
+        setattr(report, BACKEND_ATTRIBUTE, backend)
+    return backend
 
-    def __init__(self, ledger: RunLedger) -> None:
-        self._ledger = ledger
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        report = yield
-        if call.when == "call":
-            funcargs = getattr(item, "funcargs", None) or {}
-            backend = _backend_name(funcargs.get("anyio_backend"))
-            if backend is not None:
-                setattr(report, BACKEND_ATTRIBUTE, backend)
-        return report
+def backend_of(report: object) -> str | None:
+    """The anyio backend ``note_backend`` put on a (worker's) report, if any."""
+    backend = getattr(report, BACKEND_ATTRIBUTE, None)
+    return backend if isinstance(backend, str) and backend else None
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        backend = getattr(report, BACKEND_ATTRIBUTE, None)
-        if isinstance(backend, str) and backend:
-            self._ledger.backend_seen(backend)
+
+def entry(recorded: RecordedResult) -> SummaryEntry:
+    """``recorded`` as the summary lists it."""
+    from rampart.reporting._terminal import SummaryEntry
+
+    attribution = recorded.attribution
+    return SummaryEntry(
+        result=recorded.result,
+        nodeid=attribution.nodeid,
+        name=attribution.name,
+        shown=attribution.test_name,
+        clone=attribution.clone,
+    )
+
+
+def summary_lines(
+    results: Sequence[RecordedResult], groups: Sequence[GroupRecord], *, mode: str = "all"
+) -> list[str]:
+    """The body under the ``RAMPART Safety Summary`` separator (``_terminal.summary_lines``)."""
+    from rampart.reporting import _terminal
+
+    return _terminal.summary_lines(
+        [entry(recorded) for recorded in results],
+        [group_summary(group) for group in groups],
+        mode=mode,
+    )

@@ -12,7 +12,7 @@ one that finished anyway are reported but not counted. Async wrappers
 stay coroutine functions, so whichever async test plugin owns the item (anyio's, or
 pytest-asyncio's) runs them.
 
-Each clone that finishes is handed to ``ItemRun.clone_done`` at once (the plugin
+Each clone that finishes is handed to ``ItemRun.listeners`` at once (the plugin
 records its results and journals them), so an interrupted or killed run keeps every
 finished clone. Clones a run journal already holds (``ItemRun.resumed``) are not run.
 
@@ -40,7 +40,7 @@ from rampart.engine._execution import (
     never_started,
     tracking_executions,
 )
-from rampart.pytest_plugin._collect import (
+from rampart.engine._results import (
     ResultCollectionHandler,
     ResultCollector,
     TrialInfo,
@@ -100,7 +100,7 @@ def wrap_test_function(
     """A replacement for ``func`` that collects results and fans out trial clones.
 
     ``publish`` receives the ``ItemRun`` before the body starts, so results survive a
-    failing body; it may fill in ``resumed`` and ``clone_done``. A trial group that
+    failing body; it may fill in ``resumed`` and ``listeners``. A trial group that
     fails its verdict fails the call (``judge``). ``fixtures`` are the function-scoped
     fixtures each clone sets up for itself (``_clone_fixtures``).
     """
@@ -146,10 +146,12 @@ def _clone(run: ItemRun, index: int) -> Iterator[CloneRun]:
     clone.finished = True
     # A finished clone (one cancelled by early stop never gets here): live progress
     # first (it reads the results), then the plugin records them and lets them go.
-    if run.on_clone_done is not None:
-        run.on_clone_done(clone)
-    if run.clone_done is not None:
-        run.clone_done(clone)
+    _tell(run, clone)
+
+
+def _tell(run: ItemRun, clone: CloneRun) -> None:
+    for listener in run.listeners:
+        listener.clone_finished(clone)
 
 
 def _check_started(created: list[BaseExecution]) -> None:
@@ -195,7 +197,7 @@ def _unsafe_findings(run: ItemRun) -> list[CloneRun]:
     """Clones (finished, partial or resumed) that recorded an UNSAFE result."""
     found = []
     for clone in [*run.resumed.values(), *run.clones, *run.partial]:
-        status = clone.settled[0] if clone.settled is not None else None
+        status = clone.settled.status if clone.settled is not None else None
         if status is SafetyStatus.UNSAFE or any(
             result.status is SafetyStatus.UNSAFE for result in clone.collector.results
         ):
@@ -349,8 +351,7 @@ def _judge_foreign_cancellations(run: ItemRun, todo: list[int], finished: set[in
         clone.failure = CloneCancelled(why)
         clone.finished = True
         finished.add(index)
-        if run.clone_done is not None:
-            run.clone_done(clone)
+        _tell(run, clone)
 
 
 def _finish_group(

@@ -2,12 +2,14 @@
 
 ``start`` makes one run ledger (``config.stash[LEDGER_KEY]``) and registers the parts:
 
-- ``AnyioByDefault`` -- plain ``async def`` tests run with no configuration;
-- ``ItemHooks`` -- markers, trial groups and result collection, per item;
+- ``ItemHooks`` -- markers, trial groups and result collection, per item, with the
+  anyio backend note, live progress around the call and, with ``--junitxml``, the
+  JUnit properties (the per-item hooks are implemented here alone);
 - the fixtures module (``rampart_trial``, the default ``anyio_backend``, the
-  deprecated ``rampart_sinks`` bootstrap);
+  deprecated ``rampart_sinks`` bootstrap), which also hands plain ``async def`` tests
+  to anyio;
 - the LLM layer's run statistics and response-cache option (``_llm_cache``);
-- ``RunJournal`` and ``InterruptWatch`` (``_runjournal``, ``_interrupts``): the run
+- ``RunJournal`` and ``InterruptWatch`` (``_journal``, ``_interrupts``): the run
   journal every finished unit is appended to, ``--rampart-resume``, and a clean end
   on Ctrl-C;
 - on an xdist worker, ``XdistWorker``: results ride on test reports to the controller;
@@ -30,32 +32,30 @@ import pytest
 import rampart.pytest_plugin._fixtures
 from rampart._redact import redact
 from rampart._text import one_line
-from rampart.pytest_plugin._async_tests import AnyioByDefault
 from rampart.pytest_plugin._interrupts import InterruptWatch
 from rampart.pytest_plugin._items import ItemHooks, ItemOutlet
-from rampart.pytest_plugin._journal import JournalWriter
-from rampart.pytest_plugin._junit import JunitProperties, junit_requested
+from rampart.pytest_plugin._journal import (
+    RUN_INPUT_KEY,
+    JournalSettings,
+    JournalWriter,
+    RunJournal,
+    default_gitignore,
+)
 from rampart.pytest_plugin._ledger import LEDGER_KEY, FinishedUnit, GroupRecord, RunLedger
 from rampart.pytest_plugin._limits import LimitTracker, merge_limit_statistics
 from rampart.pytest_plugin._llm_cache import configure as configure_llm
 from rampart.pytest_plugin._llm_cache import llm_metadata
 from rampart.pytest_plugin._llm_cache import unconfigure as unconfigure_llm
 from rampart.pytest_plugin._options import Options
-from rampart.pytest_plugin._progress_session import ProgressNodes, ProgressSession, worker_progress
-from rampart.pytest_plugin._report_data import BackendNotes, group_summary, run_info
-from rampart.pytest_plugin._report_dir import report_dir_sinks
-from rampart.pytest_plugin._resume import ResumePlan, count_by_run
-from rampart.pytest_plugin._runjournal import (
-    RUN_INPUT_KEY,
-    JournalSettings,
-    RunJournal,
-    default_gitignore,
-)
-from rampart.pytest_plugin._sinks import SINKS_KEY, ReportSinks
-from rampart.pytest_plugin._summary import summary_lines
-from rampart.pytest_plugin._xdist import XdistController, XdistWorker
+from rampart.pytest_plugin._progress import ProgressNodes, ProgressSession, worker_progress
+from rampart.pytest_plugin._report_data import group_summary, run_info, summary_lines
+from rampart.pytest_plugin._sinks import SINKS_KEY, ReportSinks, report_dir_sinks
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from rampart.pytest_plugin._items import ItemState
+    from rampart.pytest_plugin._resume import ResumePlan
     from rampart.reporting import TestRunReport
 
 __all__ = ["LedgerOutlet", "RunReporter", "start", "stop"]
@@ -96,6 +96,8 @@ def start(config: pytest.Config) -> None:
         )
     plan = None
     if settings.resume is not None:
+        from rampart.pytest_plugin._resume import ResumePlan
+
         plan = ResumePlan(settings.resume, current_run=settings.run_id)
         if not is_worker:  # every process reads it; one says what it could not use
             for message in plan.problems:
@@ -111,20 +113,18 @@ def start(config: pytest.Config) -> None:
     limits = LimitTracker()
     interrupts = InterruptWatch(ledger=ledger, writer=writer)
     parts: dict[str, object] = {
-        "rampart-async-tests": AnyioByDefault(config),
-        "rampart-backends": BackendNotes(ledger),
         "rampart-journal": journal,
         "rampart-interrupts": interrupts,
     }
     outlet: ItemOutlet
     if is_worker:
+        from rampart.pytest_plugin._xdist import XdistWorker
+
         outlet = XdistWorker(
             config=config, max_bytes=options.max_bytes, limits=limits, journal=writer
         )
         parts["rampart-xdist-worker"] = outlet
         progress = worker_progress(config)
-        if progress is not None:
-            parts["rampart-progress"] = progress
     else:
         ledger.subscribe(journal.journal_unit)
         sinks = ReportSinks(config=config, ledger=ledger)
@@ -143,14 +143,22 @@ def start(config: pytest.Config) -> None:
         # Not "dsession": xdist registers it in its own pytest_configure, which may run
         # after this one; xdist's hook specs are there as soon as xdist is loaded.
         if config.pluginmanager.has_plugin("xdist"):
+            from rampart.pytest_plugin._xdist import XdistController
+
             parts["rampart-xdist"] = XdistController(ledger, run_input=settings.to_workerinput())
         progress_session = ProgressSession(
             config, option=options.progress, interval=options.progress_interval
         )
         parts["rampart-progress-session"] = progress_session
-        parts["rampart-progress"] = progress_session.hooks
+        progress = progress_session.tracking
         if config.pluginmanager.has_plugin("xdist"):
             parts["rampart-progress-nodes"] = ProgressNodes(progress_session)
+    properties: Callable[[ItemState], list[tuple[str, str]]] | None = None
+    if config.getoption("xmlpath", None):  # --junitxml: the properties are loaded for it
+        from rampart.pytest_plugin._junit import properties as junit_properties
+
+        properties = junit_properties
+
     parts["rampart-items"] = ItemHooks(
         options=options,
         outlet=outlet,
@@ -158,10 +166,10 @@ def start(config: pytest.Config) -> None:
         is_worker=is_worker,
         resume=plan,
         hashing=writer is not None,
+        properties=properties,
+        progress=progress,
     )
     parts["rampart-fixtures"] = rampart.pytest_plugin._fixtures
-    if junit_requested(config):
-        parts["rampart-junit"] = JunitProperties()
     for name, part in parts.items():
         config.pluginmanager.register(part, name)
     config.stash[_REGISTERED] = list(parts)
@@ -207,6 +215,9 @@ class LedgerOutlet:
 
     def warn(self, message: str) -> None:
         self._ledger.warn(message)
+
+    def backend_seen(self, backend: str) -> None:
+        self._ledger.backend_seen(backend)
 
 
 def _group_order(group: GroupRecord) -> tuple[str, str]:
@@ -287,6 +298,8 @@ class RunReporter:
         if written is not None:
             metadata["journal"] = str(written)
         if self._plan is not None:
+            from rampart.pytest_plugin._resume import count_by_run
+
             resumed = count_by_run(list(ledger.results))
             metadata["resumed"] = {"journal": str(self._plan.journal), "runs": resumed}
         if ledger.interrupted:
@@ -315,10 +328,10 @@ class RunReporter:
         if stopped and self._journal is not None and self._ledger.workers:
             self._journal.recover_from_journal()
         try:
-            report = self.build_report(status)
             sinks = self._sinks.resolve() + self._report_dir_sinks
-            self._sinks.remove_stale_temporaries(sinks, older_than=self._ledger.started_wall)
-            self._sinks.emit(report, sinks)
+            if sinks:  # no sink, no report: a run that writes none never loads reporting
+                self._sinks.remove_stale_temporaries(sinks, older_than=self._ledger.started_wall)
+                self._sinks.emit(self.build_report(status), sinks)
         except KeyboardInterrupt:
             # Ctrl-C while the reports are written (or a sink raised it): the run is
             # interrupted; what was written is listed, the journal has the rest.
@@ -366,6 +379,8 @@ class RunReporter:
         for line in summary_lines(results, ledger.groups, mode=self._options.summary):
             tr.write_line(line)
         if self._plan is not None:
+            from rampart.pytest_plugin._resume import count_by_run
+
             resumed = count_by_run(list(results))
             if resumed:
                 runs = ", ".join(f"{count} from run {run[:12]}" for run, count in resumed.items())

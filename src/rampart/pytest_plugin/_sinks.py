@@ -14,6 +14,11 @@ conftest's ``rampart_sinks`` is resolved directly: a module-level list (or tuple
 used as is, a fixture function without parameters is called, and a fixture that
 depends on other fixtures is skipped with a warning. A module-level list works in a
 single process too. Only conftest files pytest loaded at start-up are seen there.
+
+``--rampart-report-dir DIR`` (``report_dir_sinks``): the built-in sinks, with no
+conftest code. The option (or ini ``rampart_report_dir``) adds a JSON report, a JSONL trace and an
+HTML report in ``DIR`` to whatever the ``pytest_rampart_sinks`` hook (or the deprecated
+fixture) provides; they are emitted and checked like any other sink.
 """
 
 from __future__ import annotations
@@ -33,16 +38,20 @@ if TYPE_CHECKING:
     from rampart.pytest_plugin._ledger import RunLedger
     from rampart.reporting import ReportSink, TestRunReport
 
-__all__ = ["LEGACY_FIXTURE_WARNING", "ReportSinks", "SINKS_KEY"]
+__all__ = ["LEGACY_FIXTURE_WARNING", "ReportSinks", "SINKS_KEY", "report_dir_sinks"]
+
 
 SINKS_KEY = pytest.StashKey["ReportSinks"]()
 
+
 _HOOK = "pytest_rampart_sinks"
+
 
 LEGACY_FIXTURE_WARNING = (
     "The rampart_sinks fixture is deprecated and will be removed in 0.3.0. "
     "Use the pytest_rampart_sinks hook instead."
 )
+
 
 #: A temporary report file must be this much older than the session to be stale.
 _STALE_GRACE_SECONDS = 60.0
@@ -64,14 +73,14 @@ class ReportSinks:
         self._fixture_sinks = list(sinks) if isinstance(sinks, list | tuple) else [sinks]
 
     def resolve(self) -> list[ReportSink]:
-        from rampart.reporting import ReportSink
-
         if self.has_hook_implementations():
             return list(self._hook_sinks())
         if self._fixture_sinks is None:
             self._fixture_sinks = self._legacy_sinks_directly()
             if self._fixture_sinks is None:
                 return []
+        from rampart.reporting import ReportSink
+
         kept = [sink for sink in self._fixture_sinks if isinstance(sink, ReportSink)]
         if len(kept) != len(self._fixture_sinks):
             self._ledger.warn("rampart_sinks fixture returned items that are not report sinks")
@@ -200,3 +209,25 @@ def _warn_deprecated(ledger: RunLedger) -> None:
         warnings.warn(LEGACY_FIXTURE_WARNING, DeprecationWarning, stacklevel=2)
     except DeprecationWarning:  # an "error" warnings filter: say it, do not crash the end
         ledger.warn(LEGACY_FIXTURE_WARNING)
+
+
+def report_dir_sinks(directory: Path | None) -> list[ReportSink]:
+    """The three built-in sinks writing to ``directory``; none when it is ``None``.
+
+    Made when pytest configures the run, so a path that cannot be a directory (an
+    existing file, say) is a usage error before any test runs, naming the option.
+    """
+    if directory is None:
+        return []
+    from rampart.reporting import HtmlReportSink, JsonFileReportSink, JsonlTraceSink
+
+    try:
+        return [
+            JsonFileReportSink(output_dir=directory),
+            JsonlTraceSink(output_dir=directory),
+            HtmlReportSink(output_dir=directory),
+        ]
+    except (TypeError, ValueError, OSError) as exc:
+        raise pytest.UsageError(
+            f"rampart: --rampart-report-dir / rampart_report_dir: {exc}"
+        ) from None

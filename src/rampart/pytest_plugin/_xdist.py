@@ -2,7 +2,7 @@
 
 A worker (``XdistWorker``) journals each finished unit at once (the run journal is
 shared by every process of the run) and attaches each test's results to its test
-report in the envelope of ``_envelope``, counting what it streamed. The controller
+report in the envelope below, counting what it streamed. The controller
 (``XdistController``) hands every worker the run's settings (run id, journal, resumed
 journal) and the shared rate-limit directory, records what arrives on its run
 ledger, attributed to the worker that sent it, and compares each worker's count with
@@ -12,6 +12,19 @@ starts to replace a crashed one takes the crashed one's slot.
 
 Trust boundary: payloads come from our own workers, but are parsed as data (canonical
 JSON records, checked envelope fields), never unpickled or evaluated.
+
+The envelope: each test report an xdist worker sends carries the test's results as canonical
+``rampart.trace.v2`` records (text, never pickle) inside a small versioned envelope:
+the item's nodeid and name, per result its record, clone index and position (and,
+for a marker, why the result was lost; for a result a resumed journal supplied, the
+run it came from), plus the trial group's verdict and any warnings for the terminal.
+Entries are encoded as each trial clone finishes (``encode_entries``), so a worker
+holds text, not result objects, until the test's report leaves. The
+attribution travels as data next to each record; the records themselves carry no
+bookkeeping keys. The controller adds the worker id from the node that sent it.
+
+A result too large for the cap, or outside the canonical value domain, is replaced by
+an ERROR result that says so, keeping its attribution, so a loss is always visible.
 """
 
 from __future__ import annotations
@@ -19,15 +32,22 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
+import attrs
 import pytest
 
-from rampart.pytest_plugin._envelope import (
-    decode_envelope,
-    encode_entries,
-    envelope_notes,
-    make_envelope,
+from rampart._checks import invalid
+from rampart._text import strip_ansi
+from rampart.core.errors import SchemaError
+from rampart.core.result import Result, SafetyStatus, TrialVerdict
+from rampart.pytest_plugin._groups import GroupVerdict
+from rampart.pytest_plugin._journal import RUN_INPUT_KEY
+from rampart.pytest_plugin._ledger import (
+    Attribution,
+    GroupRecord,
+    RecordedResult,
+    loss_marker,
 )
 from rampart.pytest_plugin._limits import (
     WORKERINPUT_KEY,
@@ -35,15 +55,250 @@ from rampart.pytest_plugin._limits import (
     LimitTracker,
     export_shared_directory,
 )
-from rampart.pytest_plugin._runjournal import RUN_INPUT_KEY
+from rampart.pytest_plugin._report_data import backend_of
 
 if TYPE_CHECKING:
-    from rampart.pytest_plugin._journal import JournalWriter
-    from rampart.pytest_plugin._ledger import FinishedUnit, GroupRecord, RunLedger
+    from collections.abc import Sequence
 
-__all__ = ["REPORT_ATTRIBUTE", "STREAMED_KEY", "XdistController", "XdistWorker"]
+    from rampart.pytest_plugin._journal import JournalWriter
+    from rampart.pytest_plugin._ledger import FinishedUnit, RunLedger
+
+__all__ = [
+    "ENVELOPE_SCHEMA",
+    "REPORT_ATTRIBUTE",
+    "STREAMED_KEY",
+    "XdistController",
+    "XdistWorker",
+    "decode_envelope",
+    "encode_entries",
+    "encode_envelope",
+    "envelope_notes",
+    "make_envelope",
+]
+
+
+_OWNER = "rampart xdist payload"
+
+
+ENVELOPE_SCHEMA = "rampart.xdist.v2"
+
+
+def _transport_text(result: Result, max_bytes: int) -> tuple[str, str | None]:
+    """The record text to send for ``result``, and why it is a marker (None if not)."""
+    from rampart.codec._record import ResultRecord, serialize_record
+
+    try:
+        text = serialize_record(record=ResultRecord(result=result))
+    except SchemaError as exc:
+        marker = loss_marker(result, f"not serializable ({exc})", where="xdist transport")
+        return serialize_record(record=ResultRecord(result=marker)), marker.summary
+    size = len(text.encode())
+    if size <= max_bytes:
+        return text, None
+    marker = loss_marker(
+        result,
+        f"{size} bytes exceeds the {max_bytes}-byte limit (--rampart-xdist-max-bytes)",
+        where="xdist transport",
+        _rampart_original_size_bytes=size,
+        _rampart_limit_bytes=max_bytes,
+    )
+    return serialize_record(record=ResultRecord(result=marker)), marker.summary
+
+
+def encode_entries(results: Sequence[RecordedResult], *, max_bytes: int) -> list[dict[str, Any]]:
+    """The envelope entries of ``results``: canonical record text and attribution."""
+    entries = []
+    for recorded in results:
+        prepared = attrs.evolve(recorded.result, summary=strip_ansi(recorded.result.summary))
+        text, lost = _transport_text(prepared, max_bytes)
+        entry: dict[str, Any] = {
+            "record": text,
+            "clone": recorded.attribution.clone,
+            "index": recorded.attribution.index,
+            "lost": recorded.lost if lost is None else lost,
+        }
+        if recorded.resumed_from is not None:
+            entry["resumed"] = recorded.resumed_from
+        entries.append(entry)
+    return entries
+
+
+def make_envelope(
+    *,
+    nodeid: str,
+    name: str,
+    entries: list[dict[str, Any]],
+    group: GroupRecord | None,
+    notes: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The JSON-safe payload a worker attaches to the test report of ``nodeid``."""
+    payload: dict[str, Any] = {
+        "schema": ENVELOPE_SCHEMA,
+        "nodeid": nodeid,
+        "name": name,
+        "results": entries,
+        "group": None if group is None else _verdict_to_json(group.verdict),
+        "harm": None if group is None else group.harm,
+    }
+    if notes:
+        payload["notes"] = list(notes)
+    return payload
+
+
+def encode_envelope(
+    *,
+    nodeid: str,
+    name: str,
+    results: Sequence[RecordedResult],
+    group: GroupRecord | None,
+    max_bytes: int,
+) -> dict[str, Any]:
+    """The whole payload at once: ``make_envelope`` over ``encode_entries(results)``."""
+    entries = encode_entries(results, max_bytes=max_bytes)
+    return make_envelope(nodeid=nodeid, name=name, entries=entries, group=group)
+
+
+def envelope_notes(payload: object) -> list[str]:
+    """The warnings a worker attached (strings only; anything else is ignored)."""
+    notes = payload.get("notes") if isinstance(payload, dict) else None
+    if not isinstance(notes, list):
+        return []
+    return [note for note in notes if isinstance(note, str)]
+
+
+def decode_envelope(
+    payload: object, *, worker: str
+) -> tuple[list[RecordedResult], GroupRecord | None]:
+    """Results and group from a worker payload; ``ValueError`` if it is not one."""
+    if not isinstance(payload, dict) or payload.get("schema") != ENVELOPE_SCHEMA:
+        schema = payload.get("schema") if isinstance(payload, dict) else None
+        raise ValueError(f"unsupported rampart xdist payload schema {schema!r}")
+    nodeid, name = payload.get("nodeid"), payload.get("name")
+    if not isinstance(nodeid, str) or not isinstance(name, str):
+        raise invalid(_OWNER, "nodeid and name", "strings", (nodeid, name), error=ValueError)
+    entries = payload.get("results")
+    if not isinstance(entries, list):
+        raise invalid(_OWNER, "results", "a list", entries, error=ValueError)
+    results = [_decode_entry(entry, nodeid=nodeid, name=name, worker=worker) for entry in entries]
+    raw_group, harm = payload.get("group"), payload.get("harm")
+    if harm is not None and not isinstance(harm, str):
+        raise invalid(_OWNER, "harm", "a string or null", harm, error=ValueError)
+    group = None
+    if raw_group is not None:
+        group = GroupRecord(
+            nodeid=nodeid,
+            name=name,
+            verdict=_verdict_from_json(raw_group),
+            harm=harm,
+            worker=worker,
+        )
+    return results, group
+
+
+def _decode_entry(entry: object, *, nodeid: str, name: str, worker: str) -> RecordedResult:
+    from rampart.codec._record import deserialize_record
+
+    if not isinstance(entry, dict):
+        raise invalid(_OWNER, "results[]", "an object", entry, error=ValueError)
+    text, clone, index, lost, resumed = (
+        entry.get(key) for key in ("record", "clone", "index", "lost", "resumed")
+    )
+    if not isinstance(text, str):
+        raise invalid(_OWNER, "record", "a string", text, error=ValueError)
+    if clone is not None and not _is_count(clone):
+        raise invalid(_OWNER, "clone", "an int >= 0 or null", clone, error=ValueError)
+    if not _is_count(index):
+        raise invalid(_OWNER, "index", "an int >= 0", index, error=ValueError)
+    if lost is not None and not isinstance(lost, str):
+        raise invalid(_OWNER, "lost", "a string or null", lost, error=ValueError)
+    if resumed is not None and not isinstance(resumed, str):
+        raise invalid(_OWNER, "resumed", "a string or null", resumed, error=ValueError)
+    result = deserialize_record(data=text).result
+    return RecordedResult(
+        result=attrs.evolve(result, summary=strip_ansi(result.summary)),
+        attribution=Attribution(nodeid=nodeid, name=name, clone=clone, index=index, worker=worker),
+        lost=lost,
+        resumed_from=resumed,
+    )
+
+
+def _is_count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _verdict_to_json(verdict: GroupVerdict) -> dict[str, Any]:
+    return attrs.asdict(verdict, value_serializer=_enum_value)
+
+
+def _enum_value(_instance: object, _field: object, value: object) -> object:
+    return value.value if isinstance(value, SafetyStatus | TrialVerdict) else value
+
+
+_VERDICT_FIELDS = frozenset(field.name for field in attrs.fields(GroupVerdict))
+
+
+_COUNT_FIELDS = ("n", "safe", "unsafe", "errors", "no_result", "executed", "cancelled")
+
+
+def _verdict_from_json(raw: object) -> GroupVerdict:
+    if not isinstance(raw, dict) or set(raw) != _VERDICT_FIELDS:
+        raise invalid(
+            _OWNER,
+            "group",
+            f"an object with the fields {sorted(_VERDICT_FIELDS)}",
+            raw,
+            error=ValueError,
+        )
+    for key in (*_COUNT_FIELDS, "max_unsafe", "late", "late_unsafe"):
+        if not _is_count(raw[key]):
+            raise invalid(_OWNER, f"group.{key}", "an int >= 0", raw[key], error=ValueError)
+    threshold = raw["threshold"]
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        raise invalid(_OWNER, "group.threshold", "a number", threshold, error=ValueError)
+    confidence = raw["confidence"]
+    if confidence is not None and (
+        isinstance(confidence, bool) or not isinstance(confidence, int | float)
+    ):
+        raise invalid(_OWNER, "group.confidence", "a number or null", confidence, error=ValueError)
+    if not isinstance(raw["sequential"], bool):
+        raise invalid(_OWNER, "group.sequential", "a bool", raw["sequential"], error=ValueError)
+    concurrency = raw["concurrency"]
+    if concurrency is not None and not (
+        isinstance(concurrency, dict)
+        and all(isinstance(k, str) and _is_count(v) for k, v in concurrency.items())
+    ):
+        raise invalid(
+            _OWNER,
+            "group.concurrency",
+            "null or an object of counts (int >= 0)",
+            concurrency,
+            error=ValueError,
+        )
+    try:
+        status = SafetyStatus(raw["status"])
+        verdict = TrialVerdict(raw["verdict"])
+    except ValueError:
+        raise ValueError(
+            f"rampart xdist payload: group 'status' {raw['status']!r} or 'verdict' "
+            f"{raw['verdict']!r} is not one"
+        ) from None
+    return GroupVerdict(
+        threshold=float(threshold),
+        status=status,
+        verdict=verdict,
+        confidence=None if confidence is None else float(confidence),
+        sequential=raw["sequential"],
+        max_unsafe=raw["max_unsafe"],
+        late=raw["late"],
+        late_unsafe=raw["late_unsafe"],
+        concurrency=None if concurrency is None else dict(concurrency),
+        **{key: raw[key] for key in _COUNT_FIELDS},
+    )
+
 
 REPORT_ATTRIBUTE = "rampart_payload"
+
+
 STREAMED_KEY = "rampart_streamed_results"
 
 
@@ -75,6 +330,9 @@ class XdistWorker:
 
     def warn(self, message: str) -> None:
         self._notes.append(message)
+
+    def backend_seen(self, backend: str) -> None:
+        """Nothing to do here: the backend rides on the call report to the controller."""
 
     def deliver(
         self, item: pytest.Item, report: pytest.TestReport | None, group: GroupRecord | None
@@ -125,6 +383,9 @@ class XdistController:
         self._ledger.worker_ready(_worker_id(node))
 
     def pytest_runtest_logreport(self, report: Any) -> None:
+        backend = backend_of(report)
+        if backend is not None:
+            self._ledger.backend_seen(backend)
         payload = getattr(report, REPORT_ATTRIBUTE, None)
         node = getattr(report, "node", None)
         if payload is None or node is None:

@@ -1,7 +1,7 @@
 """``StoredResults``: a report's results, read from disk one at a time.
 
 The pytest plugin keeps a long run's full results in a spill file, not in memory
-(``rampart.pytest_plugin._store``); the ``TestRunReport`` it builds holds them as a
+(``rampart.pytest_plugin._ledger``); the ``TestRunReport`` it builds holds them as a
 ``StoredResults`` sequence. Reading an item loads and decodes that one result; the
 *slim* results (status, summary, harm category, no turns) answer counts and grouping
 without loading anything. Sinks iterate it like a list; a sink that needs random
