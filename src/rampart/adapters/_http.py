@@ -61,7 +61,8 @@ def new_client(
     asyncio when ``httpx-aiohttp`` is installed, else several small httpcore pools side
     by side; httpx's own single pool for ``http2``. Call it inside the event loop that
     will use the client.
-    No redirects are followed (a redirected POST is a misconfiguration worth seeing).
+    No redirects are followed (a redirected POST is a misconfiguration worth seeing),
+    and no cookies are kept (``_transports.JarlessClient``).
     ``http2`` on an ``http://`` URL means prior knowledge (h2c), so HTTP/1.1 is off.
     ``auth`` is a (user, password) pair sent as Basic authentication.
     """
@@ -72,11 +73,11 @@ def new_client(
     kind = _transports.choose_transport(http2=http2)
     if verify is True:
         verify = _transports.default_ssl_context(trust_env)
-    client_class: type[httpx.AsyncClient] = httpx.AsyncClient
+    client_class: type[httpx.AsyncClient] = _transports.JarlessClient
     if kind == "aiohttp":
-        from httpx_aiohttp import HttpxAiohttpClient
+        from rampart.adapters._aiohttp import AiohttpClient
 
-        client_class = HttpxAiohttpClient
+        client_class = AiohttpClient
     elif kind == "sharded":
         client_class = _transports.ShardedClient
     return client_class(
