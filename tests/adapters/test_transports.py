@@ -150,7 +150,7 @@ class TestNoCookies:
     async def test_the_clients_cookies_stay_empty(self) -> None:
         async with _client() as client:
             assert isinstance(client, transports.JarlessClient)
-            client.cookies.set("a", "b")  # on a throwaway store
+            client.cookies.set("a", "b")  # stores nothing
             assert not client.cookies
             with pytest.raises(AttributeError, match="keep no cookies"):
                 client.cookies = {"a": "b"}

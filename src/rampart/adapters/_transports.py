@@ -36,6 +36,7 @@ is created.
 from __future__ import annotations
 
 import functools
+import http.cookiejar
 import os
 import ssl
 import sys
@@ -253,11 +254,24 @@ class ShardedTransport(httpx.AsyncBaseTransport):
             await shard.transport.aclose()
 
 
+class _NullJar(http.cookiejar.CookieJar):
+    """A cookie jar that stores nothing."""
+
+    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
+        return None
+
+
 class _NoCookies(httpx.Cookies):
-    """An empty cookie store that stays empty: answers' cookies are not read into it."""
+    """An empty cookie store that stays empty; answers are not even read for cookies."""
+
+    def __init__(self) -> None:
+        super().__init__(_NullJar())
 
     def extract_cookies(self, response: httpx.Response) -> None:
         return None
+
+
+_NO_COOKIES: Final = _NoCookies()
 
 
 class JarlessClient(httpx.AsyncClient):
@@ -266,7 +280,7 @@ class JarlessClient(httpx.AsyncClient):
 
     @property
     def cookies(self) -> httpx.Cookies:
-        return _NoCookies()
+        return _NO_COOKIES
 
     @cookies.setter
     def cookies(self, cookies: Any) -> None:
