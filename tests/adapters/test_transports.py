@@ -19,7 +19,7 @@ from rampart.adapters._http import new_client
 from rampart.core.errors import InfrastructureError
 from rampart.core.types import Request
 from rampart.testing.server import serve, serve_asgi
-from tests.adapters.test_chat import _lifespan, _send_one
+from tests.adapters.test_chat import _lifespan, _send_one, canned
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -105,19 +105,13 @@ def _cookie_app() -> tuple[Any, list[str]]:
     """An app that sets a cookie on every answer and notes each request's Cookie header
     (``""``: none)."""
     seen: list[str] = []
+    body = b'{"choices": [{"message": {"role": "assistant", "content": "ok"}}]}'
+    answer = canned(200, body, [(b"set-cookie", b"session=trial-a; Path=/")])
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
-            return
-        while (await receive()).get("more_body"):
-            pass
-        headers = dict(scope["headers"])
-        seen.append(headers.get(b"cookie", b"").decode())
-        body = b'{"choices": [{"message": {"role": "assistant", "content": "ok"}}]}'
-        cookie = [(b"set-cookie", b"session=trial-a; Path=/")]
-        await send({"type": "http.response.start", "status": 200, "headers": cookie})
-        await send({"type": "http.response.body", "body": body})
+        if scope["type"] == "http":
+            seen.append(dict(scope["headers"]).get(b"cookie", b"").decode())
+        await answer(scope, receive, send)
 
     return app, seen
 
