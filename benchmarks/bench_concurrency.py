@@ -52,8 +52,6 @@ import itertools
 import json
 import math
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -63,6 +61,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 import attrs
+from _fleet import redis_server
 
 from rampart import Attacks, BaseExecution, Payload, Request, SafetyStatus, execute_trials_async
 from rampart.adapters import ChatCompletionsAdapter
@@ -635,40 +634,6 @@ def _statuses(reports: list[dict[str, Any]], per_test: int) -> dict[int, str]:
     return statuses
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class _Redis(contextlib.AbstractContextManager[str | None]):
-    """A throwaway redis-server on loopback (no persistence)."""
-
-    def __enter__(self) -> str:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            raise SystemExit("redis-server is not installed (apt-get install redis-server)")
-        port = _free_port()
-        options = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        self._process = subprocess.Popen(
-            [binary, "--port", str(port), *options],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    return f"redis://127.0.0.1:{port}/0"
-            except OSError:
-                time.sleep(0.05)
-        raise SystemExit("redis-server did not start")
-
-    def __exit__(self, *args: object) -> None:
-        self._process.terminate()
-        self._process.wait(timeout=10)
-
-
 def _pytest(directory: Path, env: dict[str, str], extra: list[str]) -> subprocess.Popen[str]:
     command = [sys.executable, "-m", "pytest", str(directory), "-q", *extra]
     command += ["-p", "no:cacheprovider", "-p", "no:asyncio"]
@@ -685,7 +650,7 @@ def _pytest(directory: Path, env: dict[str, str], extra: list[str]) -> subproces
 def run_shared(directory: Path, per_test: int, run: SharedRun) -> SharedOutcome:
     out = directory / f"report-{run.mode}"
     redis: contextlib.AbstractContextManager[str | None] = (
-        _Redis() if run.mode == "redis" else contextlib.nullcontext(None)
+        redis_server() if run.mode == "redis" else contextlib.nullcontext(None)
     )
     with (
         redis as url,

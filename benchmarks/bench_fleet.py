@@ -26,12 +26,11 @@ import argparse
 import itertools
 import json
 import os
-import subprocess
 import sys
-import time
 from typing import Any
 
 import anyio
+from _fleet import redis_server, together
 
 from rampart import BaseExecution, SafetyStatus, execute_trials_async
 
@@ -110,43 +109,10 @@ async def _host(url: str, redis: str, indices: list[int]) -> dict[str, Any]:
 def run_fleet(url: str, redis: str, hosts: int, n: int) -> tuple[float, list[dict[str, Any]]]:
     """``hosts`` processes over ``n`` trials; returns (start, each host's report)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAMPART_LIMITS")}
-    processes = []
-    for host in range(hosts):
-        command = [sys.executable, __file__, "--host", str(host), "--of", str(hosts)]
-        command += ["--url", url, "--redis", redis, "--n", str(n)]
-        processes.append(
-            subprocess.Popen(
-                command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                text=True,
-                env=env,
-                cwd=os.path.dirname(os.path.abspath(__file__)),
-            )
-        )
-    try:
-        for process in processes:
-            assert process.stdout is not None
-            line = process.stdout.readline().strip()
-            if line != "ready":
-                raise SystemExit(f"a host did not start: {line!r}")
-        start = time.monotonic()
-        for process in processes:
-            assert process.stdin is not None
-            process.stdin.write("go\n")
-            process.stdin.flush()
-        reports = []
-        for process in processes:
-            out, _ = process.communicate(timeout=3600)
-            if process.returncode != 0:
-                raise SystemExit(f"a host failed with {process.returncode}:\n{out[-3000:]}")
-            reports.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-    return start, reports
+    worker = [sys.executable, __file__, "--url", url, "--redis", redis, "--n", str(n)]
+    commands = [[*worker, "--host", str(host), "--of", str(hosts)] for host in range(hosts)]
+    here = os.path.dirname(os.path.abspath(__file__))
+    return together(commands, timeout=3600, env=env, cwd=here)
 
 
 def steady_rate(start: float, reports: list[dict[str, Any]]) -> float:
@@ -186,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(anyio.run(_host, args.url, args.redis, indices)))
         return 0
 
-    from bench_concurrency import COMPLIANCE, SERVER_SEED, _Redis, sequential_reference
+    from bench_concurrency import COMPLIANCE, SERVER_SEED, sequential_reference
 
     from rampart.testing.server import server_process
 
@@ -210,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     for hosts_count, rate in cells:
         n = round(rate * seconds)
         with (
-            _Redis() as redis,
+            redis_server() as redis,
             server_process(
                 rate=rate,
                 burst=BURST,

@@ -7,18 +7,21 @@ Two measurements, each with separate processes standing in for hosts:
     zero-latency agent that never refuses, for D seconds, started together. Once with a
     fixed rate (``rate=1e6, burst=1000``: one bucket reservation per request), once
     with a learned rate (``adaptive=True`` with the same ceiling and burst). Neither
-    rate binds, so what is measured is what a reservation costs. (The adaptive window
-    starts at 4 and grows only while the agent's answers fill it, which a zero-latency
-    agent never does: the learned rate runs with 4 requests per process in flight,
-    the fixed one with T. ``--tasks 4`` compares them like for like.) Target: the
-    learned rate carries >= 0.8 x the fixed rate's aggregate requests/s.
+    rate binds, so what is measured is what a reservation costs. Both sides must have
+    the same requests in flight per process for that: the adaptive window starts at 4
+    and grows only while attempts *at the agent* fill it, which a zero-latency agent
+    never does, so the learned side never holds more than 4 slots (reservations
+    under way) per process. T defaults to 4 for both sides; the table shows the slots
+    each side held, and says when they differ (``--tasks 8`` gives the fixed side
+    twice the reservations in flight). Target: the learned rate carries >= 0.8 x the
+    fixed rate's aggregate requests/s.
 (b) **Contention.** W processes (default 16) x U ``transact`` updates (default 200) of
     one shared counter, with two CPU busy loops running beside them. Target: the
     counter ends at W x U (no lost update) and no process failed.
 
 Usage: ``python benchmarks/bench_fleet_limits.py [--quick] [--backend asyncio|trio]
 [--processes P] [--tasks T] [--seconds D] [--rounds R] [--writers W] [--updates U]``.
-Full: P=8, T=8, D=5, R=3 (best of R interleaved rounds), W=16, U=200.
+Full: P=8, T=4, D=5, R=3 (best of R interleaved rounds), W=16, U=200.
 ``--quick``: P=4, D=1.5, R=1, W=6, U=60, indicative only. Prints a table with the load
 average; numbers from a loaded machine are not figures.
 """
@@ -29,48 +32,14 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import time
 from typing import Any
 
+from _fleet import redis_server, together
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextlib.contextmanager
-def _redis() -> Any:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise SystemExit("redis-server is not installed (apt-get install redis-server)")
-    port = _free_port()
-    options = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    process = subprocess.Popen(
-        [binary, "--port", str(port), *options],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit("redis-server did not start") from None
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 # ----------------------------------------------------------------------- workers
@@ -114,7 +83,10 @@ def _send_worker(url: str, mode: str, key: str, tasks: int, seconds: float, back
         return count
 
     count = anyio.run(main, backend=backend)
-    print(json.dumps({"count": count, "failed": limited.statistics().failed}), flush=True)
+    statistics = limited.statistics()
+    window = tasks if statistics.current_window is None else statistics.current_window
+    result = {"count": count, "failed": statistics.failed, "slots": min(tasks, window)}
+    print(json.dumps(result), flush=True)
 
 
 def _transact_worker(url: str, key: str, updates: int) -> None:
@@ -140,46 +112,23 @@ def _transact_worker(url: str, key: str, updates: int) -> None:
 # ----------------------------------------------------------------------- driver
 
 
-def _together(commands: list[list[str]], timeout: float) -> tuple[list[dict[str, Any]], float]:
+def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [os.path.join(ROOT, "src"), env.get("PYTHONPATH", "")])
     )
-    processes = [
-        subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        for command in commands
-    ]
-    try:
-        for process in processes:
-            assert process.stdout is not None
-            line = process.stdout.readline().strip()
-            if line != "ready":
-                raise SystemExit(f"a worker did not start: {line!r}")
-        started = time.perf_counter()
-        for process in processes:
-            assert process.stdin is not None
-            process.stdin.write("go\n")
-            process.stdin.flush()
-        results = []
-        for process in processes:
-            out, _ = process.communicate(timeout=timeout)
-            results.append(json.loads(out.strip().splitlines()[-1]))
-        return results, time.perf_counter() - started
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+    return env
 
 
-def _rate_run(url: str, mode: str, args: argparse.Namespace) -> tuple[float, int]:
+def _rate_run(url: str, mode: str, args: argparse.Namespace) -> tuple[float, int, int]:
+    """(aggregate requests/s, failed requests, most slots a process could hold)."""
     key = f"bench-{mode}-{time.monotonic_ns()}"
     command = [sys.executable, __file__, "--worker-send", url, mode, key]
     command += [str(args.tasks), str(args.seconds), args.backend]
-    results, _ = _together([command] * args.processes, timeout=args.seconds * 20 + 120)
+    _, results = together([command] * args.processes, timeout=args.seconds * 20 + 120, env=_env())
     total = sum(result["count"] for result in results)
     failed = sum(result["failed"] for result in results)
-    return total / args.seconds, failed
+    return total / args.seconds, failed, max(result["slots"] for result in results)
 
 
 @contextlib.contextmanager
@@ -199,7 +148,8 @@ def _contention_run(url: str, args: argparse.Namespace) -> tuple[int, int, float
     key = f"bench-count-{time.monotonic_ns()}"
     command = [sys.executable, __file__, "--worker-transact", url, key, str(args.updates)]
     with _hogs(2):
-        results, elapsed = _together([command] * args.writers, timeout=600)
+        go, results = together([command] * args.writers, timeout=600, env=_env())
+        elapsed = time.monotonic() - go
     failed = sum(result["failed"] for result in results)
     backend = RedisBackend(url)
     final = backend.transact_now(key, lambda document, now: (document or {}, document or {}))
@@ -219,7 +169,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     parser.add_argument("--processes", type=int)
-    parser.add_argument("--tasks", type=int, default=8)
+    parser.add_argument("--tasks", type=int, default=4)
     parser.add_argument("--seconds", type=float)
     parser.add_argument("--writers", type=int)
     parser.add_argument("--updates", type=int)
@@ -232,18 +182,20 @@ def main() -> None:
     args.updates = args.updates or (60 if args.quick else 200)
     load = os.getloadavg()
     print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} CPUs)")
-    with _redis() as url:
+    with redis_server() as url:
         # Interleaved rounds (fixed, learned, learned, fixed, ...), best of each: on a
         # shared machine one run can be slowed by anything, the best is the comparable.
-        runs: dict[str, list[tuple[float, int]]] = {"fixed": [], "learned": []}
+        runs: dict[str, list[tuple[float, int, int]]] = {"fixed": [], "learned": []}
         for index in range(args.rounds):
             order = ("fixed", "learned") if index % 2 == 0 else ("learned", "fixed")
             for mode in order:
                 runs[mode].append(_rate_run(url, mode, args))
-        fixed = max(rate for rate, _ in runs["fixed"])
-        learned = max(rate for rate, _ in runs["learned"])
-        fixed_failed = sum(failed for _, failed in runs["fixed"])
-        learned_failed = sum(failed for _, failed in runs["learned"])
+        fixed = max(run[0] for run in runs["fixed"])
+        learned = max(run[0] for run in runs["learned"])
+        fixed_failed = sum(run[1] for run in runs["fixed"])
+        learned_failed = sum(run[1] for run in runs["learned"])
+        fixed_slots = max(run[2] for run in runs["fixed"])
+        learned_slots = max(run[2] for run in runs["learned"])
         count, failed, elapsed = _contention_run(url, args)
     ratio = learned / fixed if fixed else 0.0
     expected = args.writers * args.updates
@@ -252,9 +204,15 @@ def main() -> None:
         f"(a) {args.processes} processes x {args.tasks} tasks, {args.seconds:g} s, "
         f"{args.backend}, one key in Redis"
     )
-    print(f"{'rate':<10}{'requests/s':>12}{'failed':>8}{'ratio':>8}")
-    print(f"{'fixed':<10}{fixed:>12.0f}{fixed_failed:>8}{1.0:>8.2f}")
-    print(f"{'learned':<10}{learned:>12.0f}{learned_failed:>8}{ratio:>8.2f}   target >= 0.80")
+    print(f"{'rate':<10}{'requests/s':>12}{'failed':>8}{'slots':>7}{'ratio':>8}")
+    print(f"{'fixed':<10}{fixed:>12.0f}{fixed_failed:>8}{fixed_slots:>7}{1.0:>8.2f}")
+    print(
+        f"{'learned':<10}{learned:>12.0f}{learned_failed:>8}{learned_slots:>7}{ratio:>8.2f}"
+        "   target >= 0.80"
+    )
+    print("  slots = reservations a process could have under way (tasks, or the window)")
+    if fixed_slots != learned_slots:
+        print("  note: the sides held different slots per process: not like for like")
     print()
     print(f"(b) {args.writers} processes x {args.updates} transact updates, 2 CPU hogs beside")
     print(f"{'expected':>10}{'counted':>10}{'lost':>8}{'failed':>8}{'seconds':>10}")

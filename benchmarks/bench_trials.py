@@ -19,6 +19,10 @@ counting the requests it answered 429 in each run. Prints the medians, the per-p
 differences and whether ``auto`` was never slower (within 5 %) and never caused more
 429s: the evidence for making it the default (that decision is not this script's).
 
+``--auto``, ``--progress`` and ``--fixtures`` run their settings through one helper
+(``interleaved``): K rounds of every setting, in order then reversed (ABAB, BABA), so
+neither a load drift nor going first favours one.
+
 ``--progress`` measures the live progress display instead: the concurrency-20 test phase
 with ``--rampart-progress=off``, ``plain`` (a line per 0.1 s snapshot: interval 0) and
 ``live`` (redrawn in place), without ``-q``, single-process and under ``-n 2``; median
@@ -46,6 +50,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
 
 CLONES = 20
 TURNS = 2
@@ -112,6 +120,48 @@ def run_once(
     return float(json.loads(first)["duration"]), whole
 
 
+@contextlib.contextmanager
+def suites(sources: dict[str, tuple[str, str]]) -> Iterator[dict[str, Path]]:
+    """Each suite (name -> (test file name, source)) in its own temporary directory,
+    beside the duration-recording conftest; yields name -> directory."""
+    with tempfile.TemporaryDirectory() as tmp:
+        directories = {}
+        for name, (filename, source) in sources.items():
+            directory = Path(tmp) / f"suite{len(directories)}"
+            directory.mkdir()
+            (directory / filename).write_text(source)
+            (directory / "conftest.py").write_text(CONFTEST)
+            (directory / "pytest.ini").write_text("[pytest]\n")
+            directories[name] = directory
+        yield directories
+
+
+def interleaved(
+    runs: dict[str, tuple[Path, list[str]]],
+    repeat: int,
+    *,
+    quiet: bool = True,
+    env: dict[str, str] | None = None,
+    before: Callable[[], None] | None = None,
+    after: Callable[[str], None] | None = None,
+) -> dict[str, list[float]]:
+    """``repeat`` rounds of every run (name -> (suite directory, pytest options)), in
+    the given order, then reversed (ABAB, BABA, ...), so neither a load drift nor going
+    first favours one of them; name -> its test phases. ``before`` is called before each
+    run and ``after`` with its name after it (to read an agent's counters)."""
+    phases: dict[str, list[float]] = {name: [] for name in runs}
+    for round_index in range(repeat):
+        order = list(runs) if round_index % 2 == 0 else list(runs)[::-1]
+        for name in order:
+            directory, options = runs[name]
+            if before is not None:
+                before()
+            phases[name].append(run_once(directory, options, quiet=quiet, env=env)[0])
+            if after is not None:
+                after(name)
+    return phases
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=None, help="runs per setting")
@@ -139,11 +189,8 @@ def main() -> None:
         ("concurrency auto", ["--rampart-concurrency=auto"], 10),
         ("concurrency 20, -n 2", ["--rampart-concurrency=20", "-n", "2"], 20),
     ]
-    with tempfile.TemporaryDirectory() as tmp:
-        directory = Path(tmp)
-        (directory / "test_bench_trials.py").write_text(SUITE)
-        (directory / "conftest.py").write_text(CONFTEST)
-        (directory / "pytest.ini").write_text("[pytest]\n")
+    with suites({"trials": ("test_bench_trials.py", SUITE)}) as directories:
+        directory = directories["trials"]
         header = (
             f"{'setting':<22} {'ideal s':>8} {'test phase s':>13} {'ratio':>6} "
             f"{'whole process s':>16}"
@@ -232,17 +279,13 @@ def auto_versus_fixed(pairs: int, rate: float, quick: bool) -> None:
         f"{'429 median':>10} {'429 max':>8}"
     )
     verdicts: list[bool] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        directory = Path(tmp)
-        (directory / "test_bench_auto.py").write_text(AUTO_SUITE)
-        (directory / "conftest.py").write_text(CONFTEST)
-        (directory / "pytest.ini").write_text("[pytest]\n")
+    with suites({"auto": ("test_bench_auto.py", AUTO_SUITE)}) as directories:
+        runs = {name: (directories["auto"], options) for name, options in settings.items()}
         print(header)
         print("-" * len(header))
         for agent in ("in-process 100 ms", f"HTTP {rate:g}/s burst 5"):
             for clones in groups:
                 env = {"BENCH_CLONES": str(clones)}
-                phases: dict[str, list[float]] = {name: [] for name in settings}
                 refused: dict[str, list[int]] = {name: [] for name in settings}
                 with contextlib.ExitStack() as stack:
                     server = None
@@ -251,15 +294,16 @@ def auto_versus_fixed(pairs: int, rate: float, quick: bool) -> None:
                             server_process(rate=rate, burst=5, latency=0.1, seed=1, compliance=0.0)
                         )
                         env["BENCH_URL"] = server.url
-                    for pair in range(pairs):
-                        # ABAB, then BABA: neither setting always runs first.
-                        order = list(settings) if pair % 2 == 0 else list(settings)[::-1]
-                        for name in order:
-                            if server is not None:
-                                server.reset_statistics()
-                            phases[name].append(run_once(directory, settings[name], env=env)[0])
-                            if server is not None:
-                                refused[name].append(int(server.statistics()["rate_limited"]))
+
+                    def reset(server: Any = server) -> None:
+                        if server is not None:
+                            server.reset_statistics()
+
+                    def count(name: str, server: Any = server, into: Any = refused) -> None:
+                        if server is not None:
+                            into[name].append(int(server.statistics()["rate_limited"]))
+
+                    phases = interleaved(runs, pairs, env=env, before=reset, after=count)
                 for name in settings:
                     counts = refused[name] or [0]
                     median = statistics.median(phases[name])
@@ -328,17 +372,14 @@ def fixture_overhead(repeat: int, clones: int) -> None:
         ("shared again", "['agent', 'surface']"),  # A/A control
         ("per clone", "[]"),
     ]
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        directories = {}
-        for mode, shared in modes:
-            directory = root / mode.replace(" ", "_")
-            directory.mkdir()
-            suite = FIXTURE_SUITE.format(latency=LATENCY, clones=clones, shared=shared)
-            (directory / "test_bench_fixtures.py").write_text(suite)
-            (directory / "conftest.py").write_text(CONFTEST)
-            (directory / "pytest.ini").write_text("[pytest]\n")
-            directories[mode] = directory
+    sources = {
+        mode: (
+            "test_bench_fixtures.py",
+            FIXTURE_SUITE.format(latency=LATENCY, clones=clones, shared=shared),
+        )
+        for mode, shared in modes
+    }
+    with suites(sources) as directories:
         print(
             f"{clones}-clone trial at concurrency {clones}, {LATENCY * 1000:.0f} ms agent, two "
             f"function-scoped fixtures: test phase; {repeat} runs each, interleaved; "
@@ -349,11 +390,8 @@ def fixture_overhead(repeat: int, clones: int) -> None:
         print("-" * len(header))
         worst = 0.0
         for label, extra in [("single process", []), ("-n 2", ["-n", "2"])]:
-            phases: dict[str, list[float]] = {mode: [] for mode, _ in modes}
-            for _ in range(repeat):  # interleaved, so load drifts hit every mode alike
-                for mode, _ in modes:
-                    command = [f"--rampart-concurrency={clones}", *extra]
-                    phases[mode].append(run_once(directories[mode], command)[0])
+            command = [f"--rampart-concurrency={clones}", *extra]
+            phases = interleaved({mode: (directories[mode], command) for mode, _ in modes}, repeat)
             base = statistics.median(phases["shared"])
             for mode, _ in modes:
                 median = statistics.median(phases[mode])
@@ -384,11 +422,8 @@ def progress_overhead(repeat: int) -> None:
         ("plain", ["--rampart-progress=plain", "-o", "rampart_progress_interval=0"]),
         ("live", ["--rampart-progress=live"]),
     ]
-    with tempfile.TemporaryDirectory() as tmp:
-        directory = Path(tmp)
-        (directory / "test_bench_trials.py").write_text(SUITE)
-        (directory / "conftest.py").write_text(CONFTEST)
-        (directory / "pytest.ini").write_text("[pytest]\n")
+    with suites({"trials": ("test_bench_trials.py", SUITE)}) as directories:
+        directory = directories["trials"]
         print(
             f"{CLONES}-clone trial at concurrency 20, {LATENCY * 1000:.0f} ms agent: test phase "
             f"by progress mode; {repeat} runs each, interleaved"
@@ -398,11 +433,11 @@ def progress_overhead(repeat: int) -> None:
         print("-" * len(header))
         worst = 0.0
         for label, extra in [("single process", []), ("-n 2", ["-n", "2"])]:
-            phases: dict[str, list[float]] = {mode: [] for mode, _ in modes}
-            for _ in range(repeat):  # interleaved, so load drifts hit every mode alike
-                for mode, options in modes:
-                    command = ["--rampart-concurrency=20", *extra, *options]
-                    phases[mode].append(run_once(directory, command, quiet=False)[0])
+            runs = {
+                mode: (directory, ["--rampart-concurrency=20", *extra, *options])
+                for mode, options in modes
+            }
+            phases = interleaved(runs, repeat, quiet=False)
             base = statistics.median(phases["off"])
             for mode, _ in modes:
                 median = statistics.median(phases[mode])

@@ -128,6 +128,15 @@ class AimdWindow:
         self._maximum = check_int(_OWNER, "maximum", maximum, minimum=self._minimum)
         self._window = min(self._window, self._maximum)
 
+    def raise_to(self, window: int) -> None:
+        """Raise the window to at least ``window`` (within its bounds); never lowers it.
+
+        For a caller that knows from elsewhere how many attempts in flight are safe (a
+        limiter whose learned rate already paces its requests needs ``rate x latency``
+        of them): slow start would take one clean window, a whole latency, per doubling.
+        """
+        self._window = max(self._window, min(self._maximum, window))
+
     def grow(self) -> bool:
         """A clean window passed: double in slow start, else add one (up to ``maximum``).
         True if the window grew."""

@@ -11,15 +11,15 @@ import anyio
 import anyio.abc
 import httpx
 import pytest
-from httpx_aiohttp import HttpxAiohttpClient
 
 from rampart.adapters import ChatCompletionsAdapter
 from rampart.adapters import _transports as transports
+from rampart.adapters._aiohttp import AiohttpClient
 from rampart.adapters._http import new_client
 from rampart.core.errors import InfrastructureError
 from rampart.core.types import Request
 from rampart.testing.server import serve, serve_asgi
-from tests.adapters.test_chat import _lifespan, _send_one
+from tests.adapters.test_chat import _lifespan, _send_one, canned
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -48,12 +48,10 @@ class TestChoice:
         assert transports.choose_transport(http2=False) == EXPECTED[anyio_backend]
         assert transports.choose_transport(http2=True) == "httpx"
         async with _client() as client, _client(http2=True) as h2:
-            expected = (
-                HttpxAiohttpClient if anyio_backend == "asyncio" else transports.ShardedClient
-            )
+            expected = AiohttpClient if anyio_backend == "asyncio" else transports.ShardedClient
             assert type(client) is expected
             assert isinstance(client, httpx.AsyncClient)
-            assert type(h2) is httpx.AsyncClient
+            assert type(h2) is transports.JarlessClient
 
     @pytest.mark.parametrize("wanted", ["sharded", "httpx", " HTTPX "])
     async def test_environment_overrides(
@@ -101,6 +99,55 @@ def _held_app() -> tuple[Any, dict[str, Any]]:
         await send({"type": "http.response.body", "body": body})
 
     return app, state
+
+
+def _cookie_app() -> tuple[Any, list[str]]:
+    """An app that sets a cookie on every answer and notes each request's Cookie header
+    (``""``: none)."""
+    seen: list[str] = []
+    body = b'{"choices": [{"message": {"role": "assistant", "content": "ok"}}]}'
+    answer = canned(200, body, [(b"set-cookie", b"session=trial-a; Path=/")])
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            seen.append(dict(scope["headers"]).get(b"cookie", b"").decode())
+        await answer(scope, receive, send)
+
+    return app, seen
+
+
+class TestNoCookies:
+    """One client serves every session and trial of an adapter: a cookie one answer sets
+    must not reach the next request (another trial's), on any transport."""
+
+    @pytest.mark.parametrize("transport", ["auto", "sharded", "httpx"])
+    async def test_answers_cookies_are_not_sent_back(
+        self, transport: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv(transports.TRANSPORT_ENV, transport)
+        app, seen = _cookie_app()
+        async with serve_asgi(app) as root:
+            # A host name, not an address: aiohttp's own jar ignores cookies from an IP.
+            url = root.replace("127.0.0.1", "localhost") + "/v1"
+            adapter = ChatCompletionsAdapter(base_url=url, model="m")
+            configured = ChatCompletionsAdapter(
+                base_url=url, model="m", headers={"Cookie": "tenant=red-team"}
+            )
+            async with adapter, configured:
+                for _ in range(2):
+                    assert (await _send_one(adapter)).text
+                for _ in range(2):
+                    assert (await _send_one(configured)).text
+        # The configured header goes out as given, and nothing is added to it.
+        assert seen == ["", "", "tenant=red-team", "tenant=red-team"]
+
+    async def test_the_clients_cookies_stay_empty(self) -> None:
+        async with _client() as client:
+            assert isinstance(client, transports.JarlessClient)
+            client.cookies.set("a", "b")  # stores nothing
+            assert not client.cookies
+            with pytest.raises(AttributeError, match="keep no cookies"):
+                client.cookies = {"a": "b"}
 
 
 class TestShardedPools:

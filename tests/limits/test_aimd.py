@@ -198,3 +198,20 @@ class TestSetMaximum:
         window = AimdWindow(minimum=4)
         with pytest.raises(ValueError, match="maximum"):
             window.set_maximum(3)
+
+
+class TestRaiseTo:
+    def test_raises_within_the_bounds_and_never_lowers(self) -> None:
+        window = AimdWindow(maximum=64, initial=4)
+        window.raise_to(20)
+        assert window.window == 20
+        window.raise_to(8)
+        assert window.window == 20  # never lowered
+        window.raise_to(1000)
+        assert window.window == 64  # not above the maximum
+
+    def test_growth_goes_on_from_the_raised_window(self) -> None:
+        window = AimdWindow(maximum=64, initial=4)
+        window.raise_to(16)
+        assert _clean_window(window)
+        assert window.window == 32  # still slow start: doubling from 16

@@ -607,6 +607,33 @@ class TestVirtualTime:
         assert stats.peak_in_flight == 1
         assert stats.current_window == 4
 
+    def test_a_learned_rate_fills_its_window_within_one_latency(self) -> None:
+        """A 100/s agent answering in 2 s needs 200 requests in flight. The window is
+        raised to what the learned rate needs as soon as the first answers show the
+        latency; doubling once per latency from 4 would take 6 latencies (12 s)."""
+        agent, _ = recording_agent(latency=2.0)
+        limited = _build(agent, rate=100, adaptive=True)
+        finished: list[float] = []
+
+        async def main() -> None:
+            started = trio.current_time()
+
+            async def one() -> None:
+                async with await limited.create_session_async() as session:
+                    await session.send_async(Request(prompt="x"))
+                finished.append(trio.current_time() - started)
+
+            async with anyio.create_task_group() as group:
+                for _ in range(600):
+                    group.start_soon(one)
+
+        run_virtual(main)
+        stats = limited.statistics()
+        assert stats.peak_in_flight >= 180
+        # At 100/s, 600 requests take 6 s to send and 2 s to answer: without the raise
+        # the last ones finish after about 18 s of virtual time.
+        assert max(finished) < 11.0
+
     def test_adaptive_window_grows_when_it_binds(self) -> None:
         """Slow start doubles a window that the attempts in flight keep full."""
         agent, _ = recording_agent(latency=1.0)

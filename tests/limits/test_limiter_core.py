@@ -6,7 +6,7 @@ import pytest
 
 from rampart.core.errors import AdapterContractError, DriverError, InfrastructureError
 from rampart.limits import FailureKind, RateLimitedError, classify
-from rampart.limits._policy._limiter_core import LimiterCore, window_cap
+from rampart.limits._policy._limiter_core import LimiterCore, window_cap, window_need
 
 
 def _core(**kwargs: object) -> LimiterCore:
@@ -267,6 +267,26 @@ class TestLittleWindowCap:
         assert core.aimd.bounds == (1, 408)
         core.on_learned_rate(20.0, 1.0)
         assert core.aimd.bounds == (1, 48)
+
+    def test_the_window_is_raised_to_what_the_learned_rate_needs_in_flight(self) -> None:
+        # 200/s at 5 s needs 1,000 in flight: slow start from 4, one doubling per
+        # clean window (a whole latency), would take 8 latencies to get there.
+        core = _core(adaptive=True, learned=True)
+        assert core.window == 4
+        core.on_learned_rate(200.0, 5.0)
+        assert core.window == 4  # the window never bound: the rate did
+        for _ in range(4):  # the attempts at the agent fill the window
+            core.try_acquire_slot()
+            core.begin_attempt(0.0)
+        core.on_learned_rate(200.0, None)
+        assert core.window == 4  # no latency measured yet: nothing to go by
+        core.on_learned_rate(200.0, 5.0)
+        assert core.window == window_need(200.0, 5.0) == 1008
+        assert core.aimd is not None
+        assert core.aimd.bounds == (1, 2008)
+        core.on_learned_rate(20.0, 5.0)  # a cut rate: the cap follows, the window
+        assert core.window == 208  # shrinks with it and is not raised above
+        assert window_need(1.0, 0.01) == 16  # never below the floor
 
     @pytest.mark.parametrize(
         "options",

@@ -26,6 +26,7 @@ which a server may echo in its error body) become ``[REDACTED]``.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -61,7 +62,8 @@ def new_client(
     asyncio when ``httpx-aiohttp`` is installed, else several small httpcore pools side
     by side; httpx's own single pool for ``http2``. Call it inside the event loop that
     will use the client.
-    No redirects are followed (a redirected POST is a misconfiguration worth seeing).
+    No redirects are followed (a redirected POST is a misconfiguration worth seeing),
+    and no cookies are kept (``_transports.JarlessClient``).
     ``http2`` on an ``http://`` URL means prior knowledge (h2c), so HTTP/1.1 is off.
     ``auth`` is a (user, password) pair sent as Basic authentication.
     """
@@ -72,11 +74,11 @@ def new_client(
     kind = _transports.choose_transport(http2=http2)
     if verify is True:
         verify = _transports.default_ssl_context(trust_env)
-    client_class: type[httpx.AsyncClient] = httpx.AsyncClient
+    client_class: type[httpx.AsyncClient] = _transports.JarlessClient
     if kind == "aiohttp":
-        from httpx_aiohttp import HttpxAiohttpClient
+        from rampart.adapters._aiohttp import AiohttpClient
 
-        client_class = HttpxAiohttpClient
+        client_class = AiohttpClient
     elif kind == "sharded":
         client_class = _transports.ShardedClient
     return client_class(
@@ -115,7 +117,7 @@ async def post_json(
     where = redact_text(f"POST {url.split('?', 1)[0]}", redact)
     try:
         with anyio.fail_after(time_limit):
-            async with client.stream("POST", url, json=body, headers=headers) as reply:
+            async with client.stream("POST", _parsed(url), json=body, headers=headers) as reply:
                 status = reply.status_code
                 reply_headers = dict(reply.headers.items())
                 data = await _read(reply, max_response_bytes)
@@ -134,6 +136,16 @@ async def post_json(
     # traceback printed with local variables (pytest --showlocals) would show.
     del data, reply_headers
     raise error
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(url: str) -> httpx.URL:
+    """``url`` as httpx parses it, parsed once: every request of an adapter goes to the
+    same URL, and httpx's pure-Python parser costs tens of microseconds per request.
+    (An ``httpx.URL`` shows no password in its ``repr``; the cache is never printed.)"""
+    import httpx
+
+    return httpx.URL(str(url))
 
 
 def _transport_error(

@@ -17,6 +17,14 @@ transport underneath when a client is created:
 * ``"httpx"``: httpx's default transport, one pool. Chosen for ``http2=True`` (one
   multiplexed connection has no pool to walk) and on request.
 
+Every client rampart makes keeps **no cookies** (``JarlessClient``): one client serves
+every session and trial of an adapter, so a jar would carry the cookies one trial's
+answers set (a server-side session, a load balancer's stickiness) into every other
+trial's requests. A ``Cookie`` header the caller configures is still sent as given.
+It is also cheaper: httpx reads every answer into its jar (``Cookies.extract_cookies``
+wraps the request and answer for ``http.cookiejar``: tens of microseconds each), and on
+asyncio aiohttp's session keeps a second jar of its own.
+
 ``RAMPART_HTTP_TRANSPORT`` (``auto``, ``aiohttp``, ``sharded`` or ``httpx``) overrides
 the choice for every client created afterwards; ``aiohttp`` on trio falls back to
 ``sharded``, since aiohttp runs only on asyncio.
@@ -28,6 +36,7 @@ is created.
 from __future__ import annotations
 
 import functools
+import http.cookiejar
 import os
 import ssl
 import sys
@@ -45,6 +54,7 @@ __all__ = [
     "SHARD_SIZE",
     "TRANSPORTS",
     "TRANSPORT_ENV",
+    "JarlessClient",
     "ShardedClient",
     "ShardedTransport",
     "choose_transport",
@@ -244,10 +254,43 @@ class ShardedTransport(httpx.AsyncBaseTransport):
             await shard.transport.aclose()
 
 
+class _NullJar(http.cookiejar.CookieJar):
+    """A cookie jar that stores nothing."""
+
+    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
+        return None
+
+
+class _NoCookies(httpx.Cookies):
+    """An empty cookie store that stays empty; answers are not even read for cookies."""
+
+    def __init__(self) -> None:
+        super().__init__(_NullJar())
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        return None
+
+
+_NO_COOKIES: Final = _NoCookies()
+
+
+class JarlessClient(httpx.AsyncClient):
+    """An ``httpx.AsyncClient`` that keeps no cookies (see the module docstring):
+    ``cookies`` is always empty, and setting it is refused."""
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return _NO_COOKIES
+
+    @cookies.setter
+    def cookies(self, cookies: Any) -> None:
+        raise AttributeError("rampart's HTTP clients keep no cookies; send a Cookie header")
+
+
 _DEFAULT_LIMITS: Final = httpx.Limits()
 
 
-class ShardedClient(httpx.AsyncClient):
+class ShardedClient(JarlessClient):
     """An ``httpx.AsyncClient`` whose transport is a ``ShardedTransport``.
 
     The transport is made in ``_init_transport`` (as ``httpx-aiohttp``'s client does)

@@ -112,8 +112,9 @@ return {string.format('%.17g', wait), string.format('%.17g', now)}
 """
 
 
-# KEYS[1] document; ARGV[1] now ('' = the server's TIME). Returns {document or '', now}.
-_READ = """
+# The prelude of every script whose ARGV[1] is the time: ``now`` in seconds, from the
+# caller or ('') from the server's TIME.
+_NOW = """
 local now
 if ARGV[1] == '' then
   local t = redis.call('TIME')
@@ -121,10 +122,17 @@ if ARGV[1] == '' then
 else
   now = tonumber(ARGV[1])
 end
+"""
+
+# KEYS[1] document; ARGV[1] now. Returns {document or '', now}.
+_READ = (
+    _NOW
+    + """
 local current = redis.call('GET', KEYS[1])
 if current == false then current = '' end
 return {current, string.format('%.17g', now)}
 """
+)
 
 # KEYS[1] document; ARGV: the document read ('' = none), the new one, TTL in ms.
 # Stores the new document only if nobody changed it since it was read.
@@ -134,16 +142,6 @@ if current == false then current = '' end
 if current ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return 1
-"""
-
-_NOW = """
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-else
-  now = tonumber(ARGV[1])
-end
 """
 
 _METER = ", ".join(f"'{name}'" for name in _learned_rate.METER_FIELDS)

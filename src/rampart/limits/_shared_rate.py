@@ -236,8 +236,11 @@ class LearnedRate:
 
     @property
     def generation(self) -> int:
-        """The number of cuts as this process last saw it."""
-        state = self._seen()
+        """The number of cuts as this process last saw it. (Read on every request: a
+        booking's meter and idle shift leave the cuts as they were, so the view's last
+        full state has them; building the current state would cost two copies.)"""
+        view = self._view
+        state = self._state if view is None else view.state
         return 0 if state is None else state.generation
 
     # -- timing --------------------------------------------------------------------

@@ -53,6 +53,7 @@ __all__ = [
     "Ticket",
     "classify",
     "window_cap",
+    "window_need",
 ]
 
 RETRY_TEXT_SCAN = 2000
@@ -72,6 +73,16 @@ LITTLE_SLACK = 8
 LITTLE_MIN = 16
 LITTLE_MAX = 10_000
 """... within these bounds (see ``window_cap``)."""
+
+
+def window_need(rate: float, latency: float) -> int:
+    """The attempts in flight a learned ``rate`` needs at an attempt ``latency``:
+    Little's law, ``rate x latency``, plus ``LITTLE_SLACK`` attempts waiting for their
+    token; within ``[LITTLE_MIN, LITTLE_MAX]``. Half of ``window_cap``'s headroom."""
+    if not (math.isfinite(rate) and math.isfinite(latency)):
+        return LITTLE_MAX
+    wanted = math.ceil(max(0.0, rate) * max(0.0, latency)) + LITTLE_SLACK
+    return max(LITTLE_MIN, min(LITTLE_MAX, wanted))
 
 
 def window_cap(rate: float, latency: float) -> int:
@@ -181,6 +192,7 @@ class LimiterCore:
             self._aimd = None
         self._slots = 0
         self._saturations = 0
+        self._raised_at = 0  # ``_saturations`` when the window was last raised to the rate
         self._resume_at = -math.inf
         self._next_send = -math.inf
         self._last_now: float | None = None
@@ -219,11 +231,18 @@ class LimiterCore:
     def on_learned_rate(self, rate: float, latency: float | None) -> None:
         """The learned rate is ``rate`` and attempts take ``latency`` seconds (``None``:
         not measured yet): with no ``max_concurrency`` given, the window's upper bound
-        follows (``window_cap``)."""
+        follows (``window_cap``). A window that was full since the last such raise (the
+        attempts at the agent filled it: it binds, not the rate) is raised at once to
+        what the rate needs in flight (``window_need``): the rate paces the attempts
+        already, and doubling once per clean window (a whole latency each) would hold a
+        200/s agent answering in 5 s below its rate for 40 s."""
         if self._little and self._aimd is not None and latency is not None:
             cap = window_cap(rate, latency)
             if cap != self._aimd.bounds[1]:
                 self._aimd.set_maximum(cap)
+            if self._saturations > self._raised_at:
+                self._raised_at = self._saturations
+                self._aimd.raise_to(window_need(rate, latency))
 
     # -- clock ---------------------------------------------------------------------
 
