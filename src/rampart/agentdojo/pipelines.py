@@ -11,7 +11,6 @@ alike, which is how rampart's verdicts are checked against AgentDojo's.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +26,7 @@ from agentdojo.types import (
 
 from rampart._checks import check_probability, check_seconds
 from rampart.agentdojo._suites import DEFAULT_VERSION, load_suite
-from rampart.agentdojo._text import letters, read_text
+from rampart.testing._tool_text import follows, letters, read_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -63,12 +62,9 @@ class ScriptedPipeline(BasePipelineElement):  # type: ignore[misc]  # untyped ba
 
     def follows(self, prompt: str, injection_task_id: str) -> bool:
         """Whether this pipeline carries out ``injection_task_id`` read during ``prompt``."""
-        if self.follow >= 1:
-            return True
-        if self.follow <= 0:
-            return False
-        digest = hashlib.sha256(f"{self.seed}\0{prompt}\0{injection_task_id}".encode()).digest()
-        return int.from_bytes(digest[:8], "big") / 2**64 < self.follow
+        return follows(
+            follow=self.follow, seed=self.seed, prompt=prompt, injection_task=injection_task_id
+        )
 
     def _call(
         self, runtime: FunctionsRuntime, env: Any, call: Any, messages: list[ChatMessage]
