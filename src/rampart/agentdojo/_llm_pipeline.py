@@ -78,7 +78,7 @@ class LLMPipeline(BasePipelineElement):  # type: ignore[misc]  # untyped base
         *,
         name: str = "local",
         system_message: str | None = None,
-        max_iterations: int = 15,
+        max_iterations: int = 50,
         seed: int | None = None,
     ) -> None:
         self._client = as_client(llm, owner=_OWNER)

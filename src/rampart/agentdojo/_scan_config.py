@@ -16,7 +16,7 @@ import attrs
 
 from rampart.agentdojo._suites import DEFAULT_ATTACK, DEFAULT_VERSION, AgentDojoPair, pairs
 
-__all__ = ["ENV_VAR", "ScanConfig", "load_factory"]
+__all__ = ["ENV_VAR", "ScanConfig", "api_key", "build_pipeline", "load_factory"]
 
 ENV_VAR = "RAMPART_SCAN_AGENTDOJO"
 
@@ -26,7 +26,10 @@ class ScanConfig:
     suite: str
     version: str = DEFAULT_VERSION
     attack: str = DEFAULT_ATTACK
-    pipeline: str
+    pipeline: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
     trials: int = 1
     user_tasks: list[str] | None = None
     injection_tasks: list[str] | None = None
@@ -53,6 +56,33 @@ class ScanConfig:
             user_tasks=self.user_tasks,
             injection_tasks=self.injection_tasks,
         )
+
+
+def api_key(variable: str | None) -> str | None:
+    """The API key held by environment variable ``variable`` (``None``: no key)."""
+    if variable is None:
+        return None
+    value = os.environ.get(variable)
+    if not value:
+        raise ValueError(f"--api-key-env: the environment variable {variable} is not set")
+    return value
+
+
+def build_pipeline(config: ScanConfig) -> Any:
+    """The scan's agent: ``--pipeline``'s factory, or ``--model`` as an ``LLMPipeline``
+    (a learned rate: ``adaptive=True``, as ``rampart scan xpia`` paces its endpoint)."""
+    if config.pipeline is not None:
+        return load_factory(config.pipeline)
+    from rampart.agentdojo._llm_pipeline import LLMPipeline
+    from rampart.core.llm import LLMConfig
+    from rampart.llm import LLMClient
+
+    llm = LLMConfig(
+        model=str(config.model),
+        endpoint=str(config.base_url),
+        api_key=api_key(config.api_key_env),
+    )
+    return LLMPipeline(LLMClient(llm, adaptive=True, name=f"scan-{config.model}"))
 
 
 def load_factory(spec: str) -> Any:
