@@ -261,8 +261,8 @@ def suites(args: argparse.Namespace) -> bool:
         f"bench_agentdojo: delay {args.delay} s per model call, concurrency {args.concurrency}, "
         f"load average {_loadavg()}"
     )
-    _row(("suite", "rampart mode", "pairs", "AgentDojo s", "rampart s", "ratio", "target"))
-    _row(("", "", "", "", "", "", "", "identical", "ERROR", "result"))
+    columns = ("suite", "rampart mode", "pairs", "AgentDojo s", "rampart s", "ratio", "target")
+    _row((*columns, "identical", "ERROR", "result"))
     ok = True
     for suite_name in args.suites.split(","):
         every = list(load_suite(suite_name).user_tasks)
