@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import anyio
 import pytest
 
 from rampart import SafetyStatus
@@ -14,6 +13,8 @@ from rampart.agentdojo.pipelines import ScriptedPipeline
 from rampart.core.llm import LLMConfig
 from rampart.llm import LLMClient, ResponseCache
 from rampart.testing.server import serve
+
+from ._pipelines import run_pairs
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -29,16 +30,7 @@ SAMPLE = {
 
 
 async def run_all(agent: AgentDojoAgent) -> dict[str, Result]:
-    selected = pairs("slack", **SAMPLE)
-    results: dict[str, Result] = {}
-
-    async def one(index: int) -> None:
-        results[selected[index].id] = await agent.run(selected[index])
-
-    async with anyio.create_task_group() as group:
-        for index in range(len(selected)):
-            group.start_soon(one, index)
-    return results
+    return await run_pairs(agent, pairs("slack", **SAMPLE))
 
 
 def facts(results: dict[str, Result]) -> dict[str, tuple[SafetyStatus, bool, bool]]:

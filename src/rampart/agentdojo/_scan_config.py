@@ -16,7 +16,7 @@ import attrs
 
 from rampart.agentdojo._suites import DEFAULT_ATTACK, DEFAULT_VERSION, AgentDojoPair, pairs
 
-__all__ = ["ENV_VAR", "ScanConfig", "api_key", "build_pipeline", "load_factory"]
+__all__ = ["ENV_VAR", "ScanConfig", "build_pipeline", "load_factory"]
 
 ENV_VAR = "RAMPART_SCAN_AGENTDOJO"
 
@@ -58,16 +58,6 @@ class ScanConfig:
         )
 
 
-def api_key(variable: str | None) -> str | None:
-    """The API key held by environment variable ``variable`` (``None``: no key)."""
-    if variable is None:
-        return None
-    value = os.environ.get(variable)
-    if not value:
-        raise ValueError(f"--api-key-env: the environment variable {variable} is not set")
-    return value
-
-
 def build_pipeline(config: ScanConfig) -> Any:
     """The scan's agent: ``--pipeline``'s factory, or ``--model`` as an ``LLMPipeline``
     (a learned rate: ``adaptive=True``, as ``rampart scan xpia`` paces its endpoint)."""
@@ -76,11 +66,12 @@ def build_pipeline(config: ScanConfig) -> Any:
     from rampart.agentdojo._llm_pipeline import LLMPipeline
     from rampart.core.llm import LLMConfig
     from rampart.llm import LLMClient
+    from rampart.scan._xpia_config import XpiaScanConfig  # the one key reader
 
     llm = LLMConfig(
         model=str(config.model),
         endpoint=str(config.base_url),
-        api_key=api_key(config.api_key_env),
+        api_key=XpiaScanConfig.key(config.api_key_env),
     )
     return LLMPipeline(LLMClient(llm, adaptive=True, name=f"scan-{config.model}"))
 
