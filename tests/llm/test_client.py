@@ -187,7 +187,7 @@ class TestRequests:
                 {"role": "tool", "tool_call_id": call.id, "content": "bill: pay 98.70 to UK12"},
             ]
             second = await client.complete(conversation, tools=[tool])
-            with pytest.raises(InfrastructureError, match="no task prompt of AgentDojo v1.2.2"):
+            with pytest.raises(InfrastructureError, match=r"no task prompt of AgentDojo v1\.2\.2"):
                 await client.complete(USER, tools=[tool])
             odd = LLMClient(config(server.url, model="sim-agentdojo:speed=3"), cache=False)
             with pytest.raises(InfrastructureError, match=r"expected sim-agentdojo\[:follow=P"):
