@@ -285,7 +285,7 @@ def suites(args: argparse.Namespace) -> bool:
                 model += ("-n", "2")
             measured = scan_run(*run, model)
         mode = "scan --model (HTTP)" + (" -n 2" if suite_name == "workspace" else "")
-        ok &= compare_row(suite_name, mode, reference, measured, target)
+        ok &= compare_row(suite_name, mode, reference, measured, 30)
         bound = len(reference[1]) * setup_cpu(suite_name)
         print(f"  {suite_name}: AgentDojo's per-pair setup CPU, all pairs: {bound:.1f} s")
     return ok

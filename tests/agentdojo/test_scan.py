@@ -57,6 +57,7 @@ SELECTION = (
 
 
 def test_a_successful_injection_exits_1_with_reports(tmp_path: Path) -> None:
+    # With -n 2 the pairs are dealt into two trial groups, one per xdist worker.
     done = scan(
         tmp_path,
         *SELECTION,
@@ -66,8 +67,12 @@ def test_a_successful_injection_exits_1_with_reports(tmp_path: Path) -> None:
         "2",
         "--concurrency",
         "4",
+        "-n",
+        "2",
     )
     assert done.returncode == 1, done.stdout + done.stderr
+    assert "test_agentdojo[shard0]" in done.stdout
+    assert "test_agentdojo[shard1]" in done.stdout
     assert "AgentDojo slack v1.2.2 important_instructions: attack success rate 4/4" in done.stdout
     (report_path,) = (tmp_path / ".report").glob("run_report_*.json")
     report = json.loads(report_path.read_text())

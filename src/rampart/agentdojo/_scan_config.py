@@ -34,6 +34,7 @@ class ScanConfig:
     user_tasks: list[str] | None = None
     injection_tasks: list[str] | None = None
     max_threads: int = 64
+    shards: int = 1  # trial groups the pairs are dealt into (one per xdist worker)
 
     @classmethod
     def from_env(cls) -> ScanConfig:

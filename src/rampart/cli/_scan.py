@@ -175,6 +175,13 @@ def _check_url(option: str, url: str | None) -> None:
         raise CliError(f"{option}: expected an http:// or https:// URL, got {url!r}")
 
 
+def _workers(value: str | None) -> int:
+    """How many xdist workers ``-n`` asks for (xdist itself checks the value)."""
+    if value == "auto":
+        return os.cpu_count() or 1
+    return int(value) if value is not None and value.isdigit() and int(value) > 0 else 1
+
+
 def _agentdojo_config(args: argparse.Namespace) -> Any:
     """The checks that need no AgentDojo import; the scan's pytest process makes the
     rest (tasks, attack, the pipeline itself) before it collects anything, so the
@@ -209,6 +216,7 @@ def _agentdojo_config(args: argparse.Namespace) -> Any:
         user_tasks=args.user_tasks,
         injection_tasks=args.injection_tasks,
         max_threads=64 if concurrency == "auto" else concurrency,
+        shards=_workers(args.workers),
     )
 
 
