@@ -20,18 +20,17 @@ from typing import TYPE_CHECKING, Any
 import anyio.from_thread
 from agentdojo.agent_pipeline.agent_pipeline import load_system_message
 from agentdojo.agent_pipeline.base_pipeline_element import BasePipelineElement
-from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
 from agentdojo.functions_runtime import EmptyEnv, FunctionCall, FunctionsRuntime
 from agentdojo.types import (
     ChatAssistantMessage,
     ChatMessage,
     ChatSystemMessage,
-    ChatToolResultMessage,
     ChatUserMessage,
     text_content_block_from_string,
 )
 
 from rampart._checks import check_int, check_optional_instance, check_text
+from rampart.agentdojo.pipelines import _run_tool
 from rampart.llm import as_client
 
 if TYPE_CHECKING:
@@ -155,17 +154,7 @@ class LLMPipeline(BasePipelineElement):  # type: ignore[misc]  # untyped base
             ]
             wire.append(assistant)
             for call in calls:
-                result, error = runtime.run_function(env, call.function, call.args)
-                text = str(tool_result_to_str(result))
-                out.append(
-                    ChatToolResultMessage(
-                        role="tool",
-                        content=[text_content_block_from_string(text)],
-                        tool_call_id=call.id,
-                        tool_call=call,
-                        error=error,
-                    )
-                )
+                text, error = _run_tool(runtime, env, call, out)
                 wire.append({"role": "tool", "tool_call_id": call.id, "content": error or text})
         raise RuntimeError(
             f"{_OWNER}: the model still asked for tools after {self._max_iterations} calls "

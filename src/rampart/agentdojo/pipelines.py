@@ -34,6 +34,25 @@ if TYPE_CHECKING:
 __all__ = ["ScriptedPipeline"]
 
 
+def _run_tool(
+    runtime: FunctionsRuntime, env: Any, call: Any, messages: list[ChatMessage]
+) -> tuple[str, str | None]:
+    """Run ``call`` on AgentDojo's runtime and append its result message (as AgentDojo's
+    tool executor writes it); the result's text and the error, if any."""
+    result, error = runtime.run_function(env, call.function, call.args)
+    text = str(tool_result_to_str(result))
+    messages.append(
+        ChatToolResultMessage(
+            role="tool",
+            content=[text_content_block_from_string(text)],
+            tool_call=call,
+            tool_call_id=call.id,
+            error=error,
+        )
+    )
+    return text, error
+
+
 class ScriptedPipeline(BasePipelineElement):  # type: ignore[misc]  # untyped base
     """Ground truth for the user task; follows a read injection with probability ``follow``."""
 
@@ -76,18 +95,7 @@ class ScriptedPipeline(BasePipelineElement):  # type: ignore[misc]  # untyped ba
                 role="assistant", tool_calls=[call], content=[text_content_block_from_string("")]
             )
         )
-        result, error = runtime.run_function(env, call.function, call.args)
-        text = str(tool_result_to_str(result))
-        messages.append(
-            ChatToolResultMessage(
-                role="tool",
-                content=[text_content_block_from_string(text)],
-                tool_call=call,
-                tool_call_id=None,
-                error=error,
-            )
-        )
-        return text
+        return _run_tool(runtime, env, call, messages)[0]
 
     def query(
         self,
