@@ -23,7 +23,9 @@ process; it is measured and printed as the bound ``pairs x setup CPU``.
 
 Rate-limited model: ``--rate-pairs`` banking pairs through ``--model`` against a test
 server limited to ``--rate`` requests/s, with no rate given to rampart (it learns
-it). Targets: >= 90 % of the rate served, <= 5 % of requests answered 429, 0 ERROR.
+it), once with the server stating no limit and once with OpenAI's
+``x-ratelimit-*`` headers. Targets: >= 90 % of the rate served, <= 5 % of requests
+answered 429, 0 ERROR.
 
 Usage: ``python benchmarks/bench_agentdojo.py [--suites banking,slack,workspace]
 [--user-tasks K] [--delay S] [--concurrency N] [--rate R] [--rate-pairs P]
@@ -192,16 +194,18 @@ def compare_row(
     wall, verdicts, errors = measured
     identical = verdicts == expected
     met = identical and errors == 0 and wall <= reference_s / target
-    cells = (suite_name, mode, str(len(expected)), f"{reference_s:.1f}", f"{wall:.1f}")
-    cells += (f"1/{reference_s / wall:.1f}", f"1/{target}", str(identical), str(errors))
+    cells: tuple[str, ...] = (suite_name, mode, str(len(expected)), f"{reference_s:.1f}")
+    cells += (f"{wall:.1f}", f"1/{reference_s / wall:.1f}", f"1/{target}")
+    cells += (str(identical), str(errors))
     _row((*cells, "PASS" if met else "MISS"))
     return met
 
 
-def rate_limited(pairs_wanted: int, rate: float, concurrency: int) -> bool:
+def rate_limited(pairs_wanted: int, rate: float, concurrency: int, headers: str) -> bool:
     """``rampart scan agentdojo --model`` against a simulated model limited to ``rate``
-    requests/s, with no rate given to rampart (it learns it): the share of the rate
-    it reaches, the share of requests answered 429, and ERROR results."""
+    requests/s, with no rate given to rampart (it learns it; ``headers``: how the
+    server states its limit, ``none`` or ``openai``): the share of the rate it
+    reaches, the share of requests answered 429, and ERROR results."""
     from rampart.agentdojo import load_suite
     from rampart.testing.server import server_process
 
@@ -209,7 +213,8 @@ def rate_limited(pairs_wanted: int, rate: float, concurrency: int) -> bool:
     users = list(suite.user_tasks)
     per_user = len(suite.injection_tasks)
     user_tasks = users[: max(1, min(len(users), -(-pairs_wanted // per_user)))]
-    with server_process(rate=rate, burst=max(1, int(rate // 4)), seed=1) as server:
+    burst = max(1, int(rate // 4))
+    with server_process(rate=rate, burst=burst, seed=1, rate_limit_headers=headers) as server:
         model = ("--model", "sim-agentdojo:follow=0.5,seed=1", "--base-url", server.url)
         wall, verdicts, errors = scan_run("banking", user_tasks, 0.0, concurrency, model)
         stats = server.statistics()
@@ -218,7 +223,8 @@ def rate_limited(pairs_wanted: int, rate: float, concurrency: int) -> bool:
     met = reached >= 0.9 and refused <= 0.05 and errors == 0
     print(
         f"rate-limited model: {len(verdicts) + errors} banking pairs, server rate {rate:g}/s, "
-        f"no rate given, concurrency {concurrency}: {stats['served']} served in "
+        f"limit headers {headers}, no rate given, concurrency {concurrency}: "
+        f"{stats['served']} served in "
         f"{stats['window_seconds']:.1f} s = {stats['served_per_second']:.1f}/s "
         f"({reached:.1%} of the rate; target >= 90%), 429 {stats['rate_limited']}/"
         f"{stats['requests']} ({refused:.1%}; target <= 5%), ERROR {errors} (target 0), "
@@ -248,7 +254,8 @@ def main() -> None:
     if args.only != "rate":
         ok &= suites(args)
     if args.only != "suites":
-        ok &= rate_limited(args.rate_pairs, args.rate, args.concurrency)
+        for headers in ("none", "openai"):
+            ok &= rate_limited(args.rate_pairs, args.rate, args.concurrency, headers)
     print(f"load average {_loadavg()}   RESULT: {'all targets met' if ok else 'a target missed'}")
 
 
@@ -280,7 +287,8 @@ def suites(args: argparse.Namespace) -> bool:
             ok &= compare_row(suite_name, "scan -n 2", reference, scan_run(*run, workers), 30)
         # Path (a): the simulated model over HTTP, the same latency per model call.
         with server_process(latency=args.delay, seed=1) as server:
-            model = ("--model", "sim-agentdojo:follow=0.5,seed=1", "--base-url", server.url)
+            model: tuple[str, ...] = ("--model", "sim-agentdojo:follow=0.5,seed=1")
+            model += ("--base-url", server.url)
             if suite_name == "workspace":
                 model += ("-n", "2")
             measured = scan_run(*run, model)
