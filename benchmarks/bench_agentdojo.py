@@ -12,15 +12,26 @@ per-pair utility and security must be identical.
 The same pairs also run through ``AgentDojoAgent`` inside this process (no pytest
 process, no second AgentDojo import): the "in-process" column.
 
+Path (a) runs too: ``rampart scan agentdojo --model sim-agentdojo:follow=0.5,seed=1``
+against the test server (a process) whose simulated tool-calling model takes
+``--delay`` seconds per call, the same choices as the scripted pipeline.
+
 Targets: rampart's wall time <= 1/30 of AgentDojo's on banking and slack,
-<= 1/15 on workspace in one process. Workspace's own per-pair setup (YAML load,
-model build, deep copy) is CPU that bounds any one process; it is measured and
-printed as the bound ``pairs x setup CPU``.
+<= 1/15 on workspace in one process and <= 1/30 with ``-n 2``. Workspace's own
+per-pair setup (YAML load, model build, deep copy) is CPU that bounds any one
+process; it is measured and printed as the bound ``pairs x setup CPU``.
+
+Rate-limited model: ``--rate-pairs`` banking pairs through ``--model`` against a test
+server limited to ``--rate`` requests/s, with no rate given to rampart (it learns
+it), once with the server stating no limit and once with OpenAI's
+``x-ratelimit-*`` headers. Targets: >= 90 % of the rate served, <= 5 % of requests
+answered 429, 0 ERROR.
 
 Usage: ``python benchmarks/bench_agentdojo.py [--suites banking,slack,workspace]
-[--user-tasks K] [--delay S] [--concurrency N] [--quick]``. ``--user-tasks K`` takes
-the first K user tasks of each suite with all its injection tasks (default: all of
-banking and slack, 20 of workspace's 40).
+[--user-tasks K] [--delay S] [--concurrency N] [--rate R] [--rate-pairs P]
+[--only suites|rate] [--quick]``. ``--user-tasks K`` takes the first K user tasks of
+each suite with all its injection tasks (default: all of banking and slack, 20 of
+workspace's 40).
 """
 
 from __future__ import annotations
@@ -78,8 +89,14 @@ def agentdojo_run(
 
 
 def scan_run(
-    suite_name: str, user_tasks: list[str], delay: float, concurrency: int
+    suite_name: str,
+    user_tasks: list[str],
+    delay: float,
+    concurrency: int | str,
+    agent: tuple[str, ...] = ("--pipeline", "bench_pipeline:build"),
 ) -> tuple[float, dict[str, tuple[bool, bool]], int]:
+    """``rampart scan agentdojo`` with ``agent`` (a pipeline, or ``--model`` at a URL,
+    plus any other options, e.g. ``-n 2``): wall time, verdicts and ERROR count."""
     with tempfile.TemporaryDirectory() as work:
         Path(work, "bench_pipeline.py").write_text(
             PIPELINE_MODULE.format(suite=suite_name, delay=delay)
@@ -90,8 +107,7 @@ def scan_run(
             "agentdojo",
             "--suite",
             suite_name,
-            "--pipeline",
-            "bench_pipeline:build",
+            *agent,
             "--concurrency",
             str(concurrency),
             "--report-dir",
@@ -162,44 +178,125 @@ def setup_cpu(suite_name: str, samples: int = 5) -> float:
     return (time.process_time() - start) / samples
 
 
+def _row(cells: tuple[str, ...]) -> None:
+    print(" | ".join(cells))
+
+
+def compare_row(
+    suite_name: str,
+    mode: str,
+    reference: tuple[float, dict[str, tuple[bool, bool]]],
+    measured: tuple[float, dict[str, tuple[bool, bool]], int],
+    target: int,
+) -> bool:
+    """One table row: a rampart mode against AgentDojo's runner on the same pairs."""
+    reference_s, expected = reference
+    wall, verdicts, errors = measured
+    identical = verdicts == expected
+    met = identical and errors == 0 and wall <= reference_s / target
+    cells: tuple[str, ...] = (suite_name, mode, str(len(expected)), f"{reference_s:.1f}")
+    cells += (f"{wall:.1f}", f"1/{reference_s / wall:.1f}", f"1/{target}")
+    cells += (str(identical), str(errors))
+    _row((*cells, "PASS" if met else "MISS"))
+    return met
+
+
+def rate_limited(pairs_wanted: int, rate: float, concurrency: int, headers: str) -> bool:
+    """``rampart scan agentdojo --model`` against a simulated model limited to ``rate``
+    requests/s, with no rate given to rampart (it learns it; ``headers``: how the
+    server states its limit, ``none`` or ``openai``): the share of the rate it
+    reaches, the share of requests answered 429, and ERROR results."""
+    from rampart.agentdojo import load_suite
+    from rampart.testing.server import server_process
+
+    suite = load_suite("banking")
+    users = list(suite.user_tasks)
+    per_user = len(suite.injection_tasks)
+    user_tasks = users[: max(1, min(len(users), -(-pairs_wanted // per_user)))]
+    burst = max(1, int(rate // 4))
+    with server_process(rate=rate, burst=burst, seed=1, rate_limit_headers=headers) as server:
+        model = ("--model", "sim-agentdojo:follow=0.5,seed=1", "--base-url", server.url)
+        wall, verdicts, errors = scan_run("banking", user_tasks, 0.0, concurrency, model)
+        stats = server.statistics()
+    reached = stats["served_per_second"] / rate
+    refused = stats["rate_limited"] / max(1, stats["requests"])
+    met = reached >= 0.9 and refused <= 0.05 and errors == 0
+    print(
+        f"rate-limited model: {len(verdicts) + errors} banking pairs, server rate {rate:g}/s, "
+        f"limit headers {headers}, no rate given, concurrency {concurrency}: "
+        f"{stats['served']} served in "
+        f"{stats['window_seconds']:.1f} s = {stats['served_per_second']:.1f}/s "
+        f"({reached:.1%} of the rate; target >= 90%), 429 {stats['rate_limited']}/"
+        f"{stats['requests']} ({refused:.1%}; target <= 5%), ERROR {errors} (target 0), "
+        f"wall {wall:.1f} s: {'PASS' if met else 'MISS'}"
+    )
+    return met
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--suites", default="banking,slack,workspace")
     parser.add_argument("--user-tasks", type=int, default=None)
     parser.add_argument("--delay", type=float, default=0.5)
     parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--quick", action="store_true", help="2 user tasks per suite, 0.05 s calls")
+    parser.add_argument("--rate", type=float, default=20.0, help="the rate-limited model's rate")
+    parser.add_argument("--rate-pairs", type=int, default=400, help="pairs against it")
+    parser.add_argument(
+        "--only", choices=("suites", "rate"), default=None, help="run one part of the benchmark"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="2 user tasks per suite, 0.05 s calls, 40 pairs"
+    )
     args = parser.parse_args()
     if args.quick:
-        args.user_tasks, args.delay = 2, 0.05
+        args.user_tasks, args.delay, args.rate_pairs = 2, 0.05, 40
+    ok = True
+    if args.only != "rate":
+        ok &= suites(args)
+    if args.only != "suites":
+        for headers in ("none", "openai"):
+            ok &= rate_limited(args.rate_pairs, args.rate, args.concurrency, headers)
+    print(f"load average {_loadavg()}   RESULT: {'all targets met' if ok else 'a target missed'}")
+
+
+def suites(args: argparse.Namespace) -> bool:
+    """Each suite: AgentDojo's runner, then rampart's modes on the same pairs."""
     from rampart.agentdojo import load_suite
+    from rampart.testing.server import server_process
 
     print(
         f"bench_agentdojo: delay {args.delay} s per model call, concurrency {args.concurrency}, "
         f"load average {_loadavg()}"
     )
-    columns = ("suite", "pairs", "AgentDojo s", "scan s", "ratio", "in-process s", "ratio")
-    columns += ("target", "setup bound s", "identical", "ERROR", "result")
-    print(" | ".join(columns))
+    columns = ("suite", "rampart mode", "pairs", "AgentDojo s", "rampart s", "ratio", "target")
+    _row((*columns, "identical", "ERROR", "result"))
     ok = True
     for suite_name in args.suites.split(","):
         every = list(load_suite(suite_name).user_tasks)
         count = args.user_tasks or (20 if suite_name == "workspace" else len(every))
         user_tasks = every[:count]
-        reference_s, reference = agentdojo_run(suite_name, user_tasks, args.delay)
-        rampart_s, verdicts, errors = scan_run(suite_name, user_tasks, args.delay, args.concurrency)
-        inner_s, inner = anyio.run(in_process, suite_name, user_tasks, args.delay, args.concurrency)
-        bound = len(reference) * setup_cpu(suite_name)
+        reference = agentdojo_run(suite_name, user_tasks, args.delay)
+        run = (suite_name, user_tasks, args.delay, args.concurrency)
         target = 15 if suite_name == "workspace" else 30
-        identical = verdicts == reference == inner
-        met = identical and errors == 0 and rampart_s <= reference_s / target
-        ok &= met
-        cells = (suite_name, str(len(reference)), f"{reference_s:.1f}", f"{rampart_s:.1f}")
-        cells += (f"1/{reference_s / rampart_s:.1f}", f"{inner_s:.1f}")
-        cells += (f"1/{reference_s / inner_s:.1f}", f"1/{target}", f"{bound:.1f}")
-        cells += (str(identical), str(errors), "PASS" if met else "MISS")
-        print(" | ".join(cells))
-    print(f"load average {_loadavg()}   RESULT: {'all targets met' if ok else 'a target missed'}")
+        ok &= compare_row(suite_name, "scan --pipeline", reference, scan_run(*run), target)
+        inner_s, inner = anyio.run(in_process, *run)
+        ok &= compare_row(suite_name, "in-process", reference, (inner_s, inner, 0), target)
+        if suite_name == "workspace":
+            # Two processes share the per-pair setup CPU that bounds one process.
+            workers = ("--pipeline", "bench_pipeline:build", "-n", "2")
+            ok &= compare_row(suite_name, "scan -n 2", reference, scan_run(*run, workers), 30)
+        # Path (a): the simulated model over HTTP, the same latency per model call.
+        with server_process(latency=args.delay, seed=1) as server:
+            model: tuple[str, ...] = ("--model", "sim-agentdojo:follow=0.5,seed=1")
+            model += ("--base-url", server.url)
+            if suite_name == "workspace":
+                model += ("-n", "2")
+            measured = scan_run(*run, model)
+        mode = "scan --model (HTTP)" + (" -n 2" if suite_name == "workspace" else "")
+        ok &= compare_row(suite_name, mode, reference, measured, 30)
+        bound = len(reference[1]) * setup_cpu(suite_name)
+        print(f"  {suite_name}: AgentDojo's per-pair setup CPU, all pairs: {bound:.1f} s")
+    return ok
 
 
 if __name__ == "__main__":

@@ -1,15 +1,34 @@
-"""Pipelines for the tests: a silent agent, a failing one, one that counts overlap."""
+"""Pipelines for the tests: a silent agent, a failing one, one that counts overlap; and
+running a list of pairs concurrently."""
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import anyio
 from agentdojo.agent_pipeline.base_pipeline_element import BasePipelineElement
 from agentdojo.types import ChatAssistantMessage, text_content_block_from_string
 
 from rampart.agentdojo.pipelines import ScriptedPipeline
+
+if TYPE_CHECKING:
+    from rampart.agentdojo import AgentDojoAgent, AgentDojoPair
+    from rampart.core.result import Result
+
+
+async def run_pairs(agent: AgentDojoAgent, selected: list[AgentDojoPair]) -> dict[str, Result]:
+    """Every pair of ``selected`` attacked at once; the results by pair id."""
+    results: dict[str, Result] = {}
+
+    async def one(index: int) -> None:
+        results[selected[index].id] = await agent.run(selected[index])
+
+    async with anyio.create_task_group() as group:
+        for index in range(len(selected)):
+            group.start_soon(one, index)
+    return results
 
 
 class SilentPipeline(BasePipelineElement):  # type: ignore[misc]

@@ -42,13 +42,8 @@ def pytest_rampart_sinks(config):
 
 def test_pairs_are_items_with_exact_ids(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_banking=SUITE)
-    result = pytester.runpytest_subprocess("--collect-only", "-q", *NO_ASYNCIO)
-    assert [line for line in result.outlines if "::" in line] == [
-        "test_banking.py::test_pair[banking-user_task_1-injection_task_0]",
-        "test_banking.py::test_pair[banking-user_task_1-injection_task_1]",
-        "test_banking.py::test_pair[banking-user_task_10-injection_task_0]",
-        "test_banking.py::test_pair[banking-user_task_10-injection_task_1]",
-    ]
+    # One run (each pays AgentDojo's import): the ids, and "user_task_1-" keeping
+    # user_task_10's two pairs out.
     selected = pytester.runpytest_subprocess(
         "--collect-only", "-q", "-k", "user_task_1-", *NO_ASYNCIO
     )
@@ -56,6 +51,7 @@ def test_pairs_are_items_with_exact_ids(pytester: pytest.Pytester) -> None:
         "test_banking.py::test_pair[banking-user_task_1-injection_task_0]",
         "test_banking.py::test_pair[banking-user_task_1-injection_task_1]",
     ]
+    selected.stdout.fnmatch_lines(["2/4 tests collected (2 deselected)*"])
 
 
 def test_trials_and_the_agentdojo_summary(pytester: pytest.Pytester) -> None:

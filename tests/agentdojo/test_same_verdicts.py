@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import anyio
 import pytest
 from agentdojo.benchmark import run_task_with_injection_tasks
 from agentdojo.logging import OutputLogger
@@ -20,6 +19,8 @@ from agentdojo.logging import OutputLogger
 from rampart import SafetyStatus
 from rampart.agentdojo import SUITE_NAMES, AgentDojoAgent, load_attack, load_suite, pairs
 from rampart.agentdojo.pipelines import ScriptedPipeline
+
+from ._pipelines import run_pairs
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -61,16 +62,7 @@ async def rampart_results(suite_name: str, pipeline: ScriptedPipeline) -> dict[s
         user_tasks=list(suite.user_tasks)[:USER_TASKS],
         injection_tasks=list(suite.injection_tasks)[:INJECTION_TASKS],
     )
-    agent = AgentDojoAgent(pipeline, max_threads=8)
-    results: dict[str, Result] = {}
-
-    async def one(index: int) -> None:
-        results[selected[index].id] = await agent.run(selected[index])
-
-    async with anyio.create_task_group() as group:
-        for index in range(len(selected)):
-            group.start_soon(one, index)
-    return results
+    return await run_pairs(AgentDojoAgent(pipeline, max_threads=8), selected)
 
 
 @pytest.mark.anyio

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from rampart.agentdojo._scan_config import ScanConfig, build_pipeline
 from rampart.cli import main
+from rampart.testing.server import server_process
 
 RAMPART = Path(sys.executable).with_name("rampart")
 
@@ -55,6 +57,7 @@ SELECTION = (
 
 
 def test_a_successful_injection_exits_1_with_reports(tmp_path: Path) -> None:
+    # With -n 2 the pairs are dealt into two trial groups, one per xdist worker.
     done = scan(
         tmp_path,
         *SELECTION,
@@ -64,8 +67,12 @@ def test_a_successful_injection_exits_1_with_reports(tmp_path: Path) -> None:
         "2",
         "--concurrency",
         "4",
+        "-n",
+        "2",
     )
     assert done.returncode == 1, done.stdout + done.stderr
+    assert "test_agentdojo[shard0]" in done.stdout
+    assert "test_agentdojo[shard1]" in done.stdout
     assert "AgentDojo slack v1.2.2 important_instructions: attack success rate 4/4" in done.stdout
     (report_path,) = (tmp_path / ".report").glob("run_report_*.json")
     report = json.loads(report_path.read_text())
@@ -90,13 +97,6 @@ def test_a_successful_injection_exits_1_with_reports(tmp_path: Path) -> None:
     assert list((tmp_path / ".report").glob("traces_*.jsonl"))
 
 
-def test_a_resisting_pipeline_exits_0(tmp_path: Path) -> None:
-    done = scan(tmp_path, *SELECTION, "--pipeline", "my_agents:never", "--report-dir", "out")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "attack success rate 0/2" in done.stdout
-    assert list((tmp_path / "out").glob("run_report_*.json"))
-
-
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -109,7 +109,16 @@ def test_a_resisting_pipeline_exits_0(tmp_path: Path) -> None:
         (("--suite", "slack", "--pipeline", "m:f", "--trials", "0"), "--trials must be >= 1"),
         (
             ("--suite", "slack", "--pipeline", "m:f", "--concurrency", "lots"),
-            "--concurrency: expected",
+            "--concurrency must be an integer >= 1 or 'auto'",
+        ),
+        (("--suite", "slack", "--model", "m"), "--model: expected --base-url"),
+        (
+            ("--suite", "slack", "--model", "m", "--base-url", "127.0.0.1:8000"),
+            "--base-url: expected an http:// or https:// URL",
+        ),
+        (
+            ("--suite", "slack", "--pipeline", "m:f", "--base-url", "http://h/v1"),
+            "--base-url and --api-key-env go with --model",
         ),
     ],
 )
@@ -147,3 +156,34 @@ def test_a_selection_or_pipeline_that_does_not_load_is_a_usage_error(
     done = scan(tmp_path, "--suite", "slack", *args)
     assert done.returncode == 2, done.stdout + done.stderr
     assert message in done.stderr
+
+
+def test_a_resisting_model_exits_0(tmp_path: Path) -> None:
+    # Path (a): the test server's simulated tool-calling model, over HTTP, through
+    # rampart.llm; it never follows an injection, and does the user's task.
+    with server_process(seed=1) as server:
+        done = scan(
+            tmp_path,
+            *SELECTION,
+            "--model",
+            "sim-agentdojo:follow=0",
+            "--base-url",
+            server.url,
+            "--concurrency",
+            "auto",
+            "--report-dir",
+            "out",
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "attack success rate 0/2" in done.stdout
+    assert "utility under attack 2/2" in done.stdout
+    assert list((tmp_path / "out").glob("run_report_*.json"))
+
+
+def test_a_model_key_variable_that_is_not_set_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NOPE_KEY", raising=False)
+    config = ScanConfig(
+        suite="slack", model="m", base_url="http://127.0.0.1:9/v1", api_key_env="NOPE_KEY"
+    )
+    with pytest.raises(ValueError, match="--api-key-env: the environment variable NOPE_KEY"):
+        build_pipeline(config)

@@ -154,6 +154,57 @@ class TestRequests:
         with pytest.raises(TypeError, match=r"^LLMClient\.complete: messages must be a non-empty"):
             await client.complete("hello")  # type: ignore[arg-type]
 
+    async def test_tool_calls_come_back_with_their_ids(self) -> None:
+        """With ``tools``, a conversation may end with a tool result; the reply's calls
+        carry the ids the next tool results must name (the AgentDojo model answers)."""
+        pytest.importorskip("agentdojo", reason="sim-agentdojo needs the agentdojo extra")
+        from rampart.agentdojo import load_suite
+
+        task = load_suite("banking").user_tasks["user_task_0"]
+        tool = {"type": "function", "function": {"name": "read_file", "parameters": {}}}
+        async with serve() as server:
+            client = LLMClient(config(server.url, model="sim-agentdojo"), cache=False)
+            first = await client.complete([{"role": "user", "content": task.PROMPT}], tools=[tool])
+            (call,) = first.tool_calls
+            assert (call.id, call.name) == ("call_0", "read_file")
+            assert call.arguments == {"file_path": "bill-december-2023.txt"}
+            conversation = [
+                {"role": "user", "content": task.PROMPT},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": call.id,
+                            "type": "function",
+                            "function": {
+                                "name": call.name,
+                                "arguments": json.dumps(call.arguments),
+                            },
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": call.id, "content": "bill: pay 98.70 to UK12"},
+            ]
+            second = await client.complete(conversation, tools=[tool])
+            with pytest.raises(InfrastructureError, match=r"no task prompt of AgentDojo v1\.2\.2"):
+                await client.complete(USER, tools=[tool])
+            odd = LLMClient(config(server.url, model="sim-agentdojo:speed=3"), cache=False)
+            with pytest.raises(InfrastructureError, match=r"expected sim-agentdojo\[:follow=P"):
+                await odd.complete(USER, tools=[tool])
+        assert second.tool_calls[0].name == "send_money"
+
+    async def test_tools_and_tool_messages_are_checked(self) -> None:
+        client = LLMClient(config("http://127.0.0.1:9/v1"))
+        with pytest.raises(TypeError, match=r"^LLMClient\.complete: tools\[0\] must be a"):
+            await client.complete(USER, tools=["read_file"])
+        with pytest.raises(ValueError, match=r"^LLMClient\.complete: tools must be a non-empty"):
+            await client.complete(USER, tools=[])
+        with pytest.raises(ValueError, match="the last message must have role 'user' or 'tool'"):
+            await client.complete(
+                [*USER, {"role": "assistant", "content": "x"}], tools=[{"function": {}}]
+            )
+
 
 class TestErrors:
     async def test_rate_limit_survives_retries_as_rate_limited_error(self) -> None:

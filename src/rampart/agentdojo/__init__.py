@@ -2,14 +2,16 @@
 
 ``pairs("banking")`` lists a suite's (user task, injection task) pairs;
 ``AgentDojoAgent(pipeline).run(pair)`` attacks one with AgentDojo's own attack,
-runs the pipeline on AgentDojo's environment and tools, and judges it with AgentDojo's
-own checks (``Result.metadata["agentdojo"]``). See ``docs/agentdojo.md``.
+runs the pipeline (any AgentDojo pipeline, or ``LLMPipeline``: an OpenAI-compatible
+model through ``rampart.llm``) on AgentDojo's environment and tools, and judges it
+with AgentDojo's own checks (``Result.metadata["agentdojo"]``). See ``docs/agentdojo.md``.
 """
 
 from pathlib import Path
 
 from rampart.agentdojo._agent import AgentDojoAgent
 from rampart.agentdojo._evaluators import InjectionTaskSucceeded, UserTaskSucceeded
+from rampart.agentdojo._llm_pipeline import LLMPipeline
 from rampart.agentdojo._pytest import parametrize_pairs
 from rampart.agentdojo._suites import (
     DEFAULT_ATTACK,
@@ -31,6 +33,7 @@ __all__ = [
     "DEFAULT_ATTACK",
     "DEFAULT_VERSION",
     "InjectionTaskSucceeded",
+    "LLMPipeline",
     "PairTarget",
     "SUITE_NAMES",
     "UserTaskSucceeded",

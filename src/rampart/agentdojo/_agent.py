@@ -5,6 +5,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+import anyio
+import anyio.lowlevel
+
 from rampart._checks import check_instance, check_int
 from rampart.agentdojo._evaluators import InjectionTaskSucceeded
 from rampart.agentdojo._suites import AgentDojoPair, require_agentdojo
@@ -21,7 +24,7 @@ class AgentDojoAgent:
     """Runs AgentDojo pairs against ``pipeline``, any AgentDojo ``BasePipelineElement``.
 
     AgentDojo pipelines are synchronous: each pair runs in a worker thread, at most
-    ``max_threads`` at once per event loop (bounded as trial concurrency is), so
+    ``max_threads`` at once per event loop (the agent's own bound), so
     existing pipelines and defences work unchanged. ``run(pair)`` is one XPIA attack:
     the attack's injections planted, the user task's prompt as the trigger, AgentDojo's
     injection-task check as the evaluator.
@@ -40,6 +43,11 @@ class AgentDojoAgent:
         max_threads = check_int("AgentDojoAgent", "max_threads", max_threads, minimum=1)
         self._pipeline, self._max_threads = pipeline, max_threads
         self._attacks: dict[AgentDojoPair, Any] = {}
+        # The agent's own thread bound, one limiter per event loop it runs in (a
+        # limiter belongs to one loop; a session-scoped agent serves many).
+        self._threads: anyio.lowlevel.RunVar[anyio.CapacityLimiter] = anyio.lowlevel.RunVar(
+            f"rampart.agentdojo.threads.{id(self)}"
+        )
 
     @property
     def pipeline(self) -> Any:
@@ -51,7 +59,11 @@ class AgentDojoAgent:
             "AgentDojoAgent.target", "pair", pair, AgentDojoPair, expected="an AgentDojoPair"
         )
         return PairTarget(
-            pair=pair, pipeline=self._pipeline, max_threads=self._max_threads, attacks=self._attacks
+            pair=pair,
+            pipeline=self._pipeline,
+            threads=self._threads,
+            max_threads=self._max_threads,
+            attacks=self._attacks,
         )
 
     async def run(

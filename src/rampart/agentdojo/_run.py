@@ -12,6 +12,7 @@ log directory, and keeps one logger stack shared by every thread.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import TYPE_CHECKING, Any
 
@@ -43,13 +44,18 @@ def _cut(text: str) -> str:
     return text if len(text) <= _MAX_TEXT else text[:_MAX_TEXT] + " …"
 
 
-def _recording_element(pipeline: Any, record: dict[str, Any]) -> Any:
-    """A pipeline element that runs ``pipeline`` and keeps what it returned."""
+@functools.cache
+def _recording_class() -> type:
+    """The recording element's class, made once: a class made per pair, in worker
+    threads, would be an ABC subclass created and garbage-collected under concurrency
+    for every pair (AgentDojo's ``BasePipelineElement`` is an ``abc.ABC``)."""
     base = importlib.import_module("agentdojo.agent_pipeline.base_pipeline_element")
     errors = importlib.import_module("agentdojo.agent_pipeline.errors")
 
     class _Recording(base.BasePipelineElement):  # type: ignore[misc,name-defined]
-        name = getattr(pipeline, "name", None)
+        def __init__(self, pipeline: Any, record: dict[str, Any]) -> None:
+            self.pipeline, self.record = pipeline, record
+            self.name = getattr(pipeline, "name", None)
 
         def query(
             self,
@@ -59,16 +65,24 @@ def _recording_element(pipeline: Any, record: dict[str, Any]) -> Any:
             messages: Sequence[Any] = (),
             extra_args: Mapping[str, Any] | None = None,
         ) -> Any:
+            record = self.record
             record["before"] = env.model_dump(mode="json") if env is not None else None
             try:
-                out = pipeline.query(query, runtime, env, list(messages), dict(extra_args or {}))
+                out = self.pipeline.query(
+                    query, runtime, env, list(messages), dict(extra_args or {})
+                )
             except errors.AbortAgentError as abort:
                 record["messages"], record["env"] = abort.messages, abort.task_environment
                 raise
             record["messages"], record["env"] = out[3], out[2]
             return out
 
-    return _Recording()
+    return _Recording
+
+
+def _recording_element(pipeline: Any, record: dict[str, Any]) -> Any:
+    """A pipeline element that runs ``pipeline`` and keeps what it returned."""
+    return _recording_class()(pipeline, record)
 
 
 def _text(content: Any) -> str:

@@ -16,7 +16,7 @@ import attrs
 
 from rampart.agentdojo._suites import DEFAULT_ATTACK, DEFAULT_VERSION, AgentDojoPair, pairs
 
-__all__ = ["ENV_VAR", "ScanConfig", "load_factory"]
+__all__ = ["ENV_VAR", "ScanConfig", "build_pipeline", "load_factory"]
 
 ENV_VAR = "RAMPART_SCAN_AGENTDOJO"
 
@@ -26,11 +26,15 @@ class ScanConfig:
     suite: str
     version: str = DEFAULT_VERSION
     attack: str = DEFAULT_ATTACK
-    pipeline: str
+    pipeline: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
     trials: int = 1
     user_tasks: list[str] | None = None
     injection_tasks: list[str] | None = None
     max_threads: int = 64
+    shards: int = 1  # trial groups the pairs are dealt into (one per xdist worker)
 
     @classmethod
     def from_env(cls) -> ScanConfig:
@@ -53,6 +57,24 @@ class ScanConfig:
             user_tasks=self.user_tasks,
             injection_tasks=self.injection_tasks,
         )
+
+
+def build_pipeline(config: ScanConfig) -> Any:
+    """The scan's agent: ``--pipeline``'s factory, or ``--model`` as an ``LLMPipeline``
+    (a learned rate: ``adaptive=True``, as ``rampart scan xpia`` paces its endpoint)."""
+    if config.pipeline is not None:
+        return load_factory(config.pipeline)
+    from rampart.agentdojo._llm_pipeline import LLMPipeline
+    from rampart.core.llm import LLMConfig
+    from rampart.llm import LLMClient
+    from rampart.scan._xpia_config import XpiaScanConfig  # the one key reader
+
+    llm = LLMConfig(
+        model=str(config.model),
+        endpoint=str(config.base_url),
+        api_key=XpiaScanConfig.key(config.api_key_env),
+    )
+    return LLMPipeline(LLMClient(llm, adaptive=True, name=f"scan-{config.model}"))
 
 
 def load_factory(spec: str) -> Any:

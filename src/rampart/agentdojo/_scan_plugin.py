@@ -1,6 +1,7 @@
 """The pytest plugin ``rampart scan agentdojo`` loads (``-p rampart.agentdojo._scan_plugin``).
 
-It builds the agent once per process from ``--pipeline module:factory`` and prints
+It builds the agent once per process (from ``--pipeline module:factory``, or
+``--model`` at ``--base-url`` as an ``LLMPipeline``) and prints
 AgentDojo's attack success rate and utility at the end of the run.
 """
 
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from rampart.agentdojo._agent import AgentDojoAgent
-from rampart.agentdojo._scan_config import ScanConfig, load_factory
+from rampart.agentdojo._scan_config import ScanConfig, build_pipeline
 from rampart.agentdojo._summary import AgentDojoSummarySink
 
 if TYPE_CHECKING:
@@ -27,9 +28,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         if not scan.pairs():
             raise ValueError("the selection holds no pair")
-        config.stash[_AGENT] = AgentDojoAgent(
-            load_factory(scan.pipeline), max_threads=scan.max_threads
-        )
+        config.stash[_AGENT] = AgentDojoAgent(build_pipeline(scan), max_threads=scan.max_threads)
     except (ValueError, TypeError, ImportError) as error:
         raise pytest.UsageError(f"rampart scan agentdojo: {error}") from error
 

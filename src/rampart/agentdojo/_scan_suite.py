@@ -4,6 +4,9 @@ Each trial clone is one (pair, repeat): clone ``i`` attacks pair ``i // trials``
 run concurrently under ``--rampart-concurrency`` (bounded, rate-aware, journaled and
 resumable clone by clone), and any UNSAFE pair fails the group, so the run exits 1
 when an injection succeeded, as a suite does. Each result's summary names its pair.
+
+With ``-n N`` the pairs are dealt into N groups (``test_agentdojo[shard0]`` ...), one
+item each, so xdist's workers share them: one trial group runs in one process.
 """
 
 from __future__ import annotations
@@ -24,12 +27,29 @@ if TYPE_CHECKING:
 if ENV_VAR in os.environ:
     _CONFIG = ScanConfig.from_env()
     _PAIRS = _CONFIG.pairs()
+    _SHARDS = [_PAIRS[index :: _CONFIG.shards] for index in range(_CONFIG.shards)]
+    _SHARDS = [shard for shard in _SHARDS if shard]
 
-    @pytest.mark.trial(n=len(_PAIRS) * _CONFIG.trials)
-    async def test_agentdojo(agentdojo_scan: tuple[ScanConfig, AgentDojoAgent]) -> None:
+    def _shard(index: int) -> object:
+        trials = pytest.mark.trial(n=len(_SHARDS[index]) * _CONFIG.trials)
+        return pytest.param(index, marks=trials, id=f"shard{index}")
+
+    _GROUPS = (
+        pytest.mark.parametrize("shard", [_shard(i) for i in range(len(_SHARDS))], indirect=True)
+        if len(_SHARDS) > 1
+        else pytest.mark.trial(n=len(_PAIRS) * _CONFIG.trials)
+    )
+
+    @pytest.fixture
+    def shard(request: pytest.FixtureRequest) -> int:
+        """The group's index among the shards (0: one group, ``test_agentdojo``)."""
+        return int(getattr(request, "param", 0))
+
+    @_GROUPS
+    async def test_agentdojo(agentdojo_scan: tuple[ScanConfig, AgentDojoAgent], shard: int) -> None:
         config, agent = agentdojo_scan
         trial = current_trial()
         assert trial is not None
-        pair = _PAIRS[trial.index // config.trials]
+        pair = _SHARDS[shard][trial.index // config.trials]
         result = await agent.run(pair)
         assert result, result.summary

@@ -20,7 +20,6 @@ import attrs
 from rampart._checks import check_instance
 from rampart.agentdojo._run import PairRecord, run_pair
 from rampart.agentdojo._suites import AgentDojoPair, load_attack, load_suite
-from rampart.agentdojo._text import letters, read_text
 from rampart.core.errors import InfrastructureError
 from rampart.core.injection import InjectionHandle
 from rampart.core.manifest import AppManifest, DataSource, ToolDeclaration
@@ -32,6 +31,7 @@ from rampart.core.types import (
     SideEffect,
     ToolCall,
 )
+from rampart.testing._tool_text import letters, read_text
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -155,9 +155,6 @@ class _PairAdapter:
         return ObservabilityLevel.TOOL_AND_SIDE_EFFECTS
 
 
-_THREADS: anyio.lowlevel.RunVar[anyio.CapacityLimiter] = anyio.lowlevel.RunVar("agentdojo_threads")
-
-
 @attrs.define(kw_only=True, eq=False)
 class PairTarget:
     """One pair, ready for one execution (make a new one per execution or clone)."""
@@ -165,6 +162,9 @@ class PairTarget:
     pair: AgentDojoPair
     pipeline: Any
     max_threads: int
+    threads: anyio.lowlevel.RunVar[anyio.CapacityLimiter] = attrs.field(
+        factory=lambda: anyio.lowlevel.RunVar("rampart.agentdojo.threads"), repr=False
+    )
     attacks: dict[AgentDojoPair, Any] = attrs.field(factory=dict, repr=False)
     injections: dict[str, str] | None = None
     last_record: PairRecord | None = None
@@ -222,14 +222,14 @@ class PairTarget:
         )
 
     def thread_limiter(self) -> anyio.CapacityLimiter:
+        """The agent's limiter in this event loop (``threads``: the agent's own slot,
+        one limiter of ``max_threads`` per event loop the agent runs in)."""
         try:
-            limiter = _THREADS.get()
+            return self.threads.get()
         except LookupError:
             limiter = anyio.CapacityLimiter(self.max_threads)
-            _THREADS.set(limiter)
-        if limiter.total_tokens < self.max_threads:
-            limiter.total_tokens = self.max_threads
-        return limiter
+            self.threads.set(limiter)
+            return limiter
 
     def facts(self, record: PairRecord) -> dict[str, Any]:
         """``metadata["agentdojo"]``: ``security`` is AgentDojo's (True = injected)."""

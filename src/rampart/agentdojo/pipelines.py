@@ -11,7 +11,6 @@ alike, which is how rampart's verdicts are checked against AgentDojo's.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -27,12 +26,31 @@ from agentdojo.types import (
 
 from rampart._checks import check_probability, check_seconds
 from rampart.agentdojo._suites import DEFAULT_VERSION, load_suite
-from rampart.agentdojo._text import letters, read_text
+from rampart.testing._tool_text import follows, letters, read_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = ["ScriptedPipeline"]
+
+
+def _run_tool(
+    runtime: FunctionsRuntime, env: Any, call: Any, messages: list[ChatMessage]
+) -> tuple[str, str | None]:
+    """Run ``call`` on AgentDojo's runtime and append its result message (as AgentDojo's
+    tool executor writes it); the result's text and the error, if any."""
+    result, error = runtime.run_function(env, call.function, call.args)
+    text = str(tool_result_to_str(result))
+    messages.append(
+        ChatToolResultMessage(
+            role="tool",
+            content=[text_content_block_from_string(text)],
+            tool_call=call,
+            tool_call_id=call.id,
+            error=error,
+        )
+    )
+    return text, error
 
 
 class ScriptedPipeline(BasePipelineElement):  # type: ignore[misc]  # untyped base
@@ -63,12 +81,9 @@ class ScriptedPipeline(BasePipelineElement):  # type: ignore[misc]  # untyped ba
 
     def follows(self, prompt: str, injection_task_id: str) -> bool:
         """Whether this pipeline carries out ``injection_task_id`` read during ``prompt``."""
-        if self.follow >= 1:
-            return True
-        if self.follow <= 0:
-            return False
-        digest = hashlib.sha256(f"{self.seed}\0{prompt}\0{injection_task_id}".encode()).digest()
-        return int.from_bytes(digest[:8], "big") / 2**64 < self.follow
+        return follows(
+            follow=self.follow, seed=self.seed, prompt=prompt, injection_task=injection_task_id
+        )
 
     def _call(
         self, runtime: FunctionsRuntime, env: Any, call: Any, messages: list[ChatMessage]
@@ -80,18 +95,7 @@ class ScriptedPipeline(BasePipelineElement):  # type: ignore[misc]  # untyped ba
                 role="assistant", tool_calls=[call], content=[text_content_block_from_string("")]
             )
         )
-        result, error = runtime.run_function(env, call.function, call.args)
-        text = str(tool_result_to_str(result))
-        messages.append(
-            ChatToolResultMessage(
-                role="tool",
-                content=[text_content_block_from_string(text)],
-                tool_call=call,
-                tool_call_id=None,
-                error=error,
-            )
-        )
-        return text
+        return _run_tool(runtime, env, call, messages)[0]
 
     def query(
         self,

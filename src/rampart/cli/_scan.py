@@ -5,8 +5,8 @@ the terminal summary, the JSON, JSONL and HTML reports, the journal, ``--resume`
 ``-n`` work exactly as in a suite), with its settings handed over in one environment
 variable:
 
-* ``agentdojo``: AgentDojo's injection suites against an AgentDojo pipeline
-  (``rampart.agentdojo._scan_suite``);
+* ``agentdojo``: AgentDojo's injection suites against an AgentDojo pipeline or an
+  OpenAI-compatible model (``rampart.agentdojo._scan_suite``);
 * ``xpia``: the built-in payload pack against an OpenAI-compatible agent endpoint,
   judged by an LLM judge (``rampart.scan._xpia_suite``).
 
@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from rampart.cli._errors import EXIT_USAGE, CliError
 
@@ -40,6 +40,8 @@ rampart's plugin: the summary, the reports, the journal and --resume work as in 
 _EPILOG = """\
 examples:
   rampart scan agentdojo --suite banking --pipeline my_agents:build --concurrency 32
+  rampart scan agentdojo --suite slack --model gpt-4o --base-url https://api.openai.com/v1 \
+      --api-key-env OPENAI_API_KEY
   rampart scan xpia --base-url http://127.0.0.1:8000/v1 --model my-agent
 
 exit status: 0 every attack was resisted; 1 an attack succeeded (or a result was not
@@ -76,9 +78,10 @@ def register(commands: Any) -> None:
     kinds.required = True
     agentdojo = kinds.add_parser(
         "agentdojo",
-        help="AgentDojo's injection suites against an AgentDojo pipeline",
+        help="AgentDojo's injection suites against an AgentDojo pipeline or a model",
         description="AgentDojo's injection suites (pip install 'rampart[agentdojo]') "
-        "against an AgentDojo pipeline, judged by AgentDojo's own checks.",
+        "against an AgentDojo pipeline or an OpenAI-compatible model (its tool loop run "
+        "by rampart, rate-limited at a learned rate), judged by AgentDojo's own checks.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -87,11 +90,16 @@ def register(commands: Any) -> None:
     agentdojo.add_argument(
         "--attack", default=None, help="an AgentDojo attack (default important_instructions)"
     )
-    agentdojo.add_argument(
+    agent = agentdojo.add_mutually_exclusive_group(required=True)
+    agent.add_argument(
         "--pipeline",
-        required=True,
         metavar="MODULE:FACTORY",
         help="a zero-argument callable returning an AgentDojo BasePipelineElement",
+    )
+    agent.add_argument("--model", help="an OpenAI-compatible model as the agent (with --base-url)")
+    agentdojo.add_argument("--base-url", help="the model's API root (.../v1), with --model")
+    agentdojo.add_argument(
+        "--api-key-env", metavar="VAR", help="environment variable with the model's key"
     )
     agentdojo.add_argument(
         "--user-task", action="append", dest="user_tasks", metavar="ID", help="exact id, repeatable"
@@ -131,13 +139,47 @@ def register(commands: Any) -> None:
     xpia.set_defaults(run=run_xpia)
 
 
-def _check_common(args: argparse.Namespace) -> str:
+class _Value:
+    """One option value, as the plugin's option reader reads a pytest config."""
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def getoption(self, name: str, default: object = None) -> str:
+        return self._value
+
+    def getini(self, name: str) -> str:
+        return ""
+
+
+def _check_common(args: argparse.Namespace) -> int | Literal["auto"]:
+    """``--trials`` and ``--concurrency`` (read by the plugin's own rule: an integer
+    >= 1 or ``auto``, so the command and its pytest run agree)."""
+    import pytest
+
+    from rampart.pytest_plugin._options import _option_concurrency
+
     if args.trials < 1:
         raise CliError(f"--trials must be >= 1, got {args.trials}")
-    concurrency: str = args.concurrency
-    if concurrency != "auto" and not (concurrency.isdigit() and int(concurrency) >= 1):
-        raise CliError(f"--concurrency: expected an integer >= 1 or 'auto', got {concurrency!r}")
+    try:
+        concurrency = _option_concurrency(cast("pytest.Config", _Value(args.concurrency)))
+    except pytest.UsageError as error:
+        message = str(error).removeprefix("rampart: ")
+        raise CliError(message.replace("--rampart-concurrency", "--concurrency")) from None
+    assert concurrency is not None  # a value was given
     return concurrency
+
+
+def _check_url(option: str, url: str | None) -> None:
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise CliError(f"{option}: expected an http:// or https:// URL, got {url!r}")
+
+
+def _workers(value: str | None) -> int:
+    """How many xdist workers ``-n`` asks for (xdist itself checks the value)."""
+    if value == "auto":
+        return os.cpu_count() or 1
+    return int(value) if value is not None and value.isdigit() and int(value) > 0 else 1
 
 
 def _agentdojo_config(args: argparse.Namespace) -> Any:
@@ -153,18 +195,28 @@ def _agentdojo_config(args: argparse.Namespace) -> Any:
     version = args.version or DEFAULT_VERSION
     if version not in VERSIONS:
         raise CliError(f"--version: expected one of {', '.join(VERSIONS)}; got {version!r}")
-    module, sep, factory = args.pipeline.partition(":")
-    if not (module and sep and factory):
-        raise CliError(f"--pipeline: expected 'module:factory', got {args.pipeline!r}")
+    if args.pipeline is not None:
+        module, sep, factory = args.pipeline.partition(":")
+        if not (module and sep and factory):
+            raise CliError(f"--pipeline: expected 'module:factory', got {args.pipeline!r}")
+        if args.base_url is not None or args.api_key_env is not None:
+            raise CliError("--base-url and --api-key-env go with --model, not --pipeline")
+    elif args.base_url is None:
+        raise CliError("--model: expected --base-url (the model's API root) beside it")
+    _check_url("--base-url", args.base_url)
     return ScanConfig(
         suite=args.suite,
         version=version,
         attack=args.attack or DEFAULT_ATTACK,
         pipeline=args.pipeline,
+        model=args.model,
+        base_url=args.base_url,
+        api_key_env=args.api_key_env,
         trials=args.trials,
         user_tasks=args.user_tasks,
         injection_tasks=args.injection_tasks,
-        max_threads=64 if concurrency == "auto" else int(concurrency),
+        max_threads=64 if concurrency == "auto" else concurrency,
+        shards=_workers(args.workers),
     )
 
 
@@ -184,8 +236,7 @@ def run_xpia(args: argparse.Namespace) -> int:
 
     _check_common(args)
     for option, url in (("--base-url", args.base_url), ("--judge-base-url", args.judge_base_url)):
-        if url is not None and not url.startswith(("http://", "https://")):
-            raise CliError(f"{option}: expected an http:// or https:// URL, got {url!r}")
+        _check_url(option, url)
     if args.harm_category is not None and args.harm_category not in {
         category.value for category in HarmCategory
     }:

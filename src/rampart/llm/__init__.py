@@ -20,7 +20,14 @@ from rampart.llm._cache import (
     default_cache,
     reset_cache_configuration,
 )
-from rampart.llm._client import CacheSetting, Completion, LLMClient, as_client, shared_client
+from rampart.llm._client import (
+    CacheSetting,
+    Completion,
+    LLMClient,
+    LLMToolCall,
+    as_client,
+    shared_client,
+)
 from rampart.llm._endpoint import DEFAULT_AZURE_API_VERSION, Endpoint, resolve_endpoint
 from rampart.llm._rescore import Polarity, read_trace_records, rescore_records, rescore_result
 from rampart.llm._stats import LLMStatistics, llm_statistics
@@ -33,6 +40,7 @@ __all__ = [
     "Endpoint",
     "LLMClient",
     "LLMStatistics",
+    "LLMToolCall",
     "LLM_CACHE_ENV",
     "Polarity",
     "ResponseCache",

@@ -58,11 +58,22 @@ _configured_set = False
 
 @attrs.frozen(kw_only=True)
 class CachedCompletion:
-    """A cache entry: the completion text, the model that wrote it and its usage."""
+    """A cache entry: the completion text, the model that wrote it, its usage and the
+    tool calls it asked for (``{"id", "name", "arguments"}`` each)."""
 
     text: str
     model: str | None = None
     usage: dict[str, Any] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+
+
+def _is_call(call: object) -> bool:
+    return (
+        isinstance(call, dict)
+        and isinstance(call.get("id"), str | None)
+        and isinstance(call.get("name"), str)
+        and isinstance(call.get("arguments"), dict)
+    )
 
 
 class ResponseCache:
@@ -101,12 +112,16 @@ class ResponseCache:
         text = entry.get("text")
         model = entry.get("model")
         usage = entry.get("usage")
-        if not isinstance(text, str) or not text.strip():
+        calls = entry.get("tool_calls")
+        if not isinstance(calls, list) or not all(_is_call(call) for call in calls):
+            calls = None
+        if not isinstance(text, str) or not (text.strip() or calls):
             return None
         return CachedCompletion(
             text=text,
             model=model if isinstance(model, str) else None,
             usage=usage if isinstance(usage, dict) else None,
+            tool_calls=calls,
         )
 
     def put_blocking(self, key: str, completion: CachedCompletion) -> Path:
@@ -117,6 +132,7 @@ class ResponseCache:
             "model": completion.model,
             "text": completion.text,
             "usage": completion.usage,
+            "tool_calls": completion.tool_calls,
             "created": datetime.now(UTC).isoformat(timespec="milliseconds"),
         }
         data = json.dumps(entry, ensure_ascii=False, indent=1).encode("utf-8")

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
     from rampart.limits import LimitedAdapter
 
-__all__ = ["CacheSetting", "Completion", "LLMClient", "as_client", "shared_client"]
+__all__ = ["CacheSetting", "Completion", "LLMClient", "LLMToolCall", "as_client", "shared_client"]
 
 _OWNER = "LLMClient"
 _ROLES = frozenset({"system", "user", "assistant"})
@@ -60,15 +60,28 @@ CacheSetting = ResponseCache | str | os.PathLike[str] | Literal[False] | None
 
 
 @attrs.frozen(kw_only=True)
+class LLMToolCall:
+    """A tool call the model asked for: its ``id`` (which the tool result names), the
+    function ``name`` and the decoded ``arguments`` (``{"_raw": text}`` when they were
+    not a JSON object)."""
+
+    id: str | None
+    name: str
+    arguments: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen(kw_only=True)
 class Completion:
     """One model reply: its ``text``, the ``model`` that wrote it, whether it came from
-    the cache, and the ``usage`` / ``finish_reason`` the endpoint reported."""
+    the cache, the ``usage`` / ``finish_reason`` the endpoint reported, and the
+    ``tool_calls`` it asked for (when the request offered ``tools``)."""
 
     text: str
     model: str | None = None
     cached: bool = False
     usage: dict[str, Any] | None = None
     finish_reason: str | None = None
+    tool_calls: tuple[LLMToolCall, ...] = ()
 
 
 def _check_config(owner: str, value: object) -> LLMConfig:
@@ -83,15 +96,44 @@ def _check_cache(value: object) -> ResponseCache | Literal[False] | None:
     raise invalid(_OWNER, "cache", "a ResponseCache, a directory path, False or None", value)
 
 
+_MESSAGES = "a non-empty list of {'role': ..., 'content': ...} mappings"
+
+
+def _check_list(owner: str, field: str, value: object, expected: str) -> Sequence[Any]:
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise invalid(owner, field, expected, value)
+    if not value:
+        raise invalid(owner, field, expected, value, error=ValueError)
+    return value
+
+
+def _check_tool_loop(messages: object, tools: object) -> tuple[list[Any], list[Any]]:
+    """A tool-calling conversation as sent: assistant messages may carry ``tool_calls``
+    and ``tool`` messages answer them; it ends with a user or a tool message."""
+    owner = f"{_OWNER}.complete"
+    checked: list[Any] = []
+    for index, item in enumerate(_check_list(owner, "messages", messages, _MESSAGES)):
+        name = f"messages[{index}]"
+        if not isinstance(item, Mapping):
+            raise invalid(owner, name, "a mapping", item)
+        check_choice(owner, f"{name}.role", item.get("role"), sorted({*_ROLES, "tool"}))
+        checked.append(dict(item))
+    if checked[-1]["role"] not in ("user", "tool"):
+        raise ValueError(f"{owner}: the last message must have role 'user' or 'tool'")
+    offered: list[Any] = []
+    for index, tool in enumerate(
+        _check_list(owner, "tools", tools, "a non-empty list of tool mappings")
+    ):
+        if not isinstance(tool, Mapping) or not isinstance(tool.get("function"), Mapping):
+            raise invalid(owner, f"tools[{index}]", "a {'type': 'function', ...} mapping", tool)
+        offered.append(dict(tool))
+    return checked, offered
+
+
 def _check_messages(value: object) -> list[dict[str, str]]:
     owner = f"{_OWNER}.complete"
-    expected = "a non-empty list of {'role': ..., 'content': ...} mappings"
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
-        raise invalid(owner, "messages", expected, value)
-    if not value:
-        raise invalid(owner, "messages", expected, value, error=ValueError)
     messages: list[dict[str, str]] = []
-    for index, item in enumerate(value):
+    for index, item in enumerate(_check_list(owner, "messages", value, _MESSAGES)):
         name = f"messages[{index}]"
         if not isinstance(item, Mapping):
             raise invalid(owner, name, "a mapping", item)
@@ -234,17 +276,18 @@ class LLMClient:
 
     def request_body(
         self,
-        messages: Sequence[Mapping[str, str]],
+        messages: Sequence[Mapping[str, Any]],
         *,
         json_object: bool = False,
         seed: int | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """The JSON body ``complete`` would send (for inspection and cache keys)."""
-        body: dict[str, Any] = {
-            **self._config.generation_settings,
-            "model": self._resolved.model,
-            "messages": _check_messages(messages),
-        }
+        body: dict[str, Any] = {**self._config.generation_settings, "model": self._resolved.model}
+        if tools is None:
+            body["messages"] = _check_messages(messages)
+        else:
+            body["messages"], body["tools"] = _check_tool_loop(messages, tools)
         if seed is not None:
             body["seed"] = check_int(f"{_OWNER}.complete", "seed", seed)
         if json_object and self._config.metadata.get("is_json_supported", True):
@@ -253,13 +296,19 @@ class LLMClient:
 
     async def complete(
         self,
-        messages: Sequence[Mapping[str, str]],
+        messages: Sequence[Mapping[str, Any]],
         *,
         json_object: bool = False,
         seed: int | None = None,
         tag: str = "",
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> Completion:
         """Send ``messages`` (``[{"role": ..., "content": ...}, ...]``); the reply.
+
+        ``tools`` (OpenAI's ``[{"type": "function", "function": {...}}, ...]``) offers
+        the model functions to call: the reply's ``tool_calls`` are what it asked for,
+        and the conversation may then carry assistant messages with ``tool_calls`` and
+        ``tool`` messages with their results (sent as given), ending with either.
 
         ``json_object`` asks for a JSON object (``response_format``) unless
         ``metadata["is_json_supported"]`` is false; ``seed`` overrides the configured
@@ -267,7 +316,7 @@ class LLMClient:
         must not share a cache entry (retries, variants). An empty reply is returned
         as is (``text == ""``); the caller decides what it means.
         """
-        body = self.request_body(messages, json_object=json_object, seed=seed)
+        body = self.request_body(messages, json_object=json_object, seed=seed, tools=tools)
         check_instance(f"{_OWNER}.complete", "tag", tag, str, expected="a str")
         usage = self._usage
         usage.calls += 1
@@ -278,14 +327,20 @@ class LLMClient:
             hit = await cache.get(key)
             if hit is not None:
                 usage.cache_hits += 1
-                return Completion(text=hit.text, model=hit.model, cached=True, usage=hit.usage)
+                return Completion(
+                    text=hit.text,
+                    model=hit.model,
+                    cached=True,
+                    usage=hit.usage,
+                    tool_calls=tuple(LLMToolCall(**call) for call in hit.tool_calls or ()),
+                )
             usage.cache_misses += 1
         usage.requests += 1
         try:
             session = await self._limited.create_session_async()
             async with session:
                 response = await session.send_async(
-                    ChatRequest(prompt=body["messages"][-1]["content"] or " ", body=body)
+                    ChatRequest(prompt=str(body["messages"][-1].get("content") or " "), body=body)
                 )
         except Exception:
             usage.failures += 1
@@ -295,19 +350,27 @@ class LLMClient:
         model = metadata.get("model")
         finish = metadata.get("finish_reason")
         reported = metadata.get("usage")
+        ids = metadata.get("tool_call_ids") or [None] * len(response.tool_calls)
         completion = Completion(
             text=response.text,
             model=model if isinstance(model, str) else None,
             usage=reported if isinstance(reported, dict) else None,
             finish_reason=finish if isinstance(finish, str) else None,
+            tool_calls=tuple(
+                LLMToolCall(id=call_id, name=call.name, arguments=call.arguments)
+                for call_id, call in zip(ids, response.tool_calls, strict=True)
+            ),
         )
-        if not completion.text.strip():
+        if not (completion.text.strip() or completion.tool_calls):
             usage.empty_replies += 1
         elif cache is not None and key is not None:
             await cache.put(
                 key,
                 CachedCompletion(
-                    text=completion.text, model=completion.model, usage=completion.usage
+                    text=completion.text,
+                    model=completion.model,
+                    usage=completion.usage,
+                    tool_calls=[attrs.asdict(call) for call in completion.tool_calls] or None,
                 ),
             )
             usage.cache_writes += 1

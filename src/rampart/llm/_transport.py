@@ -189,7 +189,11 @@ class ModelEndpoint:
             )
         finally:
             await self._release(client, shared)
-        response, _ = parse_completion(data)
+        response, message = parse_completion(data)
+        if response.tool_calls:  # their ids, which a tool result must name
+            response.metadata["tool_call_ids"] = [
+                call.get("id") for call in message.get("tool_calls", [])
+            ]
         # A model that echoes the credential it was sent (in a verdict's evidence, an
         # attacker prompt) must not carry it into results, prompts or the cache.
         response.text = mask_secrets(response.text, redact)

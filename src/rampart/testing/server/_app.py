@@ -45,12 +45,18 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import anyio
+import anyio.to_thread
 
 from rampart._checks import check_optional_instance
 from rampart.adapters._documents import split_documents
 from rampart.core.types import ObservabilityLevel, Payload, PayloadFormat, Request, Response
 from rampart.testing._simulated import DEFAULT_SECRET, SimulatedAgent, SimulatedSession
 from rampart.testing._surface import InMemorySurface
+from rampart.testing.server._agentdojo import (
+    AgentDojoModelError,
+    agentdojo_reply,
+    is_agentdojo_model,
+)
 from rampart.testing.server._bucket import TokenBucket
 from rampart.testing.server._models import SimulatedModels, UnknownModelMode, is_simulated_model
 from rampart.testing.server._options import ServerOptions
@@ -235,8 +241,13 @@ def _message_text(content: object, path: str) -> str:
     raise BadRequest(400, f"{path} must be a string, null or an array of content parts")
 
 
-def _normalise(messages: object) -> list[tuple[str, str, tuple[tuple[str, str, str], ...]]]:
-    """``(role, text, tool calls)`` per message; ``BadRequest`` naming the bad field."""
+def _normalise(
+    messages: object, *, tool_loop: bool = False
+) -> list[tuple[str, str, tuple[tuple[str, str, str], ...]]]:
+    """``(role, text, tool calls)`` per message; ``BadRequest`` naming the bad field.
+
+    The last message must be the user's, except in a ``tool_loop`` (a tool-calling
+    model's conversation, which continues after each tool result)."""
     if not isinstance(messages, list) or not messages:
         raise BadRequest(400, "messages must be a non-empty array", param="messages")
     normalised = []
@@ -264,7 +275,7 @@ def _normalise(messages: object) -> list[tuple[str, str, tuple[tuple[str, str, s
                 )
             )
         normalised.append((role, text, tuple(calls)))
-    if normalised[-1][0] != "user":
+    if normalised[-1][0] != "user" and not (tool_loop and normalised[-1][0] == "tool"):
         raise BadRequest(400, "the last message must have role 'user'", param="messages")
     return normalised
 
@@ -551,6 +562,8 @@ class ChatCompletionsApp:
             if await self._hang(receive):
                 return 503, _error_body("server shutting down", "server_error"), []
             return None
+        if is_agentdojo_model(model):
+            return await self._agentdojo_reply(model, messages)
         if is_simulated_model(model):
             return await self._model_reply(model, seed, messages, scope)
         payload = await self._answer(seed, messages)
@@ -601,13 +614,39 @@ class ChatCompletionsApp:
             headers = [(b"retry-after", b"1"), (b"retry-after-ms", b"20")]
             body = _error_body(f"{model} is rate limited", "requests", code="rate_limit_exceeded")
             return 429, body, headers
+        text = answer.text or ""
+        return await self._simulated_completion(
+            model, messages, {"role": "assistant", "content": text}
+        )
+
+    async def _agentdojo_reply(
+        self, model: str, messages: list[tuple[str, str, tuple[tuple[str, str, str], ...]]]
+    ) -> _Reply:
+        """The simulated AgentDojo agent answers (see ``_agentdojo``)."""
+        self._model_requests += 1
+        try:
+            message = await anyio.to_thread.run_sync(agentdojo_reply, model, messages)
+        except AgentDojoModelError as exc:
+            self._bad_requests += 1
+            return 400, _error_body(str(exc), "invalid_request_error", param="model"), []
+        return await self._simulated_completion(model, messages, message)
+
+    async def _simulated_completion(
+        self,
+        model: str,
+        messages: list[tuple[str, str, tuple[tuple[str, str, str], ...]]],
+        message: dict[str, Any],
+    ) -> _Reply:
+        """A simulated model's ``message`` as a completion, after the server's latency."""
         if self._options.latency > 0:
             await anyio.sleep(self._options.latency)
-        text = answer.text or ""
         self._completions += 1
         self._served += 1
         self._last_served_at = self._clock()
         prompt_tokens = sum(_words(text) for _, text, _ in messages)
+        written = _words(message.get("content") or "") + sum(
+            _words(call["function"]["arguments"]) for call in message.get("tool_calls", [])
+        )
         payload = {
             "id": f"chatcmpl-{self._completions:08d}",
             "object": "chat.completion",
@@ -616,14 +655,14 @@ class ChatCompletionsApp:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
+                    "message": message,
+                    "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
                 }
             ],
             "usage": {
                 "prompt_tokens": prompt_tokens,
-                "completion_tokens": _words(text),
-                "total_tokens": prompt_tokens + _words(text),
+                "completion_tokens": written,
+                "total_tokens": prompt_tokens + written,
             },
         }
         return 200, payload, []
@@ -683,7 +722,8 @@ class ChatCompletionsApp:
         seed = request.get("seed")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise BadRequest(400, "seed must be an integer", param="seed")
-        return model, seed, _normalise(request.get("messages"))
+        tool_loop = is_agentdojo_model(model)
+        return model, seed, _normalise(request.get("messages"), tool_loop=tool_loop)
 
     def _agent(self, seed: int | None) -> SimulatedAgent:
         agent = self._agents.get(seed)

@@ -1,16 +1,19 @@
-"""Reading planted text back out of AgentDojo's tool results.
+"""Reading planted text back out of AgentDojo's tool results, and the scripted follow rule.
 
 AgentDojo's tools answer in YAML, which quotes, escapes and folds long strings; a
 planted injection is found by loading the YAML back and comparing letters and digits
-only, so re-flowing and quoting cannot hide it.
+only, so re-flowing and quoting cannot hide it. ``follows`` is the one rule by which
+the scripted agents (``ScriptedPipeline`` and the test server's ``sim-agentdojo``
+model) decide whether to carry out an injection they read, so both decide alike.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import re
 
-__all__ = ["letters", "read_text"]
+__all__ = ["follows", "letters", "read_text"]
 
 _NOT_WORD = re.compile(r"[\W_]+")
 
@@ -39,3 +42,15 @@ def read_text(tool_result: str) -> str:
     except yaml.YAMLError:
         return tool_result
     return "\n".join(_strings(loaded)) or tool_result
+
+
+def follows(*, follow: float, seed: int, prompt: str, injection_task: str) -> bool:
+    """Whether a scripted agent carries out ``injection_task`` read while doing ``prompt``:
+    with probability ``follow``, decided per pair from ``seed`` (the same pair decides
+    the same way in every run, under any concurrency)."""
+    if follow >= 1:
+        return True
+    if follow <= 0:
+        return False
+    digest = hashlib.sha256(f"{seed}\0{prompt}\0{injection_task}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < follow
