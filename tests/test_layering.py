@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "rampart._aimd",
         "rampart._checks",
+        "rampart._concurrency",
         "rampart._lazy",
         "rampart._planted",
         "rampart._redact",

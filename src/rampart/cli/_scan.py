@@ -24,8 +24,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
+from rampart._concurrency import CONCURRENCY_EXPECTED, parse_concurrency
 from rampart.cli._errors import EXIT_USAGE, CliError
 
 __all__ = ["register", "run_agentdojo", "run_xpia"]
@@ -139,34 +140,14 @@ def register(commands: Any) -> None:
     xpia.set_defaults(run=run_xpia)
 
 
-class _Value:
-    """One option value, as the plugin's option reader reads a pytest config."""
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def getoption(self, name: str, default: object = None) -> str:
-        return self._value
-
-    def getini(self, name: str) -> str:
-        return ""
-
-
 def _check_common(args: argparse.Namespace) -> int | Literal["auto"]:
-    """``--trials`` and ``--concurrency`` (read by the plugin's own rule: an integer
-    >= 1 or ``auto``, so the command and its pytest run agree)."""
-    import pytest
-
-    from rampart.pytest_plugin._options import _option_concurrency
-
+    """``--trials`` and ``--concurrency`` (read by the plugin's own rule, so the command
+    and its pytest run agree)."""
     if args.trials < 1:
         raise CliError(f"--trials must be >= 1, got {args.trials}")
-    try:
-        concurrency = _option_concurrency(cast("pytest.Config", _Value(args.concurrency)))
-    except pytest.UsageError as error:
-        message = str(error).removeprefix("rampart: ")
-        raise CliError(message.replace("--rampart-concurrency", "--concurrency")) from None
-    assert concurrency is not None  # a value was given
+    concurrency = parse_concurrency(args.concurrency)
+    if concurrency is None:
+        raise CliError(f"--concurrency must be {CONCURRENCY_EXPECTED}, got {args.concurrency!r}")
     return concurrency
 
 

@@ -43,6 +43,7 @@ import attrs
 from rampart import _slowdown
 from rampart._aimd import AimdWindow
 from rampart._checks import check_int, check_number
+from rampart._concurrency import AUTO
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -58,8 +59,6 @@ __all__ = [
     "running_job",
 ]
 
-AUTO = "auto"
-"""The ``concurrency`` value that selects the adaptive controller."""
 
 AUTO_INITIAL_CONCURRENCY = 10
 """Where an adaptive limit starts: the fixed default, so ``auto`` starts no slower."""

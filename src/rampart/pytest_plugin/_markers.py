@@ -12,6 +12,7 @@ import attrs
 import pytest
 
 from rampart._checks import check_bool, check_int, invalid
+from rampart._concurrency import AUTO, CONCURRENCY_EXPECTED
 from rampart.core._trial_rule import TrialRule, check_rule
 from rampart.core.result import HarmCategory
 
@@ -25,7 +26,7 @@ __all__ = [
 
 DEFAULT_CONCURRENCY = 10
 #: The ``concurrency`` value that makes a group's clone concurrency adaptive.
-AUTO_CONCURRENCY: Literal["auto"] = "auto"
+AUTO_CONCURRENCY = AUTO
 #: What an INCONCLUSIVE group does to its test (ini ``rampart_inconclusive``).
 INCONCLUSIVE_OUTCOMES = ("fail", "xfail", "skip", "pass")
 #: Default of ini ``rampart_max_trials``, the largest ``n`` a trial group may have.
@@ -176,7 +177,7 @@ def trial_spec_of(
         raise invalid(
             owner,
             _marker_name("concurrency"),
-            "an integer >= 1 or 'auto'",
+            CONCURRENCY_EXPECTED,
             raw_concurrency,
             error=pytest.UsageError,
         )

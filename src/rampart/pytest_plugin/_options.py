@@ -13,8 +13,8 @@ import attrs
 import pytest
 
 from rampart._checks import invalid
+from rampart._concurrency import CONCURRENCY_EXPECTED, parse_concurrency
 from rampart.pytest_plugin._markers import (
-    AUTO_CONCURRENCY,
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_TRIALS,
     INCONCLUSIVE_OUTCOMES,
@@ -284,11 +284,15 @@ def _progress_interval(config: pytest.Config) -> float:
 def _option_concurrency(config: pytest.Config) -> int | Literal["auto"] | None:
     """``--rampart-concurrency``, else the ini option: an integer >= 1 or ``auto``."""
     value = config.getoption("rampart_concurrency", None)
+    source = "--rampart-concurrency"
     if value is None:
-        value = config.getini("rampart_concurrency")
-    if isinstance(value, str) and value.strip().lower() == AUTO_CONCURRENCY:
-        return AUTO_CONCURRENCY
-    return _option_int(config, "rampart_concurrency", minimum=1, auto=True)
+        value, source = config.getini("rampart_concurrency"), "ini option rampart_concurrency"
+        if value in ("", None):
+            return None
+    concurrency = parse_concurrency(value)
+    if concurrency is None:
+        raise invalid("rampart", source, CONCURRENCY_EXPECTED, value, error=pytest.UsageError)
+    return concurrency
 
 
 def _option_confidence(config: pytest.Config) -> float | None:
@@ -318,7 +322,6 @@ def _option_int(
     *,
     minimum: int,
     maximum: int | None = None,
-    auto: bool = False,
 ) -> int | None:
     """An integer option from the command line, else the ini file; None when unset."""
     value = config.getoption(name, None)
@@ -328,7 +331,7 @@ def _option_int(
         if raw in ("", None):
             return None
         value, source = raw, f"ini option {name}"
-    expected = f"an integer >= {minimum}" + (f" or {AUTO_CONCURRENCY!r}" if auto else "")
+    expected = f"an integer >= {minimum}"
     if maximum is not None:
         expected = f"an integer from {minimum} to {maximum} (ini rampart_max_trials)"
     try:
