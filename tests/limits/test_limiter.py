@@ -359,7 +359,9 @@ class TestAdapterContract:
                 return await super().send_async(request)
 
         limited = limit(_Adapter(Barrier()), adaptive=True)
-        assert limited.statistics().current_window == 4
+        stats = limited.statistics()
+        # Nothing measured yet: the Little's-law cap is at its floor.
+        assert (stats.current_window, stats.window_cap) == (4, 16)
 
         async def one() -> None:
             session = await limited.create_session_async()
@@ -617,7 +619,7 @@ class TestVirtualTime:
 
         run_virtual(main)
         stats = limited.statistics()
-        assert stats.current_window == 64
+        assert stats.current_window == stats.window_cap == 64
         assert stats.peak_in_flight == 64
 
     def test_adaptive_finds_a_concurrency_ceiling(self) -> None:
@@ -685,6 +687,7 @@ class TestStatistics:
             current_window=None,
             rate_limit_episodes=0,
             wait_seconds=0.0,
+            window_cap=None,
         )
         assert stats.as_dict()["name"] == "agent-x"
 
@@ -693,6 +696,11 @@ class TestStatistics:
         stats = limit(replying_agent()).statistics()
         with pytest.raises(AttributeError):
             stats.requests = 3  # type: ignore[misc]
+
+    def test_window_cap_is_the_bound_given(self) -> None:
+        """Without ``adaptive`` the window's cap is ``max_concurrency`` (``None``: unbounded)."""
+        assert limit(replying_agent(), max_concurrency=4).statistics().window_cap == 4
+        assert limit(replying_agent(), rate=5.0).statistics().window_cap is None
 
     def test_no_rate_means_no_backend(self) -> None:
         """Without rate there is no bucket to store anywhere."""
