@@ -41,14 +41,18 @@ AREAS: dict[str, list[list[str]]] = {
         ["tests/adapters/test_hostile_bodies.py"],
         ["tests/core/test_strict_json.py"],
         ["tests/limits/test_signals.py", "-k", "linear_time"],
-        ["tests/limits/test_atomic_rate.py", "-k", "endless or far_ahead or garbage or unreadable"],
+        [
+            "tests/limits/unit/test_atomic_rate.py",
+            "-k",
+            "endless or far_ahead or garbage or unreadable",
+        ],
     ],
     "6 secrets and terminal safety": [
         ["tests/test_hidden_secrets.py"],
         ["tests/reporting/test_hidden_characters.py"],
         ["tests/test_redact.py"],
         ["tests/test_planted.py"],
-        ["tests/limits/test_atomic_rate.py", "-k", "password"],
+        ["tests/limits/unit/test_atomic_rate.py", "-k", "password"],
     ],
 }
 

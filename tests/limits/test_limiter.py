@@ -384,7 +384,7 @@ class TestOrdering:
         another attempt is in flight, so queued requests cannot hoard tokens."""
         backend = SpyBackend()
         agent, _ = recording_agent(latency=0.001)
-        limited = _build(agent, max_concurrency=1, rate=10_000, burst=1, backend=backend)
+        limited = limit(agent, max_concurrency=1, rate=10_000, burst=1, backend=backend)
         backend.limiter = limited
         await send_all(limited, [str(i) for i in range(6)])
         assert len(backend.grants) == 6
@@ -465,7 +465,7 @@ class TestVirtualTime:
     def test_bucket_paces_starts(self) -> None:
         """rate=10, burst=2: two at once, then one every 100 ms."""
         agent, server = recording_agent()
-        limited = _build(agent, rate=10, burst=2)
+        limited = limit(agent, rate=10, burst=2)
 
         async def main() -> None:
             start = trio.current_time()
@@ -481,7 +481,7 @@ class TestVirtualTime:
         token is reserved after the slot (no burst of stale tokens when slots free up)."""
         backend = SpyBackend()
         agent, server = recording_agent(latency=0.35)
-        limited = _build(agent, max_concurrency=2, rate=10, burst=1, backend=backend)
+        limited = limit(agent, max_concurrency=2, rate=10, burst=1, backend=backend)
 
         async def main() -> None:
             await send_all(limited, [str(i) for i in range(10)])
@@ -585,7 +585,7 @@ class TestVirtualTime:
         """A client bucket at the server's rate gets no rate-limit responses."""
         bucket = ServerBucket(rate=20, burst=5)
         agent, _ = recording_agent(refuse=bucket, latency=0.05)
-        limited = _build(agent, rate=20, burst=1, adaptive=True)
+        limited = limit(agent, rate=20, burst=1, adaptive=True)
 
         async def main() -> None:
             start = trio.current_time()
@@ -599,7 +599,7 @@ class TestVirtualTime:
         """Requests queued on the bucket hold slots but do not fill the window, so it
         stays where it is instead of drifting up to the cap."""
         agent, _ = recording_agent(latency=0.05)
-        limited = _build(agent, rate=10, adaptive=True)
+        limited = limit(agent, rate=10, adaptive=True)
 
         async def main() -> None:
             await send_all(limited, [str(i) for i in range(60)])
@@ -612,7 +612,7 @@ class TestVirtualTime:
     def test_adaptive_window_grows_when_it_binds(self) -> None:
         """Slow start doubles a window that the attempts in flight keep full."""
         agent, _ = recording_agent(latency=1.0)
-        limited = _build(agent, adaptive=True, max_concurrency=64)
+        limited = limit(agent, adaptive=True, max_concurrency=64)
 
         async def main() -> None:
             await send_all(limited, [str(i) for i in range(200)])
@@ -828,7 +828,7 @@ class TestLearnedRate:
         """An agent that states 20/s: the learned rate goes to 97 % of it on the first
         answer (no doubling into 429s) and nothing is refused."""
         server = _StatingAgentServer(state=True)
-        limited = _build(ScriptedAgent(server), adaptive=True)
+        limited = limit(ScriptedAgent(server), adaptive=True)
 
         async def main() -> None:
             start = trio.current_time()
@@ -847,7 +847,7 @@ class TestLearnedRate:
     def test_without_headers_the_rate_is_found_by_refusals(self) -> None:
         """The same agent, silent: slow start, a few refusals, and it settles near 20/s."""
         server = _StatingAgentServer(state=False)
-        limited = _build(ScriptedAgent(server), adaptive=True, max_retries=30)
+        limited = limit(ScriptedAgent(server), adaptive=True, max_retries=30)
 
         async def main() -> None:
             await send_all(limited, [str(i) for i in range(400)])

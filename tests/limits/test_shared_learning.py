@@ -5,11 +5,11 @@ directory or a real ``redis-server``."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
 import sys
 import textwrap
+import uuid
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -22,7 +22,7 @@ from rampart.limits._limiter import _build
 from rampart.limits._policy import _learned_rate
 from rampart.limits._policy._learned_rate import LearnedState, RatePolicy
 from tests.limits._server import ServerBucket, recording_agent
-from tests.limits._shared import ROOT, count_together
+from tests.limits._shared import ROOT, child_env, count_together
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -120,7 +120,8 @@ class TestLimitersSharingABackend:
         assert first is not None
         assert second is not None
         # One document in the backend: both saw its cuts (each up to its last request).
-        document = LearnedState.from_dict(common._documents["agent"])
+        stored = common.transact_now("agent", lambda document, _: (document, document), now=0.0)
+        document = LearnedState.from_dict(stored)
         assert document is not None
         assert max(first.cuts, second.cuts) == document.generation >= 1
         assert 12.0 <= _learned_rate.rate_at(document, document.stamp, RatePolicy()) <= 26.0
@@ -155,7 +156,8 @@ HOST = textwrap.dedent(
     @pytest.mark.anyio
     @pytest.mark.parametrize("anyio_backend", ["trio"])
     async def test_host(anyio_backend):
-        limited = limit(ScriptedAgent(answer), adaptive=True, name="shared-agent", max_retries=0)
+        name = "shared-agent" + os.environ.get("HOST_SUFFIX", "")
+        limited = limit(ScriptedAgent(answer), adaptive=True, name=name, max_retries=0)
         prompts = os.environ["HOST_PROMPTS"].split(",")
         for prompt in prompts:
             session = await limited.create_session_async()
@@ -174,11 +176,10 @@ HOST = textwrap.dedent(
 def _host(directory: Path, env: dict[str, str], prompts: str, out: Path) -> dict[str, Any]:
     """Run the host suite in its own pytest process; its learned state as it ended."""
     (directory / "test_host.py").write_text(HOST)
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("RAMPART_LIMITS")}
+    environment = {
+        k: v for k, v in child_env(ROOT / "src").items() if not k.startswith("RAMPART_LIMITS")
+    }
     environment |= env | {"HOST_PROMPTS": prompts, "HOST_OUT": str(out)}
-    environment["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(ROOT / "src"), environment.get("PYTHONPATH", "")])
-    )
     completed = subprocess.run(
         [sys.executable, "-m", "pytest", str(directory), "-q", "-p", "no:cacheprovider"],
         cwd=directory,
@@ -199,16 +200,13 @@ class TestSeparateProcesses:
 
     @pytest.mark.parametrize("kind", ["file", "redis"])
     def test_the_second_host_inherits_the_first_hosts_cut(
-        self, kind: str, tmp_path: Path, redis_server: str, request: pytest.FixtureRequest
+        self, kind: str, tmp_path: Path, redis_server: str
     ) -> None:
         if kind == "file":
             env = {"RAMPART_LIMITS_DIR": str(tmp_path / "limits")}
         else:
-            # A key of this test's own: the server is shared by the session.
-            suffix = str(abs(hash(request.node.nodeid)))
-            env = {"RAMPART_LIMITS_REDIS_URL": redis_server, "HOST_SUFFIX": suffix}
-            backend = RedisBackend(redis_server)
-            backend._client.delete(backend.rate_key("shared-agent"))
+            # A key of this run's own: the server is shared by the session.
+            env = {"RAMPART_LIMITS_REDIS_URL": redis_server, "HOST_SUFFIX": uuid.uuid4().hex}
         first_dir = tmp_path / "first"
         second_dir = tmp_path / "second"
         first_dir.mkdir()
