@@ -50,8 +50,8 @@ AREAS: dict[str, list[list[str]]] = {
     "6 secrets and terminal safety": [
         ["tests/test_hidden_secrets.py"],
         ["tests/reporting/test_hidden_characters.py"],
-        ["tests/test_redact.py"],
-        ["tests/test_planted.py"],
+        ["tests/unit/test_redact.py"],
+        ["tests/unit/test_planted.py"],
         ["tests/limits/unit/test_atomic_rate.py", "-k", "password"],
     ],
 }

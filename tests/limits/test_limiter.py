@@ -28,6 +28,9 @@ from rampart.limits import (
     parse_rate_limit_headers,
     report_rate_limit_headers,
 )
+
+# The one private seam here: _build injects the jitter source (NoJitter, TopJitter) so
+# retry and backoff tests run without real sleeps; limit() has no such parameter.
 from rampart.limits._limiter import _build
 from rampart.probes import Probes
 from rampart.testing import ScriptedAgent, SimulatedAgent

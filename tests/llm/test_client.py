@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import anyio
@@ -13,46 +12,11 @@ from rampart.core.errors import InfrastructureError
 from rampart.limits import MemoryBackend, RateLimitedError
 from rampart.llm import LLMClient, as_client, shared_client
 from rampart.testing.server import serve, serve_asgi
-from tests.llm._support import FAKE_KEY, config
+from tests.llm._support import FAKE_KEY, config, recorder
 
 pytestmark = pytest.mark.anyio
 
 USER = [{"role": "user", "content": "hello"}]
-
-
-def recorder() -> tuple[Any, list[dict[str, Any]]]:
-    """An ASGI app recording each request's path, query, headers, body and client
-    address (one port per connection); answers 'ok'."""
-    seen: list[dict[str, Any]] = []
-
-    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                done = message["type"] == "lifespan.shutdown"
-                await send({"type": message["type"] + ".complete"})
-                if done:
-                    return
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
-        seen.append(
-            {
-                "path": scope["path"],
-                "client": tuple(scope["client"]),
-                "query": scope["query_string"].decode(),
-                "headers": {k.decode().lower(): v.decode() for k, v in scope["headers"]},
-                "body": json.loads(b"".join(chunks)),
-            }
-        )
-        body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "ok"}}]})
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": body.encode()})
-
-    return app, seen
 
 
 class TestRequests:

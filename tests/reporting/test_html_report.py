@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import pytest
 
-from rampart.codec._record import ResultRecord, serialize_record
+from rampart.codec import ResultRecord, serialize_record
 from rampart.core import Result, SafetyStatus
 from rampart.reporting import HtmlReportSink, ReportError, ReportSink, TestRunReport, _files
 from rampart.reporting._html import render_html

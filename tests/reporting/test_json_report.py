@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import pytest
 
-from rampart.codec._record import ResultRecord, serialize_record
+from rampart.codec import ResultRecord, serialize_record
 from rampart.core import SafetyStatus
 from rampart.reporting import JsonFileReportSink, ReportError, ReportSink, TestRunReport, _files
 from tests._builders import make_result, make_rich_result

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from rampart.codec._record import (
+from rampart.codec import (
     TRACE_SCHEMA_VERSION,
     ResultRecord,
     deserialize_record,
