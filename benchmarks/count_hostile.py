@@ -53,6 +53,7 @@ AREAS: dict[str, list[list[str]]] = {
     "6 secrets and terminal safety": [
         ["tests/test_hidden_secrets.py"],
         ["tests/reporting/test_hidden_characters.py"],
+        ["tests/unit/test_text.py", "-k", "escape_hidden_json"],
         ["tests/unit/test_redact.py"],
         ["tests/unit/test_planted.py"],
         ["tests/limits/unit/test_atomic_rate.py", "-k", "password"],
