@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+# Private seam: the planted-payload memory is process-wide; each test starts it empty.
 from rampart._planted import clear_planted
 from rampart.adapters import ChatCompletionsAdapter
 from rampart.attacks import Attacks

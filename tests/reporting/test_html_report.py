@@ -18,6 +18,8 @@ import pytest
 
 from rampart.codec import ResultRecord, serialize_record
 from rampart.core import Result, SafetyStatus
+
+# Private seam: _files.utc_timestamp is frozen so file names can be predicted.
 from rampart.reporting import HtmlReportSink, ReportError, ReportSink, TestRunReport, _files
 from tests._builders import make_result, make_rich_result
 from tests.reporting._html_support import XSS, hostile_report, state_of, trial_report

@@ -11,6 +11,8 @@ import pytest
 
 from rampart.codec import ResultRecord, serialize_record
 from rampart.core import SafetyStatus
+
+# Private seam: _files.utc_timestamp is frozen so file names can be predicted.
 from rampart.reporting import JsonFileReportSink, ReportError, ReportSink, TestRunReport, _files
 from tests._builders import make_result, make_rich_result
 

@@ -15,6 +15,8 @@ from rampart.codec import (
     serialize_record,
 )
 from rampart.core import SafetyStatus
+
+# Private seam: _files.utc_timestamp is frozen so file names can be predicted.
 from rampart.reporting import JsonlTraceSink, ReportError, ReportSink, TestRunReport, _files
 from tests._builders import make_result, make_rich_result
 
