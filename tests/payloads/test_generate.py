@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -121,26 +120,7 @@ class TestGeneration:
 
     async def test_configured_seed_gives_each_variant_its_own(self) -> None:
         """With a seed in metadata, variant i is sent with seed + i."""
-        seen: list[dict[str, Any]] = []
-
-        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-            if scope["type"] == "lifespan":
-                while True:
-                    message = await receive()
-                    await send({"type": message["type"] + ".complete"})
-                    if message["type"] == "lifespan.shutdown":
-                        return
-            chunks = []
-            while True:
-                message = await receive()
-                chunks.append(message.get("body", b""))
-                if not message.get("more_body"):
-                    break
-            seen.append(json.loads(b"".join(chunks)))
-            body = {"choices": [{"message": {"role": "assistant", "content": " variant "}}]}
-            await send({"type": "http.response.start", "status": 200, "headers": []})
-            await send({"type": "http.response.body", "body": json.dumps(body).encode()})
-
+        app, seen = recorder(" variant ")
         async with serve_asgi(app) as root:
             await Payloads.generate_async(
                 template=TEMPLATE,
@@ -148,7 +128,7 @@ class TestGeneration:
                 persona=WRITER,
                 count=3,
             )
-        assert sorted(body["seed"] for body in seen) == [100, 101, 102]
+        assert sorted(request["body"]["seed"] for request in seen) == [100, 101, 102]
 
     async def test_generated_payloads_save_and_load(self, tmp_path: Path) -> None:
         """Generation output goes straight into a PayloadStore collection."""

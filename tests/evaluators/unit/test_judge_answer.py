@@ -4,12 +4,12 @@ judge model's reply may look like, and why a malformed one is rejected."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
 from rampart.core.types import EvalOutcome
 from rampart.evaluators._judge_prompt import InvalidAnswer, parse_answer
+from tests.evaluators._support import verdict as _verdict
 
 
 class TestParseAnswer:
@@ -70,15 +70,6 @@ class TestParseAnswer:
         assert len(answer.rationale) < 4100
         assert len(answer.evidence) == 20
         assert all(len(item) < 1100 for item in answer.evidence)
-
-
-def _verdict(outcome: str, *evidence: str) -> dict[str, Any]:
-    return {
-        "outcome": outcome,
-        "confidence": 0.9,
-        "rationale": f"Sub-claims scored: {outcome}.",
-        "evidence": list(evidence) or ["e"],
-    }
 
 
 class TestOneStrictParser:
