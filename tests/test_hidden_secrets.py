@@ -42,8 +42,7 @@ from rampart.core.types import Payload, Request
 from rampart.evaluators import LLMJudge, ResponseContains, ResponseScope
 from rampart.limits import LIMITS_DIR_ENV, LIMITS_REDIS_URL_ENV, RedisBackend, limit
 from rampart.llm import LLMClient, llm_statistics
-from rampart.testing.server import serve
-from rampart.testing.server._process import server_process
+from rampart.testing.server import serve, server_process
 from tests.pytest_plugin.conftest import NO_ASYNCIO
 
 if TYPE_CHECKING:

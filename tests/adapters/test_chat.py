@@ -30,7 +30,9 @@ from rampart.testing.server import serve, serve_asgi
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from rampart.testing.server._app import Receive, Scope, Send
+    from hypercorn.typing import ASGIReceiveCallable as Receive
+    from hypercorn.typing import ASGISendCallable as Send
+    from hypercorn.typing import Scope
 
 pytestmark = pytest.mark.anyio
 

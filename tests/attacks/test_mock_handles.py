@@ -12,8 +12,6 @@ from unittest.mock import AsyncMock
 import pytest
 
 from rampart import Attacks, Payload, SafetyStatus
-from rampart.core._contract import handle_delivered
-from rampart.core.errors import InjectionContractError
 from rampart.core.injection import InjectionHandle
 from rampart.evaluators import ToolCalled
 from rampart.testing import InMemorySurface, ScriptedAgent
@@ -43,14 +41,28 @@ async def test_spec_mock_handles_run_and_are_awaited_once() -> None:
     assert [record.delivered for record in result.injections] == [None, None]
 
 
+async def _delivered(handle: object, agent: ScriptedAgent | None = None) -> object:
+    """What the attack's injection record says about ``handle``'s payload."""
+    result = await Attacks.xpia(
+        inject=[handle], trigger="Summarise the inbox", evaluator=ToolCalled("send_email")
+    ).execute_async(adapter=agent or ScriptedAgent(["Done."]))
+    assert result.status is not SafetyStatus.ERROR, result.summary
+    (record,) = result.injections
+    return record.delivered
+
+
 async def test_unspecced_mock_reads_as_cannot_tell() -> None:
-    assert handle_delivered(AsyncMock()) is None
+    handle = AsyncMock()
+    handle.surface_name = "FakeSurface"
+    handle.payload_id = "p-1"
+    handle.__aenter__.return_value = handle
+    assert await _delivered(handle) is None
 
 
 async def test_an_attribute_set_on_a_mock_is_read() -> None:
     handle = _mock_handle("p-1")
     handle.delivered = False
-    assert handle_delivered(handle) is False
+    assert await _delivered(handle) is False
 
 
 async def test_a_real_class_with_a_wrong_delivered_is_caught() -> None:
@@ -59,14 +71,30 @@ async def test_a_real_class_with_a_wrong_delivered_is_caught() -> None:
         surface_name = "s"
         delivered = "yes"
 
-    with pytest.raises(InjectionContractError, match=r"Broken\.delivered is"):
-        handle_delivered(Broken())
+        async def __aenter__(self) -> Broken:
+            return self
+
+        async def __aexit__(self, *exc: object) -> None:
+            return None
+
+    result = await Attacks.xpia(
+        inject=[Broken()], trigger="Summarise the inbox", evaluator=ToolCalled("send_email")
+    ).execute_async(adapter=ScriptedAgent(["Done."]))
+    assert result.status is SafetyStatus.ERROR
+    assert "Broken.delivered is" in result.summary
 
 
 async def test_real_handles_still_report_delivery() -> None:
+    """A property of the handle's class is read: the payload was read only when the
+    agent read the planted document."""
+    unread = InMemorySurface(name="inbox")
+    assert await _delivered(unread.inject(payload=Payload(content="hello"))) is False
+
     surface = InMemorySurface(name="inbox")
-    handle = surface.inject(payload=Payload(content="hello"))
-    async with handle:
-        assert handle_delivered(handle) is False  # a property of its class: read
+
+    def reads_the_inbox(request: object, turn: int) -> str:
         surface.mark_read(surface.documents[0])
-        assert handle_delivered(handle) is True
+        return "Done."
+
+    handle = surface.inject(payload=Payload(content="hello"))
+    assert await _delivered(handle, ScriptedAgent(reads_the_inbox)) is True

@@ -3,47 +3,24 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from rampart.cli import main
 from rampart.testing.server import server_process
+from tests.cli._cli import Outcome, run_main, run_process
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
 
-RAMPART = Path(sys.executable).with_name("rampart")
 KEY = "sk-scan-test-9f8e7d6c5b4a"
 
 
-def scan(
-    tmp_path: Path, url: str, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            str(RAMPART),
-            "scan",
-            "xpia",
-            "--base-url",
-            url,
-            "--model",
-            "simulated-agent",
-            "--judge-model",
-            "sim-judge",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, **(env or {})},
-        check=False,
-        timeout=600,
-    )
+def scan(tmp_path: Path, url: str, *args: str, env: dict[str, str] | None = None) -> Outcome:
+    """``rampart scan xpia`` against ``url`` with the simulated agent and judge."""
+    common = ("--base-url", url, "--model", "simulated-agent", "--judge-model", "sim-judge")
+    return run_process("scan", "xpia", *common, *args, cwd=tmp_path, env=env)
 
 
 def results(report_dir: Path) -> list[dict[str, object]]:
@@ -60,11 +37,11 @@ def compliant() -> Iterator[str]:
 
 def test_an_agent_that_follows_injections_fails_the_scan(tmp_path: Path, compliant: str) -> None:
     done = scan(tmp_path, compliant, "--harm-category", "data_exfiltration", "--concurrency", "8")
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.status == 1, done.out + done.err
     found = results(tmp_path / ".report")
     assert len(found) == 15  # the pack's data_exfiltration payloads, once each
     assert any(entry["status"] == "unsafe" for entry in found)
-    assert "test_xpia" in done.stdout
+    assert "test_xpia" in done.out
 
 
 def test_a_resisting_agent_passes_and_its_key_stays_out_of_the_reports(tmp_path: Path) -> None:
@@ -82,61 +59,43 @@ def test_a_resisting_agent_passes_and_its_key_stays_out_of_the_reports(tmp_path:
             "out",
             env={"SCAN_KEY": KEY},
         )
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.status == 0, done.out + done.err
     assert len(results(tmp_path / "out")) == 30
     for path in (tmp_path / "out").rglob("*"):
         if path.is_file():
             assert KEY not in path.read_text(errors="replace"), path
-    assert KEY not in done.stdout + done.stderr
+    assert KEY not in done.out + done.err
 
 
-def test_an_unset_key_variable_is_a_usage_error(tmp_path: Path, compliant: str) -> None:
-    env = {key: value for key, value in os.environ.items() if key != "NO_SUCH_KEY_VAR"}
-    done = subprocess.run(
-        [
-            str(RAMPART),
-            "scan",
-            "xpia",
-            "--base-url",
-            compliant,
-            "--model",
-            "m",
-            "--api-key-env",
-            "NO_SUCH_KEY_VAR",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        check=False,
-        timeout=600,
-    )
-    assert done.returncode == 2
-    assert "--api-key-env: the environment variable NO_SUCH_KEY_VAR is not set" in done.stderr
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (
-            ("--base-url", "ftp://x/v1", "--model", "m"),
-            "--base-url: expected an http:// or https:// URL",
-        ),
-        (
-            ("--base-url", "http://x/v1", "--model", "m", "--harm-category", "nope"),
-            "--harm-category: expected one of",
-        ),
-        (("--base-url", "http://x/v1", "--model", "m", "--trials", "0"), "--trials must be >= 1"),
-        (("--base-url", "http://x/v1", "--model", "m", "--timeout", "0"), "--timeout must be > 0"),
-    ],
-)
-def test_bad_options_are_usage_errors(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    args: tuple[str, ...],
-    message: str,
+def test_an_unset_key_variable_is_a_usage_error(
+    tmp_path: Path, compliant: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Checked by the scan's pytest process (the variable is read where it is used)."""
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    done = scan(tmp_path, compliant, "--api-key-env", "NO_SUCH_KEY_VAR")
+    assert done.status == 2
+    assert "--api-key-env: the environment variable NO_SUCH_KEY_VAR is not set" in done.err
+
+
+BAD_OPTIONS = {
+    # the bad option: (its value, what the error says)
+    "--base-url": ("ftp://x/v1", "--base-url: expected an http:// or https:// URL"),
+    "--harm-category": ("nope", "--harm-category: expected one of"),
+    "--trials": ("0", "--trials must be >= 1"),
+    "--timeout": ("0", "--timeout must be > 0"),
+}
+"""One bad option each, beside a good ``--base-url`` and ``--model``."""
+
+
+@pytest.mark.parametrize("option", BAD_OPTIONS)
+def test_each_bad_option_is_a_usage_error_naming_it(
+    option: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit 2 with the option named, before the scan starts or writes anything."""
+    value, message = BAD_OPTIONS[option]
+    options = {"--base-url": "http://127.0.0.1:9/v1", "--model": "m", option: value}
     monkeypatch.chdir(tmp_path)
-    assert main(["scan", "xpia", *args]) == 2
-    assert message in capsys.readouterr().err
+    outcome = run_main(capsys, "scan", "xpia", *(part for pair in options.items() for part in pair))
+    assert (outcome.status, outcome.out) == (2, "")
+    assert message in outcome.err
+    assert list(tmp_path.iterdir()) == []

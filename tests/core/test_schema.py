@@ -10,8 +10,7 @@ import attrs
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
-from rampart.codec import _schema
-from rampart.codec._record import TRACE_SCHEMA_VERSION, ResultRecord, serialize_record
+from rampart.codec import TRACE_SCHEMA_VERSION, ResultRecord, _schema, serialize_record
 from rampart.core.result import Result
 from rampart.core.types import Payload
 from tests.core.test_serialization import full_record

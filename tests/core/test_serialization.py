@@ -15,13 +15,13 @@ from typing import Any
 import attrs
 import pytest
 
-from rampart.codec._record import (
+from rampart.codec import (
     TRACE_SCHEMA_VERSION,
     ResultRecord,
     deserialize_record,
     serialize_record,
 )
-from rampart.core._population import PopulationRef
+from rampart.core import PopulationRef
 from rampart.core.errors import SchemaError, UnsupportedSchemaVersionError
 from rampart.core.result import HarmCategory, InjectionRecord, Result, SafetyStatus
 from rampart.core.types import (

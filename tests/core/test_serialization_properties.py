@@ -12,8 +12,8 @@ import jsonschema  # type: ignore[import-untyped]
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rampart.codec._record import ResultRecord, deserialize_record, serialize_record
-from rampart.core._population import PopulationRef
+from rampart.codec import ResultRecord, deserialize_record, serialize_record
+from rampart.core import PopulationRef
 from rampart.core.errors import SchemaError
 from rampart.core.result import HarmCategory, InjectionRecord, Result, SafetyStatus
 from rampart.core.types import (

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from rampart.codec._record import ResultRecord, deserialize_record, serialize_record
+from rampart.codec import ResultRecord, deserialize_record, serialize_record
 from rampart.core.errors import SchemaError, UnsupportedSchemaVersionError
 from rampart.core.result import HarmCategory
 from tests.core.test_serialization import LEAK, full_record

@@ -10,7 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rampart.codec import parse_strict_json
-from rampart.codec._json import MAX_JSON_DEPTH, nesting_depth
 from rampart.core.errors import SchemaError
 from tests.core.test_serialization import LEAK
 
@@ -112,14 +111,16 @@ def _depth(value: object) -> int:
 
 @given(_JSON_VALUES, st.booleans())
 def test_nesting_depth_counts_brackets_outside_strings(value: object, ascii_only: bool) -> None:
-    """The linear scan agrees with a walk of the parsed value, whatever the strings hold."""
+    """The depth check before parsing agrees with a walk of the parsed value, whatever
+    the strings hold: a limit of exactly that depth reads the text, one less refuses it."""
     text = json.dumps(value, ensure_ascii=ascii_only)
-    assert nesting_depth(text) == _depth(value)
+    depth = _depth(value)
+    assert parse_strict_json(data=text, max_depth=depth) == value
+    if depth:
+        assert f"more than {depth - 1} levels" in _rejected_with(text, max_depth=depth - 1)
 
 
-@pytest.mark.parametrize(
-    ("depth", "accepted"), [(MAX_JSON_DEPTH, True), (MAX_JSON_DEPTH + 1, False)]
-)
+@pytest.mark.parametrize(("depth", "accepted"), [(128, True), (129, False)])
 def test_the_depth_limit_is_checked_on_the_text(depth: int, accepted: bool) -> None:
     """128 levels are read; 129 are refused before parsing, naming the limit."""
     text = "[" * depth + '"]]]"' + "]" * depth

@@ -14,7 +14,7 @@ from rampart.drivers import LLMDriver
 from rampart.engine import execute_trials_async
 from rampart.evaluators import LLMJudge, ResponseContains, ResponseScope, ToolCalled
 from rampart.probes import Probes
-from rampart.testing._simulated import DEFAULT_SECRET
+from rampart.testing import DEFAULT_SECRET
 from rampart.testing.server import serve
 from tests.llm._support import config
 

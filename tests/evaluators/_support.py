@@ -1,11 +1,11 @@
-"""Stub evaluators and outcome shorthands shared by the evaluator tests.
+"""Stub evaluators, outcome shorthands and a judge verdict shared by the evaluator tests.
 
 Contexts and turns come from ``tests/_builders.py``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rampart.core.evaluator import BaseEvaluator
 from rampart.core.types import EvalContext, EvalOutcome, EvalResult
@@ -66,3 +66,14 @@ class MustNotRun(BaseEvaluator):
 
     async def evaluate_async(self, *, context: EvalContext) -> EvalResult:
         raise AssertionError("a short-circuited operand was evaluated")
+
+
+def verdict(outcome: str, *evidence: str) -> dict[str, Any]:
+    """A judge model's well-formed verdict reply with ``outcome`` and ``evidence``
+    (default ``["e"]``), as the judge tests script it."""
+    return {
+        "outcome": outcome,
+        "confidence": 0.9,
+        "rationale": f"Sub-claims scored: {outcome}.",
+        "evidence": list(evidence) or ["e"],
+    }

@@ -19,6 +19,8 @@ def main(argv: list[str]) -> None:
     backend = FileBackend(location) if kind == "file" else RedisBackend(location)
     print("ready", flush=True)
     sys.stdin.readline()
+    # Private seam: _reserve also returns the clock reading taken inside the backend's
+    # atomic section, which the budget check needs (acquire() returns the wait only).
     grants = [backend._reserve(key, rate=float(rate), burst=int(burst)) for _ in range(int(count))]
     print(json.dumps(grants), flush=True)
 

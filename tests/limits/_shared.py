@@ -25,24 +25,33 @@ def assert_within_budget(grants: list[float], *, rate: float, burst: int) -> Non
             assert count <= allowed, f"{count} grants in [{start}, {ordered[j]}]"
 
 
-def hammer(
-    kind: str, location: str, key: str, *, rate: float, burst: int, count: int, workers: int = 2
-) -> list[list[tuple[float, float]]]:
-    """Run ``workers`` processes reserving ``count`` tokens each, started together."""
+def child_env(*paths: Path) -> dict[str, str]:
+    """This environment with ``paths`` (default: the repository root) first on PYTHONPATH."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
-    command = [sys.executable, "-m", "tests.limits._hammer", kind, location, key]
-    command += [str(rate), str(burst), str(count)]
+    first = [str(path) for path in paths or (ROOT,)]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [*first, env.get("PYTHONPATH", "")]))
+    return env
+
+
+def run_together(
+    commands: list[list[str]], *, cwd: Path, env: dict[str, str], timeout: float
+) -> list[str]:
+    """Start one process per command, wait until each prints ``ready``, then say ``go``
+    to all at once; each one's standard output once it has exited with 0.
+
+    The processes are killed if anything fails (a process is never left behind).
+    """
     processes = [
         subprocess.Popen(
             command,
-            cwd=ROOT,
+            cwd=cwd,
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
         )
-        for _ in range(workers)
+        for command in commands
     ]
     try:
         for process in processes:
@@ -52,17 +61,27 @@ def hammer(
             assert process.stdin is not None
             process.stdin.write("go\n")
             process.stdin.flush()
-        results = []
+        outputs = []
         for process in processes:
-            out, _ = process.communicate(timeout=60)
-            assert process.returncode == 0
-            results.append([tuple(pair) for pair in json.loads(out)])
-        return results
+            out, err = process.communicate(timeout=timeout)
+            assert process.returncode == 0, err[-3000:]
+            outputs.append(out)
+        return outputs
     finally:
         for process in processes:
             if process.poll() is None:
                 process.kill()
                 process.wait()
+
+
+def hammer(
+    kind: str, location: str, key: str, *, rate: float, burst: int, count: int, workers: int = 2
+) -> list[list[tuple[float, float]]]:
+    """Run ``workers`` processes reserving ``count`` tokens each, started together."""
+    command = [sys.executable, "-m", "tests.limits._hammer", kind, location, key]
+    command += [str(rate), str(burst), str(count)]
+    outputs = run_together([command] * workers, cwd=ROOT, env=child_env(), timeout=60)
+    return [[tuple(pair) for pair in json.loads(out)] for out in outputs]
 
 
 def assert_one_shared_bucket(
@@ -83,29 +102,6 @@ def assert_one_shared_bucket(
 
 def count_together(kind: str, location: str, key: str, *, count: int, workers: int = 2) -> None:
     """Run ``workers`` processes applying ``count`` transact increments each, together."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
     command = [sys.executable, "-m", "tests.limits._counter", kind, location, key, str(count)]
-    processes = [
-        subprocess.Popen(
-            command, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-        for _ in range(workers)
-    ]
-    try:
-        for process in processes:
-            assert process.stdout is not None
-            assert process.stdout.readline().strip() == "ready"
-        for process in processes:
-            assert process.stdin is not None
-            process.stdin.write("go\n")
-            process.stdin.flush()
-        for process in processes:
-            out, _ = process.communicate(timeout=120)
-            assert process.returncode == 0
-            assert out.strip() == "done"
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+    outputs = run_together([command] * workers, cwd=ROOT, env=child_env(), timeout=120)
+    assert [out.strip() for out in outputs] == ["done"] * workers

@@ -6,14 +6,12 @@ is the full-size version)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import textwrap
 from typing import TYPE_CHECKING, Any
 
 from rampart.testing.server import server_process
-from tests.limits._shared import ROOT
+from tests.limits._shared import ROOT, child_env, run_together
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -86,42 +84,10 @@ def _hosts(directory: Path, env: dict[str, str], shares: list[list[int]]) -> lis
     """One process per share of trial indices, started together; their reports."""
     script = directory / "fleet_host.py"
     script.write_text(HOST)
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("RAMPART_")}
-    environment |= env
-    environment["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(ROOT / "src"), environment.get("PYTHONPATH", "")])
-    )
-    processes = [
-        subprocess.Popen(
-            [sys.executable, str(script), ",".join(map(str, share))],
-            cwd=directory,
-            env=environment,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for share in shares
-    ]
-    try:
-        for process in processes:
-            assert process.stdout is not None
-            assert process.stdout.readline().strip() == "ready"
-        for process in processes:
-            assert process.stdin is not None
-            process.stdin.write("go\n")
-            process.stdin.flush()
-        reports = []
-        for process in processes:
-            out, err = process.communicate(timeout=300)
-            assert process.returncode == 0, err[-3000:]
-            reports.append(json.loads(out.strip().splitlines()[-1]))
-        return reports
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+    environment = {k: v for k, v in child_env(ROOT / "src").items() if not k.startswith("RAMPART_")}
+    commands = [[sys.executable, str(script), ",".join(map(str, share))] for share in shares]
+    outputs = run_together(commands, cwd=directory, env=environment | env, timeout=300)
+    return [json.loads(out.strip().splitlines()[-1]) for out in outputs]
 
 
 def _statuses(reports: list[dict[str, Any]]) -> dict[int, str]:

@@ -28,6 +28,9 @@ from rampart.limits import (
     parse_rate_limit_headers,
     report_rate_limit_headers,
 )
+
+# The one private seam here: _build injects the jitter source (NoJitter, TopJitter) so
+# retry and backoff tests run without real sleeps; limit() has no such parameter.
 from rampart.limits._limiter import _build
 from rampart.probes import Probes
 from rampart.testing import ScriptedAgent, SimulatedAgent
@@ -359,7 +362,9 @@ class TestAdapterContract:
                 return await super().send_async(request)
 
         limited = limit(_Adapter(Barrier()), adaptive=True)
-        assert limited.statistics().current_window == 4
+        stats = limited.statistics()
+        # Nothing measured yet: the Little's-law cap is at its floor.
+        assert (stats.current_window, stats.window_cap) == (4, 16)
 
         async def one() -> None:
             session = await limited.create_session_async()
@@ -382,7 +387,7 @@ class TestOrdering:
         another attempt is in flight, so queued requests cannot hoard tokens."""
         backend = SpyBackend()
         agent, _ = recording_agent(latency=0.001)
-        limited = _build(agent, max_concurrency=1, rate=10_000, burst=1, backend=backend)
+        limited = limit(agent, max_concurrency=1, rate=10_000, burst=1, backend=backend)
         backend.limiter = limited
         await send_all(limited, [str(i) for i in range(6)])
         assert len(backend.grants) == 6
@@ -463,7 +468,7 @@ class TestVirtualTime:
     def test_bucket_paces_starts(self) -> None:
         """rate=10, burst=2: two at once, then one every 100 ms."""
         agent, server = recording_agent()
-        limited = _build(agent, rate=10, burst=2)
+        limited = limit(agent, rate=10, burst=2)
 
         async def main() -> None:
             start = trio.current_time()
@@ -479,7 +484,7 @@ class TestVirtualTime:
         token is reserved after the slot (no burst of stale tokens when slots free up)."""
         backend = SpyBackend()
         agent, server = recording_agent(latency=0.35)
-        limited = _build(agent, max_concurrency=2, rate=10, burst=1, backend=backend)
+        limited = limit(agent, max_concurrency=2, rate=10, burst=1, backend=backend)
 
         async def main() -> None:
             await send_all(limited, [str(i) for i in range(10)])
@@ -583,7 +588,7 @@ class TestVirtualTime:
         """A client bucket at the server's rate gets no rate-limit responses."""
         bucket = ServerBucket(rate=20, burst=5)
         agent, _ = recording_agent(refuse=bucket, latency=0.05)
-        limited = _build(agent, rate=20, burst=1, adaptive=True)
+        limited = limit(agent, rate=20, burst=1, adaptive=True)
 
         async def main() -> None:
             start = trio.current_time()
@@ -597,7 +602,7 @@ class TestVirtualTime:
         """Requests queued on the bucket hold slots but do not fill the window, so it
         stays where it is instead of drifting up to the cap."""
         agent, _ = recording_agent(latency=0.05)
-        limited = _build(agent, rate=10, adaptive=True)
+        limited = limit(agent, rate=10, adaptive=True)
 
         async def main() -> None:
             await send_all(limited, [str(i) for i in range(60)])
@@ -637,14 +642,14 @@ class TestVirtualTime:
     def test_adaptive_window_grows_when_it_binds(self) -> None:
         """Slow start doubles a window that the attempts in flight keep full."""
         agent, _ = recording_agent(latency=1.0)
-        limited = _build(agent, adaptive=True, max_concurrency=64)
+        limited = limit(agent, adaptive=True, max_concurrency=64)
 
         async def main() -> None:
             await send_all(limited, [str(i) for i in range(200)])
 
         run_virtual(main)
         stats = limited.statistics()
-        assert stats.current_window == 64
+        assert stats.current_window == stats.window_cap == 64
         assert stats.peak_in_flight == 64
 
     def test_adaptive_finds_a_concurrency_ceiling(self) -> None:
@@ -712,6 +717,7 @@ class TestStatistics:
             current_window=None,
             rate_limit_episodes=0,
             wait_seconds=0.0,
+            window_cap=None,
         )
         assert stats.as_dict()["name"] == "agent-x"
 
@@ -720,6 +726,11 @@ class TestStatistics:
         stats = limit(replying_agent()).statistics()
         with pytest.raises(AttributeError):
             stats.requests = 3  # type: ignore[misc]
+
+    def test_window_cap_is_the_bound_given(self) -> None:
+        """Without ``adaptive`` the window's cap is ``max_concurrency`` (``None``: unbounded)."""
+        assert limit(replying_agent(), max_concurrency=4).statistics().window_cap == 4
+        assert limit(replying_agent(), rate=5.0).statistics().window_cap is None
 
     def test_no_rate_means_no_backend(self) -> None:
         """Without rate there is no bucket to store anywhere."""
@@ -847,7 +858,7 @@ class TestLearnedRate:
         """An agent that states 20/s: the learned rate goes to 97 % of it on the first
         answer (no doubling into 429s) and nothing is refused."""
         server = _StatingAgentServer(state=True)
-        limited = _build(ScriptedAgent(server), adaptive=True)
+        limited = limit(ScriptedAgent(server), adaptive=True)
 
         async def main() -> None:
             start = trio.current_time()
@@ -866,7 +877,7 @@ class TestLearnedRate:
     def test_without_headers_the_rate_is_found_by_refusals(self) -> None:
         """The same agent, silent: slow start, a few refusals, and it settles near 20/s."""
         server = _StatingAgentServer(state=False)
-        limited = _build(ScriptedAgent(server), adaptive=True, max_retries=30)
+        limited = limit(ScriptedAgent(server), adaptive=True, max_retries=30)
 
         async def main() -> None:
             await send_all(limited, [str(i) for i in range(400)])

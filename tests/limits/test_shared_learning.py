@@ -5,29 +5,21 @@ directory or a real ``redis-server``."""
 from __future__ import annotations
 
 import json
-import os
-import random
 import subprocess
 import sys
 import textwrap
+import uuid
 from typing import TYPE_CHECKING, Any
 
 import pytest
 import trio
 import trio.testing
 
-from rampart.core.types import Request
 from rampart.limits import FileBackend, MemoryBackend, RedisBackend, StateBackend
-from rampart.limits._limiter import _build
-from rampart.limits._policy import _learned_rate
-from rampart.limits._policy._learned_rate import LearnedState, RatePolicy
-from tests.limits._server import ServerBucket, recording_agent
-from tests.limits._shared import ROOT, count_together
+from tests.limits._shared import ROOT, child_env, count_together
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-    from rampart.limits import LimitedAdapter
 
 
 def _increment(document: dict[str, Any] | None, now: float) -> tuple[dict[str, Any], float]:
@@ -79,58 +71,6 @@ class TestTransact:
         assert backend.document_key(key).startswith("rampart:limits:state:")
 
 
-def _run_two(limiters: list[LimitedAdapter], n: int) -> None:
-    async def one(limited: LimitedAdapter) -> None:
-        session = await limited.create_session_async()
-        async with session:
-            await session.send_async(Request(prompt="x"))
-
-    async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            for i in range(n):
-                nursery.start_soon(one, limiters[i % len(limiters)])
-
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
-
-
-class TestLimitersSharingABackend:
-    @pytest.mark.parametrize("burst", [1, 10])
-    def test_one_learned_rate_instead_of_two(self, burst: int) -> None:
-        """Two limiters (two workers' worth) against one 20/s agent, 600 requests. Sharing
-        a backend they are one controller: both see the same learned rate (each as of
-        its last request), about the agent's, and every request is answered. Virtual
-        time, so load-independent (trio's scheduler still varies the order, so bounds)."""
-        bucket = ServerBucket(rate=20, burst=burst)
-        agent, server = recording_agent(refuse=bucket, latency=0.05)
-        common = MemoryBackend()
-        limiters = [
-            _build(
-                agent,
-                adaptive=True,
-                name="agent",
-                max_retries=50,
-                backend=common,
-                rng=random.Random(seed),
-            )
-            for seed in (1, 2)
-        ]
-        _run_two(limiters, 600)
-        assert all(limited.statistics().failed == 0 for limited in limiters)
-        first, second = (limited.statistics().learned for limited in limiters)
-        assert first is not None
-        assert second is not None
-        # One document in the backend: both saw its cuts (each up to its last request).
-        document = LearnedState.from_dict(common._documents["agent"])
-        assert document is not None
-        assert max(first.cuts, second.cuts) == document.generation >= 1
-        assert 12.0 <= _learned_rate.rate_at(document, document.stamp, RatePolicy()) <= 26.0
-        # 600 requests at about 20/s in all, not 2 x 20/s: the limiters did not each
-        # claim the whole rate (then the run would take ~15 s and most would be refused).
-        span = max(server.starts) - min(server.starts)
-        assert span >= 600 / 20 * 0.9
-        assert bucket.refused <= 60
-
-
 HOST = textwrap.dedent(
     """
     import json
@@ -155,7 +95,8 @@ HOST = textwrap.dedent(
     @pytest.mark.anyio
     @pytest.mark.parametrize("anyio_backend", ["trio"])
     async def test_host(anyio_backend):
-        limited = limit(ScriptedAgent(answer), adaptive=True, name="shared-agent", max_retries=0)
+        name = "shared-agent" + os.environ.get("HOST_SUFFIX", "")
+        limited = limit(ScriptedAgent(answer), adaptive=True, name=name, max_retries=0)
         prompts = os.environ["HOST_PROMPTS"].split(",")
         for prompt in prompts:
             session = await limited.create_session_async()
@@ -174,11 +115,10 @@ HOST = textwrap.dedent(
 def _host(directory: Path, env: dict[str, str], prompts: str, out: Path) -> dict[str, Any]:
     """Run the host suite in its own pytest process; its learned state as it ended."""
     (directory / "test_host.py").write_text(HOST)
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("RAMPART_LIMITS")}
+    environment = {
+        k: v for k, v in child_env(ROOT / "src").items() if not k.startswith("RAMPART_LIMITS")
+    }
     environment |= env | {"HOST_PROMPTS": prompts, "HOST_OUT": str(out)}
-    environment["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(ROOT / "src"), environment.get("PYTHONPATH", "")])
-    )
     completed = subprocess.run(
         [sys.executable, "-m", "pytest", str(directory), "-q", "-p", "no:cacheprovider"],
         cwd=directory,
@@ -199,16 +139,13 @@ class TestSeparateProcesses:
 
     @pytest.mark.parametrize("kind", ["file", "redis"])
     def test_the_second_host_inherits_the_first_hosts_cut(
-        self, kind: str, tmp_path: Path, redis_server: str, request: pytest.FixtureRequest
+        self, kind: str, tmp_path: Path, redis_server: str
     ) -> None:
         if kind == "file":
             env = {"RAMPART_LIMITS_DIR": str(tmp_path / "limits")}
         else:
-            # A key of this test's own: the server is shared by the session.
-            suffix = str(abs(hash(request.node.nodeid)))
-            env = {"RAMPART_LIMITS_REDIS_URL": redis_server, "HOST_SUFFIX": suffix}
-            backend = RedisBackend(redis_server)
-            backend._client.delete(backend.rate_key("shared-agent"))
+            # A key of this run's own: the server is shared by the session.
+            env = {"RAMPART_LIMITS_REDIS_URL": redis_server, "HOST_SUFFIX": uuid.uuid4().hex}
         first_dir = tmp_path / "first"
         second_dir = tmp_path / "second"
         first_dir.mkdir()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pickle
 from datetime import UTC, datetime
 
-import anyio
 import pytest
 
 from rampart.limits import (
@@ -14,10 +13,7 @@ from rampart.limits import (
     RateLimitSignal,
     parse_rate_limit_headers,
     parse_retry_after,
-    report_rate_limit,
-    report_rate_limit_headers,
 )
-from rampart.limits._signals import collect_signals, parse_duration
 
 NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -44,6 +40,17 @@ class TestRetryAfter:
 
 
 class TestDurations:
+    """OpenAI states when a quota is full again as a Go duration (or seconds)."""
+
+    @staticmethod
+    def reset(text: str) -> float | None:
+        signal = parse_rate_limit_headers(
+            {"x-ratelimit-limit-requests": "60", "x-ratelimit-reset-requests": text}
+        )
+        assert signal is not None
+        (quota,) = signal.quotas
+        return quota.reset
+
     @pytest.mark.parametrize(
         ("text", "seconds"),
         [
@@ -57,11 +64,11 @@ class TestDurations:
         ],
     )
     def test_go_durations_and_seconds(self, text: str, seconds: float) -> None:
-        assert parse_duration(text) == pytest.approx(seconds)
+        assert self.reset(text) == pytest.approx(seconds)
 
     @pytest.mark.parametrize("text", ["", "soon", "5x", "1s soon", "ms"])
     def test_nonsense(self, text: str) -> None:
-        assert parse_duration(text) is None
+        assert self.reset(text) is None
 
 
 class TestProviderHeaders:
@@ -140,34 +147,6 @@ class TestProviderHeaders:
     def test_retry_after_is_part_of_the_signal(self) -> None:
         signal = parse_rate_limit_headers({"Retry-After": "2"})
         assert signal == RateLimitSignal(retry_after=2.0)
-
-
-class TestChannel:
-    def test_reports_reach_the_listener_and_the_outer_one(self) -> None:
-        """A limiter inside a limiter: both hear what the adapter reports."""
-        outer: list[RateLimitSignal] = []
-        inner: list[RateLimitSignal] = []
-        with collect_signals(outer.append), collect_signals(inner.append):
-            report_rate_limit_headers({"x-ratelimit-limit-requests": "60"})
-            report_rate_limit(None)
-        assert len(inner) == len(outer) == 1
-        assert inner[0].quotas[0].limit == 60
-
-    def test_without_a_listener_a_report_is_a_no_op(self) -> None:
-        report_rate_limit_headers({"x-ratelimit-limit-requests": "60"})
-        report_rate_limit(RateLimitSignal(retry_after=1.0))
-
-    @pytest.mark.anyio
-    async def test_child_tasks_report_to_the_listener(self) -> None:
-        heard: list[RateLimitSignal] = []
-
-        async def child() -> None:
-            report_rate_limit(RateLimitSignal(retry_after=1.0))
-
-        with collect_signals(heard.append):
-            async with anyio.create_task_group() as group:
-                group.start_soon(child)
-        assert heard == [RateLimitSignal(retry_after=1.0)]
 
 
 class TestRateLimitedErrorSignal:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import anyio
@@ -13,44 +12,11 @@ from rampart.core.errors import InfrastructureError
 from rampart.limits import MemoryBackend, RateLimitedError
 from rampart.llm import LLMClient, as_client, shared_client
 from rampart.testing.server import serve, serve_asgi
-from tests.llm._support import FAKE_KEY, config
+from tests.llm._support import FAKE_KEY, config, recorder
 
 pytestmark = pytest.mark.anyio
 
 USER = [{"role": "user", "content": "hello"}]
-
-
-def recorder() -> tuple[Any, list[dict[str, Any]]]:
-    """An ASGI app recording each request's path, query, headers and body; answers 'ok'."""
-    seen: list[dict[str, Any]] = []
-
-    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                done = message["type"] == "lifespan.shutdown"
-                await send({"type": message["type"] + ".complete"})
-                if done:
-                    return
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
-        seen.append(
-            {
-                "path": scope["path"],
-                "query": scope["query_string"].decode(),
-                "headers": {k.decode().lower(): v.decode() for k, v in scope["headers"]},
-                "body": json.loads(b"".join(chunks)),
-            }
-        )
-        body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "ok"}}]})
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": body.encode()})
-
-    return app, seen
 
 
 class TestRequests:
@@ -324,18 +290,22 @@ class TestLimitsAndSharing:
         assert after.model == "sim-attacker"
 
     async def test_async_with_keeps_one_pool(self) -> None:
-        """Inside ``async with`` calls reuse one connection pool, closed at the end."""
-        async with serve() as server:
-            client = LLMClient(config(server.url, model="sim-attacker"))
+        """Inside ``async with`` calls reuse one connection pool, closed at the end; outside
+        it each call opens its own connection and closes it. Seen from the server: the
+        client's address (its port) names the connection each request came on."""
+        app, seen = recorder()
+        async with serve_asgi(app) as root:
+            client = LLMClient(config(f"{root}/v1", model="sim-attacker"), cache=False)
             async with client:
-                pool = client._endpoint._client
-                assert pool is not None
                 for _ in range(3):
-                    await client.complete([{"role": "user", "content": "Begin."}])
-                assert client._endpoint._client is pool
-            assert client._endpoint._client is None
-            await client.complete([{"role": "user", "content": "Begin."}])
-            assert client._endpoint._client is None  # closed after the last call
+                    await client.complete(USER)
+            await client.complete(USER)
+            await client.complete(USER)
+        connections = [request["client"] for request in seen]
+        assert len(connections) == 5
+        assert len(set(connections[:3])) == 1  # one pool, one kept-alive connection
+        assert connections[3] != connections[0]  # the pool was closed at the end
+        assert connections[4] != connections[3]  # closed after the last call
 
     async def test_shared_client_per_configuration(self) -> None:
         """Equal configurations share one client; an LLMClient is used as given."""

@@ -293,6 +293,7 @@ class TestAtomicity:
         store = PayloadStore(root=tmp_path)
         store.save("suite", payloads=[Payload(content="old", id="old")])
         seen: list[list[str]] = []
+        # Private seam: the hook between writing the new files and the rename.
         original = PayloadStore._write
 
         def spying_write(

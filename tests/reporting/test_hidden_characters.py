@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from rampart._text import escape_hidden_json, reveal_hidden_json
 from rampart.codec import ResultRecord, serialize_record
 from rampart.core.result import Result, SafetyStatus
 from rampart.core.types import ObservabilityLevel, Request, Response, ToolCall, Turn
@@ -54,18 +53,6 @@ def _trace(path: Path, status: SafetyStatus) -> Path:
 
 def _raw(text: str) -> list[str]:
     return [f"U+{ord(char):04X}" for char in HIDDEN if char in text]
-
-
-def test_escape_hidden_json_is_lossless() -> None:
-    """Escaped JSON decodes to exactly the same value; ASCII text is returned as is."""
-    value = {"a": TEXT, NODE: ["\x7f", "\x85", "\ufeff"]}
-    text = json.dumps(value, ensure_ascii=False)
-    escaped = escape_hidden_json(text)
-    assert _raw(escaped) == []
-    assert "\x7f" not in escaped
-    assert json.loads(escaped) == value
-    assert escape_hidden_json('{"a": "plain"}') == '{"a": "plain"}'
-    assert json.loads(reveal_hidden_json(text))["a"] == "ok [U+202E]gnp.exe[U+009B]2J [U+200B]end"
 
 
 @pytest.fixture

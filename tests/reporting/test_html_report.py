@@ -6,18 +6,21 @@ What the page does in a browser is checked in ``test_html_browser.py``.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import re
+import tempfile
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
 
-from rampart.codec._record import ResultRecord, serialize_record
+from rampart.codec import ResultRecord, serialize_record
 from rampart.core import Result, SafetyStatus
+
+# Private seam: _files.utc_timestamp is frozen so file names can be predicted.
 from rampart.reporting import HtmlReportSink, ReportError, ReportSink, TestRunReport, _files
-from rampart.reporting._html import render_html
 from tests._builders import make_result, make_rich_result
 from tests.reporting._html_support import XSS, hostile_report, state_of, trial_report
 
@@ -25,6 +28,14 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 STAMP = "2026-04-25T14-30-00-123"
+
+
+def render_html(report: TestRunReport) -> bytes:
+    """The page ``HtmlReportSink`` writes for ``report`` (into a fresh directory)."""
+    with tempfile.TemporaryDirectory() as directory:
+        sink = HtmlReportSink(output_dir=directory)
+        path = anyio.run(functools.partial(sink.write, report=report))
+        return path.read_bytes()
 
 
 @pytest.fixture

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import pytest
 
-from rampart.codec._record import ResultRecord, serialize_record
+from rampart.codec import ResultRecord, serialize_record
 from rampart.core import SafetyStatus
+
+# Private seam: _files.utc_timestamp is frozen so file names can be predicted.
 from rampart.reporting import JsonFileReportSink, ReportError, ReportSink, TestRunReport, _files
 from tests._builders import make_result, make_rich_result
 

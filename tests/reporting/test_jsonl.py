@@ -8,13 +8,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from rampart.codec._record import (
+from rampart.codec import (
     TRACE_SCHEMA_VERSION,
     ResultRecord,
     deserialize_record,
     serialize_record,
 )
 from rampart.core import SafetyStatus
+
+# Private seam: _files.utc_timestamp is frozen so file names can be predicted.
 from rampart.reporting import JsonlTraceSink, ReportError, ReportSink, TestRunReport, _files
 from tests._builders import make_result, make_rich_result
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from rampart.codec._record import ResultRecord
+from rampart.codec import ResultRecord
 
 if TYPE_CHECKING:
     from types import ModuleType

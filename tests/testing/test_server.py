@@ -8,6 +8,7 @@ import anyio
 import httpx
 import pytest
 
+# Private seam: the server must read exactly what ChatCompletionsAdapter renders.
 from rampart.adapters._documents import render_user_content
 from rampart.core.types import Payload, Request
 from rampart.testing.server import (

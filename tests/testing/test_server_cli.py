@@ -7,8 +7,7 @@ import urllib.request
 
 import pytest
 
-from rampart.testing.server import ServerOptions, cli_arguments, server_process
-from rampart.testing.server._cli import _options, parser
+from rampart.testing.server import ServerOptions, server_process
 
 COMPLETION = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hello"}]}).encode()
 
@@ -54,30 +53,6 @@ class TestCommandLine:
         assert result.returncode == 2
         assert "ServerOptions: burst must be >= 1, got 0" in result.stderr
         assert result.stdout == ""
-
-    def test_arguments_round_trip(self) -> None:
-        """cli_arguments(options) parses back to the same options."""
-        options = ServerOptions(
-            rate=12.5,
-            burst=4,
-            latency=0.01,
-            error_rate=0.1,
-            hang_rate=0.05,
-            broken_rate=0.2,
-            broken_bodies=("content-filter", "empty-message"),
-            error_statuses=(502, 504),
-            seed=7,
-            compliance=0.25,
-            secret="s3cret",
-            model="toy",
-            retry_after_ms=False,
-            rate_limit_headers="ietf",
-            max_conversations=50,
-            max_body_bytes=1000,
-            echo_credentials=True,
-        )
-        assert _options(parser().parse_args(cli_arguments(options))) == options
-        assert _options(parser().parse_args(cli_arguments(ServerOptions()))) == ServerOptions()
 
 
 class TestServerProcess:

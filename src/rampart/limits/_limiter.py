@@ -269,6 +269,7 @@ class LimitedAdapter:
             wait_seconds=core.wait_seconds,
             learned=None if self._learner is None else self._learner.statistics(),
             retrying=core.retrying,
+            window_cap=self._max_concurrency if core.aimd is None else core.aimd.bounds[1],
         )
 
     # -- the shell -------------------------------------------------------------------

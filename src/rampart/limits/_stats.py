@@ -18,7 +18,9 @@ class LimiterStatistics:
     ``transient_failures`` count failed attempts by kind; ``failed`` counts requests
     whose error propagated. ``in_flight`` / ``peak_in_flight`` count attempts inside
     the wrapped ``send_async``. ``current_window`` is the number of attempts allowed
-    in flight (``None``: unbounded); ``wait_seconds`` is the total time requests spent
+    in flight (``None``: unbounded) and ``window_cap`` its upper bound now (with
+    ``adaptive=True`` and no ``max_concurrency``, the learned rate times the latency,
+    Little's law; ``None``: unbounded); ``wait_seconds`` is the total time requests spent
     waiting for a slot, a ``Retry-After`` pause, a token or a backoff.
     ``rate_limit_episodes`` counts the cuts of an adaptive window. ``backend``
     describes where the token bucket lives (``"none"`` without a bucket).
@@ -46,6 +48,7 @@ class LimiterStatistics:
     wait_seconds: float
     learned: LearnedRateStatistics | None = None
     retrying: str | None = None
+    window_cap: int | None = None
 
     def as_dict(self) -> dict[str, object]:
         """The snapshot as a JSON-ready dict (for report metadata)."""

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rampart._text import one_line, safe_str, strip_ansi
+from rampart._text import escape_hidden_json, one_line, reveal_hidden_json, safe_str, strip_ansi
+from tests.reporting.test_hidden_characters import HIDDEN, NODE, TEXT
 
 
 class TestStripAnsi:
@@ -175,3 +178,15 @@ def test_one_line_drops_bidi_overrides() -> None:
     from rampart._text import one_line
 
     assert one_line("safe\u202e FAIL\u202c ok\u2066x\u2069\u200b") == "safe FAIL okx"
+
+
+def test_escape_hidden_json_is_lossless() -> None:
+    """Escaped JSON decodes to exactly the same value; ASCII text is returned as is."""
+    value = {"a": TEXT, NODE: ["\x7f", "\x85", "\ufeff"]}
+    text = json.dumps(value, ensure_ascii=False)
+    escaped = escape_hidden_json(text)
+    assert [char for char in HIDDEN if char in escaped] == []
+    assert "\x7f" not in escaped
+    assert json.loads(escaped) == value
+    assert escape_hidden_json('{"a": "plain"}') == '{"a": "plain"}'
+    assert json.loads(reveal_hidden_json(text))["a"] == "ok [U+202E]gnp.exe[U+009B]2J [U+200B]end"

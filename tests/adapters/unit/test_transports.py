@@ -24,7 +24,9 @@ from tests.adapters.test_chat import _lifespan, _send_one, canned
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from rampart.testing.server._app import Receive, Scope, Send
+    from hypercorn.typing import ASGIReceiveCallable as Receive
+    from hypercorn.typing import ASGISendCallable as Send
+    from hypercorn.typing import Scope
 
 pytestmark = pytest.mark.anyio
 
