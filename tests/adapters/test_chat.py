@@ -692,6 +692,29 @@ class TestClientLifecycle:
             assert states == [True, False, True, False, True]
             assert server.statistics().served == 3
 
+    async def test_aclose_lets_requests_in_flight_finish(self) -> None:
+        """aclose() while others send (a trial clone's fixture teardown while the other
+        clones still run) fails none of their requests; the next request reopens."""
+        async with serve(latency=0.5) as server:
+            adapter = ChatCompletionsAdapter(base_url=server.url, model="m")
+            answers: list[Any] = []
+
+            async def one() -> None:
+                answers.append(await _send_one(adapter))
+
+            async with anyio.create_task_group() as group:
+                for _ in range(5):
+                    group.start_soon(one)
+                await wait_until(lambda: server.statistics().in_flight == 5)
+                await adapter.aclose()
+                assert adapter.closed
+            assert len(answers) == 5
+            assert all(answer.text for answer in answers)
+            await _send_one(adapter)
+            assert not adapter.closed
+            await adapter.aclose()
+            assert server.statistics().served == 6
+
     async def test_session_creation_opens_the_client(self) -> None:
         """Creating a session opens the client, so a paced first send does no setup work."""
         adapter = ChatCompletionsAdapter(base_url="http://127.0.0.1:9/v1", model="m")

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+import anyio
 from anyio.lowlevel import RunVar
 
 from rampart._checks import (
@@ -273,6 +274,10 @@ class ChatCompletionsAdapter:
                 f"{_OWNER}: http2=True needs the 'h2' package (pip install 'httpx[http2]')"
             )
         self._client: httpx.AsyncClient | None = None
+        # Requests in flight per client: ``aclose`` while some are in flight (one trial
+        # clone's fixture teardown while other clones still send) leaves that client to
+        # the last of them to close, so no request fails because another task closed.
+        self._in_flight: dict[httpx.AsyncClient, int] = {}
         # Marks the event loop that owns ``_client`` (an httpx pool is loop-bound).
         self._client_loop: RunVar[bool] = RunVar(f"rampart.adapters.client.{id(self)}")
         self._sessions_created = 0
@@ -343,9 +348,12 @@ class ChatCompletionsAdapter:
         return ChatCompletionsSession(adapter=self, index=index, seed=seed)
 
     async def aclose(self) -> None:
-        """Close the HTTP client; the next request opens a new one. Idempotent."""
+        """Close the HTTP client; the next request opens a new one. Idempotent.
+
+        Requests already in flight on it finish first: the last of them closes it.
+        """
         client, self._client = self._client, None
-        if client is not None:
+        if client is not None and not self._in_flight.get(client):
             await client.aclose()
 
     async def __aenter__(self) -> Self:
@@ -381,14 +389,24 @@ class ChatCompletionsAdapter:
 
     async def _post(self, body: dict[str, Any]) -> tuple[Response, dict[str, Any]]:
         """Send one completion request; the parsed response and the assistant message."""
-        data = await post_json(
-            self._http_client(),
-            self._endpoint,
-            body,
-            time_limit=self._timeout,
-            max_response_bytes=self._max_response_bytes,
-            redact=self._secrets,
-        )
+        client = self._http_client()
+        self._in_flight[client] = self._in_flight.get(client, 0) + 1
+        try:
+            data = await post_json(
+                client,
+                self._endpoint,
+                body,
+                time_limit=self._timeout,
+                max_response_bytes=self._max_response_bytes,
+                redact=self._secrets,
+            )
+        finally:
+            left = self._in_flight.pop(client) - 1
+            if left:
+                self._in_flight[client] = left
+            elif client is not self._client:  # closed by aclose() while this one was out
+                with anyio.CancelScope(shield=True):
+                    await client.aclose()
         return parse_completion(data)
 
 
