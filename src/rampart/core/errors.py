@@ -35,6 +35,8 @@ defines, so it cannot drift::
     │                                   server (never leaves the server)
     ├── UnknownModelMode                rampart.testing.server: a sim-* model name with
     │                                   an unknown mode suffix (a 400 answer)
+    ├── AgentDojoModelError (ValueError)    rampart.testing.server: a request the
+    │                                   sim-agentdojo model cannot answer (a 400 answer)
     ├── InvalidAnswer                   rampart.evaluators (internal): an LLM judge's reply
     │                                   is not a verdict; surfaces as UNDETERMINED
     ├── CliError                        rampart.cli (internal): a command line input problem
