@@ -8,12 +8,21 @@ the environment before and after, from which the result's tool calls and side ef
 (the environment's diff) are built. AgentDojo's benchmark wrappers are not used: their
 ``TraceLogger`` needs an outer ``OutputLogger``, writes beside site-packages without a
 log directory, and keeps one logger stack shared by every thread.
+
+AgentDojo's checks run one pair at a time (the pipelines stay concurrent): they compare
+environments with DeepDiff, which parses Python (``ast.literal_eval``) thousands of
+times a pair, and CPython 3.11's AST constructor keeps its recursion depth in state
+shared by every thread, so parses in two threads at once fail now and then with
+``SystemError: AST constructor recursion depth mismatch`` (CPython gh-106905). The
+recording element takes the lock when the user's pipeline returns, which is where
+AgentDojo's runner starts checking, and ``run_pair`` releases it.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import threading
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -26,6 +35,8 @@ __all__ = ["PairRecord", "run_pair"]
 # Cut long tool results and diff values: a record is for reading, not a dump.
 _MAX_TEXT = 2_000
 _MAX_CHANGES = 50
+
+_CHECKS = threading.Lock()
 
 
 @attrs.define(kw_only=True)
@@ -66,6 +77,9 @@ def _recording_class() -> type:
             extra_args: Mapping[str, Any] | None = None,
         ) -> Any:
             record = self.record
+            if record["checking"]:  # AgentDojo asks again (no output): run unlocked
+                record["checking"] = False
+                _CHECKS.release()
             record["before"] = env.model_dump(mode="json") if env is not None else None
             try:
                 out = self.pipeline.query(
@@ -73,8 +87,12 @@ def _recording_class() -> type:
                 )
             except errors.AbortAgentError as abort:
                 record["messages"], record["env"] = abort.messages, abort.task_environment
+                _CHECKS.acquire()
+                record["checking"] = True
                 raise
             record["messages"], record["env"] = out[3], out[2]
+            _CHECKS.acquire()
+            record["checking"] = True
             return out
 
     return _Recording
@@ -116,10 +134,14 @@ def run_pair(
     *, suite: Any, pipeline: Any, user_task: Any, injection_task: Any, injections: dict[str, str]
 ) -> PairRecord:
     """Run one pair with AgentDojo's own runner (blocking; call it in a worker thread)."""
-    record: dict[str, Any] = {"messages": [], "env": None, "before": None}
-    utility, security = suite.run_task_with_pipeline(
-        _recording_element(pipeline, record), user_task, injection_task, injections
-    )
+    record: dict[str, Any] = {"messages": [], "env": None, "before": None, "checking": False}
+    try:
+        utility, security = suite.run_task_with_pipeline(
+            _recording_element(pipeline, record), user_task, injection_task, injections
+        )
+    finally:
+        if record["checking"]:
+            _CHECKS.release()
     calls: list[tuple[str, dict[str, Any], str | None]] = []
     results: list[str] = []
     pending: dict[int, int] = {}
