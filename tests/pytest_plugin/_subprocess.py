@@ -20,10 +20,30 @@ from typing import TYPE_CHECKING, Any
 from tests.pytest_plugin.conftest import NO_ASYNCIO
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from pathlib import Path
 
 GUARD_SECONDS = 180.0
+
+
+@contextlib.contextmanager
+def _sigint_not_ignored() -> Iterator[None]:
+    """Start the run with Ctrl-C's default meaning, whatever this process was given.
+
+    A suite started in the background by a non-interactive shell (``make test &``,
+    ``nohup``) ignores SIGINT, and an ignored signal stays ignored across ``exec``:
+    the run would never see the test's Ctrl-C. A handler, unlike "ignore", is reset
+    to the default in the child, and Python there turns SIGINT into KeyboardInterrupt.
+    """
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class PytestProcess:
@@ -35,7 +55,7 @@ class PytestProcess:
         environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
         environment.update(env or {})
         command = [sys.executable, "-m", "pytest", *NO_ASYNCIO, "-q", *args]
-        with self._log.open("w") as log:
+        with self._log.open("w") as log, _sigint_not_ignored():
             self.process = subprocess.Popen(
                 command,
                 cwd=directory,
