@@ -29,7 +29,7 @@ from typing import Any
 
 import attrs
 
-from rampart._concurrency import AUTO, parse_concurrency
+from rampart._concurrency import parse_concurrency
 from rampart.cli import _table
 from rampart.cli._errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, CliError
 from rampart.cli._inputs import SavedRun
@@ -106,7 +106,7 @@ def parse_settings(text: str) -> list[str]:
     if not settings:
         raise CliError(f"--concurrency must list settings ({_SETTING_HELP}), got {text!r}")
     for setting in settings:
-        if setting != AUTO and parse_concurrency(setting) is None:
+        if parse_concurrency(setting) is None:
             raise CliError(f"--concurrency: {setting!r} is not a setting ({_SETTING_HELP})")
     duplicates = sorted({s for s in settings if settings.count(s) > 1})
     if duplicates:
