@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-import anyio
 from anyio.lowlevel import RunVar
 
 from rampart._checks import (
@@ -53,7 +52,7 @@ from rampart._redact import (
 )
 from rampart._session import GuardedSession
 from rampart.adapters._documents import render_user_content
-from rampart.adapters._http import new_client, post_json
+from rampart.adapters._http import ClientUsers, close_client, new_client, post_json
 from rampart.adapters._parse import parse_completion
 from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Request, Response
@@ -277,7 +276,7 @@ class ChatCompletionsAdapter:
         # Requests in flight per client: ``aclose`` while some are in flight (one trial
         # clone's fixture teardown while other clones still send) leaves that client to
         # the last of them to close, so no request fails because another task closed.
-        self._in_flight: dict[httpx.AsyncClient, int] = {}
+        self._users = ClientUsers()
         # Marks the event loop that owns ``_client`` (an httpx pool is loop-bound).
         self._client_loop: RunVar[bool] = RunVar(f"rampart.adapters.client.{id(self)}")
         self._sessions_created = 0
@@ -353,7 +352,7 @@ class ChatCompletionsAdapter:
         Requests already in flight on it finish first: the last of them closes it.
         """
         client, self._client = self._client, None
-        if client is not None and not self._in_flight.get(client):
+        if client is not None and self._users.idle(client):
             await client.aclose()
 
     async def __aenter__(self) -> Self:
@@ -390,7 +389,7 @@ class ChatCompletionsAdapter:
     async def _post(self, body: dict[str, Any]) -> tuple[Response, dict[str, Any]]:
         """Send one completion request; the parsed response and the assistant message."""
         client = self._http_client()
-        self._in_flight[client] = self._in_flight.get(client, 0) + 1
+        self._users.enter(client)
         try:
             data = await post_json(
                 client,
@@ -401,12 +400,9 @@ class ChatCompletionsAdapter:
                 redact=self._secrets,
             )
         finally:
-            left = self._in_flight.pop(client) - 1
-            if left:
-                self._in_flight[client] = left
-            elif client is not self._client:  # closed by aclose() while this one was out
-                with anyio.CancelScope(shield=True):
-                    await client.aclose()
+            # The last request on a client that aclose() detached meanwhile closes it.
+            if self._users.leave(client) and client is not self._client:
+                await close_client(client)
         return parse_completion(data)
 
 

@@ -42,7 +42,51 @@ if TYPE_CHECKING:
 
     import httpx
 
-__all__ = ["REDACTED", "Masked", "Secret", "new_client", "post_json", "redact_text", "status_error"]
+__all__ = [
+    "REDACTED",
+    "ClientUsers",
+    "Masked",
+    "Secret",
+    "close_client",
+    "new_client",
+    "post_json",
+    "redact_text",
+    "status_error",
+]
+
+
+class ClientUsers:
+    """Who is using each HTTP client: its requests in flight (and holders), counted.
+
+    A client shared by concurrent requests must not be closed under them (one trial
+    clone's teardown while other clones still send), so its owner detaches it and the
+    last user closes it. ``ChatCompletionsAdapter`` and the LLM endpoint both count
+    their users here; each decides what "last" means for it.
+    """
+
+    __slots__ = ("_count",)
+
+    def __init__(self) -> None:
+        self._count: dict[httpx.AsyncClient, int] = {}
+
+    def enter(self, client: httpx.AsyncClient) -> None:
+        self._count[client] = self._count.get(client, 0) + 1
+
+    def leave(self, client: httpx.AsyncClient) -> bool:
+        """Count one user of ``client`` out; whether it was the last one."""
+        left = self._count.pop(client) - 1
+        if left:
+            self._count[client] = left
+        return not left
+
+    def idle(self, client: httpx.AsyncClient) -> bool:
+        return client not in self._count
+
+
+async def close_client(client: httpx.AsyncClient) -> None:
+    """Close ``client`` even inside a cancelled scope (its sockets must not leak)."""
+    with anyio.CancelScope(shield=True):
+        await client.aclose()
 
 
 def new_client(

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import attrs
 from anyio.lowlevel import RunVar
 
 from rampart._checks import check_instance
 from rampart._redact import Masked, Secret, mask_secrets
 from rampart._session import GuardedSession
-from rampart.adapters._http import new_client, post_json
+from rampart.adapters._http import ClientUsers, close_client, new_client, post_json
 from rampart.adapters._parse import parse_completion
 from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Request, Response
@@ -81,7 +80,7 @@ class ModelEndpoint:
         self._trust_env = trust_env
         self._manifest = AppManifest(name=endpoint.model)
         self._client: httpx.AsyncClient | None = None
-        self._users = 0
+        self._users = ClientUsers()
         self._held = 0
         self._client_loop: RunVar[bool] = RunVar(f"rampart.llm.client.{id(self)}")
 
@@ -128,45 +127,38 @@ class ModelEndpoint:
 
     def _acquire(self) -> tuple[httpx.AsyncClient, bool]:
         """A client for one call, and whether it is shared (else the caller closes it)."""
-        if self._client is not None:
-            if self._client_loop.get(False):
-                self._users += 1
-                return self._client, True
+        client = self._client
+        if client is None:
+            client = self._client = self._new_client()
+            self._client_loop.set(True)
+        elif not self._client_loop.get(False):
             # Open in another event loop (another thread): this call gets its own.
             return self._new_client(), False
-        self._client = self._new_client()
-        self._client_loop.set(True)
-        self._users = 1
-        return self._client, True
+        self._users.enter(client)
+        return client, True
 
     async def _release(self, client: httpx.AsyncClient, shared: bool) -> None:
-        if shared:
-            self._users -= 1
-            if self._users or self._held or client is not self._client:
-                return
+        """The shared client closes when its last user (call or holder) leaves."""
+        if shared and not self._users.leave(client):
+            return
+        if client is self._client:
             self._client = None
-        with anyio.CancelScope(shield=True):
-            await client.aclose()
+        await close_client(client)
 
     def hold(self) -> None:
-        """Keep the shared client open until ``unhold`` (an ``async with LLMClient``)."""
-        if self._client is None:
-            self._client = self._new_client()
-            self._client_loop.set(True)
-            self._users = 0
-        elif not self._client_loop.get(False):
+        """Keep the shared client open until ``unhold`` (an ``async with LLMClient``):
+        the holder counts as one of its users."""
+        if self._client is not None and not self._client_loop.get(False):
             return  # open in another event loop; calls here use their own clients
+        self._acquire()
         self._held += 1
 
     async def unhold(self) -> None:
-        if self._held == 0 or not self._client_loop.get(False):
+        client = self._client
+        if self._held == 0 or client is None or not self._client_loop.get(False):
             return
         self._held -= 1
-        client = self._client
-        if self._held == 0 and self._users == 0 and client is not None:
-            self._client = None
-            with anyio.CancelScope(shield=True):
-                await client.aclose()
+        await self._release(client, True)
 
     async def post(self, body: dict[str, Any]) -> Response:
         """One chat-completions exchange; the completion as a ``Response``."""
