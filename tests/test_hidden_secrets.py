@@ -43,6 +43,7 @@ from rampart.evaluators import LLMJudge, ResponseContains, ResponseScope
 from rampart.limits import LIMITS_DIR_ENV, LIMITS_REDIS_URL_ENV, RedisBackend, limit
 from rampart.llm import LLMClient, llm_statistics
 from rampart.testing.server import serve, server_process
+from tests._asgi import lifespan
 from tests.pytest_plugin.conftest import NO_ASYNCIO
 
 if TYPE_CHECKING:
@@ -624,11 +625,8 @@ async def test_judge_echoing_its_key_percent_encoded(fresh: dict[str, str]) -> N
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                await send({"type": message["type"] + ".complete"})
-                if message["type"] == "lifespan.shutdown":
-                    return
+            await lifespan(receive, send)
+            return
         while (await receive()).get("more_body"):
             pass
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}

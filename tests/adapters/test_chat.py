@@ -26,6 +26,7 @@ from rampart.evaluators import ToolCalled
 from rampart.limits import RateLimitedError
 from rampart.testing import InMemorySurface
 from rampart.testing.server import serve, serve_asgi
+from tests._asgi import lifespan, read_body
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -44,22 +45,12 @@ def _completion(content: str | None = "ok", **message: Any) -> bytes:
     return json.dumps(body).encode()
 
 
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        else:
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-
-
 def canned(status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> Any:
     """A tiny ASGI app that answers every request with the same status, headers and body."""
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await lifespan(receive, send)
             return
         while (await receive()).get("more_body"):
             pass
@@ -76,21 +67,16 @@ def echo() -> tuple[Any, list[dict[str, Any]]]:
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await lifespan(receive, send)
             return
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         seen.append(
             {
                 "path": scope["path"],
                 "http_version": scope["http_version"],
                 "headers": headers,
-                "body": json.loads(b"".join(chunks)),
+                "body": json.loads(body),
             }
         )
         reply = _completion(f"reply {len(seen)}")

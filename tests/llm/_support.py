@@ -6,6 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from rampart.core.llm import LLMConfig
+from tests._asgi import lifespan, read_body
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -29,19 +30,9 @@ def recorder(
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                done = message["type"] == "lifespan.shutdown"
-                await send({"type": message["type"] + ".complete"})
-                if done:
-                    return
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
-        raw = b"".join(chunks)
+            await lifespan(receive, send)
+            return
+        raw = await read_body(receive)
         request = {
             "path": scope["path"],
             "query": scope["query_string"].decode(),

@@ -13,6 +13,7 @@ from rampart.core.errors import InfrastructureError
 from rampart.limits import MemoryBackend, RateLimitedError
 from rampart.llm import LLMClient, as_client, shared_client
 from rampart.testing.server import serve, serve_asgi
+from tests._asgi import lifespan
 from tests.llm._support import FAKE_KEY, config, recorder
 
 pytestmark = pytest.mark.anyio
@@ -220,11 +221,8 @@ class TestErrors:
 
         async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
             if scope["type"] == "lifespan":
-                while True:
-                    message = await receive()
-                    await send({"type": message["type"] + ".complete"})
-                    if message["type"] == "lifespan.shutdown":
-                        return
+                await lifespan(receive, send)
+                return
             while (await receive()).get("more_body"):
                 pass
             await send({"type": "http.response.start", "status": 200, "headers": []})

@@ -19,7 +19,8 @@ from rampart.adapters._http import new_client
 from rampart.core.errors import InfrastructureError
 from rampart.core.types import Request
 from rampart.testing.server import serve, serve_asgi
-from tests.adapters.test_chat import _lifespan, _send_one, canned
+from tests._asgi import lifespan
+from tests.adapters.test_chat import _send_one, canned
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -87,7 +88,7 @@ def _held_app() -> tuple[Any, dict[str, Any]]:
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await lifespan(receive, send)
             return
         while (await receive()).get("more_body"):
             pass
