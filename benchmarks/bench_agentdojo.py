@@ -24,8 +24,10 @@ process; it is measured and printed as the bound ``pairs x setup CPU``.
 Rate-limited model: ``--rate-pairs`` banking pairs through ``--model`` against a test
 server limited to ``--rate`` requests/s, with no rate given to rampart (it learns
 it), once with the server stating no limit and once with OpenAI's
-``x-ratelimit-*`` headers. Targets: >= 90 % of the rate served, <= 5 % of requests
-answered 429, 0 ERROR.
+``x-ratelimit-*`` headers. Banking has 144 pairs; more than that run as trials of each
+pair. Targets: >= 90 % of the rate served after the first 20 % of the run (the grid's
+rule in ``bench_concurrency.py``; the whole run's share is printed beside it), <= 5 %
+of requests answered 429, 0 ERROR.
 
 Usage: ``python benchmarks/bench_agentdojo.py [--suites banking,slack,workspace]
 [--user-tasks K] [--delay S] [--concurrency N] [--rate R] [--rate-pairs P]
@@ -42,7 +44,9 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -201,11 +205,34 @@ def compare_row(
     return met
 
 
+def _served_over_time(server: Any, stop: threading.Event) -> list[tuple[float, int]]:
+    """``(seconds, served so far)`` every 0.25 s from the server's counters until
+    ``stop`` (run in a thread beside the scan)."""
+    samples: list[tuple[float, int]] = []
+    start = time.perf_counter()
+    while not stop.wait(0.25):
+        samples.append((time.perf_counter() - start, server.statistics()["served"]))
+    return samples
+
+
+def steady_rate(samples: list[tuple[float, int]]) -> float:
+    """Requests served per second after the first 20 % of the serving time (from the
+    first served request to the last), the grid's rule: the learned rate's start is
+    its own figure, not the steady share."""
+    final = samples[-1][1]
+    first_t = next(t for t, n in samples if n > 0)
+    last_t = next(t for t, n in samples if n == final)
+    t0, n0 = next((t, n) for t, n in samples if t >= first_t + 0.2 * (last_t - first_t))
+    return (final - n0) / (last_t - t0) if last_t > t0 else 0.0
+
+
 def rate_limited(pairs_wanted: int, rate: float, concurrency: int, headers: str) -> bool:
     """``rampart scan agentdojo --model`` against a simulated model limited to ``rate``
     requests/s, with no rate given to rampart (it learns it; ``headers``: how the
     server states its limit, ``none`` or ``openai``): the share of the rate it
-    reaches, the share of requests answered 429, and ERROR results."""
+    reaches after the first 20 % of the run (and over the whole run), the share of
+    requests answered 429, and ERROR results. Banking has 144 pairs; more runs than
+    that are trials (``--trials``) of each pair."""
     from rampart.agentdojo import load_suite
     from rampart.testing.server import server_process
 
@@ -213,22 +240,33 @@ def rate_limited(pairs_wanted: int, rate: float, concurrency: int, headers: str)
     users = list(suite.user_tasks)
     per_user = len(suite.injection_tasks)
     user_tasks = users[: max(1, min(len(users), -(-pairs_wanted // per_user)))]
+    trials = max(1, -(-pairs_wanted // (len(user_tasks) * per_user)))
     burst = max(1, int(rate // 4))
+    stop = threading.Event()
     with server_process(rate=rate, burst=burst, seed=1, rate_limit_headers=headers) as server:
         model = ("--model", "sim-agentdojo:follow=0.5,seed=1", "--base-url", server.url)
-        wall, verdicts, errors = scan_run("banking", user_tasks, 0.0, concurrency, model)
+        model += ("--trials", str(trials))
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            polling = pool.submit(_served_over_time, server, stop)
+            try:
+                wall, verdicts, errors = scan_run("banking", user_tasks, 0.0, concurrency, model)
+            finally:
+                stop.set()
+            samples = polling.result()
         stats = server.statistics()
-    reached = stats["served_per_second"] / rate
+    samples.append((samples[-1][0] + 0.25 if samples else 0.0, stats["served"]))
+    steady = steady_rate(samples) / rate
+    whole = stats["served_per_second"] / rate
     refused = stats["rate_limited"] / max(1, stats["requests"])
-    met = reached >= 0.9 and refused <= 0.05 and errors == 0
+    met = steady >= 0.9 and refused <= 0.05 and errors == 0
     print(
-        f"rate-limited model: {len(verdicts) + errors} banking pairs, server rate {rate:g}/s, "
-        f"limit headers {headers}, no rate given, concurrency {concurrency}: "
-        f"{stats['served']} served in "
-        f"{stats['window_seconds']:.1f} s = {stats['served_per_second']:.1f}/s "
-        f"({reached:.1%} of the rate; target >= 90%), 429 {stats['rate_limited']}/"
-        f"{stats['requests']} ({refused:.1%}; target <= 5%), ERROR {errors} (target 0), "
-        f"wall {wall:.1f} s: {'PASS' if met else 'MISS'}"
+        f"rate-limited model: {len(verdicts)} banking pairs x {trials} trials, server rate "
+        f"{rate:g}/s, limit headers {headers}, no rate given, concurrency {concurrency}: "
+        f"{stats['served']} served in {stats['window_seconds']:.1f} s, "
+        f"{steady:.1%} of the rate after the first 20 % (target >= 90%; whole run "
+        f"{whole:.1%}), 429 {stats['rate_limited']}/{stats['requests']} ({refused:.1%}; "
+        f"target <= 5%), ERROR {errors} (target 0), wall {wall:.1f} s: "
+        f"{'PASS' if met else 'MISS'}"
     )
     return met
 
