@@ -46,6 +46,7 @@ AREAS: dict[str, list[list[str]]] = {
         ["tests/adapters/test_hostile_bodies.py"],
         ["tests/core/test_strict_json.py"],
         ["tests/limits/test_signals.py", "-k", "linear_time"],
+        ["tests/unit/test_text.py", "-k", "linear_time or cuts_before_cleaning"],
         [
             "tests/limits/unit/test_atomic_rate.py",
             "-k",
