@@ -32,6 +32,8 @@ AREAS: dict[str, list[list[str]]] = {
         ["tests/pytest_plugin/test_interrupt_races.py"],
         ["tests/pytest_plugin/test_resume_findings.py"],
         ["tests/pytest_plugin/test_journal_input.py"],
+        # -n 2: the interrupted controller still says how to resume
+        ["tests/pytest_plugin/test_interrupts.py", "-k", "ctrl_c_under_xdist"],
     ],
     "3 the judge reads agent text as data": [
         ["tests/evaluators/test_judge_hostile.py"],
@@ -44,11 +46,15 @@ AREAS: dict[str, list[list[str]]] = {
         ["tests/adapters/test_hostile_bodies.py"],
         ["tests/core/test_strict_json.py"],
         ["tests/limits/test_signals.py", "-k", "linear_time"],
+        ["tests/unit/test_text.py", "-k", "linear_time or cuts_before_cleaning"],
         [
             "tests/limits/unit/test_atomic_rate.py",
             "-k",
             "endless or far_ahead or garbage or unreadable",
         ],
+        ["tests/llm/test_cache.py", "-k", "bad_entries_are_misses"],
+        ["tests/testing/test_server.py", "-k", "bad_requests_name_the_field"],
+        ["tests/payloads/test_store.py", "-k", "symlink or hostile_lines"],
     ],
     "6 secrets and terminal safety": [
         ["tests/test_hidden_secrets.py"],
@@ -57,6 +63,14 @@ AREAS: dict[str, list[list[str]]] = {
         ["tests/unit/test_redact.py"],
         ["tests/unit/test_planted.py"],
         ["tests/limits/unit/test_atomic_rate.py", "-k", "password"],
+    ],
+    "7 messages a new user understands": [
+        ["tests/pytest_plugin/test_trials.py", "-k", "GroupVerdict or names_counts_and_clones"],
+        ["tests/cli/test_report.py", "-k", "groups_mode"],
+        ["tests/cli/test_diff.py", "-k", "exactly_two_runs"],
+        ["tests/pytest_plugin/test_progress.py", "-k", "Retrying"],
+        ["tests/limits/unit/test_limiter_core.py", "-k", "RetryNote"],
+        ["tests/test_docs.py", "-k", "install_every_extra"],
     ],
 }
 

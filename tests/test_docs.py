@@ -268,3 +268,20 @@ def test_readme_links_every_docs_page() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     unlinked = [p.name for p in sorted(ROOT.glob("docs/*.md")) if f"](docs/{p.name})" not in readme]
     assert unlinked == []
+
+
+def test_readme_says_how_to_install_every_extra() -> None:
+    """A new user learns from the README how to install rampart into their project and
+    what each extra adds: every extra in pyproject.toml but the project's own (``dev``,
+    and ``browser`` for the HTML report's browser tests) has a row in its table."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    install = readme.split("## Install it into your own project", 1)[1].split("\n## ", 1)[0]
+    assert 'pip install "/path/to/rampart[' in install
+    missing = [name for name in extras if name not in {"dev", "browser"}]
+    missing = [name for name in missing if f"\n| `{name}` |" not in install]
+    assert missing == []

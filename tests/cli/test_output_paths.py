@@ -11,16 +11,13 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 import pytest
 
 from rampart.codec import ResultRecord, serialize_record
 from rampart.core.result import Result, SafetyStatus
 from tests.cli._cli import run_main
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs are POSIX")
 
@@ -102,3 +99,27 @@ def test_rescore_output_in_a_missing_folder_is_an_error(
     assert outcome.status == 2
     assert f"--output: the folder {target.parent} does not exist" in outcome.err
     assert not target.parent.exists()
+
+
+def _character_device(tmp_path: Path) -> Path:
+    """A character device to write to: a private copy of ``/dev/null`` where this
+    process may create one (as root), else ``/dev/null`` itself."""
+    device = tmp_path / "null-device"
+    try:
+        os.mknod(device, stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    except (PermissionError, AttributeError):
+        return Path("/dev/null")
+    return device
+
+
+@pytest.mark.parametrize("option", ["--json", "--html"])
+def test_a_character_device_is_refused_and_left_alone(
+    trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str
+) -> None:
+    """``--json /dev/full`` as root became a regular file through the rename; a
+    character device is refused and stays a device."""
+    device = _character_device(tmp_path)
+    outcome = run_main(capsys, "report", trace, option, device, "-q")
+    assert outcome.status == 2
+    assert f"{device}: is a character device, not a regular file" in outcome.err
+    assert stat.S_ISCHR(os.lstat(device).st_mode)

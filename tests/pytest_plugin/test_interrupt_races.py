@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.pytest_plugin._subprocess import PytestProcess, journal_lines
+from tests.cli._cli import run_main
+from tests.pytest_plugin._subprocess import PytestProcess, journal_files, journal_lines
 from tests.pytest_plugin.conftest import write_ini
 
 if TYPE_CHECKING:
@@ -81,10 +82,15 @@ def _reports(directory: Path) -> list[dict[str, object]]:
     ],
 )
 def test_two_quick_interrupts_never_write_a_clean_report(
-    pytester: pytest.Pytester, backend: str, workers: int, gap: float
+    pytester: pytest.Pytester,
+    capsys: pytest.CaptureFixture[str],
+    backend: str,
+    workers: int,
+    gap: float,
 ) -> None:
     """No report, or one that says interrupted and incomplete with a non-zero status;
-    the run never exits 0."""
+    the run never exits 0, and ``rampart report`` of what was written never shows the
+    group (whose clone 1 recorded UNSAFE) as passed."""
     write_ini(pytester)
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(SUITE)
@@ -109,7 +115,25 @@ def test_two_quick_interrupts_never_write_a_clean_report(
         assert run_section["incomplete"] is True, output
         assert run_section["exit_status"] not in (0, None), output
         assert report["metadata"]["interrupted"] is True  # type: ignore[index]
+    _never_shown_passed(directory, capsys)
     assert "Traceback" not in output
+
+
+def _never_shown_passed(directory: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every report and trace the run wrote, and its journal, read back by ``rampart
+    report``: the interrupted group (clone 1 recorded UNSAFE) is never PASS, and a
+    report or trace shows the run's interrupted mark."""
+    reports = directory / "reports"
+    saved = [*reports.glob("run_report_*.json")]
+    saved += [path for path in reports.glob("traces_*.jsonl") if path.stat().st_size]
+    (journal,) = journal_files(directory)
+    for path in [*saved, journal]:
+        outcome = run_main(capsys, "report", path, "--summary", "groups")
+        assert outcome.status == 0, outcome.err
+        assert "test_group" in outcome.out, outcome.out
+        assert "PASS  test_group" not in outcome.out, outcome.out
+        if path in saved:
+            assert f"WARNING: {path} is an interrupted run" in outcome.out, outcome.out
 
 
 def test_interrupt_of_the_controller_alone_under_xdist(pytester: pytest.Pytester) -> None:

@@ -25,6 +25,16 @@ def test_after():
     pass
 """
 
+
+def _dead_port() -> int:
+    """A loopback port nothing listens on."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 PLAIN = ("--rampart-progress=plain", "-o", "rampart_progress_interval=0")
 LINE = re.compile(r"rampart test_slow(\[\w+\])?: (\d+)/12 \| (\d+) safe, 0 unsafe, (\d+) undet")
 
@@ -153,18 +163,14 @@ class TestFormat:
         assert line.endswith("1/5 | 1 safe, 0 unsafe, 0 undet, 0 error | 1.0/s, ETA 4.0s")
 
 
+# An agent endpoint that refuses every connection (a port nothing listens on), as a
+# user's down agent does.
 DOWN_AGENT = """
 import pytest
 from rampart import Attacks
-from rampart.core.errors import InfrastructureError
+from rampart.adapters import ChatCompletionsAdapter
 from rampart.evaluators import ToolCalled
 from rampart.limits import limit
-from rampart.testing import ScriptedAgent
-
-def refused(request, turn):
-    raise InfrastructureError("[Errno 111] Connection refused", transient=True)
-
-AGENT = limit(ScriptedAgent(refused), max_concurrency=2, max_retries=3, name="down-agent")
 
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request):
@@ -172,9 +178,11 @@ def anyio_backend(request):
 
 @pytest.mark.trial(n=2, threshold=0.5, concurrency=2)
 async def test_down(rampart_trial):
-    await Attacks.xpia(trigger="hi", evaluator=ToolCalled("send_email")).execute_async(
-        adapter=AGENT
-    )
+    async with ChatCompletionsAdapter(base_url="http://127.0.0.1:{port}/v1", model="m") as down:
+        agent = limit(down, max_retries=3, name="down-agent")
+        await Attacks.xpia(trigger="hi", evaluator=ToolCalled("send_email")).execute_async(
+            adapter=agent
+        )
 """
 
 
@@ -184,13 +192,13 @@ class TestRetrying:
         retry, so none finishes for a while: the progress line says why, on asyncio
         and trio, before the group ends (in ERROR)."""
         write_ini(pytester)
-        pytester.makepyfile(DOWN_AGENT)
+        pytester.makepyfile(DOWN_AGENT.replace("{port}", str(_dead_port())))
         result = pytester.runpytest(*NO_ASYNCIO, *PLAIN)
         text = result.stdout.str()
         for backend in ("asyncio", "trio"):
             lines = [line for line in text.splitlines() if f"test_down[{backend}]: 0/2" in line]
+            # The reason, not the request's URL, follows the limiter's name.
             assert any(
-                "| down-agent: retrying after InfrastructureError: [Errno 111] Connection "
-                "refused (retry " in line
+                "| down-agent: retrying after InfrastructureError: connection failed (" in line
                 for line in lines
             ), text

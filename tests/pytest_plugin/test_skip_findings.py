@@ -11,19 +11,34 @@ import pytest
 
 from tests.pytest_plugin.conftest import NO_ASYNCIO, write_ini
 
+TRIO = """
+import pytest
+
+@pytest.fixture
+def anyio_backend():
+    return "trio"
+"""
+
 
 @pytest.mark.parametrize("call", ["skip", "xfail"])
-@pytest.mark.parametrize("kind", ["def", "async def"])
+@pytest.mark.parametrize("kind", ["def", "async def", "async def on trio"])
 def test_a_plain_test_that_recorded_unsafe_fails(
     pytester: pytest.Pytester, call: str, kind: str
 ) -> None:
     write_ini(pytester)
+    library = "trio" if kind.endswith(" on trio") else "asyncio"
+    if library == "trio":
+        pytester.makeconftest(TRIO)
+        kind = kind.removesuffix(" on trio")
     pytester.makepyfile(
         f"""
         import pytest
+        import sniffio
         from rampart import Result, SafetyStatus, record_result
 
         {kind} test_leaks():
+            if {kind == "async def"}:
+                assert sniffio.current_async_library() == "{library}"
             record_result(Result(status=SafetyStatus.UNSAFE, summary="leaked the key"))
             pytest.{call}("flaky agent today")
         """

@@ -553,7 +553,8 @@ def _register_raw_userinfo(url: str) -> None:
     """Register the password of a URL whose user info holds characters that end it
     early when not percent-encoded (``redis://:p@ss#word99@host``,
     ``redis://:LongSecretPw99/x@host``): ``urlsplit`` then reads part of the password
-    as the host, the port or a fragment, and redis-py quotes those parts in errors.
+    as the host, the port or a fragment, and redis-py quotes those parts in errors
+    (a host lower-cased, so each piece is registered as written and in lower case).
     The user info is everything from ``//`` to the *last* ``@``."""
     _, separator, rest = url.partition("//")
     if not separator or "@" not in rest:
@@ -565,6 +566,7 @@ def _register_raw_userinfo(url: str) -> None:
         register_secret(secret)
         for piece in _pieces(secret):
             register_secret(piece)
+            register_secret(piece.lower())
 
 
 def _pieces(secret: str) -> list[str]:

@@ -9,7 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from rampart import Probes
+from rampart.core.result import SafetyStatus
 from rampart.core.types import Request
+from rampart.evaluators import ResponseContains, ResponseScope
 from rampart.limits import FileBackend, RedisBackend, limit
 from rampart.limits._policy import _learned_rate as rate_policy
 from rampart.limits._policy._learned_rate import Grant, Pacing, RatePolicy
@@ -258,17 +261,23 @@ class TestHostileSharedState:
         assert seen == [None]
 
 
+HOST_IN_PASSWORD = "redis://:pw@SecretPart99#Tail99@127.0.0.1:1/0"
+
+
 class TestRedisUrlSecrets:
     @pytest.mark.parametrize(
         ("url", "secrets"),
         [
             ("redis://:p@ss#word99@127.0.0.1:1/0", ["p@ss#word99", "word99"]),
             ("redis://:LongSecretPw99/x@127.0.0.1:1/0", ["LongSecretPw99"]),
+            # the URL parser reads "SecretPart99" as the host and lower-cases it
+            (HOST_IN_PASSWORD, ["SecretPart99", "Tail99"]),
         ],
     )
     def test_an_unencoded_password_never_shows(self, url: str, secrets: list[str]) -> None:
         """Passwords holding ``@``, ``#`` or ``/`` unencoded: neither redis-py's
-        "Port could not be cast" message nor a connection error shows them."""
+        "Port could not be cast" message nor a connection error shows them, in any
+        letter case."""
         messages = []
         try:
             backend = RedisBackend(url)
@@ -282,4 +291,18 @@ class TestRedisUrlSecrets:
         assert messages
         for message in messages:
             for secret in secrets:
-                assert secret not in message, message
+                assert secret.lower() not in message.lower(), message
+
+    @pytest.mark.anyio
+    async def test_the_error_result_of_a_limited_agent_shows_no_password(self) -> None:
+        """What a user sees: the ERROR summary of a probe whose limiter's Redis URL
+        holds such a password (redis-py tries the host it read from the password)."""
+        agent = limit(replying_agent(), rate=100, backend=RedisBackend(HOST_IN_PASSWORD))
+        evaluator = ResponseContains("never said", scope=ResponseScope.ANY_TURN)
+        result = await Probes.behavior(prompt="hi", evaluator=evaluator).execute_async(
+            adapter=agent
+        )
+        assert result.status is SafetyStatus.ERROR
+        assert "RedisBackend redis://:***@" in result.summary
+        for secret in ("secretpart99", "tail99"):
+            assert secret not in result.summary.lower(), result.summary

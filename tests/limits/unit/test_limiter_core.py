@@ -365,3 +365,31 @@ class TestRetryNote:
         assert core.retrying is not None
         core.on_request_done(retried=True)
         assert core.retrying is None
+
+    def test_the_reason_comes_before_the_request_it_failed(self) -> None:
+        """A down agent's error starts with the request (``POST <url>: connection
+        failed (...)``); the note leaves the request out (the limiter's name says which
+        agent), so the reason is what a progress line shows, not a cut-off URL."""
+        import random
+
+        from rampart.core.errors import InfrastructureError
+        from rampart.limits._policy._limiter_core import Decision, FailureKind
+
+        core = LimiterCore(
+            max_concurrency=None, adaptive=False, max_retries=3, rng=random.Random(0)
+        )
+        decision = Decision(kind=FailureKind.TRANSIENT, retry=True, delay=0.5)
+        url = "http://127.0.0.1:9/v1/" + "chat/" * 30 + "completions"
+        error = InfrastructureError(
+            f"POST {url}: connection failed (ConnectError: [Errno 111] Connection refused)",
+            transient=True,
+        )
+        note = core.on_retry(error, decision, 0)
+        assert note.startswith(
+            "retrying after InfrastructureError: connection failed (ConnectError: [Errno 111]"
+            " Connection refused)"
+        )
+        other = InfrastructureError("refused: POST is not allowed here", transient=True)
+        assert core.on_retry(other, decision, 1).startswith(
+            "retrying after InfrastructureError: refused: POST is not allowed here"
+        )

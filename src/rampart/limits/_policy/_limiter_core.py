@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import enum
 import math
+import re
 from typing import TYPE_CHECKING
 
 import attrs
@@ -60,6 +61,11 @@ RETRY_TEXT_SCAN = 2000
 RETRY_TEXT_CHARS = 120
 """A retry note reads at most ``RETRY_TEXT_SCAN`` characters of the error (truncated
 before any per-character work) and shows at most ``RETRY_TEXT_CHARS`` of them."""
+
+# An HTTP adapter's error starts with the request it failed ("POST <url>: connection
+# failed (...)"). The note leaves it out, so a progress line shows the reason and not a
+# cut-off URL (the limiter's name already says which agent). Anchored: one linear pass.
+_REQUEST_PREFIX = re.compile(r"\A(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) \S+?: ")
 
 DEFAULT_MAX_RETRY_AFTER = 60.0
 """Seconds: the longest ``Retry-After`` a limiter waits for by default."""
@@ -325,7 +331,8 @@ class LimiterCore:
         (redacted, terminal-safe), which ``retrying`` shows until it ends."""
         if retry == 0:
             self._retrying += 1
-        raw = redact(f"{type(error).__name__}: {error}"[:RETRY_TEXT_SCAN])
+        message = _REQUEST_PREFIX.sub("", str(error)[:RETRY_TEXT_SCAN], count=1)
+        raw = redact(f"{type(error).__name__}: {message}")
         text = one_line(raw)
         if len(text) > RETRY_TEXT_CHARS:
             text = text[: RETRY_TEXT_CHARS - 1] + "…"
