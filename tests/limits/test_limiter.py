@@ -924,6 +924,32 @@ class TestLearnedRate:
         gaps = [b - a for a, b in itertools.pairwise(starts)]
         assert min(gaps) >= 0.1 - 1e-9
 
+    def test_a_stall_does_not_bunch_the_sends_beyond_the_burst(self) -> None:
+        """Burst 4 at 20/s, and the event loop stalls for 1 s (one task holds it while
+        the clock runs: the tokens of 20 sends come due meanwhile). After the stall no more
+        than 4 sends leave at once, and any k sends span at least k - 4 spacings (a
+        bucket of 4 at 20/s): an agent with a bucket of that size refuses none."""
+        agent, server = recording_agent(latency=0.2)
+        limited = _build(agent, adaptive=True, rate=20.0, burst=4, rng=NoJitter())
+
+        async def stall() -> None:
+            await trio.sleep(1.0)
+            clock = trio.lowlevel.current_clock()
+            assert isinstance(clock, trio.testing.MockClock)
+            clock.jump(1.0)
+
+        async def main() -> None:
+            async with anyio.create_task_group() as group:
+                group.start_soon(stall)
+                await send_all(limited, [str(i) for i in range(80)])
+
+        run_virtual(main)
+        starts = sorted(server.starts)
+        assert len(starts) == 80
+        for k in (5, 8, 20):
+            spans = [b - a for a, b in zip(starts, starts[k - 1 :], strict=False)]
+            assert min(spans) >= (k - 4) * 0.05 - 1e-9, k
+
     def test_statistics_before_any_request(self) -> None:
         limited = limit(replying_agent(), adaptive=True, rate=30.0, burst=2)
         stats = limited.statistics()

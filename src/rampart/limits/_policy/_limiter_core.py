@@ -4,7 +4,7 @@
 free, how long new attempts must pause after a ``Retry-After``, whether a reserved
 token is still good when its wait is over (``token_still_good``: no pause began and
 the learned rate was not cut meanwhile), when a send must keep its spacing from the
-previous one (``send_not_before``/``sent``), how an exception is classified, whether
+previous ones (``send_not_before``/``sent``), how an exception is classified, whether
 and when to retry, how the adaptive window moves, and the counters behind
 ``statistics()``. It never sleeps, never awaits and never reads a
 clock: the async shell (``rampart.limits._limiter``) passes ``now`` in and does the
@@ -303,21 +303,18 @@ class LimiterCore:
             return False
         return generation is None or current <= generation
 
-    @staticmethod
-    def keeps_spacing(burst: int) -> bool:
-        """Sends at a learned rate with a client burst of 1 keep one spacing from the
-        previous actual send (see ``LimitedAdapter._keep_spacing``); a larger burst
-        absorbs the event loop's lateness instead."""
-        return burst == 1
-
-    def send_not_before(self) -> float:
-        """The earliest time the next spaced send may go."""
-        return self._next_send
+    def send_not_before(self, *, rate: float, burst: int) -> float:
+        """The earliest time the next send at a learned ``rate`` may go: the sends
+        themselves form a bucket of ``burst`` (GCRA on the actual send times), so
+        attempts that an event loop woke late and together (a stall, a garbage
+        collection) leave at most ``burst`` at once and then one spacing apart, as
+        their tokens did. With ``burst`` 1, one spacing from the previous send."""
+        return self._next_send - (burst - 1) / rate
 
     def sent(self, now: float, *, rate: float) -> None:
-        """A spaced send went at ``now``: the next one keeps ``1 / rate`` from it."""
+        """A send went at ``now``: the send schedule moves on by ``1 / rate``."""
         self._observe(now)
-        self._next_send = now + 1.0 / rate
+        self._next_send = max(self._next_send, now) + 1.0 / rate
 
     # -- requests and attempts -----------------------------------------------------
 
