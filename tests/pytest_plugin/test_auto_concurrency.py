@@ -75,7 +75,7 @@ def test_a_throttled_group_backs_off(pytester: pytest.Pytester) -> None:
         import pytest
         from rampart import Result, SafetyStatus, record_result
         from rampart.core.types import Request, Response, Turn
-        from rampart.engine._auto_concurrency import report_throttle
+        from rampart.engine import report_throttle
 
         IN_FLIGHT = [0]
         LATE_PEAK = [0]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from rampart.codec._record import deserialize_record
+from rampart.codec import deserialize_record
 from tests.pytest_plugin._subprocess import (
     PytestProcess,
     journal_files,

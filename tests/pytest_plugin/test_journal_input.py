@@ -10,15 +10,11 @@ terminal. Also: ``--rampart-resume`` given a JSONL trace is a usage error.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.pytest_plugin._subprocess import journal_files
 from tests.pytest_plugin.conftest import NO_ASYNCIO, REPORT_HOOK, write_ini
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 SUITE = """
 from rampart import Result, SafetyStatus, record_result
@@ -99,31 +95,3 @@ def test_resume_says_where_a_report_dir_run_kept_its_journal(pytester: pytest.Py
     )
     resumed = pytester.runpytest_subprocess(*NO_ASYNCIO, "--rampart-resume=out/journal")
     resumed.assert_outcomes(errors=1, skipped=1)  # both reused from the journal
-
-
-def test_the_reader_names_each_unusable_line(tmp_path: Path) -> None:
-    """The reader on its own: every kind of hostile line is named by number and why,
-    without echoing its content; a torn last line is skipped silently."""
-    from rampart.pytest_plugin._journal import read_journal
-
-    path = tmp_path / "rampart-journal-x.jsonl"
-    path.write_bytes(
-        b'{"result":' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
-        b'{"of": 1}\n'
-        b'{"a": NaN}\n'
-        b'{"a": 1, "a": 2}\n'
-        b"not json\n"
-        b'{"result": {"status": "uns'
-    )
-    contents = read_journal(path)
-    assert contents.lines == ()
-    assert contents.problems == (
-        # The codec's one JSON reading policy names what each line breaks.
-        "line 1: $: JSON nesting is too deep (more than 128 levels of arrays and objects)",
-        "line 2: not a journal record (no _rampart_journal bookkeeping)",
-        "line 3: $: expected finite JSON numbers (NaN, Infinity and numbers that overflow a"
-        " float are not accepted)",
-        "line 4: $[<key #1>]: duplicate key (a member name may appear only once per object)",
-        "line 5: $: expected JSON text (Expecting value at line 1 column 1)",
-    )
-    assert contents.torn_tail

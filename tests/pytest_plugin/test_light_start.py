@@ -1,8 +1,7 @@
 """At pytest start the plugin loads what every run needs, and no more.
 
 Rate limiting, the codec, the report (built only for a sink), the trial machinery,
-per-clone fixtures, resume, the xdist transport and the JUnit properties load when a run
-first uses them (``docs/architecture.md``, "What loads when"); a one-test run that
+per-clone fixtures, resume and the JUnit properties load when a run first uses them (``docs/architecture.md``, "What loads when"); a one-test run that
 uses none of them never imports them.
 """
 
@@ -26,7 +25,6 @@ DEFERRED = (
     "rampart.pytest_plugin._clone_fixtures",
     "rampart.pytest_plugin._junit",
     "rampart.pytest_plugin._resume",
-    "rampart.pytest_plugin._xdist",
     "rampart.engine._fanout",
     "rampart.engine._auto_concurrency",
     "rampart.engine._trace",

@@ -99,7 +99,7 @@ class TestAutomaticCollection:
         pytester.makepyfile(
             """
             from rampart import Result, SafetyStatus
-            from rampart.engine._execution import BaseExecution
+            from rampart import BaseExecution
             from rampart.testing import ScriptedAgent
 
             class Fixed(BaseExecution):

@@ -1,15 +1,16 @@
 """rampart's pytest plugin: markers, in-item trials, result collection and reporting.
 
 It is auto-registered through the ``pytest11`` entry point (``rampart.pytest_plugin.plugin``),
-which wires the private parts at configure time (``_session``): per-item hooks and state
-(``_items``), the test-function wrapper and trial fan-out (``_runner``), the group verdict
-(``_groups``), the run ledger every finished result is recorded on, with its spill store
-(``_ledger``), the run journal and its settings (``_journal``), resume (``_resume``),
-interrupts (``_interrupts``), the report sinks (``_sinks``), live progress
-(``_progress``), the terminal summary (``_summary``) and the xdist transport
-(``_xdist``); ``_warnings`` holds ``NoResultWarning``. Parts a run may not use (resume,
-xdist, JUnit properties, per-clone fixtures, the summary) load when it first does.
-``docs/pytest-plugin.md`` ("How it works") draws the same map.
+which collects each feature module's options and wires the private parts at configure
+time (``_session``): the markers, their options and ``NoResultWarning`` (``_markers``),
+per-item hooks and state (``_items``), the test-function wrapper and trial fan-out
+(``_runner``), the group verdict (``_groups``), the run ledger every finished result is
+recorded on, with its spill store (``_ledger``), the run journal and its settings
+(``_journal``), resume (``_resume``), interrupts (``_interrupts``), the report, its sinks
+and the terminal summary (``_report``), live progress (``_progress``), the xdist
+transport (``_xdist``) and the rate-limit and LLM layers' statistics (``_layers``). Parts
+a run may not use (resume, JUnit properties, per-clone fixtures) load when it first
+does. ``docs/pytest-plugin.md`` ("How it works") draws the same map.
 """
 
 from typing import TYPE_CHECKING
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
         current_trial,
         record_result,
     )
-    from rampart.pytest_plugin._warnings import NoResultWarning
+    from rampart.pytest_plugin._markers import NoResultWarning
 
 # Lazy, so that loading the plugin's entry point (a submodule) does not load the engine;
 # uncached, so each access reaches the loaded module (see ``lazy_attributes``).
@@ -41,7 +42,7 @@ __getattr__, __dir__ = lazy_attributes(
     globals(),
     {
         **dict.fromkeys(_NAMES, "rampart.engine._results"),
-        "NoResultWarning": "rampart.pytest_plugin._warnings",
+        "NoResultWarning": "rampart.pytest_plugin._markers",
     },
     uncached=frozenset(_NAMES),
 )

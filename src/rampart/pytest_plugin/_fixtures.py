@@ -16,7 +16,7 @@ import pytest
 
 from rampart.engine._results import TrialInfo, current_trial
 from rampart.pytest_plugin._ledger import LEDGER_KEY
-from rampart.pytest_plugin._sinks import LEGACY_FIXTURE_WARNING, SINKS_KEY
+from rampart.pytest_plugin._report import LEGACY_FIXTURE_WARNING, SINKS_KEY
 
 
 @pytest.hookimpl(tryfirst=True)

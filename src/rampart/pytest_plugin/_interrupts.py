@@ -114,7 +114,8 @@ class InterruptWatch:
             return
         exit_at_once(writer)
 
-    def pytest_unconfigure(self) -> None:
+    def close(self) -> None:
+        """Give SIGINT back its previous handler (at unconfigure, from ``_session.stop``)."""
         if self._armed:
             self._armed = False
             with contextlib.suppress(ValueError, OSError):

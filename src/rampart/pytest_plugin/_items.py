@@ -43,10 +43,14 @@ from rampart.pytest_plugin._ledger import (
     RecordedResult,
     UnitOutcome,
 )
-from rampart.pytest_plugin._markers import TrialSpec, harm_category_of, trial_spec_of
-from rampart.pytest_plugin._report_data import note_backend
+from rampart.pytest_plugin._markers import (
+    NoResultWarning,
+    TrialSpec,
+    harm_category_of,
+    trial_spec_of,
+)
+from rampart.pytest_plugin._report import note_backend
 from rampart.pytest_plugin._runner import collecting, wrap_test_function
-from rampart.pytest_plugin._warnings import NoResultWarning
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Sequence
@@ -55,8 +59,8 @@ if TYPE_CHECKING:
     # Only (string) annotations of ``ItemState``, which attrs never resolves: both load
     # when a run first needs them (a trial item, a resumed run).
     from rampart.pytest_plugin._clone_fixtures import ClonePlan  # noqa: TC004
-    from rampart.pytest_plugin._limits import LimitTracker
-    from rampart.pytest_plugin._options import Options
+    from rampart.pytest_plugin._layers import LimitTracker
+    from rampart.pytest_plugin._markers import MarkerOptions
     from rampart.pytest_plugin._resume import ItemResume, ResumePlan  # noqa: TC004
 
 __all__ = ["ITEM_KEY", "NO_RESULT", "ItemHooks", "ItemOutlet", "ItemState"]
@@ -230,7 +234,7 @@ class ItemHooks:
     def __init__(
         self,
         *,
-        options: Options,
+        options: MarkerOptions,
         outlet: ItemOutlet,
         limits: LimitTracker,
         is_worker: bool,

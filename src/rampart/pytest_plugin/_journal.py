@@ -38,12 +38,13 @@ receive the same settings through ``workerinput``:
   or nothing (the newest journal in the journal directory). The resumed run appends
   to that same file, so a run interrupted again resumes from one journal.
 
-``RunJournal`` (registered in every process) closes the writer at the end and, at
-start-up on the controller, removes stale temporary files rampart left (see
-``rampart.reporting._files.remove_stale_temporaries``). On the xdist controller of an
-interrupted or incomplete run it reads back what workers journaled but could not
-deliver (an interrupt stops a worker before its test report leaves), so the report
-keeps every result that finished.
+``RunJournal`` (one per process; it implements no pytest hook) is the ledger's
+subscriber that journals this process's units; its writer is closed at unconfigure
+(``_session.stop``). On the xdist controller of an interrupted or incomplete run the
+reporter (``_report.RunReporter``) has it read back what workers journaled but could
+not deliver (an interrupt stops a worker before its test report leaves), so the report
+keeps every result that finished. The options (``--rampart-journal``,
+``--rampart-resume``) are declared here (``add_options``).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ from rampart._checks import invalid
 from rampart._text import one_line
 from rampart.core.errors import SchemaError
 from rampart.pytest_plugin._ledger import Attribution, RecordedResult
+from rampart.pytest_plugin._options import add_option
 
 if sys.platform != "win32":  # POSIX: appends are serialized with flock
     import fcntl
@@ -81,7 +83,7 @@ __all__ = [
     "JournalWriter",
     "RUN_INPUT_KEY",
     "RunJournal",
-    "STALE_GRACE_SECONDS",
+    "add_options",
     "journal_name",
     "looks_like_journal",
     "read_journal",
@@ -470,9 +472,22 @@ def _outcome(value: object) -> str:
 RUN_INPUT_KEY = "rampart_run"
 
 
-#: A temporary file must be this much older than the session to count as stale: a
-#: report another session is publishing right now is never touched.
-STALE_GRACE_SECONDS = 60.0
+def add_options(parser: pytest.Parser) -> None:
+    """``--rampart-journal`` (with its ini option) and ``--rampart-resume``."""
+    journal_help = (
+        "Directory of the run journal (one JSONL file per run; default "
+        "<rootdir>/.rampart/journal), or 'off'."
+    )
+    add_option(parser, "rampart_journal", metavar="DIR", help=journal_help, ini=journal_help)
+    add_option(
+        parser,
+        "rampart_resume",
+        nargs="?",
+        const="",
+        metavar="JOURNAL",
+        help="Reuse the results a run journal holds and run only the rest (JOURNAL: a "
+        "journal file or directory; default: the newest journal in the journal directory).",
+    )
 
 
 _OFF = frozenset({"off", "none", "no", "false", "0"})
@@ -643,21 +658,16 @@ class RunJournal:
     def __init__(
         self,
         *,
-        config: pytest.Config,
         ledger: RunLedger,
         settings: JournalSettings,
         writer: JournalWriter | None,
         is_worker: bool,
-        report_dir: Path | None = None,
     ) -> None:
-        self._config = config
-        self._report_dir = report_dir
         self._ledger = ledger
         self._settings = settings
         self.writer = writer
         self._is_worker = is_worker
         self.recovered = 0
-        self.removed: list[Path] = []
 
     @property
     def settings(self) -> JournalSettings:
@@ -683,21 +693,6 @@ class RunJournal:
         if any(recorded.attribution.worker is not None for recorded in unit.results):
             return  # an xdist worker journaled it already
         self.writer.write_unit(unit)
-
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
-        if self._is_worker:
-            return
-        older_than = self._ledger.started_wall - STALE_GRACE_SECONDS
-        places = {report_directory(self._config, self._report_dir)}
-        if self._settings.journal is not None:
-            places.add(self._settings.journal.parent)
-        places = {place for place in places if place.is_dir()}
-        if not places:
-            return  # nothing to clean, and the reporting layer stays unloaded
-        from rampart.reporting._files import remove_stale_temporaries
-
-        for place in places:
-            self.removed.extend(remove_stale_temporaries(place, older_than=older_than))
 
     def recover_from_journal(self) -> int:
         """Add what workers journaled in this run that never reached the ledger."""
@@ -741,6 +736,7 @@ class RunJournal:
         self.recovered += recovered
         return recovered
 
-    def pytest_unconfigure(self) -> None:
+    def close(self) -> None:
+        """Close the writer (at unconfigure, from ``_session.stop``)."""
         if self.writer is not None:
             self.writer.close()

@@ -1,7 +1,11 @@
-"""Reading and validating the ``harm`` and ``trial`` markers.
+"""The ``harm`` and ``trial`` markers: their options, reading and validating them.
 
 Bad marker arguments are usage errors, reported before anything runs, and name the
-marker, the argument and what was expected.
+marker, the argument and what was expected. The run-wide defaults of trial groups
+(``--rampart-trials``, ``--rampart-concurrency``, ``--rampart-confidence``,
+``--rampart-inconclusive``, ini ``rampart_max_trials``) and what a ``harm``-marked test
+that records nothing does (ini ``rampart_harm_without_result``, ``NoResultWarning``)
+are declared here and read once per run (``MarkerOptions``).
 """
 
 from __future__ import annotations
@@ -12,14 +16,18 @@ import attrs
 import pytest
 
 from rampart._checks import check_bool, check_int, invalid
-from rampart._concurrency import AUTO, CONCURRENCY_EXPECTED
+from rampart._concurrency import AUTO, CONCURRENCY_EXPECTED, parse_concurrency
 from rampart.core._trial_rule import TrialRule, check_rule
 from rampart.core.result import HarmCategory
+from rampart.pytest_plugin._options import add_option, choice, option_int, option_or_ini
 
 __all__ = [
     "AUTO_CONCURRENCY",
     "INCONCLUSIVE_OUTCOMES",
+    "MarkerOptions",
+    "NoResultWarning",
     "TrialSpec",
+    "add_options",
     "harm_category_of",
     "trial_spec_of",
 ]
@@ -36,6 +44,121 @@ T = TypeVar("T")
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+
+class NoResultWarning(UserWarning):
+    """A ``harm``-marked test recorded no rampart result.
+
+    Issued instead of failing the test when ini ``rampart_harm_without_result = warn``.
+    """
+
+
+_CONCURRENCY_HELP = (
+    "Default bound on concurrently running trial clones per test: an integer >= 1 "
+    "(default 10) or 'auto' (adaptive: grows while turn latency stays flat and no "
+    "rate-limit signal arrives, backs off when either changes)."
+)
+_CONFIDENCE_HELP = (
+    "Default confidence= of trial groups with a threshold in (0, 1): their verdict becomes "
+    "PASS / FAIL / INCONCLUSIVE from the exact interval (default: off, the count rule)."
+)
+_INCONCLUSIVE_HELP = (
+    "The test outcome of an INCONCLUSIVE trial group: fail (default), xfail, skip or pass."
+)
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """The trial defaults and the harm marker's ini option."""
+    add_option(
+        parser, "rampart_trials", metavar="N", help="Override n of every @pytest.mark.trial test."
+    )
+    add_option(
+        parser, "rampart_concurrency", metavar="N", help=_CONCURRENCY_HELP, ini=_CONCURRENCY_HELP
+    )
+    add_option(
+        parser, "rampart_confidence", metavar="C", help=_CONFIDENCE_HELP, ini=_CONFIDENCE_HELP
+    )
+    add_option(
+        parser,
+        "rampart_inconclusive",
+        metavar="OUTCOME",
+        help=_INCONCLUSIVE_HELP,
+        ini=_INCONCLUSIVE_HELP,
+    )
+    parser.addini(
+        "rampart_max_trials",
+        f"Largest n a trial group may have (default {DEFAULT_MAX_TRIALS}).",
+        default="",
+    )
+    parser.addini(
+        "rampart_harm_without_result",
+        "What a harm-marked test that records no rampart result does: fail (default) or warn.",
+        default="",
+    )
+
+
+@attrs.frozen(kw_only=True)
+class MarkerOptions:
+    """The run's trial defaults and harm policy, read once (``from_config``)."""
+
+    trials_override: int | None = None
+    default_concurrency: int | Literal["auto"] = DEFAULT_CONCURRENCY
+    max_trials: int = DEFAULT_MAX_TRIALS
+    harm_without_result: str = "fail"
+    default_confidence: float | None = None
+    inconclusive: str = "fail"
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> MarkerOptions:
+        max_trials = option_int(config, "rampart_max_trials", minimum=1)
+        max_trials = DEFAULT_MAX_TRIALS if max_trials is None else max_trials
+        trials = option_int(config, "rampart_trials", minimum=1, maximum=max_trials, ini=False)
+        concurrency = _option_concurrency(config)
+        harm = str(config.getini("rampart_harm_without_result") or "fail").strip()
+        if harm not in ("fail", "warn"):
+            raise invalid(
+                "rampart",
+                "ini option rampart_harm_without_result",
+                "'fail' or 'warn'",
+                harm,
+                error=pytest.UsageError,
+            )
+        return cls(
+            trials_override=trials,
+            default_concurrency=DEFAULT_CONCURRENCY if concurrency is None else concurrency,
+            max_trials=max_trials,
+            harm_without_result=harm,
+            default_confidence=_option_confidence(config),
+            inconclusive=choice(config, "rampart_inconclusive", INCONCLUSIVE_OUTCOMES),
+        )
+
+
+def _option_concurrency(config: pytest.Config) -> int | Literal["auto"] | None:
+    """``--rampart-concurrency``, else the ini option: an integer >= 1 or ``auto``."""
+    found = option_or_ini(config, "rampart_concurrency")
+    if found is None:
+        return None
+    value, source = found
+    concurrency = parse_concurrency(value)
+    if concurrency is None:
+        raise invalid("rampart", source, CONCURRENCY_EXPECTED, value, error=pytest.UsageError)
+    return concurrency
+
+
+def _option_confidence(config: pytest.Config) -> float | None:
+    """``--rampart-confidence``, else the ini option; None when neither is set."""
+    found = option_or_ini(config, "rampart_confidence")
+    if found is None:
+        return None
+    value, source = found
+    expected = "a number in (0, 1), e.g. 0.95"
+    try:
+        number = float(str(value))
+    except ValueError:
+        raise invalid("rampart", source, expected, value, error=pytest.UsageError) from None
+    if not 0.0 < number < 1.0:  # also rejects nan
+        raise invalid("rampart", source, expected, value, error=pytest.UsageError)
+    return number
 
 
 @attrs.frozen(kw_only=True)

@@ -18,13 +18,16 @@ something else is about to write (an xdist test report), it ends its block first
 draws a fresh one below on its next redraw.
 
 Where progress goes: the terminal here, or (under xdist) the controller's.
-``ProgressSession`` is registered in the reporting process. At session start it decides
+``ProgressSession`` is registered in the reporting process; it reads the options
+(``add_options``: ``--rampart-progress`` / ini ``rampart_progress``, ini
+``rampart_progress_interval``) when the run is configured. At session start it decides
 the mode (``progress_mode``) and makes the ``ProgressDisplay``; in a single
 process the item hooks feed it directly.
 
 Under ``pytest -n N`` the clones run on the workers, which cannot write to the
 controller's terminal. The controller hands each worker a directory
-(``workerinput[PROGRESS_DIR_KEY]``); a worker's ``ProgressFileSink`` keeps the snapshot of
+(``workerinput[PROGRESS_DIR_KEY]``, set by ``_xdist.XdistController``, which asks
+``ProgressSession.worker_directory``); a worker's ``ProgressFileSink`` keeps the snapshot of
 its running group in a file there (replaced atomically, at most every
 ``EMIT_INTERVAL`` s); a thread on the controller polls the files and passes new snapshots
 to xdist's own event queue, so the display draws them on the main thread, between
@@ -49,9 +52,11 @@ import attrs
 import pytest
 
 from rampart import _slowdown
+from rampart._checks import invalid
 from rampart._redact import redact
 from rampart._text import one_line
 from rampart.pytest_plugin._groups import clone_status
+from rampart.pytest_plugin._options import add_option, choice
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -63,16 +68,49 @@ __all__ = [
     "EMIT_INTERVAL",
     "GroupTracker",
     "PROGRESS_DIR_KEY",
+    "PROGRESS_MODES",
     "ProgressDisplay",
     "ProgressFileSink",
-    "ProgressTracking",
-    "ProgressNodes",
     "ProgressSession",
+    "ProgressTracking",
     "Snapshot",
+    "add_options",
     "format_snapshot",
     "progress_mode",
     "worker_progress",
 ]
+
+PROGRESS_MODES = ("auto", "live", "plain", "off")
+_PROGRESS_HELP = (
+    "Progress of running trial groups: auto (a live line per group on a terminal, plain "
+    "lines otherwise; the default), live, plain or off. -q turns it off."
+)
+_PROGRESS_INTERVAL_HELP = "Seconds between plain progress lines of one trial group (default 5)."
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """``--rampart-progress`` with its ini option, and ini ``rampart_progress_interval``."""
+    add_option(parser, "rampart_progress", metavar="MODE", help=_PROGRESS_HELP, ini=_PROGRESS_HELP)
+    parser.addini("rampart_progress_interval", _PROGRESS_INTERVAL_HELP, default="")
+
+
+def _progress_interval(config: pytest.Config) -> float:
+    raw = config.getini("rampart_progress_interval")
+    if raw in ("", None):
+        return 5.0
+    try:
+        seconds = float(str(raw))
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0 or seconds == float("inf"):
+        raise invalid(
+            "rampart",
+            "ini option rampart_progress_interval",
+            "a number of seconds >= 0",
+            raw,
+            error=pytest.UsageError,
+        )
+    return seconds
 
 
 #: Shortest time between two snapshots of one group (the last one is always sent).
@@ -465,10 +503,10 @@ def worker_progress(config: pytest.Config) -> ProgressTracking | None:
 class ProgressSession:
     """The reporting process's side of live progress (see the module docstring)."""
 
-    def __init__(self, config: pytest.Config, *, option: str, interval: float) -> None:
+    def __init__(self, config: pytest.Config) -> None:
         self._config = config
-        self._option = option
-        self._interval = interval
+        self._option = choice(config, "rampart_progress", PROGRESS_MODES)
+        self._interval = _progress_interval(config)
         self._mode: str | None = None
         self.tracking = ProgressTracking()
         self.display: ProgressDisplay | None = None
@@ -578,20 +616,8 @@ class ProgressSession:
         if self._thread is not None:
             self._thread.join(timeout=2)
 
-    def pytest_unconfigure(self) -> None:
+    def close(self) -> None:
+        """Remove the workers' progress directory (at unconfigure, from ``_session.stop``)."""
         if self._directory is not None:
             with contextlib.suppress(OSError):
                 shutil.rmtree(self._directory, ignore_errors=True)
-
-
-class ProgressNodes:
-    """xdist's node hook, registered apart: pytest rejects unknown ``pytest_*`` hooks,
-    and this one exists only when xdist is loaded."""
-
-    def __init__(self, session: ProgressSession) -> None:
-        self._session = session
-
-    def pytest_configure_node(self, node: Any) -> None:
-        directory = self._session.worker_directory()
-        if directory is not None:
-            node.workerinput[PROGRESS_DIR_KEY] = directory

@@ -2,12 +2,14 @@
 
 A worker (``XdistWorker``) journals each finished unit at once (the run journal is
 shared by every process of the run) and attaches each test's results to its test
-report in the envelope below, counting what it streamed. The controller
+report in the envelope below, counting what it streamed; at its session end it puts
+that count and its rate-limit and LLM statistics in its workeroutput. The controller
 (``XdistController``) hands every worker the run's settings (run id, journal, resumed
-journal) and the shared rate-limit directory, records what arrives on its run
-ledger, attributed to the worker that sent it, and compares each worker's count with
-what arrived; a crashed worker, an unreadable payload or a mismatch marks the run
-incomplete. ``worker_count`` in the report counts worker *slots*: a worker xdist
+journal), the shared rate-limit directory and the progress directory, records what
+arrives on its run ledger, attributed to the worker that sent it, and compares each
+worker's count with what arrived; a crashed worker, an unreadable payload or a
+mismatch marks the run incomplete. ``--rampart-xdist-max-bytes`` (``add_options``)
+caps one result's record. ``worker_count`` in the report counts worker *slots*: a worker xdist
 starts to replace a crashed one takes the crashed one's slot.
 
 Trust boundary: payloads come from our own workers, but are parsed as data (canonical
@@ -43,38 +45,68 @@ from rampart.core.errors import SchemaError
 from rampart.core.result import Result, SafetyStatus, TrialVerdict
 from rampart.pytest_plugin._groups import GroupVerdict
 from rampart.pytest_plugin._journal import RUN_INPUT_KEY
+from rampart.pytest_plugin._layers import (
+    LIMITS_OUTPUT_KEY,
+    LLM_OUTPUT_KEY,
+    WORKERINPUT_KEY,
+    LimitTracker,
+    LLMRunStatistics,
+    export_shared_directory,
+)
 from rampart.pytest_plugin._ledger import (
     Attribution,
     GroupRecord,
     RecordedResult,
     loss_marker,
 )
-from rampart.pytest_plugin._limits import (
-    WORKERINPUT_KEY,
-    WORKEROUTPUT_KEY,
-    LimitTracker,
-    export_shared_directory,
-)
-from rampart.pytest_plugin._report_data import backend_of
+from rampart.pytest_plugin._options import add_option, option_int
+from rampart.pytest_plugin._progress import PROGRESS_DIR_KEY
+from rampart.pytest_plugin._report import backend_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from rampart.pytest_plugin._journal import JournalWriter
     from rampart.pytest_plugin._ledger import FinishedUnit, RunLedger
+    from rampart.pytest_plugin._progress import ProgressSession
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
     "ENVELOPE_SCHEMA",
+    "MIN_MAX_BYTES",
     "REPORT_ATTRIBUTE",
     "STREAMED_KEY",
     "XdistController",
     "XdistWorker",
+    "add_options",
     "decode_envelope",
     "encode_entries",
     "encode_envelope",
     "envelope_notes",
     "make_envelope",
+    "max_bytes",
 ]
+
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+MIN_MAX_BYTES = 4096
+_MAX_BYTES_HELP = "Largest serialized result an xdist worker sends (default 16 MiB, min 4096)."
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """``--rampart-xdist-max-bytes`` and its ini option."""
+    add_option(
+        parser,
+        "rampart_xdist_max_bytes",
+        metavar="BYTES",
+        help=_MAX_BYTES_HELP,
+        ini=_MAX_BYTES_HELP,
+    )
+
+
+def max_bytes(config: pytest.Config) -> int:
+    """The cap on one result's record (checked in every process, xdist or not)."""
+    value = option_int(config, "rampart_xdist_max_bytes", minimum=MIN_MAX_BYTES)
+    return DEFAULT_MAX_BYTES if value is None else value
 
 
 _OWNER = "rampart xdist payload"
@@ -312,10 +344,12 @@ class XdistWorker:
         config: pytest.Config,
         max_bytes: int,
         limits: LimitTracker,
+        llm: LLMRunStatistics | None = None,
         journal: JournalWriter | None = None,
     ) -> None:
         self._max_bytes = max_bytes
         self._limits = limits
+        self._llm = llm
         self._journal = journal
         self._streamed = 0
         self._pending: dict[str, list[dict[str, Any]]] = {}
@@ -351,31 +385,48 @@ class XdistWorker:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         output = session.config.workeroutput  # type: ignore[attr-defined]
         output[STREAMED_KEY] = self._streamed
-        output[WORKEROUTPUT_KEY] = self._limits.statistics()
+        output[LIMITS_OUTPUT_KEY] = self._limits.statistics()
+        if self._llm is not None:
+            output[LLM_OUTPUT_KEY] = self._llm.local()
 
 
 class XdistController:
     """Controller-side hooks, registered only when pytest-xdist is active.
 
     Kept apart from the session's own hooks because these hook names exist only when
-    xdist is loaded (pytest rejects unknown ``pytest_*`` hooks).
+    xdist is loaded (pytest rejects unknown ``pytest_*`` hooks): every xdist-only hook
+    of the plugin is here.
     """
 
-    def __init__(self, ledger: RunLedger, *, run_input: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        ledger: RunLedger,
+        *,
+        run_input: dict[str, Any] | None = None,
+        llm: LLMRunStatistics | None = None,
+        progress: ProgressSession | None = None,
+    ) -> None:
         self._ledger = ledger
         self._run_input = run_input
+        self._llm = llm
+        self._progress = progress
         self._received: Counter[str] = Counter()
         self._limits_directory: str | None = None
 
     def pytest_configure_node(self, node: Any) -> None:
-        """Hand every worker the run's settings and shared rate-limit bucket directory."""
+        """Hand every worker the run's settings, the shared rate-limit bucket directory
+        and (when progress is shown) the directory its progress goes to."""
         if self._limits_directory is None:
             self._limits_directory = tempfile.mkdtemp(prefix="rampart-limits-")
         node.workerinput[WORKERINPUT_KEY] = self._limits_directory
         if self._run_input is not None:
             node.workerinput[RUN_INPUT_KEY] = self._run_input
+        directory = None if self._progress is None else self._progress.worker_directory()
+        if directory is not None:
+            node.workerinput[PROGRESS_DIR_KEY] = directory
 
-    def pytest_unconfigure(self) -> None:
+    def close(self) -> None:
+        """Remove the rate-limit directory (at unconfigure, from ``_session.stop``)."""
         if self._limits_directory is not None:
             shutil.rmtree(self._limits_directory, ignore_errors=True)
 
@@ -409,6 +460,9 @@ class XdistController:
 
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         worker = _worker_id(node)
+        output = getattr(node, "workeroutput", None) or {}
+        if self._llm is not None:
+            self._llm.add_worker(output.get(LLM_OUTPUT_KEY))
         self._ledger.worker_seen(worker)
         if error is not None:
             if error == "keyboard-interrupt":
@@ -421,8 +475,7 @@ class XdistController:
                 f"xdist worker {worker} crashed; results it had not streamed are lost ({error})"
             )
             return
-        output = getattr(node, "workeroutput", None) or {}
-        limit_statistics = output.get(WORKEROUTPUT_KEY)
+        limit_statistics = output.get(LIMITS_OUTPUT_KEY)
         if isinstance(limit_statistics, list):
             self._ledger.add_limit_statistics(
                 [snapshot for snapshot in limit_statistics if isinstance(snapshot, dict)]

@@ -1,28 +1,33 @@
 """Entry-point module of rampart's pytest plugin (``pytest11``).
 
-Importing it stays cheap: it declares the options, markers and hooks and imports
-only pytest and two small modules. The rest of the plugin (``_session`` and what it
-wires: the engine, the codec, reporting) is imported when pytest configures a run,
-in ``pytest_configure`` -- the one deferred import, kept for that cost.
+Each feature module declares its own options (``add_options``); this module calls them
+from the one ``pytest_addoption``, registers the ``pytest_rampart_sinks`` hook spec
+(``_report``) and the markers, and wires the parts when pytest configures a run
+(``_session.start``) and closes them at unconfigure (``_session.stop``). Importing the
+feature modules stays cheap: each loads what its hooks use -- the engine's trial
+machinery, the codec, reporting, rate limiting -- when a run first uses it.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rampart.pytest_plugin import _hookspecs
-from rampart.pytest_plugin._options import add_options
+from rampart.pytest_plugin import _journal, _layers, _markers, _progress, _report, _xdist
 
 if TYPE_CHECKING:
     import pytest
 
+#: The feature modules that declare options, in the order ``pytest --help`` lists them.
+_FEATURES = (_markers, _xdist, _layers, _report, _progress, _journal)
+
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    pluginmanager.add_hookspecs(_hookspecs)
+    pluginmanager.add_hookspecs(_report)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_options(parser)
+    for feature in _FEATURES:
+        feature.add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -36,7 +41,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "sequential=False, max_unsafe=0): run the test body n times concurrently and judge "
         "the group",
     )
-    from rampart.pytest_plugin._session import start  # deferred: see the module docstring
+    from rampart.pytest_plugin._session import start  # the parts' wiring, loaded here
 
     start(config)
 

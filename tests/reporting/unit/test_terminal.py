@@ -10,7 +10,7 @@ from rampart.cli._summary import MODES as CLI_MODES
 from rampart.cli._view import group_key
 from rampart.codec import ResultRecord
 from rampart.core import PopulationRef, SafetyStatus
-from rampart.pytest_plugin._options import SUMMARY_MODES
+from rampart.pytest_plugin._report import SUMMARY_MODES
 from rampart.reporting import GroupInterval, StatusCounts, TrialGroupSummary
 from rampart.reporting._terminal import (
     MAX_CLONES_SHOWN,

@@ -1,0 +1,25 @@
+"""The progress line of one trial group (``format_snapshot``)."""
+
+from __future__ import annotations
+
+from rampart.pytest_plugin._progress import Snapshot, format_snapshot
+
+
+class TestFormat:
+    def test_running_and_finished(self) -> None:
+        running = Snapshot(
+            key="k", name="test_x", n=50, done=20, safe=18, unsafe=1, error=1, elapsed=4.0
+        )
+        assert format_snapshot(running) == (
+            "rampart test_x: 20/50 | 18 safe, 1 unsafe, 0 undet, 1 error | 5.0/s, ETA 6.0s"
+        )
+        finished = Snapshot(
+            key="k", name="test_x", n=3, done=3, safe=3, elapsed=75.0, finished=True
+        )
+        assert format_snapshot(finished).endswith("| done in 1m15s")
+
+    def test_width_shortens_the_name_not_the_numbers(self) -> None:
+        snapshot = Snapshot(key="k", name="test_" + "x" * 100, n=5, done=1, safe=1, elapsed=1.0)
+        line = format_snapshot(snapshot, 79)
+        assert len(line) <= 79
+        assert line.endswith("1/5 | 1 safe, 0 unsafe, 0 undet, 0 error | 1.0/s, ETA 4.0s")
