@@ -32,6 +32,7 @@ AREAS: dict[str, list[list[str]]] = {
         ["tests/pytest_plugin/test_interrupt_races.py"],
         ["tests/pytest_plugin/test_resume_findings.py"],
         ["tests/pytest_plugin/test_journal_input.py"],
+        ["tests/pytest_plugin/unit/test_journal.py", "-k", "unusable_line"],
         # -n 2: the interrupted controller still says how to resume
         ["tests/pytest_plugin/test_interrupts.py", "-k", "ctrl_c_under_xdist"],
     ],
