@@ -217,7 +217,7 @@ async def _drive(send: Any, inflight: int, duration: float) -> dict[str, Any]:
     async with anyio.create_task_group() as group:
         for _ in range(inflight):
             group.start_soon(one)
-    warmup_errors = len(errors)
+    warmup_errors = errors.count("")
     done = finished = 0
     deadline = anyio.current_time() + duration
 
@@ -235,7 +235,7 @@ async def _drive(send: Any, inflight: int, duration: float) -> dict[str, Any]:
             group.start_soon(worker)
     elapsed = anyio.current_time() - started
     cpu = _cpu() - cpu
-    failed = sum(1 for e in errors if not e) - warmup_errors
+    failed = errors.count("") - warmup_errors
     return {
         "done": done,
         "finished": finished,
