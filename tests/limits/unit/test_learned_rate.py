@@ -370,6 +370,17 @@ class TestTolerance:
         assert state.tally == pytest.approx(before * 0.99 + 1 - 3)
 
 
+class TestFeedbackDelay:
+    def test_a_report_after_a_full_bucket_keeps_the_rate(self) -> None:
+        """Four tokens at t=0, then nothing until the first answers come back 5 s
+        later (the window bound, not the rate): that time held nobody back, so the
+        rate the report re-anchors slow start at is still the initial one."""
+        state, _ = _reserve_many(None, 0.0, 4)
+        before = _learned_rate.rate_at(state, 0.0, POLICY)
+        state = _learned_rate.latency_reported(state, now=5.0, policy=POLICY, latency=5.0)
+        assert _learned_rate.rate_at(state, 5.0, POLICY) == pytest.approx(before)
+
+
 class TestStateCompatibility:
     def test_round_trip_with_capacity_and_tally(self) -> None:
         state, _ = _learned_rate.observed(

@@ -593,6 +593,12 @@ def latency_reported(
     current = fresh(now, policy) if state is None else _rebase(state, now)
     if not (latency > 0.0 and math.isfinite(latency)):
         return current
+    # Bring the law to ``now`` first: time the rate held nobody back does not count, and
+    # the re-anchored slow start must start from the rate in use, not from what the old
+    # doubling time would have grown to over that time (a slow agent's first answers
+    # came after 5 s of a full bucket: re-anchored from 4/s x 2 ** (4.25 / 0.5), the
+    # rate jumped to about 1,450/s).
+    current = _advance(current, now, policy)
     smoothed = current.latency + LATENCY_WEIGHT * (latency - current.latency)
     law = _cubic.reanchor(current.law, now=now, doubling=_doubling(smoothed))
     return attrs.evolve(current, latency=smoothed, law=law)
