@@ -377,7 +377,7 @@ class LimitedAdapter:
         try:
             core = self._core
             await self._sleep_until(core.send_not_before(rate=grant.rate, burst=grant.burst))
-            core.sent(self._clock(), rate=grant.rate)
+            core.sent(self._clock(), rate=grant.rate, burst=grant.burst)
         finally:
             self._pass_spacing()
 

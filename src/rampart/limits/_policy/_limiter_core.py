@@ -311,10 +311,12 @@ class LimiterCore:
         their tokens did. With ``burst`` 1, one spacing from the previous send."""
         return self._next_send - (burst - 1) / rate
 
-    def sent(self, now: float, *, rate: float) -> None:
-        """A send went at ``now``: the send schedule moves on by ``1 / rate``."""
+    def sent(self, now: float, *, rate: float, burst: int = 1) -> None:
+        """A send went at ``now``: the send schedule moves on by ``1 / rate`` (with a
+        burst of 1, from this send)."""
         self._observe(now)
-        self._next_send = max(self._next_send, now) + 1.0 / rate
+        start = now if burst == 1 else max(self._next_send, now)
+        self._next_send = start + 1.0 / rate
 
     # -- requests and attempts -----------------------------------------------------
 
