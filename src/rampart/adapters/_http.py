@@ -161,10 +161,21 @@ async def post_json(
     where = redact_text(f"POST {url.split('?', 1)[0]}", redact)
     try:
         with anyio.fail_after(time_limit):
-            async with client.stream("POST", _parsed(url), json=body, headers=headers) as reply:
-                status = reply.status_code
-                reply_headers = dict(reply.headers.items())
-                data = await _read(reply, max_response_bytes)
+            # The asyncio client's direct path (``_aiohttp.AiohttpClient.post_bytes``)
+            # skips httpx's models, which cost as much CPU as aiohttp itself.
+            direct = getattr(client, "post_bytes", None)
+            answer: tuple[int, dict[str, str], bytes] | None = None
+            if direct is not None:
+                answer = await direct(
+                    str(url), body, headers, limit=max_response_bytes, too_large=_too_large
+                )
+            if answer is not None:
+                status, reply_headers, data = answer
+            else:
+                async with client.stream("POST", _parsed(url), json=body, headers=headers) as reply:
+                    status = reply.status_code
+                    reply_headers = dict(reply.headers.items())
+                    data = await _read(reply, max_response_bytes)
     except Exception as exc:
         error = _transport_error(exc, where, time_limit, redact)
         if error is exc:

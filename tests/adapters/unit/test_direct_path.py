@@ -1,0 +1,179 @@
+"""The asyncio client's direct path (``AiohttpClient.post_bytes``): rampart's chat
+requests go through aiohttp without httpx's models, and must send and read exactly what
+the httpx path does; what httpx must route itself (proxies) still goes through httpx."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from httpx_aiohttp.transport import AiohttpTransport
+
+from rampart.adapters import ChatCompletionsAdapter
+from rampart.adapters import _transports as transports
+from rampart.adapters._aiohttp import AiohttpClient
+from rampart.adapters._http import new_client
+from rampart.adapters._parse import MalformedResponseError
+from rampart.core.errors import InfrastructureError
+from rampart.testing.server import serve_asgi
+from tests._asgi import lifespan, read_body
+from tests.adapters.test_chat import _send_one
+
+if TYPE_CHECKING:
+    import httpx
+    from hypercorn.typing import ASGIReceiveCallable as Receive
+    from hypercorn.typing import ASGISendCallable as Send
+    from hypercorn.typing import Scope
+
+pytestmark = pytest.mark.anyio
+
+COMPLETION = json.dumps(
+    {"choices": [{"message": {"role": "assistant", "content": "héllo ✓"}}]}
+).encode()
+#: What the answer carries: a compressed body, a repeated header, mixed-case names.
+ANSWER_HEADERS = [
+    (b"Content-Type", b"application/json"),
+    (b"Content-Encoding", b"gzip"),
+    (b"X-RateLimit-Remaining-Requests", b"7"),
+    (b"x-note", b"a"),
+    (b"X-Note", b"b"),
+]
+#: aiohttp (and so the direct path) runs on asyncio only.
+ASYNCIO_ONLY = pytest.mark.parametrize("anyio_backend", ["asyncio"])
+#: Request headers both paths must send alike (Accept-Encoding is each client's own).
+COMPARED = ("authorization", "content-type", "user-agent", "accept", "x-team")
+
+
+def _recording_app() -> tuple[Any, list[dict[str, Any]]]:
+    seen: list[dict[str, Any]] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await lifespan(receive, send)
+            return
+        body = await read_body(receive)
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        seen.append({"headers": headers, "body": json.loads(body), "path": scope["path"]})
+        await send({"type": "http.response.start", "status": 200, "headers": ANSWER_HEADERS})
+        await send({"type": "http.response.body", "body": gzip.compress(COMPLETION)})
+
+    return app, seen
+
+
+def _client(url: str, *, trust_env: bool = False) -> httpx.AsyncClient:
+    return new_client(
+        url=url,
+        headers={"X-Team": "red"},
+        timeout=5.0,
+        max_connections=4,
+        trust_env=trust_env,
+        http2=False,
+        auth=("alice", "s3cret"),
+    )
+
+
+class TestSameExchangeAsHttpx:
+    @pytest.mark.parametrize("transport", ["auto", "httpx"])
+    async def test_adapter_sends_the_same_request(
+        self, transport: str, anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """URL credentials, configured headers, the JSON body and a gzip answer: the
+        same on the direct path (asyncio, auto) as through httpx."""
+        app, seen = _recording_app()
+        reference_app, reference = _recording_app()
+        async with serve_asgi(app) as root, serve_asgi(reference_app) as reference_root:
+            for where, base in ((transport, root), ("httpx", reference_root)):
+                monkeypatch.setenv(transports.TRANSPORT_ENV, where)
+                url = base.replace("http://", "http://alice:s3cret@") + "/v1"
+                adapter = ChatCompletionsAdapter(base_url=url, model="m", headers={"X-Team": "red"})
+                async with adapter:
+                    assert (await _send_one(adapter)).text == "héllo ✓"
+        (got,), (expected,) = seen, reference
+        assert got["path"] == expected["path"] == "/v1/chat/completions"
+        assert got["body"] == expected["body"]
+        assert {k: got["headers"].get(k) for k in COMPARED} == {
+            k: expected["headers"].get(k) for k in COMPARED
+        }
+        assert got["headers"]["authorization"].startswith("Basic ")
+        assert got["headers"]["x-team"] == "red"
+
+    @ASYNCIO_ONLY
+    async def test_answer_reads_as_httpx_reads_it(self, anyio_backend: str) -> None:
+        """Status, lower-case header names with repeats joined, the decoded body."""
+        app, _ = _recording_app()
+        async with serve_asgi(app) as root, _client(root) as client:
+            assert isinstance(client, AiohttpClient)
+            url = f"{root}/v1/chat/completions"
+            direct = await client.post_bytes(
+                url,
+                {"q": 1},
+                None,
+                limit=10_000,
+                too_large=lambda n: MalformedResponseError(f"over {n}"),
+            )
+            async with client.stream("POST", url, json={"q": 1}) as reply:
+                via_httpx = (reply.status_code, dict(reply.headers.items()), await reply.aread())
+        assert direct is not None
+        assert direct[0] == via_httpx[0] == 200
+        assert direct[2] == via_httpx[2] == COMPLETION
+        assert direct[1]["x-note"] == via_httpx[1]["x-note"] == "a, b"
+        shared = set(direct[1]) & set(via_httpx[1])
+        assert {"x-ratelimit-remaining-requests", "content-type", "x-note"} <= shared
+        assert {k: direct[1][k] for k in shared} == {k: via_httpx[1][k] for k in shared}
+
+    async def test_oversized_answer_is_refused(self, anyio_backend: str) -> None:
+        app, _ = _recording_app()
+        async with serve_asgi(app) as root:
+            adapter = ChatCompletionsAdapter(
+                base_url=f"{root}/v1", model="m", max_response_bytes=10
+            )
+            async with adapter:
+                with pytest.raises(MalformedResponseError, match="max_response_bytes"):
+                    await _send_one(adapter)
+
+
+class TestTakenOnlyWhereItMay:
+    async def test_adapter_requests_skip_httpx_on_asyncio(
+        self, anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """With httpx-aiohttp's request handler broken, asyncio requests still succeed
+        (they never reach it); trio's transport is untouched by the direct path."""
+
+        async def broken(*args: object, **kwargs: object) -> httpx.Response:
+            raise AssertionError("went through httpx's transport")
+
+        monkeypatch.setattr(AiohttpTransport, "handle_async_request", broken)
+        app, seen = _recording_app()
+        async with serve_asgi(app) as root:
+            adapter = ChatCompletionsAdapter(base_url=f"{root}/v1", model="m")
+            async with adapter:
+                assert (await _send_one(adapter)).text == "héllo ✓"
+        assert len(seen) == 1
+
+    @ASYNCIO_ONLY
+    async def test_environment_proxy_goes_through_httpx(
+        self, anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+        async with _client("http://127.0.0.1:9/v1", trust_env=True) as client:
+            assert isinstance(client, AiohttpClient)
+            answer = await client.post_bytes(
+                "http://127.0.0.1:9/v1/chat/completions",
+                {},
+                None,
+                limit=10,
+                too_large=lambda n: MalformedResponseError(f"over {n}"),
+            )
+        assert answer is None
+
+    async def test_refused_connection_is_classified(self, anyio_backend: str) -> None:
+        """A dead port on the direct path reads as on every transport."""
+        adapter = ChatCompletionsAdapter(base_url="http://127.0.0.1:9/v1", model="m")
+        async with adapter:
+            with pytest.raises(InfrastructureError, match="connection failed") as caught:
+                await _send_one(adapter)
+        assert caught.value.transient
