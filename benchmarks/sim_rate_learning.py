@@ -63,6 +63,7 @@ class Agent:
     headers: bool
     jitter: float
     rng: random.Random
+    refusal_latency: float = 0.0
     accepted: list[float] = attrs.field(factory=list)
     completed: list[float] = attrs.field(factory=list)
     refused: int = 0
@@ -98,6 +99,8 @@ class Session:
         headers = openai_headers(agent.bucket, now) if agent.headers else {}
         if wait > 0.0:
             agent.refused += 1
+            if agent.refusal_latency:
+                await trio.sleep(agent.refusal_latency)
             headers["retry-after-ms"] = str(max(1, math.ceil(wait * 1000)))
             signal = parse_rate_limit_headers(headers)
             raise RateLimitedError(
@@ -146,15 +149,24 @@ def steady_throughput(completed: list[float], start: float, end: float) -> float
 
 
 def run_cell(
-    rate: float, latency: float, burst: int, *, headers: bool, jitter: float, seed: int
+    rate: float,
+    latency: float,
+    burst: int,
+    *,
+    headers: bool,
+    jitter: float,
+    seed: int,
+    trials: int | None = None,
+    refusal_latency: float = 0.0,
 ) -> Cell:
-    n = trials_for(rate, latency)
+    n = trials or trials_for(rate, latency)
     agent = Agent(
         bucket=TokenBucket(rate=rate, burst=burst, now=0.0),
         latency=latency,
         headers=headers,
         jitter=jitter,
         rng=random.Random(seed),
+        refusal_latency=refusal_latency,
     )
     limited = _build(agent, adaptive=True, max_retries=30, rng=random.Random(seed))
     errors = 0
@@ -201,6 +213,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jitter", type=float, default=0.0, help="max network delay (s)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
+        "--refusal-latency",
+        type=float,
+        default=0.0,
+        help="seconds the agent takes to refuse (default 0: at once, as rate limiters do)",
+    )
+    parser.add_argument(
+        "--trials",
+        type=int,
+        default=None,
+        help="trials per cell (default: enough to learn and settle; bench_concurrency.py "
+        "runs 60 s of the agent's rate in its 5 s rows)",
+    )
+    parser.add_argument(
         "--cell",
         action="append",
         metavar="RATE,LATENCY,BURST",
@@ -217,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--cell: expected RATE,LATENCY,BURST, e.g. 200,5,10")
     print(
         f"virtual time; headers {'on' if args.headers else 'off'}; jitter {args.jitter:g} s; "
+        f"refusals after {args.refusal_latency:g} s; "
         f"targets: steady >= {THROUGHPUT_TARGET:.0%} of the rate, <= {REFUSED_TARGET:.0%} 429"
     )
     print(
@@ -226,7 +252,14 @@ def main(argv: list[str] | None = None) -> int:
     misses = 0
     for rate, latency, burst in cells:
         cell = run_cell(
-            rate, latency, burst, headers=args.headers, jitter=args.jitter, seed=args.seed
+            rate,
+            latency,
+            burst,
+            headers=args.headers,
+            jitter=args.jitter,
+            seed=args.seed,
+            trials=args.trials,
+            refusal_latency=args.refusal_latency,
         )
         misses += not cell.ok
         print(

@@ -64,7 +64,7 @@ async def test_same_verdicts_as_the_scripted_pipeline() -> None:
 
 @pytest.mark.anyio
 async def test_rate_limited_answers_are_retried_without_error(tmp_path: Path) -> None:
-    async with serve(rate=40.0, burst=1) as server:
+    async with serve(rate=12.0, burst=1) as server:
         llm = LLMConfig(model="sim-agentdojo:follow=1", endpoint=server.url)
         client = LLMClient(llm, adaptive=True, cache=ResponseCache(tmp_path))
         results = await run_all(AgentDojoAgent(LLMPipeline(client), max_threads=6))

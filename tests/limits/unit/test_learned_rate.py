@@ -67,10 +67,11 @@ class TestBucket:
         assert min(gaps) > 0.0
 
     def test_slow_start_grows_only_while_the_rate_binds(self) -> None:
-        """Requests queued on the bucket: the rate doubles every 0.5 s. One request every
-        second (the bucket sits full): it stays at 4."""
+        """Requests queued on the bucket: the rate doubles every ``DOUBLING_MIN``. One
+        request every second (the bucket sits full): it stays at 4."""
         busy, _ = _reserve_many(None, 0.0, 40)
-        assert _learned_rate.rate_at(busy, 1.0, POLICY) == pytest.approx(16.0, rel=0.01)
+        doubled = 4.0 * 2.0 ** (2.0 / _learned_rate.DOUBLING_MIN)
+        assert _learned_rate.rate_at(busy, 2.0, POLICY) == pytest.approx(doubled, rel=0.01)
         idle: LearnedState | None = None
         for second in range(10):
             idle, _ = _learned_rate.reserve(idle, now=float(second), policy=POLICY)

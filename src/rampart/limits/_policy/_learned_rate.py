@@ -126,15 +126,18 @@ BETA_HEADROOM = 0.9
 HEADROOM_LOW = 0.05
 """``remaining / limit`` below this is "nearly used up"."""
 
-DOUBLING_MIN = 0.5
+DOUBLING_MIN = 1.0
 """Seconds: slow start doubles the rate at most this often (and at most once per
-feedback delay, the smoothed time an attempt takes)."""
+feedback delay, the smoothed time a refused attempt takes to come back, see
+``_shared_rate.LearnedRate.feedback_delay``). 1 s rather than less: an agent's burst
+hides a rate that is too high until the burst is spent, and in the virtual-time grid
+(``benchmarks/sim_rate_learning.py``) 0.5 s refused 7 % at 5/s x 1 s x burst 10."""
 
 PERIOD_MIN = 1.0
 """Seconds: the shortest time to climb back to the rate that was refused."""
 
 PERIOD_LATENCIES = 3.0
-"""... and at least this many feedback delays (answers must come back to be heard)."""
+"""... and at least this many feedback delays (refusals must come back to be heard)."""
 
 PERIOD_REQUESTS = 80.0
 """... and at least as long as this many requests take at that rate, so a slow agent is
@@ -151,7 +154,8 @@ HINT_RELAX = 0.1
 an agent that stopped stating it, does not hold the rate down for good)."""
 
 DEFAULT_LATENCY = DOUBLING_MIN
-"""The feedback delay assumed before any attempt has been timed."""
+"""The feedback delay assumed before any refusal has been timed (at once, as a rate
+limiter refuses)."""
 
 LATENCY_WEIGHT = 0.3
 """Weight of each reported latency in the state's moving average (a participant
@@ -587,7 +591,7 @@ def reserve(
 def latency_reported(
     state: LearnedState | None, *, now: float, policy: RatePolicy, latency: float
 ) -> LearnedState:
-    """A participant's feedback delay (its attempts' smoothed duration): a learning
+    """A participant's feedback delay (how long its refusals take): a learning
     event, reported now and then (``_shared_rate``), never once per request. Slow start
     doubles at most once per feedback delay (``_doubling``)."""
     current = fresh(now, policy) if state is None else _rebase(state, now)
