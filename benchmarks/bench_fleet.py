@@ -50,6 +50,19 @@ def load_average() -> str:
     return ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+def cpu_times() -> tuple[float, float]:
+    """``(busy, total)`` CPU time of the whole machine since boot, from ``/proc/stat``
+    (``(0, 0)`` where there is none): a cell's busy share says whether the machine,
+    not the limiter, was the bottleneck (8 hosts and the server share 2 cores here)."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [float(x) for x in stat.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return 0.0, 0.0
+    idle = fields[3] + fields[4]  # idle and iowait
+    return sum(fields) - idle, sum(fields)
+
+
 # --------------------------------------------------------------------------- one host
 
 
@@ -186,8 +199,12 @@ def main(argv: list[str] | None = None) -> int:
                 rate_limit_headers="openai" if args.headers else "none",
             ) as server,
         ):
+            busy_before, total_before = cpu_times()
             start, reports = run_fleet(server.url, redis, hosts_count, n)
+            busy_after, total_after = cpu_times()
             observed = server.statistics()
+        spent = total_after - total_before
+        busy = (busy_after - busy_before) / spent if spent > 0 else float("nan")
         statuses = {int(i): s for report in reports for i, s in report["statuses"].items()}
         differ = sum(1 for i in range(n) if statuses.get(i) != reference[i].value)
         errors = sum(len(report["errors"]) for report in reports)
@@ -214,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{min(learned, default=0):.0f}-{max(learned, default=0):.0f}",
                 f"{errors}",
                 "same" if differ == 0 else f"{differ} differ",
+                f"{busy:.0%}",
                 f"{os.getloadavg()[0]:.1f}",
                 "PASS" if ok else "MISS",
             ]
@@ -241,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
                 "learned/s",
                 "ERROR",
                 "verdicts",
+                "CPU busy",
                 "load",
                 "",
             ],
@@ -251,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
         "  % rate = the fleet's trials finished after the first 20 % of the run, per second\n"
         "  of the rest, over the agent's rate (target >= 90 %); requests and 429 = the\n"
         "  server's counts (target <= 5 % 429); learned/s = the range of the learned rate\n"
-        "  the hosts ended with; verdicts = per trial index against one sequential process."
+        "  the hosts ended with; verdicts = per trial index against one sequential process;\n"
+        "  CPU busy = the whole machine's busy share during the cell (hosts, server, Redis)."
     )
     print(f"targets: {passed}/{len(cells)} cells PASS; load average at the end: {load_average()}")
     return 0

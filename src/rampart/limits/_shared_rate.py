@@ -175,8 +175,7 @@ class LearnedRateStatistics:
     that was last refused, then beyond); ``cuts``: how often a rate-limit answer cut
     the rate (``headroom_cuts`` of them because the agent said its quota was nearly
     used up); ``stated_rate``: the lowest rate the agent's headers stated (``None``:
-    they stated none); ``latency``: the smoothed feedback delay (seconds: how long a
-    refusal takes to come back); ``sent_rate``
+    they stated none); ``latency``: the smoothed feedback delay (seconds); ``sent_rate``
     and ``refused_rate``: smoothed requests and rate-limit answers per second over every
     participant; ``since_cut``: seconds since the last cut (``None``: none yet);
     ``initial`` and ``ceiling``: where it started and the user's ``rate=``;
@@ -202,10 +201,6 @@ class LearnedRateStatistics:
     refused_share: float | None = None
 
 
-def _smoothed(average: float | None, sample: float) -> float:
-    return sample if average is None else average + LATENCY_WEIGHT * (sample - average)
-
-
 class LearnedRate:
     """The async side of one limiter's learned rate (see the module docstring)."""
 
@@ -222,7 +217,7 @@ class LearnedRate:
         self._policy = policy
         self._clock = clock
         self._state: LearnedState | None = None
-        self._refusal_delay: float | None = None
+        self._latency: float | None = None
         self._floor: float | None = None
         self._floor_at = 0.0
         self._starts: collections.deque[tuple[int, float]] = collections.deque()
@@ -275,8 +270,10 @@ class LearnedRate:
             duration = max(0.0, now - started)
             if answered:
                 self._lower_floor(duration, now)
+            if self._latency is None:
+                self._latency = duration
             else:
-                self._refusal_delay = _smoothed(self._refusal_delay, duration)
+                self._latency += LATENCY_WEIGHT * (duration - self._latency)
 
     def _lower_floor(self, duration: float, now: float) -> None:
         floor = self._floor
@@ -300,18 +297,13 @@ class LearnedRate:
         return self._floor
 
     def feedback_delay(self, now: float) -> float | None:
-        """The delay this process reports: how long a refused attempt takes to come
-        back (smoothed), which is how long a rate that is too high takes to be heard;
-        ``None`` (nothing to report) before any attempt was refused.
-
-        Not the answers' latency: an agent that answers in 5 s but refuses at once
-        tells a client within milliseconds that its rate is too high, and doubling
-        once per 5 s to find 200/s took half a minute of a run (measured in
-        ``benchmarks/sim_rate_learning.py``). Until a refusal is timed, slow start
-        assumes refusals come at once (``_learned_rate.DEFAULT_LATENCY``); an agent
-        that refuses only after a while is found at its first refusal, which cuts
-        from the rate the refused request was sent at."""
-        return self._refusal_delay
+        """The delay this process reports: its average attempt duration, or before any
+        attempt ended, the age of the oldest one in flight (answers take at least that)."""
+        if self._latency is not None:
+            return self._latency
+        if self._starts:
+            return max(0.0, now - self._starts[0][1])
+        return None
 
     # -- transactions --------------------------------------------------------------
 

@@ -28,12 +28,6 @@ class TestSlowStart:
         assert _cubic.value(state, 12.5) == pytest.approx(8.0)
         assert _cubic.idle(state, 0.0) is state
 
-    def test_reanchor_changes_the_doubling_without_a_jump(self) -> None:
-        """A new doubling time takes effect from now, from the value reached so far."""
-        state = _cubic.reanchor(_start(), now=11.0, doubling=1.0)
-        assert _cubic.value(state, 11.0) == pytest.approx(16.0)
-        assert _cubic.value(state, 12.0) == pytest.approx(32.0)
-
 
 class TestProbe:
     def test_cut_then_climb_back_along_the_cubic(self) -> None:

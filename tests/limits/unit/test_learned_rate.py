@@ -400,11 +400,16 @@ class TestFeedbackDelay:
     def test_a_report_after_a_full_bucket_keeps_the_rate(self) -> None:
         """Four tokens at t=0, then nothing until the first answers come back 5 s
         later (the window bound, not the rate): that time held nobody back, so the
-        rate the report re-anchors slow start at is still the initial one."""
+        next request still goes at the initial rate, and slow start goes on doubling
+        every ``DOUBLING_MIN`` (not every 5 s) once requests queue on the bucket."""
         state, _ = _reserve_many(None, 0.0, 4)
         before = _learned_rate.rate_at(state, 0.0, POLICY)
         state = _learned_rate.latency_reported(state, now=5.0, policy=POLICY, latency=5.0)
-        assert _learned_rate.rate_at(state, 5.0, POLICY) == pytest.approx(before)
+        state, grant = _learned_rate.reserve(state, now=5.0, policy=POLICY)
+        assert grant.rate == pytest.approx(before)
+        state, _ = _reserve_many(state, 5.0, 40)
+        later = 5.0 + 2 * _learned_rate.DOUBLING_MIN
+        assert _learned_rate.rate_at(state, later, POLICY) == pytest.approx(4 * before, rel=0.01)
 
 
 class TestStateCompatibility:

@@ -49,6 +49,9 @@ class TestLatencyFloor:
         assert floor == pytest.approx(math.exp(8.0 / FLOOR_RISE_SECONDS))
         assert floor is not None
         assert floor < 1.2
+        delay = learner.feedback_delay(9.0)
+        assert delay is not None
+        assert delay > 3.0
 
     def test_an_agent_that_slowed_down_is_followed(self) -> None:
         learner = _learner()
@@ -69,28 +72,3 @@ class TestLatencyFloor:
         _attempt(learner, 0.0, 1.0)
         _attempt(learner, 1.0, 0.001, answered=False)
         assert learner.latency_floor() == 1.0
-
-
-class TestFeedbackDelay:
-    """What slow start and the climb back wait for: a refusal, not an answer."""
-
-    def test_none_until_a_refusal_is_timed(self) -> None:
-        """Answers of 5 s say nothing about how soon a rate too high is heard."""
-        learner = _learner()
-        learner.begin(0.0)
-        assert learner.feedback_delay(3.0) is None
-        _attempt(learner, 0.0, 5.0)
-        assert learner.feedback_delay(5.0) is None
-
-    def test_follows_how_long_refusals_take(self) -> None:
-        learner = _learner()
-        _attempt(learner, 0.0, 5.0)
-        _attempt(learner, 1.0, 0.002, answered=False)
-        assert learner.feedback_delay(2.0) == pytest.approx(0.002)
-        for start in range(2, 40):  # an agent that refuses only after 2 s
-            _attempt(learner, float(start), 2.0, answered=False)
-        delay = learner.feedback_delay(50.0)
-        assert delay is not None
-        assert delay == pytest.approx(2.0, rel=0.01)
-        _attempt(learner, 50.0, 0.5, timed=False, answered=False)  # cancelled: not timed
-        assert learner.feedback_delay(51.0) == delay

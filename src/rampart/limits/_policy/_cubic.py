@@ -35,7 +35,7 @@ from typing import Literal
 
 import attrs
 
-__all__ = ["CubicState", "congested", "idle", "plateau", "reanchor", "restart", "value"]
+__all__ = ["CubicState", "congested", "idle", "plateau", "restart", "value"]
 
 Phase = Literal["start", "probe"]
 
@@ -116,10 +116,3 @@ def plateau(state: CubicState, *, now: float, peak: float, period: float) -> Cub
         doubling=state.doubling,
         cuts=state.cuts,
     )
-
-
-def reanchor(state: CubicState, *, now: float, doubling: float) -> CubicState:
-    """Change the slow-start doubling time without a jump in the value."""
-    if state.phase != "start" or math.isclose(doubling, state.doubling):
-        return attrs.evolve(state, doubling=doubling)
-    return attrs.evolve(state, origin=value(state, now), epoch=now, doubling=doubling)

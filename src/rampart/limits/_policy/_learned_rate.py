@@ -127,17 +127,21 @@ HEADROOM_LOW = 0.05
 """``remaining / limit`` below this is "nearly used up"."""
 
 DOUBLING_MIN = 1.0
-"""Seconds: slow start doubles the rate at most this often (and at most once per
-feedback delay, the smoothed time a refused attempt takes to come back, see
-``_shared_rate.LearnedRate.feedback_delay``). 1 s rather than less: an agent's burst
-hides a rate that is too high until the burst is spent, and in the virtual-time grid
-(``benchmarks/sim_rate_learning.py``) 0.5 s refused 7 % at 5/s x 1 s x burst 10."""
+"""Seconds: slow start doubles the rate this often, however long answers take. What
+ends slow start is a refusal, and a rate limiter refuses at once: an agent that answers
+in 5 s says within milliseconds that a rate is too high, and doubling once per answer
+latency spent half a minute finding 200/s (``benchmarks/sim_rate_learning.py``). Not
+less than 1 s: an agent's burst hides a rate that is too high until the burst is spent
+(0.5 s refused 7 % at 5/s x 1 s x burst 10 in the virtual-time grid). An agent that
+refuses only after a while overshoots more before its first refusal, which cuts from
+the rate the refused request was sent at (``--refusal-latency`` in the simulation
+measures what that costs)."""
 
 PERIOD_MIN = 1.0
 """Seconds: the shortest time to climb back to the rate that was refused."""
 
 PERIOD_LATENCIES = 3.0
-"""... and at least this many feedback delays (refusals must come back to be heard)."""
+"""... and at least this many feedback delays (answers must come back to be heard)."""
 
 PERIOD_REQUESTS = 80.0
 """... and at least as long as this many requests take at that rate, so a slow agent is
@@ -154,8 +158,7 @@ HINT_RELAX = 0.1
 an agent that stopped stating it, does not hold the rate down for good)."""
 
 DEFAULT_LATENCY = DOUBLING_MIN
-"""The feedback delay assumed before any refusal has been timed (at once, as a rate
-limiter refuses)."""
+"""The feedback delay assumed before any attempt has been timed."""
 
 LATENCY_WEIGHT = 0.3
 """Weight of each reported latency in the state's moving average (a participant
@@ -198,7 +201,7 @@ absorb its own event loop's lateness (a sleep wakes up to a millisecond or so la
 more on a loaded machine): with a burst of 1 every late wake-up is capacity lost for
 good, because the next send keeps one full spacing from the late one."""
 
-RUNAWAY = 2.0
+RUNAWAY = 1.25
 """The learned rate stays within this many times the rate requests were sent at
 lately (``sent``, over every participant), or at the last peak if that is higher, and
 time spent at that cap does not count for growth: a rate nobody used was never
@@ -396,10 +399,6 @@ def _window(rate: float) -> float:
     return min(PERIOD_MAX, max(MEASURE_SECONDS, MEASURE_REQUESTS / max(rate, MIN_RATE)))
 
 
-def _doubling(latency: float) -> float:
-    return max(DOUBLING_MIN, latency)
-
-
 def _period(latency: float, rate: float) -> float:
     period = max(PERIOD_MIN, PERIOD_LATENCIES * latency, PERIOD_REQUESTS / max(rate, MIN_RATE))
     return min(PERIOD_MAX, period)
@@ -413,7 +412,7 @@ def fresh(now: float, policy: RatePolicy) -> LearnedState:
         value=initial,
         now=now,
         period=_period(DEFAULT_LATENCY, initial),
-        doubling=_doubling(DEFAULT_LATENCY),
+        doubling=DOUBLING_MIN,
     )
     if policy.ceiling is not None:
         law = _cubic.plateau(law, now=now, peak=initial, period=law.period)
@@ -606,21 +605,16 @@ def reserve(
 def latency_reported(
     state: LearnedState | None, *, now: float, policy: RatePolicy, latency: float
 ) -> LearnedState:
-    """A participant's feedback delay (how long its refusals take): a learning
-    event, reported now and then (``_shared_rate``), never once per request. Slow start
-    doubles at most once per feedback delay (``_doubling``)."""
+    """A participant's feedback delay (its attempts' smoothed duration): a learning
+    event, reported now and then (``_shared_rate``), never once per request. It sets
+    how long the climb back after a cut takes (``_period``: answers must come back to
+    be heard); slow start does not wait for it (``DOUBLING_MIN``)."""
     current = fresh(now, policy) if state is None else _rebase(state, now)
     if not (latency > 0.0 and math.isfinite(latency)):
         return current
-    # Bring the law to ``now`` first: time the rate held nobody back does not count, and
-    # the re-anchored slow start must start from the rate in use, not from what the old
-    # doubling time would have grown to over that time (a slow agent's first answers
-    # came after 5 s of a full bucket: re-anchored from 4/s x 2 ** (4.25 / 0.5), the
-    # rate jumped to about 1,450/s).
-    current = _advance(current, now, policy)
-    smoothed = current.latency + LATENCY_WEIGHT * (latency - current.latency)
-    law = _cubic.reanchor(current.law, now=now, doubling=_doubling(smoothed))
-    return attrs.evolve(current, latency=smoothed, law=law)
+    return attrs.evolve(
+        current, latency=current.latency + LATENCY_WEIGHT * (latency - current.latency)
+    )
 
 
 METER_FIELDS = (
