@@ -67,10 +67,10 @@ class TestBucket:
         assert min(gaps) > 0.0
 
     def test_slow_start_grows_only_while_the_rate_binds(self) -> None:
-        """Requests queued on the bucket: the rate doubles every ``DOUBLING_MIN``. One
+        """Requests queued on the bucket: the rate doubles every ``DOUBLING``. One
         request every second (the bucket sits full): it stays at 4."""
         busy, _ = _reserve_many(None, 0.0, 40)
-        doubled = 4.0 * 2.0 ** (2.0 / _learned_rate.DOUBLING_MIN)
+        doubled = 4.0 * 2.0 ** (2.0 / _learned_rate.DOUBLING)
         assert _learned_rate.rate_at(busy, 2.0, POLICY) == pytest.approx(doubled, rel=0.01)
         idle: LearnedState | None = None
         for second in range(10):
@@ -401,14 +401,14 @@ class TestFeedbackDelay:
         """Four tokens at t=0, then nothing until the first answers come back 5 s
         later (the window bound, not the rate): that time held nobody back, so the
         next request still goes at the initial rate, and slow start goes on doubling
-        every ``DOUBLING_MIN`` (not every 5 s) once requests queue on the bucket."""
+        every ``DOUBLING`` (not every 5 s) once requests queue on the bucket."""
         state, _ = _reserve_many(None, 0.0, 4)
         before = _learned_rate.rate_at(state, 0.0, POLICY)
         state = _learned_rate.latency_reported(state, now=5.0, policy=POLICY, latency=5.0)
         state, grant = _learned_rate.reserve(state, now=5.0, policy=POLICY)
         assert grant.rate == pytest.approx(before)
         state, _ = _reserve_many(state, 5.0, 40)
-        later = 5.0 + 2 * _learned_rate.DOUBLING_MIN
+        later = 5.0 + 2 * _learned_rate.DOUBLING
         assert _learned_rate.rate_at(state, later, POLICY) == pytest.approx(4 * before, rel=0.01)
 
 

@@ -88,7 +88,7 @@ MIN_RATE = 0.01
 
 BETA_START = 0.5
 """The cut that ends slow start: halve the rate the refused request was sent at
-(slow start doubled it every feedback delay, so half is below the agent's limit)."""
+(slow start doubled it every second, so half is below the agent's limit)."""
 
 BETA = 0.9
 """The cut while probing: the rate drops to 80 % of the rate that was refused."""
@@ -126,7 +126,7 @@ BETA_HEADROOM = 0.9
 HEADROOM_LOW = 0.05
 """``remaining / limit`` below this is "nearly used up"."""
 
-DOUBLING_MIN = 1.0
+DOUBLING = 1.0
 """Seconds: slow start doubles the rate this often, however long answers take. What
 ends slow start is a refusal, and a rate limiter refuses at once: an agent that answers
 in 5 s says within milliseconds that a rate is too high, and doubling once per answer
@@ -157,7 +157,7 @@ HINT_RELAX = 0.1
 """... after which it rises by this much per second (so a limit that was raised, or
 an agent that stopped stating it, does not hold the rate down for good)."""
 
-DEFAULT_LATENCY = DOUBLING_MIN
+DEFAULT_LATENCY = 1.0
 """The feedback delay assumed before any attempt has been timed."""
 
 LATENCY_WEIGHT = 0.3
@@ -412,7 +412,7 @@ def fresh(now: float, policy: RatePolicy) -> LearnedState:
         value=initial,
         now=now,
         period=_period(DEFAULT_LATENCY, initial),
-        doubling=DOUBLING_MIN,
+        doubling=DOUBLING,
     )
     if policy.ceiling is not None:
         law = _cubic.plateau(law, now=now, peak=initial, period=law.period)
@@ -608,7 +608,7 @@ def latency_reported(
     """A participant's feedback delay (its attempts' smoothed duration): a learning
     event, reported now and then (``_shared_rate``), never once per request. It sets
     how long the climb back after a cut takes (``_period``: answers must come back to
-    be heard); slow start does not wait for it (``DOUBLING_MIN``)."""
+    be heard); slow start does not wait for it (``DOUBLING``)."""
     current = fresh(now, policy) if state is None else _rebase(state, now)
     if not (latency > 0.0 and math.isfinite(latency)):
         return current
