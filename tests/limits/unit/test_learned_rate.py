@@ -79,31 +79,6 @@ class TestBucket:
         assert _learned_rate.rate_at(idle, 9.0, POLICY) == pytest.approx(4.0, rel=0.05)
 
 
-class TestRunaway:
-    def test_rate_stays_near_what_was_sent_after_slow_start(self) -> None:
-        """Bunches of 10 requests once a second (the concurrency window releasing them
-        as answers come back): the bucket is busy at each bunch, but the rate may not run
-        off past twice what was sent; the cut's peak stays allowed."""
-        state, grants = _reserve_many(None, 0.0, 3)
-        state, cut = _learned_rate.throttled(
-            state, now=0.5, policy=POLICY, generation=grants[-1].generation, rate=8.0
-        )
-        assert cut
-        for second in range(1, 121):
-            state, _ = _reserve_many(state, float(second), 10)
-        sent, _ = state.smoothed(120.0)
-        rate = _learned_rate.rate_at(state, 120.0, POLICY)
-        assert 8.0 <= rate <= _learned_rate.RUNAWAY * sent * 1.01
-        assert rate < 40.0
-
-    def test_idle_after_a_cut_falls_back_to_the_peak_only(self) -> None:
-        state, grants = _reserve_many(None, 0.0, 3)
-        state, _ = _learned_rate.throttled(
-            state, now=0.5, policy=POLICY, generation=grants[-1].generation, rate=8.0
-        )
-        assert _learned_rate.rate_at(state, 600.0, POLICY) == pytest.approx(8.0)
-
-
 class TestThrottled:
     def test_first_refusal_halves_and_ends_slow_start(self) -> None:
         state, grants = _reserve_many(None, 0.0, 3)

@@ -201,18 +201,6 @@ absorb its own event loop's lateness (a sleep wakes up to a millisecond or so la
 more on a loaded machine): with a burst of 1 every late wake-up is capacity lost for
 good, because the next send keeps one full spacing from the late one."""
 
-RUNAWAY = 1.25
-"""The learned rate stays within this many times the rate requests were sent at
-lately (``sent``, over every participant), or at the last peak if that is higher, and
-time spent at that cap does not count for growth: a rate nobody used was never
-tested. When something else holds the requests back (the concurrency window, with
-answers that take 5 s), the law would otherwise run on unchecked -- measured on the
-real clock at 200/s x 5 s: 1,000-2,800/s learned while 200/s went out -- and the next
-bunch of answers freed a bunch of requests that went out at that rate, most of them
-refused. Only after slow start: while doubling, the sends lag the rate by design (the
-requests queued on the bucket keep the spacing they were booked at), and a cap even at
-4x the measured sends held the 5 s cells of the virtual-time grid to 86-89 %."""
-
 _FORMAT = 1
 
 
@@ -430,9 +418,6 @@ def _ceiling(state: LearnedState, now: float, policy: RatePolicy) -> float:
     hint = _hint_at(state, now)
     if hint is not None:
         ceiling = min(ceiling, hint * HINT_SHARE)
-    if state.law.phase != "start":  # slow start: see RUNAWAY
-        sent, _ = state.smoothed(now)
-        ceiling = min(ceiling, max(state.law.peak, RUNAWAY * sent))
     return max(MIN_RATE, ceiling)
 
 
