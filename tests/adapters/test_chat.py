@@ -61,8 +61,11 @@ def canned(status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None =
     return app
 
 
-def echo() -> tuple[Any, list[dict[str, Any]]]:
-    """An ASGI app that records each request (headers and JSON body) and answers 'ok'."""
+def echo(
+    *, answer: bytes | None = None, answer_headers: list[tuple[bytes, bytes]] | None = None
+) -> tuple[Any, list[dict[str, Any]]]:
+    """An ASGI app that records each request (headers and JSON body) and answers
+    ``answer`` with ``answer_headers`` (default: a numbered completion, no headers)."""
     seen: list[dict[str, Any]] = []
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
@@ -79,8 +82,9 @@ def echo() -> tuple[Any, list[dict[str, Any]]]:
                 "body": json.loads(body),
             }
         )
-        reply = _completion(f"reply {len(seen)}")
-        await send({"type": "http.response.start", "status": 200, "headers": []})
+        reply = _completion(f"reply {len(seen)}") if answer is None else answer
+        start = {"type": "http.response.start", "status": 200, "headers": answer_headers or []}
+        await send(start)
         await send({"type": "http.response.body", "body": reply})
 
     return app, seen

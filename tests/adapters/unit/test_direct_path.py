@@ -18,14 +18,10 @@ from rampart.adapters._http import new_client
 from rampart.adapters._parse import MalformedResponseError
 from rampart.core.errors import InfrastructureError
 from rampart.testing.server import serve_asgi
-from tests._asgi import lifespan, read_body
-from tests.adapters.test_chat import _send_one
+from tests.adapters.test_chat import _send_one, echo
 
 if TYPE_CHECKING:
     import httpx
-    from hypercorn.typing import ASGIReceiveCallable as Receive
-    from hypercorn.typing import ASGISendCallable as Send
-    from hypercorn.typing import Scope
 
 pytestmark = pytest.mark.anyio
 
@@ -47,19 +43,7 @@ COMPARED = ("authorization", "content-type", "user-agent", "accept", "x-team")
 
 
 def _recording_app() -> tuple[Any, list[dict[str, Any]]]:
-    seen: list[dict[str, Any]] = []
-
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan(receive, send)
-            return
-        body = await read_body(receive)
-        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
-        seen.append({"headers": headers, "body": json.loads(body), "path": scope["path"]})
-        await send({"type": "http.response.start", "status": 200, "headers": ANSWER_HEADERS})
-        await send({"type": "http.response.body", "body": gzip.compress(COMPLETION)})
-
-    return app, seen
+    return echo(answer=gzip.compress(COMPLETION), answer_headers=ANSWER_HEADERS)
 
 
 def _client(url: str, *, trust_env: bool = False) -> httpx.AsyncClient:
