@@ -57,6 +57,16 @@ def _jarless(transport: httpx.AsyncBaseTransport) -> httpx.AsyncBaseTransport:
     return transport
 
 
+class _Hidden(dict[str, str]):
+    """Request headers whose ``repr`` shows only their names: they carry credentials, and
+    a traceback printed with local variables (pytest ``--showlocals``) shows every frame's
+    locals, this one's and aiohttp's (httpx's ``Headers`` masked ``Authorization`` the
+    same way on the httpx path)."""
+
+    def __repr__(self) -> str:
+        return f"<headers {', '.join(self)}: values hidden>"
+
+
 @functools.lru_cache(maxsize=64)
 def _url(url: str) -> yarl.URL:
     """``url`` parsed once (every request of an adapter goes to the same URL)."""
@@ -103,7 +113,7 @@ class AiohttpClient(JarlessClient, HttpxAiohttpClient):
             session = transport.client = transport.get_client()
         sent = self._direct_headers()
         if headers:
-            sent = {**sent, **headers}
+            sent.update(headers)
         content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         timeout = self.timeout
         async with session.post(
@@ -134,14 +144,14 @@ class AiohttpClient(JarlessClient, HttpxAiohttpClient):
                 raise too_large(limit)
             return reply.status, answer, b"".join(chunks)
 
-    def _direct_headers(self) -> dict[str, str]:
+    def _direct_headers(self) -> _Hidden:
         """The client's own headers with its Basic authentication, as httpx would send
         them, read anew each time (they may change), minus ``Accept-Encoding``."""
-        sent = {
-            name.decode("latin-1"): value.decode("latin-1")
+        sent = _Hidden(
+            (name.decode("latin-1"), value.decode("latin-1"))
             for name, value in self.headers.raw
             if name.lower() != b"accept-encoding"
-        }
+        )
         if isinstance(self._auth, httpx.BasicAuth):
             sent["Authorization"] = self._auth._auth_header
         sent["Content-Type"] = "application/json"

@@ -171,6 +171,7 @@ async def post_json(
                 )
             if answer is not None:
                 status, reply_headers, data = answer
+                del answer  # holds the body too, which the status error below drops
             else:
                 async with client.stream("POST", _parsed(url), json=body, headers=headers) as reply:
                     status = reply.status_code
@@ -203,6 +204,20 @@ def _parsed(url: str) -> httpx.URL:
     return httpx.URL(str(url))
 
 
+def _drop_frames(exc: BaseException) -> None:
+    """Drop the frames of ``exc`` and of every exception it was raised from or while
+    handling. aiohttp's frames hold the request's headers (credentials included) as
+    local variables, which a traceback printed with locals (pytest ``--showlocals``)
+    would show, and a time limit striking inside aiohttp chains its cancellation there:
+    a transport failure keeps its types and messages, not its frames."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        link.__traceback__ = None
+        link = link.__cause__ or link.__context__
+
+
 def _transport_error(
     exc: Exception, where: str, time_limit: float, redact: Sequence[str]
 ) -> Exception:
@@ -215,14 +230,10 @@ def _transport_error(
     failure = transport_failure(exc)
     if failure is not None:
         kind, shown = failure[0], f"{failure[1]}: {failure[2]}"
-        # aiohttp's frames hold the request's headers (credentials included) as local
-        # variables, which a traceback printed with locals (pytest --showlocals) would
-        # show: its error keeps its type and message, not its frames.
-        for link in (exc, exc.__cause__):
-            if link is not None and type(link).__module__.startswith("aiohttp"):
-                link.__traceback__ = None
+        _drop_frames(exc)
     elif isinstance(exc, TimeoutError | httpx.TimeoutException):
         kind, shown = "timeout", ""
+        _drop_frames(exc)
     elif isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError | httpx.ProxyError):
         kind, shown = "connection", f"{type(exc).__name__}: {exc}"
     elif isinstance(exc, httpx.HTTPError):

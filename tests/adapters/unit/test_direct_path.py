@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import secrets
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -17,7 +18,7 @@ from rampart.adapters._aiohttp import AiohttpClient
 from rampart.adapters._http import new_client
 from rampart.adapters._parse import MalformedResponseError
 from rampart.core.errors import InfrastructureError
-from rampart.testing.server import serve_asgi
+from rampart.testing.server import serve, serve_asgi
 from tests.adapters.test_chat import _send_one, echo
 
 if TYPE_CHECKING:
@@ -161,3 +162,30 @@ class TestTakenOnlyWhereItMay:
             with pytest.raises(InfrastructureError, match="connection failed") as caught:
                 await _send_one(adapter)
         assert caught.value.transient
+
+
+class TestSecretsStayOutOfTracebacks:
+    """pytest ``--showlocals`` prints every frame's locals, the direct path's and
+    aiohttp's: the request's credentials must not be among them."""
+
+    @pytest.mark.parametrize("time_limit", [0.2, None])
+    async def test_timeout_and_oversized_body(
+        self, anyio_backend: str, time_limit: float | None
+    ) -> None:
+        key = "sk-" + secrets.token_hex(12)
+        app, _ = _recording_app()
+        async with serve(latency=2.0) as slow, serve_asgi(app) as fast:
+            adapter = ChatCompletionsAdapter(
+                base_url=slow.url if time_limit else f"{fast}/v1",
+                model="m",
+                api_key=key,
+                timeout=time_limit or 5.0,
+                max_response_bytes=10,
+            )
+            async with adapter:
+                with pytest.raises((InfrastructureError, MalformedResponseError)) as caught:
+                    await _send_one(adapter)
+        caught.traceback = caught.traceback[1:]  # this test's own frame holds the key
+        shown = str(caught.getrepr(showlocals=True, chain=True, style="long"))
+        assert "post_json" in shown
+        assert key not in shown
