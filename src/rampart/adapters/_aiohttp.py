@@ -28,10 +28,11 @@ import yarl
 from httpx_aiohttp import HttpxAiohttpClient
 from httpx_aiohttp.transport import AiohttpTransport
 
+from rampart.adapters._parse import read_bounded
 from rampart.adapters._transports import JarlessClient
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
 
 __all__ = ["AiohttpClient"]
 
@@ -89,12 +90,11 @@ class AiohttpClient(JarlessClient, HttpxAiohttpClient):
         headers: Mapping[str, str] | None,
         *,
         limit: int,
-        too_large: Callable[[int], Exception],
     ) -> tuple[int, dict[str, str], bytes] | None:
         """POST ``body`` as JSON straight through aiohttp: the status, the answer's
         headers (lower-case names, repeated ones joined with ``", "`` as httpx joins
-        them) and at most ``limit`` bytes of body (``too_large(limit)`` is raised past
-        it); ``None`` when httpx must route the request (a proxy from the environment).
+        them) and at most ``limit`` bytes of body (``_parse.read_bounded``); ``None``
+        when httpx must route the request (a proxy from the environment).
 
         What goes out is what httpx would send: the client's headers (but
         ``Accept-Encoding``, which aiohttp sets to what it decodes), its Basic
@@ -129,20 +129,9 @@ class AiohttpClient(JarlessClient, HttpxAiohttpClient):
             for raw_name, raw_value in reply.raw_headers:
                 name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
                 answer[name] = f"{answer[name]}, {value}" if name in answer else value
-            declared = answer.get("content-length", "")
-            if declared.isdigit() and int(declared) > limit:
-                raise too_large(limit)
-            chunks: list[bytes] = []
-            size = 0
-            # An oversized body is still drained (the caller's time limit bounds that),
-            # so that the connection goes back to the pool, as on the httpx path.
-            async for chunk in reply.content.iter_chunked(_CHUNK):
-                size += len(chunk)
-                if size <= limit:
-                    chunks.append(chunk)
-            if size > limit:
-                raise too_large(limit)
-            return reply.status, answer, b"".join(chunks)
+            chunks = reply.content.iter_chunked(_CHUNK)
+            data = await read_bounded(answer.get("content-length", ""), chunks, limit)
+            return reply.status, answer, data
 
     def _direct_headers(self) -> _Hidden:
         """The client's own headers with its Basic authentication, as httpx would send

@@ -33,7 +33,7 @@ import anyio
 
 from rampart._redact import REDACTED, Masked, Secret
 from rampart._redact import redact as redact_text
-from rampart.adapters._parse import MalformedResponseError, error_detail
+from rampart.adapters._parse import error_detail, read_bounded
 from rampart.adapters._retry_after import parse_retry_after
 from rampart.core.errors import InfrastructureError
 
@@ -166,9 +166,7 @@ async def post_json(
             direct = getattr(client, "post_bytes", None)
             answer: tuple[int, dict[str, str], bytes] | None = None
             if direct is not None:
-                answer = await direct(
-                    str(url), body, headers, limit=max_response_bytes, too_large=_too_large
-                )
+                answer = await direct(str(url), body, headers, limit=max_response_bytes)
             if answer is not None:
                 status, reply_headers, data = answer
                 del answer  # holds the body too, which the status error below drops
@@ -176,7 +174,8 @@ async def post_json(
                 async with client.stream("POST", _parsed(url), json=body, headers=headers) as reply:
                     status = reply.status_code
                     reply_headers = dict(reply.headers.items())
-                    data = await _read(reply, max_response_bytes)
+                    declared = reply.headers.get("content-length", "")
+                    data = await read_bounded(declared, reply.aiter_bytes(), max_response_bytes)
     except Exception as exc:
         error = _transport_error(exc, where, time_limit, redact)
         if error is exc:
@@ -250,31 +249,6 @@ def _transport_error(
         return InfrastructureError(redact_text(message, redact), transient=True)
     message = f"{where}: request failed ({shown})"
     return InfrastructureError(redact_text(message, redact))
-
-
-async def _read(reply: httpx.Response, limit: int) -> bytes:
-    """The body, at most ``limit`` bytes of it.
-
-    An oversized body is still drained (the request timeout bounds that), because
-    abandoning httpx's nested body iterators half-way leaves them to the garbage
-    collector, which trio reports as a ``ResourceWarning``.
-    """
-    declared = reply.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise _too_large(limit)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in reply.aiter_bytes():
-        size += len(chunk)
-        if size <= limit:
-            chunks.append(chunk)
-    if size > limit:
-        raise _too_large(limit)
-    return b"".join(chunks)
-
-
-def _too_large(limit: int) -> MalformedResponseError:
-    return MalformedResponseError(f"response body: larger than max_response_bytes ({limit})")
 
 
 def status_error(

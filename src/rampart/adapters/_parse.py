@@ -22,13 +22,22 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rampart._text import one_line
 from rampart.core.errors import InfrastructureError
 from rampart.core.types import Response, ToolCall
 
-__all__ = ["UNOBSERVED", "MalformedResponseError", "error_detail", "parse_completion"]
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterable
+
+__all__ = [
+    "UNOBSERVED",
+    "MalformedResponseError",
+    "error_detail",
+    "parse_completion",
+    "read_bounded",
+]
 
 _DETAIL_LIMIT = 200
 
@@ -64,6 +73,33 @@ _FILTERED = "content_filter"
 
 class MalformedResponseError(InfrastructureError):
     """A response body that does not follow the chat-completions dialect (not transient)."""
+
+
+async def read_bounded(declared: str, chunks: AsyncIterable[bytes], limit: int) -> bytes:
+    """An answer's body, at most ``limit`` bytes of it (``max_response_bytes``), from
+    its ``Content-Length`` (``declared``, ``""``: none) and its chunks; every transport
+    reads bodies through this.
+
+    An oversized body is still drained (the request's time limit bounds that): the
+    connection then goes back to the pool, and abandoning httpx's nested body iterators
+    half-way leaves them to the garbage collector, which trio reports as a
+    ``ResourceWarning``.
+    """
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    kept: list[bytes] = []
+    size = 0
+    async for chunk in chunks:
+        size += len(chunk)
+        if size <= limit:
+            kept.append(chunk)
+    if size > limit:
+        raise _too_large(limit)
+    return b"".join(kept)
+
+
+def _too_large(limit: int) -> MalformedResponseError:
+    return MalformedResponseError(f"response body: larger than max_response_bytes ({limit})")
 
 
 def _kind(value: object) -> str:

@@ -96,7 +96,6 @@ class TestSameExchangeAsHttpx:
                 {"q": 1},
                 None,
                 limit=10_000,
-                too_large=lambda n: MalformedResponseError(f"over {n}"),
             )
             async with client.stream("POST", url, json={"q": 1}) as reply:
                 via_httpx = (reply.status_code, dict(reply.headers.items()), await reply.aread())
@@ -151,7 +150,6 @@ class TestTakenOnlyWhereItMay:
                 {},
                 None,
                 limit=10,
-                too_large=lambda n: MalformedResponseError(f"over {n}"),
             )
         assert answer is None
 
