@@ -132,10 +132,12 @@ def test_upstream_names_importable_from_top_level() -> None:
 
 
 def test_import_is_light() -> None:
-    """Importing rampart pulls in no codec, validator, network client or engine."""
+    """Importing rampart pulls in no model, codec, validator, network client or engine:
+    the pytest plugin is a submodule, and every pytest run loads it."""
     code = (
         "import sys, rampart; "
         "heavy = [m for m in ('jsonschema', 'cattrs', 'httpx', 'hypothesis', 'anyio', "
+        "'attrs', 'rampart.core', 'rampart.core.result', 'rampart.core.types', "
         "'rampart.engine', 'rampart.codec', 'rampart.limits', 'rampart.attacks', "
         "'rampart.pytest_plugin') "
         "if m in sys.modules]; "
@@ -183,6 +185,23 @@ def test_llm_layer_is_lazy() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == "| True"
+
+
+def test_the_model_loads_on_first_access() -> None:
+    """A model name loads its own module only; the model's modules stay attributes of
+    ``rampart.core`` and ``rampart.core`` of ``rampart``, as with eager imports."""
+    code = (
+        "import sys, rampart; "
+        "status = rampart.SafetyStatus; "
+        "loaded = [m for m in ('rampart.core.manifest', 'rampart.core.evaluator', "
+        "'rampart.core.driver', 'rampart.core.persona') if m in sys.modules]; "
+        "print(status.__module__, loaded, rampart.core.manifest.AppManifest.__module__)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    # types imports the manifest (a Payload's app), so only the protocols stay out.
+    assert out == "rampart.core.types ['rampart.core.manifest'] rampart.core.manifest"
 
 
 def test_lazy_exports_are_the_real_objects() -> None:

@@ -20,10 +20,12 @@ The layers, each importing only from those above it in this list:
    ``pytest_plugin``, ``testing`` (simulated and scripted agents, the test server)
    and ``cli``.
 
-Strategies, executions, trials, rate limiting and the result context
+Every name is re-exported here lazily (PEP 562): the model's from ``rampart.core``,
+and strategies, executions, trials, rate limiting and the result context
 (``record_result``, ``current_trial``, ``TrialInfo``: the engine's, set by the pytest
-plugin) are re-exported here lazily, so ``import rampart`` loads the value types only
-and the engine on first use.
+plugin) from their homes. ``import rampart`` loads almost nothing -- the pytest
+plugin is a submodule, and pytest loads it in every run -- and each name its module
+on first use.
 ``docs/architecture.md`` draws the same picture with the reasons behind it.
 """
 
@@ -33,54 +35,54 @@ from typing import TYPE_CHECKING
 from rampart._lazy import lazy_attributes
 from rampart._redact import redact, register_secret
 from rampart._version import __version__ as __version__
-from rampart.core import (
-    AdapterContractError,
-    AgentAdapter,
-    AppManifest,
-    BaseEvaluator,
-    ContractError,
-    ConverterContractError,
-    DataSource,
-    DriverContractError,
-    DriverError,
-    EvalContext,
-    EvalOutcome,
-    EvalResult,
-    EvaluationPurpose,
-    Evaluator,
-    EvaluatorContractError,
-    EvaluatorError,
-    HarmCategory,
-    InfrastructureError,
-    InjectionContractError,
-    InjectionHandle,
-    InjectionRecord,
-    LLMConfig,
-    ObservabilityLevel,
-    Payload,
-    PayloadConverter,
-    PayloadFormat,
-    Persona,
-    PopulationRef,
-    PopulationResult,
-    PromptDecision,
-    PromptDriver,
-    Request,
-    Response,
-    Result,
-    SafetyStatus,
-    Session,
-    SideEffect,
-    Surface,
-    ToolCall,
-    ToolDeclaration,
-    TraceEndReason,
-    TrialVerdict,
-    Turn,
-)
 
 if TYPE_CHECKING:
     from rampart.attacks import Attacks
+    from rampart.core import (
+        AdapterContractError,
+        AgentAdapter,
+        AppManifest,
+        BaseEvaluator,
+        ContractError,
+        ConverterContractError,
+        DataSource,
+        DriverContractError,
+        DriverError,
+        EvalContext,
+        EvalOutcome,
+        EvalResult,
+        EvaluationPurpose,
+        Evaluator,
+        EvaluatorContractError,
+        EvaluatorError,
+        HarmCategory,
+        InfrastructureError,
+        InjectionContractError,
+        InjectionHandle,
+        InjectionRecord,
+        LLMConfig,
+        ObservabilityLevel,
+        Payload,
+        PayloadConverter,
+        PayloadFormat,
+        Persona,
+        PopulationRef,
+        PopulationResult,
+        PromptDecision,
+        PromptDriver,
+        Request,
+        Response,
+        Result,
+        SafetyStatus,
+        Session,
+        SideEffect,
+        Surface,
+        ToolCall,
+        ToolDeclaration,
+        TraceEndReason,
+        TrialVerdict,
+        Turn,
+    )
     from rampart.drivers import LLMDriver
     from rampart.engine import (
         BaseExecution,
@@ -111,14 +113,6 @@ _LAZY = {
     "limit": "rampart.limits",
     "record_result": "rampart.engine._results",
 }
-# The result context is the engine's (``engine._results``): loaded on first use, and
-# read afresh at each access (see ``lazy_attributes``).
-__getattr__, __dir__ = lazy_attributes(
-    __name__,
-    globals(),
-    _LAZY,
-    uncached=frozenset({"TrialInfo", "current_trial", "record_result"}),
-)
 
 
 __all__ = [
@@ -183,3 +177,15 @@ __all__ = [
     "redact",
     "register_secret",
 ]
+
+# Every other exported name is the model's, answered by ``rampart.core`` (itself lazy).
+_MODEL_NAMES = [name for name in __all__ if name not in _LAZY and name not in globals()]
+# The result context is the engine's (``engine._results``): loaded on first use, and
+# read afresh at each access (see ``lazy_attributes``).
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    globals(),
+    {**dict.fromkeys(_MODEL_NAMES, "rampart.core"), **_LAZY},
+    uncached=frozenset({"TrialInfo", "current_trial", "record_result"}),
+    submodules=frozenset({"core"}),
+)

@@ -26,6 +26,7 @@ def lazy_attributes(
     lazy: dict[str, str],
     *,
     uncached: frozenset[str] = frozenset(),
+    submodules: frozenset[str] = frozenset(),
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``__getattr__`` and ``__dir__`` for a package whose ``lazy`` names load on access.
 
@@ -33,9 +34,14 @@ def lazy_attributes(
     copied into the package: its module holds per-run state (context variables), and a
     harness that unloads and reloads modules between runs (pytester's in-process runs)
     must reach the module that is loaded now, not the first one.
+
+    A name in ``submodules`` is the package's submodule of that name, imported on
+    access: what an eager ``__init__`` used to make an attribute as a side effect.
     """
 
     def __getattr__(name: str) -> Any:
+        if name in submodules:
+            return importlib.import_module(f"{package}.{name}")
         module = lazy.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")

@@ -39,3 +39,12 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
     getattr_, _ = lazy_attributes("pkg", {}, {})
     with pytest.raises(AttributeError, match=r"^module 'pkg' has no attribute 'missing'$"):
         getattr_("missing")
+
+
+def test_a_submodule_is_imported_on_access() -> None:
+    """``submodules`` answer the package's submodule, as an eager ``__init__`` did."""
+    getattr_, _ = lazy_attributes("json", {}, {}, submodules=frozenset({"tool"}))
+    module = getattr_("tool")
+    assert module is sys.modules["json.tool"]
+    with pytest.raises(AttributeError, match="no attribute 'scanner'"):
+        getattr_("scanner")  # a submodule, but not one of ``submodules``
