@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(
             f"  {hosts_count} hosts, {rate:g}/s: {share:.0%} of the rate, {refused:.1%} 429, "
-            f"{errors} ERROR, verdicts {rows[-1][-3]} -> {rows[-1][-1]}",
+            f"{errors} ERROR, verdicts {rows[-1][9]} -> {rows[-1][-1]}",
             flush=True,
         )
         for report in reports:

@@ -612,6 +612,46 @@ class TestVirtualTime:
         assert stats.peak_in_flight == 1
         assert stats.current_window == 4
 
+    def test_hosts_sharing_a_learned_rate_send_at_its_current_rate(self) -> None:
+        """Four limiters (hosts) share one learned rate, 150 requests each, answered in
+        1 s and never refused. Each books at most a tenth of a second of tokens ahead
+        (``booking_depth``), so slow start's sends follow the rate as it doubles, and
+        the rate grows only as far as the sends try it. Booking whole windows ahead at
+        the first rate (4/s) sent 16 requests in 4 s while the rate ran off to 2,000/s."""
+        agent, server = recording_agent(latency=1.0)
+        learned: list[float] = []
+        begun: list[float] = []
+
+        async def main() -> None:
+            backend = MemoryBackend(clock=trio.current_time)
+            hosts = [
+                _build(agent, adaptive=True, backend=backend, name="fleet", rng=NoJitter())
+                for _ in range(4)
+            ]
+            begun.append(trio.current_time())
+
+            async def one(limited: LimitedAdapter) -> None:
+                async with await limited.create_session_async() as session:
+                    await session.send_async(Request(prompt="x"))
+
+            async with anyio.create_task_group() as group:
+                for limited in hosts:
+                    for _ in range(150):
+                        group.start_soon(one, limited)
+            for limited in hosts:
+                stats = limited.statistics().learned
+                assert stats is not None
+                learned.append(stats.rate)
+
+        run_virtual(main)
+        sends = sorted(at - begun[0] for at in server.starts)
+        assert len(sends) == 600
+        assert sum(1 for at in sends if at < 5.0) >= 80
+        last = sends[-1]
+        peak = max(sum(1 for at in sends if second <= at < second + 1) for second in range(8))
+        assert peak >= 100
+        assert max(learned) <= 4 * peak, (learned, peak, last)
+
     def test_a_learned_rate_fills_its_window_within_one_latency(self) -> None:
         """A 100/s agent answering in 2 s needs 200 requests in flight. The window is
         raised to what the learned rate needs as soon as the first answers show the

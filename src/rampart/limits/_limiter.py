@@ -62,7 +62,12 @@ from rampart.limits._backends import LimitBackend, StateBackend
 from rampart.limits._default import default_backend
 from rampart.limits._errors import RateLimitedError
 from rampart.limits._policy._learned_rate import Grant, RatePolicy
-from rampart.limits._policy._limiter_core import DEFAULT_MAX_RETRY_AFTER, Decision, LimiterCore
+from rampart.limits._policy._limiter_core import (
+    DEFAULT_MAX_RETRY_AFTER,
+    Decision,
+    LimiterCore,
+    booking_depth,
+)
 from rampart.limits._shared_rate import LearnedRate
 from rampart.limits._signals import RateLimitSignal, collect_signals
 from rampart.limits._stats import LimiterStatistics
@@ -116,6 +121,7 @@ class LimitedAdapter:
     _clock: Callable[[], float]
     _core: LimiterCore
     _learner: LearnedRate | None
+    _booking: anyio.CapacityLimiter
     _spacing: bool
     _spacers: collections.deque[anyio.Event]
     _waiters: collections.deque[anyio.Event]
@@ -151,6 +157,8 @@ class LimitedAdapter:
         self._backend = backend
         self._clock = clock
         self._learner = None
+        # A learned rate's tokens booked and not yet sent (``booking_depth``).
+        self._booking = anyio.CapacityLimiter(1)
         self._spacing = False
         self._spacers = collections.deque()
         if adaptive:
@@ -309,7 +317,9 @@ class LimitedAdapter:
         one only delays (the budget still holds), and the fresh reservations space the
         waiters at ``1/rate`` after the pause instead of letting them all go at once.
         Likewise when a learned rate was cut while the attempt slept: its token was
-        reserved at the old rate, so it reserves again at the new one.
+        reserved at the old rate, so it reserves again at the new one. A learned rate's
+        attempts book at most ``booking_depth`` tokens ahead of their sends (the rest
+        wait their turn here, first come first served): see that function.
         """
         core = self._core
         clock = self._clock
@@ -320,29 +330,29 @@ class LimitedAdapter:
             while pause > 0.0:
                 await anyio.sleep(pause)
                 pause = core.pause_remaining(clock())
-            grant: Grant | None = None
             if learner is not None:
-                grant = await learner.reserve()
-                wait = grant.wait
-                core.on_learned_rate(grant.rate, learner.latency_floor())
-            elif backend is None or self._rate is None or self._burst is None:
+                async with self._booking:
+                    grant = await learner.reserve()
+                    core.on_learned_rate(grant.rate, learner.latency_floor())
+                    depth = booking_depth(grant.rate, grant.burst)
+                    if depth != self._booking.total_tokens:
+                        self._booking.total_tokens = depth
+                    if grant.wait > 0.0:
+                        await anyio.sleep(grant.wait)
+                    if not core.token_still_good(
+                        clock(), generation=grant.generation, current=learner.generation
+                    ):
+                        learner.forfeit()
+                        continue
+                    await self._keep_spacing(grant)
+                    return grant
+            if backend is None or self._rate is None or self._burst is None:
                 return None
-            else:
-                wait = await backend.acquire(self._name, rate=self._rate, burst=self._burst)
+            wait = await backend.acquire(self._name, rate=self._rate, burst=self._burst)
             if wait > 0.0:
                 await anyio.sleep(wait)
-            good = core.token_still_good(
-                clock(),
-                generation=None if grant is None else grant.generation,
-                current=0 if learner is None else learner.generation,
-            )
-            if not good:
-                if learner is not None:
-                    learner.forfeit()
-                continue
-            if grant is not None:
-                await self._keep_spacing(grant)
-            return grant
+            if core.token_still_good(clock(), generation=None, current=0):
+                return None
 
     async def _keep_spacing(self, grant: Grant) -> None:
         """A learned rate: this process's sends keep the schedule their tokens had,

@@ -6,7 +6,12 @@ import pytest
 
 from rampart.core.errors import AdapterContractError, DriverError, InfrastructureError
 from rampart.limits import FailureKind, RateLimitedError, classify
-from rampart.limits._policy._limiter_core import LimiterCore, window_cap, window_need
+from rampart.limits._policy._limiter_core import (
+    LimiterCore,
+    booking_depth,
+    window_cap,
+    window_need,
+)
 
 
 def _core(**kwargs: object) -> LimiterCore:
@@ -402,3 +407,21 @@ class TestRetryNote:
         assert core.on_retry(other, decision, 1).startswith(
             "retrying after InfrastructureError: refused: POST is not allowed here"
         )
+
+
+@pytest.mark.parametrize(
+    ("rate", "burst", "depth"),
+    [
+        (4.0, 1, 1),  # a tenth of a second at 4/s is less than a token
+        (4.0, 10, 10),  # the burst may go at once, so it may be booked
+        (200.0, 1, 20),
+        (200.0, 10, 20),
+        (2000.0, 16, 200),
+        (0.0, 1, 1),
+        (float("inf"), 3, 3),
+    ],
+)
+def test_booking_depth_is_a_tenth_of_a_second_at_least_the_burst(
+    rate: float, burst: int, depth: int
+) -> None:
+    assert booking_depth(rate, burst) == depth

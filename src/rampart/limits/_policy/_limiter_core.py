@@ -106,6 +106,28 @@ def window_cap(rate: float, latency: float) -> int:
     return max(LITTLE_MIN, min(LITTLE_MAX, wanted))
 
 
+BOOKED_AHEAD = 0.1
+"""Seconds of tokens at a learned rate one process may hold booked and not yet sent
+(see ``booking_depth``)."""
+
+
+def booking_depth(rate: float, burst: int) -> int:
+    """How many tokens of a learned ``rate`` one process may hold booked ahead of their
+    sends: ``BOOKED_AHEAD`` seconds' worth, at least ``burst`` (and 1).
+
+    A token's wait is fixed when it is booked, at the rate of that moment. Booking a
+    whole window ahead (Little's law: a latency's worth of requests, times the hosts of
+    a fleet sharing the rate) fixes seconds of sends at an old, lower rate, and the
+    bucket looks busy all that time, so the rate keeps growing without being tried: 8
+    hosts x 200/s at 1 s latency booked 8 s ahead at slow start's first rates, then
+    sent at 600/s and cut four times down to half the rate. Booking a tenth of a second
+    ahead keeps the bucket busy and every send on the current rate.
+    """
+    if not math.isfinite(rate):
+        return max(1, burst)
+    return max(1, burst, math.ceil(max(0.0, rate) * BOOKED_AHEAD))
+
+
 class FailureKind(enum.Enum):
     """How the limiter treats an exception from the wrapped ``send_async``."""
 
