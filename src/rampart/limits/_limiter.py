@@ -61,6 +61,7 @@ from rampart.core.errors import AdapterContractError
 from rampart.limits._backends import LimitBackend, StateBackend
 from rampart.limits._default import default_backend
 from rampart.limits._errors import RateLimitedError
+from rampart.limits._fifo import FifoGate
 from rampart.limits._policy._learned_rate import Grant, RatePolicy
 from rampart.limits._policy._limiter_core import (
     DEFAULT_MAX_RETRY_AFTER,
@@ -121,10 +122,12 @@ class LimitedAdapter:
     _clock: Callable[[], float]
     _core: LimiterCore
     _learner: LearnedRate | None
-    _booking: anyio.CapacityLimiter
+    _unsent: int
+    _depth: int
+    _booking: FifoGate
     _spacing: bool
     _spacers: collections.deque[anyio.Event]
-    _waiters: collections.deque[anyio.Event]
+    _slots: FifoGate
     _serial: int
 
     def __init__(self, *args: object, **kwargs: object) -> None:
@@ -157,8 +160,9 @@ class LimitedAdapter:
         self._backend = backend
         self._clock = clock
         self._learner = None
-        # A learned rate's tokens booked and not yet sent (``booking_depth``).
-        self._booking = anyio.CapacityLimiter(1)
+        # A learned rate's tokens booked and not yet sent, at most ``booking_depth``.
+        self._unsent, self._depth = 0, 1
+        self._booking = FifoGate(take=self._take_booking, give=self._give_booking)
         self._spacing = False
         self._spacers = collections.deque()
         if adaptive:
@@ -177,7 +181,7 @@ class LimitedAdapter:
             rng=rng,
             learned=self._learner is not None,
         )
-        self._waiters = collections.deque()
+        self._slots = FifoGate(take=self._core.try_acquire_slot, give=self._core.release_slot)
         self._serial = next(_SERIALS)
         _LIVE.add(self)
         return self
@@ -282,31 +286,6 @@ class LimitedAdapter:
 
     # -- the shell -------------------------------------------------------------------
 
-    async def _acquire_slot(self) -> None:
-        core = self._core
-        if not self._waiters and core.try_acquire_slot():
-            return
-        event = anyio.Event()
-        self._waiters.append(event)
-        try:
-            await event.wait()
-        except BaseException:
-            if event.is_set():
-                self._release_slot()  # handed over just as we were cancelled
-            else:
-                self._waiters.remove(event)
-            raise
-
-    def _release_slot(self) -> None:
-        self._core.release_slot()
-        self._wake()
-
-    def _wake(self) -> None:
-        # Hand free slots to waiters in arrival order (the window may also have grown).
-        core = self._core
-        while self._waiters and core.try_acquire_slot():
-            self._waiters.popleft().set()
-
     async def _wait_until_ready(self) -> Grant | None:
         """Steps 2 and 3: the ``Retry-After`` pause, then a token.
 
@@ -331,12 +310,14 @@ class LimitedAdapter:
                 await anyio.sleep(pause)
                 pause = core.pause_remaining(clock())
             if learner is not None:
-                async with self._booking:
+                await self._booking.enter()  # see booking_depth
+                try:
                     grant = await learner.reserve()
                     core.on_learned_rate(grant.rate, learner.latency_floor())
                     depth = booking_depth(grant.rate, grant.burst)
-                    if depth != self._booking.total_tokens:
-                        self._booking.total_tokens = depth
+                    if depth != self._depth:
+                        self._depth = depth
+                        self._booking.wake()
                     if grant.wait > 0.0:
                         await anyio.sleep(grant.wait)
                     if not core.token_still_good(
@@ -346,6 +327,8 @@ class LimitedAdapter:
                         continue
                     await self._keep_spacing(grant)
                     return grant
+                finally:
+                    self._booking.leave()
             if backend is None or self._rate is None or self._burst is None:
                 return None
             wait = await backend.acquire(self._name, rate=self._rate, burst=self._burst)
@@ -353,6 +336,15 @@ class LimitedAdapter:
                 await anyio.sleep(wait)
             if core.token_still_good(clock(), generation=None, current=0):
                 return None
+
+    def _take_booking(self) -> bool:
+        if self._unsent >= self._depth:
+            return False
+        self._unsent += 1
+        return True
+
+    def _give_booking(self) -> None:
+        self._unsent -= 1
 
     async def _keep_spacing(self, grant: Grant) -> None:
         """A learned rate: this process's sends keep the schedule their tokens had,
@@ -428,7 +420,7 @@ class LimitedAdapter:
         try:
             while True:
                 queued_at = clock()
-                await self._acquire_slot()
+                await self._slots.enter()
                 decision: Decision
                 try:
                     try:
@@ -477,7 +469,7 @@ class LimitedAdapter:
                                 await learner.observed(grant, signals)
                         return response
                 finally:
-                    self._release_slot()
+                    self._slots.leave()
                 # Say why we wait (the progress line shows it): a down agent is retried for
                 # a while, and without a word the run looks stuck.
                 note = core.on_retry(failure, decision, retry)
