@@ -1,8 +1,9 @@
 """``FifoGate``: tasks wait, in arrival order, for places a policy hands out.
 
-The limiter has two such queues: concurrency slots (``LimiterCore`` decides whether a
+The limiter has three such queues: concurrency slots (``LimiterCore`` decides whether a
 slot is free) and, for a learned rate, places for booked and unsent tokens
-(``booking_depth``). Both need the same three things: a free place is taken at once and
+(``booking_depth``) and the one place at the head of the send turnstile (``Places``
+counts those two). All need the same three things: a free place is taken at once and
 without a checkpoint (this is every request's path), waiters are served first come
 first served, and a waiter cancelled just as its place was handed over gives it back.
 """
@@ -17,7 +18,27 @@ import anyio
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["FifoGate"]
+__all__ = ["FifoGate", "Places"]
+
+
+class Places:
+    """At most ``limit`` places taken at once; ``limit`` may change (a ``FifoGate``'s
+    ``wake`` then hands out the new ones)."""
+
+    __slots__ = ("limit", "taken")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.taken = 0
+
+    def take(self) -> bool:
+        if self.taken >= self.limit:
+            return False
+        self.taken += 1
+        return True
+
+    def give(self) -> None:
+        self.taken -= 1
 
 
 class FifoGate:

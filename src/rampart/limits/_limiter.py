@@ -28,7 +28,6 @@ the only module-level state in ``rampart.limits``.
 
 from __future__ import annotations
 
-import collections
 import itertools
 import random
 import weakref
@@ -61,7 +60,7 @@ from rampart.core.errors import AdapterContractError
 from rampart.limits._backends import LimitBackend, StateBackend
 from rampart.limits._default import default_backend
 from rampart.limits._errors import RateLimitedError
-from rampart.limits._fifo import FifoGate
+from rampart.limits._fifo import FifoGate, Places
 from rampart.limits._policy._learned_rate import Grant, RatePolicy
 from rampart.limits._policy._limiter_core import (
     DEFAULT_MAX_RETRY_AFTER,
@@ -122,11 +121,9 @@ class LimitedAdapter:
     _clock: Callable[[], float]
     _core: LimiterCore
     _learner: LearnedRate | None
-    _unsent: int
-    _depth: int
+    _booked: Places
     _booking: FifoGate
-    _spacing: bool
-    _spacers: collections.deque[anyio.Event]
+    _turnstile: FifoGate
     _slots: FifoGate
     _serial: int
 
@@ -161,10 +158,10 @@ class LimitedAdapter:
         self._clock = clock
         self._learner = None
         # A learned rate's tokens booked and not yet sent, at most ``booking_depth``.
-        self._unsent, self._depth = 0, 1
-        self._booking = FifoGate(take=self._take_booking, give=self._give_booking)
-        self._spacing = False
-        self._spacers = collections.deque()
+        self._booked = Places(1)
+        self._booking = FifoGate(take=self._booked.take, give=self._booked.give)
+        head = Places(1)  # the send turnstile's head (``_keep_spacing``)
+        self._turnstile = FifoGate(take=head.take, give=head.give)
         if adaptive:
             assert isinstance(backend, StateBackend)
             self._learner = LearnedRate(
@@ -315,8 +312,8 @@ class LimitedAdapter:
                     grant = await learner.reserve()
                     core.on_learned_rate(grant.rate, learner.latency_floor())
                     depth = booking_depth(grant.rate, grant.burst)
-                    if depth != self._depth:
-                        self._depth = depth
+                    if depth != self._booked.limit:
+                        self._booked.limit = depth
                         self._booking.wake()
                     if grant.wait > 0.0:
                         await anyio.sleep(grant.wait)
@@ -337,15 +334,6 @@ class LimitedAdapter:
             if core.token_still_good(clock(), generation=None, current=0):
                 return None
 
-    def _take_booking(self) -> bool:
-        if self._unsent >= self._depth:
-            return False
-        self._unsent += 1
-        return True
-
-    def _give_booking(self) -> None:
-        self._unsent -= 1
-
     async def _keep_spacing(self, grant: Grant) -> None:
         """A learned rate: this process's sends keep the schedule their tokens had,
         measured on the *actual* send times: at most ``grant.burst`` at once, then one
@@ -363,31 +351,13 @@ class LimitedAdapter:
         delay is capacity lost for good, which is why the head waits with
         ``_sleep_until`` (precise to well under a millisecond).
         """
-        if self._spacing:
-            turn = anyio.Event()
-            self._spacers.append(turn)
-            try:
-                await turn.wait()
-            except BaseException:
-                if turn.is_set():
-                    self._pass_spacing()  # our turn came just as we were cancelled
-                else:
-                    self._spacers.remove(turn)
-                raise
-        else:
-            self._spacing = True
+        await self._turnstile.enter()
         try:
             core = self._core
             await self._sleep_until(core.send_not_before(rate=grant.rate, burst=grant.burst))
             core.sent(self._clock(), rate=grant.rate, burst=grant.burst)
         finally:
-            self._pass_spacing()
-
-    def _pass_spacing(self) -> None:
-        if self._spacers:
-            self._spacers.popleft().set()  # handed over: still taken
-        else:
-            self._spacing = False
+            self._turnstile.leave()
 
     async def _sleep_until(self, deadline: float) -> None:
         """Sleep until ``deadline`` on this limiter's clock, without the event loop's

@@ -1,30 +1,17 @@
-"""``FifoGate``: places in arrival order, taken at once when free, never leaked."""
+"""``FifoGate`` over ``Places``: places in arrival order, taken at once when free, never
+leaked."""
 
 from __future__ import annotations
 
 import anyio
 import pytest
 
-from rampart.limits._fifo import FifoGate
-
-
-class _Places:
-    def __init__(self, free: int) -> None:
-        self.free = free
-
-    def take(self) -> bool:
-        if self.free <= 0:
-            return False
-        self.free -= 1
-        return True
-
-    def give(self) -> None:
-        self.free += 1
+from rampart.limits._fifo import FifoGate, Places
 
 
 @pytest.mark.anyio
 async def test_waiters_are_served_in_arrival_order_and_more_places_wake_them() -> None:
-    places = _Places(1)
+    places = Places(1)
     gate = FifoGate(take=places.take, give=places.give)
     await gate.enter()  # free: taken at once
     order: list[int] = []
@@ -41,19 +28,19 @@ async def test_waiters_are_served_in_arrival_order_and_more_places_wake_them() -
         gate.leave()  # one place back: the first waiter
         await anyio.wait_all_tasks_blocked()
         assert order == [0]
-        places.free += 2  # the policy allows more: wake() hands them out in order
+        places.limit += 2  # the policy allows more: wake() hands them out in order
         gate.wake()
         await anyio.wait_all_tasks_blocked()
         # The places went to the two longest waiting; trio may run them in either order.
         assert sorted(order) == [0, 1, 2]
         gate.leave()
     assert sorted(order) == [0, 1, 2, 3]
-    assert places.free == 0  # 4 held by the waiters, none leaked
+    assert places.taken == places.limit == 3  # all held by the waiters, none leaked
 
 
 @pytest.mark.anyio
 async def test_a_cancelled_waiter_leaves_no_place_taken() -> None:
-    places = _Places(1)
+    places = Places(1)
     gate = FifoGate(take=places.take, give=places.give)
     await gate.enter()
     async with anyio.create_task_group() as group:
@@ -61,6 +48,6 @@ async def test_a_cancelled_waiter_leaves_no_place_taken() -> None:
         await anyio.wait_all_tasks_blocked()
         group.cancel_scope.cancel()
     gate.leave()
-    assert places.free == 1  # the cancelled waiter took nothing
+    assert places.taken == 0  # the cancelled waiter took nothing
     await gate.enter()  # and is no longer queued ahead of a newcomer
-    assert places.free == 0
+    assert places.taken == 1
