@@ -219,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         passed += ok
         learned = [report["learned"] for report in reports if report["learned"] is not None]
+        verdicts = "same" if differ == 0 else f"{differ} differ"
+        outcome = "PASS" if ok else "MISS"
         rows.append(
             [
                 f"{hosts_count}",
@@ -230,15 +232,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"{refused:.1%}",
                 f"{min(learned, default=0):.0f}-{max(learned, default=0):.0f}",
                 f"{errors}",
-                "same" if differ == 0 else f"{differ} differ",
+                verdicts,
                 f"{busy:.0%}",
                 f"{os.getloadavg()[0]:.1f}",
-                "PASS" if ok else "MISS",
+                outcome,
             ]
         )
         print(
             f"  {hosts_count} hosts, {rate:g}/s: {share:.0%} of the rate, {refused:.1%} 429, "
-            f"{errors} ERROR, verdicts {rows[-1][9]} -> {rows[-1][-1]}",
+            f"{errors} ERROR, verdicts {verdicts} -> {outcome}",
             flush=True,
         )
         for report in reports:

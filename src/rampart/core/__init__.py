@@ -11,8 +11,8 @@ forwards it to ``rampart.engine`` (``rampart.core.execution``, ``.trace``,
 ``.trials``). New code imports them from ``rampart.engine``.
 
 The model's names load on first access too (PEP 562, ``rampart._lazy``): a module that
-needs only ``rampart.core.result`` -- the pytest plugin at start, say -- does not pay
-for the protocols, the manifest or the LLM config.
+needs only ``rampart.core.result`` (and the value types it builds on) does not pay for
+the protocols, the LLM config or the persona.
 """
 
 from typing import TYPE_CHECKING
