@@ -13,11 +13,21 @@ controller can be studied (and tuned) without loopback noise.
 (rate x latency x burst) with the same targets; ``--cell 200,5,10`` (repeatable) runs
 only the cells named, such as the 5 s rows; ``--jitter S`` adds uniform random
 network delay of up to S seconds before the agent sees each request.
+
+``--stall P,S`` models what the wall clock adds: stalls (a garbage collection, a
+process descheduled) starting at random, ``P`` per second on average, each lasting
+``S`` seconds; a request that would reach the agent during one reaches it when the
+stall ends, together with the others held. ``--hosts N`` splits the trials over ``N``
+limiters sharing one learned rate (one ``MemoryBackend``), as ``bench_fleet.py``'s
+hosts share one through Redis; each host stalls on its own. ``--late S`` wakes each
+send up to ``S`` seconds late (uniformly at random), as a busy event loop does: a
+limiter's spacing turnstile then sends later than its schedule.
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import math
 import random
 import sys
@@ -29,8 +39,13 @@ import trio.testing
 
 from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Request, Response
-from rampart.limits import RateLimitedError, parse_rate_limit_headers, report_rate_limit
-from rampart.limits._limiter import _build
+from rampart.limits import (
+    MemoryBackend,
+    RateLimitedError,
+    parse_rate_limit_headers,
+    report_rate_limit,
+)
+from rampart.limits._limiter import LimitedAdapter, _build
 from rampart.testing.server import TokenBucket
 from rampart.testing.server._app import openai_quota_headers
 
@@ -52,6 +67,47 @@ def openai_headers(bucket: TokenBucket, now: float) -> dict[str, str]:
     """What the test server sends with ``rate_limit_headers="openai"``."""
     pairs = openai_quota_headers(tokens=bucket.tokens(now), rate=bucket.rate, burst=bucket.burst)
     return {name.decode(): value.decode() for name, value in pairs}
+
+
+def stall_windows(rng: random.Random, per_second: float, length: float, span: float) -> list[float]:
+    """Start times of stalls over ``span`` seconds: a Poisson process, ``per_second``."""
+    starts: list[float] = []
+    at = 0.0
+    while per_second > 0.0:
+        at += rng.expovariate(per_second)
+        if at >= span:
+            break
+        starts.append(at)
+    return starts
+
+
+@attrs.define
+class Host:
+    """One host's view of the agent: its own stalls hold its requests back."""
+
+    agent: Agent
+    stalls: list[float]
+    stall: float
+    epoch: float = 0.0
+
+    @property
+    def manifest(self) -> AppManifest:
+        return AppManifest(name="sim")
+
+    @property
+    def observability_profile(self) -> ObservabilityLevel:
+        return ObservabilityLevel.RESPONSE_ONLY
+
+    async def create_session_async(self) -> Session:
+        return Session(self.agent, self)
+
+    def held_until(self, now: float) -> float:
+        """When a request that would arrive at ``now`` arrives (the end of a stall)."""
+        at = now - self.epoch
+        index = bisect.bisect_right(self.stalls, at) - 1
+        if index >= 0 and at < self.stalls[index] + self.stall:
+            return self.epoch + self.stalls[index] + self.stall
+        return now
 
 
 @attrs.define
@@ -81,8 +137,9 @@ class Agent:
 
 
 class Session:
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Agent, host: Host | None = None) -> None:
         self._agent = agent
+        self._host = host
 
     async def __aenter__(self) -> Self:
         return self
@@ -94,6 +151,8 @@ class Session:
         agent = self._agent
         if agent.jitter:
             await trio.sleep(agent.rng.uniform(0.0, agent.jitter))
+        if self._host is not None:
+            await trio.sleep_until(self._host.held_until(trio.current_time()))
         now = trio.current_time()
         wait = agent.bucket.take(now)
         headers = openai_headers(agent.bucket, now) if agent.headers else {}
@@ -148,6 +207,17 @@ def steady_throughput(completed: list[float], start: float, end: float) -> float
     return count / (end - begin) if end > begin else 0.0
 
 
+def _wake_late(limited: LimitedAdapter, late: float, rng: random.Random) -> None:
+    """Make ``limited``'s spacing turnstile wake up to ``late`` seconds late."""
+    on_time = limited._sleep_until
+
+    async def sleep_until(deadline: float) -> None:
+        await on_time(deadline)
+        await trio.sleep(rng.uniform(0.0, late))
+
+    limited._sleep_until = sleep_until  # type: ignore[method-assign]
+
+
 def run_cell(
     rate: float,
     latency: float,
@@ -158,6 +228,9 @@ def run_cell(
     seed: int,
     trials: int | None = None,
     refusal_latency: float = 0.0,
+    hosts: int = 1,
+    stall: tuple[float, float] = (0.0, 0.0),
+    late: float = 0.0,
 ) -> Cell:
     n = trials or trials_for(rate, latency)
     agent = Agent(
@@ -168,10 +241,34 @@ def run_cell(
         rng=random.Random(seed),
         refusal_latency=refusal_latency,
     )
-    limited = _build(agent, adaptive=True, max_retries=30, rng=random.Random(seed))
+    per_second, length = stall
+    span = 10.0 * (n / rate + latency + 10.0)
+    views = [
+        Host(
+            agent=agent,
+            stalls=stall_windows(random.Random(seed * 1000 + i), per_second, length, span),
+            stall=length,
+        )
+        for i in range(hosts)
+    ]
+    backend = MemoryBackend(clock=trio.current_time)
+    fleet = [
+        _build(
+            view,
+            adaptive=True,
+            max_retries=30,
+            rng=random.Random(seed + i),
+            backend=backend,
+            name="sim",
+        )
+        for i, view in enumerate(views)
+    ]
+    if late:
+        for i, limited in enumerate(fleet):
+            _wake_late(limited, late, random.Random(seed * 7 + i))
     errors = 0
 
-    async def one() -> None:
+    async def one(limited: LimitedAdapter) -> None:
         nonlocal errors
         session = await limited.create_session_async()
         async with session:
@@ -183,14 +280,15 @@ def run_cell(
     async def main() -> tuple[float, float]:
         agent.bucket = TokenBucket(rate=rate, burst=burst, now=trio.current_time())
         start = trio.current_time()
+        for view in views:
+            view.epoch = start
         async with trio.open_nursery() as nursery:
-            for _ in range(n):
-                nursery.start_soon(one)
+            for i in range(n):
+                nursery.start_soon(one, fleet[i % hosts])
         return start, trio.current_time()
 
     start, end = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
-    stats = limited.statistics()
-    learned = stats.learned
+    learned = fleet[0].statistics().learned
     assert learned is not None
     return Cell(
         rate=rate,
@@ -225,6 +323,14 @@ def main(argv: list[str] | None = None) -> int:
         help="trials per cell (default: enough to learn and settle; bench_concurrency.py "
         "runs 60 s of the agent's rate in its 5 s rows)",
     )
+    parser.add_argument("--hosts", type=int, default=1, help="limiters sharing the rate")
+    parser.add_argument("--late", type=float, default=0.0, help="max send lateness (s)")
+    parser.add_argument(
+        "--stall",
+        default="0,0",
+        metavar="PER_SECOND,SECONDS",
+        help="random stalls per host (e.g. 1,0.05: one 50 ms stall a second on average)",
+    )
     parser.add_argument(
         "--cell",
         action="append",
@@ -240,9 +346,16 @@ def main(argv: list[str] | None = None) -> int:
             ]
         except ValueError:
             parser.error("--cell: expected RATE,LATENCY,BURST, e.g. 200,5,10")
+    try:
+        per_second, length = (float(part) for part in args.stall.split(","))
+    except ValueError:
+        parser.error("--stall: expected PER_SECOND,SECONDS, e.g. 1,0.05")
+    if args.hosts < 1:
+        parser.error("--hosts: expected a whole number >= 1")
     print(
         f"virtual time; headers {'on' if args.headers else 'off'}; jitter {args.jitter:g} s; "
-        f"refusals after {args.refusal_latency:g} s; "
+        f"refusals after {args.refusal_latency:g} s; {args.hosts} host(s), "
+        f"stalls {per_second:g}/s of {length:g} s; sends up to {args.late:g} s late; "
         f"targets: steady >= {THROUGHPUT_TARGET:.0%} of the rate, <= {REFUSED_TARGET:.0%} 429"
     )
     print(
@@ -260,6 +373,9 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             trials=args.trials,
             refusal_latency=args.refusal_latency,
+            hosts=args.hosts,
+            stall=(per_second, length),
+            late=args.late,
         )
         misses += not cell.ok
         print(
