@@ -37,6 +37,7 @@ import sys
 import time
 from typing import Any
 
+import attrs
 from _fleet import redis_server, together
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -77,15 +78,23 @@ def _send_worker(url: str, mode: str, key: str, tasks: int, seconds: float, back
         print("ready", flush=True)
         await anyio.to_thread.run_sync(sys.stdin.readline)
         deadline = time.monotonic() + seconds
+        cpu[0] = time.process_time()
         async with anyio.create_task_group() as group:
             for _ in range(tasks):
                 group.start_soon(one)
+        cpu[0] = time.process_time() - cpu[0]
         return count
 
+    cpu = [0.0]
     count = anyio.run(main, backend=backend)
     statistics = limited.statistics()
     window = tasks if statistics.current_window is None else statistics.current_window
-    result = {"count": count, "failed": statistics.failed, "slots": min(tasks, window)}
+    result = {
+        "count": count,
+        "failed": statistics.failed,
+        "slots": min(tasks, window),
+        "cpu": cpu[0],
+    }
     print(json.dumps(result), flush=True)
 
 
@@ -120,15 +129,47 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _rate_run(url: str, mode: str, args: argparse.Namespace) -> tuple[float, int, int]:
-    """(aggregate requests/s, failed requests, most slots a process could hold)."""
+@attrs.frozen(kw_only=True)
+class RateRun:
+    """One side's run: aggregate ``requests/s``, ``failed`` requests, the most
+    ``slots`` a process could hold, and the CPU each request cost the hosts
+    (``host_us``, all processes together) and the ``redis-server`` (``redis_us``)."""
+
+    per_second: float
+    failed: int
+    slots: int
+    host_us: float
+    redis_us: float
+
+
+def _redis_cpu(url: str) -> float:
+    """Seconds of CPU ``redis-server`` has used (its ``INFO cpu``)."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        info = client.info("cpu")
+    finally:
+        client.close()
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
+def _rate_run(url: str, mode: str, args: argparse.Namespace) -> RateRun:
     key = f"bench-{mode}-{time.monotonic_ns()}"
     command = [sys.executable, __file__, "--worker-send", url, mode, key]
     command += [str(args.tasks), str(args.seconds), args.backend]
+    before = _redis_cpu(url)
     _, results = together([command] * args.processes, timeout=args.seconds * 20 + 120, env=_env())
+    # Includes the workers' warm-up requests (one each): a few in thousands.
+    redis_seconds = _redis_cpu(url) - before
     total = sum(result["count"] for result in results)
-    failed = sum(result["failed"] for result in results)
-    return total / args.seconds, failed, max(result["slots"] for result in results)
+    return RateRun(
+        per_second=total / args.seconds,
+        failed=sum(result["failed"] for result in results),
+        slots=max(result["slots"] for result in results),
+        host_us=1e6 * sum(result["cpu"] for result in results) / max(1, total),
+        redis_us=1e6 * redis_seconds / max(1, total),
+    )
 
 
 @contextlib.contextmanager
@@ -185,33 +226,38 @@ def main() -> None:
     with redis_server() as url:
         # Interleaved rounds (fixed, learned, learned, fixed, ...), best of each: on a
         # shared machine one run can be slowed by anything, the best is the comparable.
-        runs: dict[str, list[tuple[float, int, int]]] = {"fixed": [], "learned": []}
+        runs: dict[str, list[RateRun]] = {"fixed": [], "learned": []}
         for index in range(args.rounds):
             order = ("fixed", "learned") if index % 2 == 0 else ("learned", "fixed")
             for mode in order:
                 runs[mode].append(_rate_run(url, mode, args))
-        fixed = max(run[0] for run in runs["fixed"])
-        learned = max(run[0] for run in runs["learned"])
-        fixed_failed = sum(run[1] for run in runs["fixed"])
-        learned_failed = sum(run[1] for run in runs["learned"])
-        fixed_slots = max(run[2] for run in runs["fixed"])
-        learned_slots = max(run[2] for run in runs["learned"])
         count, failed, elapsed = _contention_run(url, args)
-    ratio = learned / fixed if fixed else 0.0
+    # Best of each side: on a shared machine one run can be slowed by anything.
+    best = {mode: max(side, key=lambda run: run.per_second) for mode, side in runs.items()}
+    ratio = (
+        best["learned"].per_second / best["fixed"].per_second if best["fixed"].per_second else 0.0
+    )
     expected = args.writers * args.updates
     print()
     print(
         f"(a) {args.processes} processes x {args.tasks} tasks, {args.seconds:g} s, "
-        f"{args.backend}, one key in Redis"
+        f"{args.backend}, one key in Redis (best of {args.rounds} interleaved rounds)"
     )
-    print(f"{'rate':<10}{'requests/s':>12}{'failed':>8}{'slots':>7}{'ratio':>8}")
-    print(f"{'fixed':<10}{fixed:>12.0f}{fixed_failed:>8}{fixed_slots:>7}{1.0:>8.2f}")
     print(
-        f"{'learned':<10}{learned:>12.0f}{learned_failed:>8}{learned_slots:>7}{ratio:>8.2f}"
-        "   target >= 0.80"
+        f"{'rate':<10}{'requests/s':>12}{'failed':>8}{'slots':>7}"
+        f"{'host CPU us/req':>17}{'redis us/req':>14}{'ratio':>8}"
     )
-    print("  slots = reservations a process could have under way (tasks, or the window)")
-    if fixed_slots != learned_slots:
+    for mode in ("fixed", "learned"):
+        run = best[mode]
+        share = 1.0 if mode == "fixed" else ratio
+        print(
+            f"{mode:<10}{run.per_second:>12.0f}{sum(r.failed for r in runs[mode]):>8}"
+            f"{max(r.slots for r in runs[mode]):>7}{run.host_us:>17.0f}{run.redis_us:>14.0f}"
+            f"{share:>8.2f}" + ("   target >= 0.80" if mode == "learned" else "")
+        )
+    print("  slots = reservations a process could have under way (tasks, or the window);")
+    print("  CPU us/req = CPU time of all hosts (or of redis-server) / requests, in that run")
+    if max(r.slots for r in runs["fixed"]) != max(r.slots for r in runs["learned"]):
         print("  note: the sides held different slots per process: not like for like")
     print()
     print(f"(b) {args.writers} processes x {args.updates} transact updates, 2 CPU hogs beside")
