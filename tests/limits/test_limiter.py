@@ -652,6 +652,37 @@ class TestVirtualTime:
         assert peak >= 100
         assert max(learned) <= 4 * peak, (learned, peak, last)
 
+    def test_sends_that_wake_late_do_not_stop_the_rate_from_growing(self) -> None:
+        """Every send wakes 2 ms late, as on a busy event loop. With a client burst of
+        1 each send keeps one spacing from the late one before it, so the sends fall
+        behind their tokens and every booking finds the bucket empty; the requests
+        queued behind the rate still mean it holds them back (``held``), so slow start
+        keeps doubling while they last (to 436/s). Counted as idle, the rate stopped at
+        130/s (and, on the wall clock at 100/s x 5 s x burst 1, at 49/s after 12 cuts)."""
+        agent, server = recording_agent(latency=1.0)
+        learned: list[float] = []
+
+        async def main() -> None:
+            limited = _build(agent, adaptive=True, rng=NoJitter())
+            on_time = limited._sleep_until
+
+            async def wake_late(deadline: float) -> None:
+                await on_time(deadline)
+                await trio.sleep(0.002)
+
+            limited._sleep_until = wake_late  # type: ignore[method-assign]
+            began = trio.current_time()
+            await send_all(limited, ["x"] * 600)
+            learned.append(trio.current_time() - began)
+            stats = limited.statistics().learned
+            assert stats is not None
+            learned.append(stats.rate)
+
+        run_virtual(main)
+        _, rate = learned
+        assert len(server.starts) == 600
+        assert rate >= 250, learned  # counted as idle: 130/s
+
     def test_a_learned_rate_fills_its_window_within_one_latency(self) -> None:
         """A 100/s agent answering in 2 s needs 200 requests in flight. The window is
         raised to what the learned rate needs as soon as the first answers show the

@@ -66,6 +66,11 @@ class FifoGate:
                 self._waiters.remove(event)
             raise
 
+    @property
+    def queued(self) -> int:
+        """How many tasks wait for a place."""
+        return len(self._waiters)
+
     def leave(self) -> None:
         self._give()
         self.wake()

@@ -309,7 +309,8 @@ class LimitedAdapter:
             if learner is not None:
                 await self._booking.enter()  # see booking_depth
                 try:
-                    grant = await learner.reserve()
+                    # Requests queued behind the booked tokens: the rate holds them back.
+                    grant = await learner.reserve(held=self._booking.queued > 0)
                     core.on_learned_rate(grant.rate, learner.latency_floor())
                     depth = booking_depth(grant.rate, grant.burst)
                     if depth != self._booked.limit:

@@ -149,7 +149,8 @@ _METER = ", ".join(f"'{name}'" for name in _learned_rate.METER_FIELDS)
 # KEYS[1] the learned rate's hash: 'version', 'document' (JSON: the learned part),
 # 'shift' (idle seconds not yet in the document's epoch) and the meter fields.
 # ARGV: now, version seen, rate, burst, capped (1/0), window, forfeited, ttl ms,
-# backlog, decay per reservation.
+# backlog, decay per reservation, held (1/0: the caller has requests queued behind
+# the rate; see _learned_rate.book).
 # Returns {'missing', now} when there is no (usable) state, {'ok', now, wait, shift,
 # due, stamp} when the caller's version is current (the least a reply needs), else
 # {'stale', now, wait, shift, the whole meter, version, document}.
@@ -177,7 +178,8 @@ local rate, burst = tonumber(ARGV[3]), tonumber(ARGV[4])
 local capped, window, forfeited = ARGV[5] == '1', tonumber(ARGV[6]), tonumber(ARGV[7])
 local backlog, keep = tonumber(ARGV[9]), tonumber(ARGV[10])
 if due > now + backlog then due = now end
-if now > stamp and (now >= due or capped) then shift = shift + (now - stamp) end
+local held = ARGV[11] == '1'
+if now > stamp and ((now >= due and not held) or capped) then shift = shift + (now - stamp) end
 local spacing = 1 / rate
 local start = math.max(now, due - (burst - 1) * spacing)
 due = math.max(due, start) + spacing
@@ -376,7 +378,13 @@ class RedisBackend:
         return f"{self._prefix}rate:{key}"
 
     def reserve_rate_now(
-        self, key: str, *, version: int, pacing: _learned_rate.Pacing, forfeited: int
+        self,
+        key: str,
+        *,
+        version: int,
+        pacing: _learned_rate.Pacing,
+        forfeited: int,
+        held: bool = False,
     ) -> Booked | None:
         """The blocking ``reserve_rate``: one script, one round trip."""
         args = [
@@ -388,6 +396,7 @@ class RedisBackend:
             repr(pacing.window),
             forfeited,
             *_RESERVE_CONSTANTS,
+            1 if held else 0,
         ]
         try:
             reply = self._reserve_rate_script(keys=[self.rate_key(key)], args=args)
@@ -405,10 +414,18 @@ class RedisBackend:
         return Booked(now=numbers[0], wait=numbers[1], shift=numbers[2], meter=meter, stale=stale)
 
     async def reserve_rate(
-        self, key: str, *, version: int, pacing: _learned_rate.Pacing, forfeited: int
+        self,
+        key: str,
+        *,
+        version: int,
+        pacing: _learned_rate.Pacing,
+        forfeited: int,
+        held: bool = False,
     ) -> Booked | None:
         return await anyio.to_thread.run_sync(
-            lambda: self.reserve_rate_now(key, version=version, pacing=pacing, forfeited=forfeited)
+            lambda: self.reserve_rate_now(
+                key, version=version, pacing=pacing, forfeited=forfeited, held=held
+            )
         )
 
     def read_rate_now(self, key: str) -> RateSnapshot:

@@ -101,9 +101,10 @@ class AtomicRateBackend(Protocol):
     learning events as versioned writes (``RedisBackend``)."""
 
     async def reserve_rate(
-        self, key: str, *, version: int, pacing: Pacing, forfeited: int
+        self, key: str, *, version: int, pacing: Pacing, forfeited: int, held: bool = False
     ) -> Booked | None:
-        """Book one token at ``pacing``; ``None`` when there is no usable state."""
+        """Book one token at ``pacing`` (``held``: see ``_learned_rate.book``); ``None``
+        when there is no usable state."""
         ...
 
     async def read_rate(self, key: str) -> RateSnapshot: ...
@@ -315,23 +316,37 @@ class LearnedRate:
         view = self._view
         return self._state if view is None else view.current()
 
+    def _learned_part(self) -> LearnedState | None:
+        """The state as this process last saw it, without the meter of the bookings
+        since: enough for what only learning events change (the latency, the stated
+        limit and capacity, the phase), and read on every request, where building the
+        current state (two copies) cost about a tenth of a learned reservation's CPU."""
+        view = self._view
+        return self._state if view is None else view.state
+
     def forfeit(self) -> None:
         """A reservation was not used (the attempt reserves again)."""
         self._forfeited += 1
 
-    async def reserve(self) -> Grant:
-        """Reserve a token at the learned rate; the grant says how long to wait."""
+    async def reserve(self, *, held: bool = False) -> Grant:
+        """Reserve a token at the learned rate; the grant says how long to wait.
+        ``held``: requests of this process are queued behind the rate (see
+        ``_learned_rate.book``)."""
         await self._report_latency()
         forfeited, self._forfeited = self._forfeited, 0
         if self._atomic is not None:
-            return await self._reserve_atomic(self._atomic, forfeited)
+            return await self._reserve_atomic(self._atomic, forfeited, held)
         policy = self._policy
 
         def update(
             document: dict[str, Any] | None, now: float
         ) -> tuple[dict[str, Any], tuple[LearnedState, Grant]]:
             state, grant = _learned_rate.reserve(
-                LearnedState.from_dict(document), now=now, policy=policy, forfeited=forfeited
+                LearnedState.from_dict(document),
+                now=now,
+                policy=policy,
+                forfeited=forfeited,
+                held=held,
             )
             return state.to_dict(), (state, grant)
 
@@ -339,7 +354,9 @@ class LearnedRate:
         self._remember(state)
         return grant
 
-    async def _reserve_atomic(self, backend: AtomicRateBackend, forfeited: int) -> Grant:
+    async def _reserve_atomic(
+        self, backend: AtomicRateBackend, forfeited: int, held: bool
+    ) -> Grant:
         for _ in range(RESERVE_ATTEMPTS):
             view = self._view
             if view is None:
@@ -349,10 +366,10 @@ class LearnedRate:
             at = view.now + max(0.0, self._clock() - view.local)
             paced = view.pacing
             if paced is None or not 0.0 <= at - view.paced_at < PACING_REUSE:
-                paced = _learned_rate.pacing(view.current(), at, self._policy)
+                paced = _learned_rate.pacing(view.current(), at, self._policy, held=held)
                 view.pacing, view.paced_at = paced, at
             booked = await backend.reserve_rate(
-                self._key, version=view.version, pacing=paced, forfeited=forfeited
+                self._key, version=view.version, pacing=paced, forfeited=forfeited, held=held
             )
             if booked is None:  # expired or damaged: write it afresh, then book again
                 self._view = None
@@ -458,7 +475,7 @@ class LearnedRate:
         if delay is None or delay <= 0.0:
             return
         since = now - self._reported_at
-        seen = self._seen()
+        seen = self._learned_part()
         shared = None if (seen is None or self._reported is None) else seen.latency
         if shared is not None:
             gap = abs(delay - shared)
@@ -493,7 +510,7 @@ class LearnedRate:
         return bool(await self._learn(transition))
 
     def _worth_writing(self, signal: RateLimitSignal, now: float) -> bool:
-        state = self._seen()
+        state = self._learned_part()
         headroom = signal.headroom
         if headroom is not None and headroom < _learned_rate.HEADROOM_LOW:
             return True

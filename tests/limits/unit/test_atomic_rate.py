@@ -52,7 +52,8 @@ class TestOneScriptPerReservation:
         self, redis_server: str, request: pytest.FixtureRequest
     ) -> None:
         """With an injected clock the Lua reservation reproduces ``_learned_rate.book``:
-        the wait, every meter field and the idle time the growth law skips."""
+        the wait, every meter field and the idle time the growth law skips (none while
+        the caller is ``held``)."""
         clock = FakeClock()
         backend = RedisBackend(redis_server, clock=clock)
         key = _key(request)
@@ -62,13 +63,27 @@ class TestOneScriptPerReservation:
         version = backend.write_rate_now(key, read=backend.read_rate_now(key), state=state)
         assert version == 1
         epoch = state.law.epoch
-        steps = [(0.0, 0), (0.0, 0), (0.01, 1), (2.0, 0), (0.0, 0), (0.3, 2), (0.0, 0)]
+        steps = [
+            (0.0, 0, False),
+            (0.0, 0, False),
+            (0.01, 1, False),
+            (2.0, 0, False),
+            (0.0, 0, False),
+            (0.3, 2, False),
+            (1.5, 0, True),
+            (0.0, 0, False),
+        ]
         waits = []
-        for step, forfeited in steps:
+        shifts = []
+        for step, forfeited, held in steps:
             clock.now += step
-            pacing = rate_policy.pacing(state, clock.now, policy)
-            state, wait = rate_policy.book(state, now=clock.now, pacing=pacing, forfeited=forfeited)
-            booked = backend.reserve_rate_now(key, version=1, pacing=pacing, forfeited=forfeited)
+            pacing = rate_policy.pacing(state, clock.now, policy, held=held)
+            state, wait = rate_policy.book(
+                state, now=clock.now, pacing=pacing, forfeited=forfeited, held=held
+            )
+            booked = backend.reserve_rate_now(
+                key, version=1, pacing=pacing, forfeited=forfeited, held=held
+            )
             assert booked is not None
             assert booked.stale is None
             assert booked.wait == pytest.approx(wait, abs=1e-9)
@@ -80,7 +95,10 @@ class TestOneScriptPerReservation:
             assert backend.read_rate_now(key).meter == pytest.approx(expected, abs=1e-9)
             assert epoch + booked.shift == pytest.approx(state.law.epoch, abs=1e-9)
             waits.append(wait)
+            shifts.append(booked.shift)
         assert max(waits) > 0.0  # the bucket was really used up
+        assert shifts[3] > shifts[2]  # 2 s with the bucket empty and nobody held: skipped
+        assert shifts[6] == pytest.approx(shifts[5])  # 1.5 s, but a caller was held
 
     @pytest.mark.anyio
     async def test_each_request_is_one_reservation_script(

@@ -78,6 +78,23 @@ class TestBucket:
         assert idle is not None
         assert _learned_rate.rate_at(idle, 9.0, POLICY) == pytest.approx(4.0, rel=0.05)
 
+    def test_time_with_requests_queued_behind_the_rate_counts_for_growth(self) -> None:
+        """One reservation a second finds the bucket empty each time. When the caller
+        says requests wait behind the rate (``held``: its sends fell behind their
+        tokens, as a late event loop makes them), that time counts and slow start
+        doubles; when nobody waits, the rate held nobody back and it stays at 4."""
+        states: dict[bool, LearnedState | None] = {True: None, False: None}
+        for held in states:
+            for second in range(6):
+                states[held], _ = _learned_rate.reserve(
+                    states[held], now=float(second), policy=POLICY, held=held
+                )
+        grown, idle = states[True], states[False]
+        assert grown is not None
+        assert idle is not None
+        assert _learned_rate.rate_at(grown, 5.0, POLICY) == pytest.approx(4.0 * 2.0**5, rel=0.01)
+        assert _learned_rate.rate_at(idle, 5.0, POLICY) == pytest.approx(4.0, rel=0.05)
+
 
 class TestThrottled:
     def test_first_refusal_halves_and_ends_slow_start(self) -> None:
