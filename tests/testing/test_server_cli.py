@@ -1,13 +1,16 @@
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
 import urllib.request
 
+import anyio
 import pytest
 
-from rampart.testing.server import ServerOptions, server_process
+from rampart.testing.server import ServerOptions, serve, server_process
+from rampart.testing.server._pauses import _after_full_collection
 
 COMPLETION = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hello"}]}).encode()
 
@@ -78,3 +81,41 @@ class TestServerProcess:
             pass
         with pytest.raises(ValueError, match="backend"), server_process(backend="curio"):
             pass
+
+
+class TestShortPauses:
+    def test_the_server_process_freezes_what_survives_a_full_collection(self) -> None:
+        """``main`` (the server's own process) installs ``freeze_survivors`` once, and
+        after a full collection the survivors are frozen, so the next full collection
+        does not walk the conversations the server remembers."""
+        code = (
+            "import gc, sys\n"
+            "import rampart.testing.server._cli as cli\n"
+            "from rampart.testing.server._pauses import freeze_survivors,"
+            " _after_full_collection\n"
+            "def fake_run(*args, **kwargs):\n"
+            "    assert gc.get_freeze_count() == 0\n"
+            "    freeze_survivors()\n"
+            "    gc.collect(1)\n"
+            "    young = gc.get_freeze_count()\n"
+            "    gc.collect()\n"
+            "    print(gc.callbacks.count(_after_full_collection), young,"
+            " gc.get_freeze_count() > 0)\n"
+            "cli.anyio.run = fake_run\n"
+            "sys.exit(cli.main(['--port', '0']))\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["1", "0", "True"]
+
+    def test_serving_inside_a_process_leaves_its_collector_alone(self) -> None:
+        """``serve(...)`` in someone else's process (a test) installs nothing."""
+
+        async def main() -> None:
+            async with serve(rate=50, burst=10, latency=0.0) as server:
+                await anyio.to_thread.run_sync(_post, server.url)
+
+        anyio.run(main)
+        assert _after_full_collection not in gc.callbacks

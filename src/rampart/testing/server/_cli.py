@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from rampart.testing.server._options import BROKEN_BODIES, RATE_LIMIT_HEADER_STYLES, ServerOptions
+from rampart.testing.server._pauses import freeze_survivors
 from rampart.testing.server._serve import check_address, serve
 
 if TYPE_CHECKING:
@@ -137,6 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_address(arguments.host, arguments.port)
     except (TypeError, ValueError) as exc:
         cli.error(str(exc))
+    freeze_survivors()  # this process is the server's own: keep its pauses short
     try:
         anyio.run(
             _serve_until_signalled,
