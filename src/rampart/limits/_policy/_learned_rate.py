@@ -118,6 +118,16 @@ a while): they cut deeper, by ``BETA_AGAIN``."""
 LONE_SHARE = 0.05
 LONE_SENT = 20.0
 
+HOLD = 0.25
+"""Seconds after a cut during which a refusal does not cut again (unless the agent is
+refusing a good share of everything, ``REFUSING``): the cut is still taking effect. A
+bunch of requests (an event loop or a host that stalled, then sent what came due) can
+empty the agent's bucket, which then refills only at the difference between its rate
+and the new one, so the requests sent right after the cut are refused too. Traced on
+eight hosts against a 200/s agent: a cut from 194/s, then a second one 39 and 76 ms
+later, to 122/s, on refusals of requests sent after the first (TCP, likewise, cuts at
+most once per round trip)."""
+
 BETA_AGAIN = 0.7
 
 BETA_HEADROOM = 0.9
@@ -702,13 +712,18 @@ def throttled(
     if saturated:
         peak = min(rate, max(MIN_RATE, sent - refused, BETA_START * rate))
         return _cut(current, now=now, peak=peak, beta=BETA, policy=policy), True
+    since = math.inf if current.last_cut is None else now - current.last_cut
+    if since < HOLD:
+        return current, False
     share = current.refused_share
     hint = _hint_at(current, now)
-    under = hint is not None and rate <= hint * HINT_SHARE * (1.0 + 1e-9)
+    # Under the stated rate itself, not the HINT_SHARE the learned rate keeps: a capped
+    # rate follows a statement that moves by hundredths between answers, and a request
+    # sent at 97 % of the last one is a hair over 97 % of the next.
+    under = hint is not None and rate <= hint * (1.0 + 1e-9)
     if under and share is not None and share < TOLERANCE:
         # A trickle of refusals under the stated rate: jitter, not a rate too high.
         return current, False
-    since = math.inf if current.last_cut is None else now - current.last_cut
     if since >= SETTLE * current.law.period:
         return _cut(current, now=now, peak=rate, beta=BETA, policy=policy), True
     if sent * window >= LONE_SENT and refused < LONE_SHARE * sent:
