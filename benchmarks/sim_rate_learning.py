@@ -112,7 +112,8 @@ class Host:
 
 @attrs.define
 class Agent:
-    """The simulated agent: one bucket, one latency, answers recorded."""
+    """The simulated agent: one bucket, one latency, answers recorded. Limiters reach
+    it through ``Host`` views (the adapters), one per host."""
 
     bucket: TokenBucket
     latency: float
@@ -124,20 +125,9 @@ class Agent:
     completed: list[float] = attrs.field(factory=list)
     refused: int = 0
 
-    @property
-    def manifest(self) -> AppManifest:
-        return AppManifest(name="sim")
-
-    @property
-    def observability_profile(self) -> ObservabilityLevel:
-        return ObservabilityLevel.RESPONSE_ONLY
-
-    async def create_session_async(self) -> Session:
-        return Session(self)
-
 
 class Session:
-    def __init__(self, agent: Agent, host: Host | None = None) -> None:
+    def __init__(self, agent: Agent, host: Host) -> None:
         self._agent = agent
         self._host = host
 
@@ -151,8 +141,7 @@ class Session:
         agent = self._agent
         if agent.jitter:
             await trio.sleep(agent.rng.uniform(0.0, agent.jitter))
-        if self._host is not None:
-            await trio.sleep_until(self._host.held_until(trio.current_time()))
+        await trio.sleep_until(self._host.held_until(trio.current_time()))
         now = trio.current_time()
         wait = agent.bucket.take(now)
         headers = openai_headers(agent.bucket, now) if agent.headers else {}
