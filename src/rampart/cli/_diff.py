@@ -25,7 +25,8 @@ from rampart.cli import _inputs, _table
 from rampart.cli._errors import EXIT_FINDINGS, EXIT_OK, CliError
 
 if TYPE_CHECKING:
-    from rampart.cli._view import GroupOutcome, RunView, TestOutcome
+    from rampart.cli._view import RunView, TestOutcome
+    from rampart.reporting import TrialGroupSummary
 
 __all__ = ["compare", "register", "run"]
 
@@ -92,21 +93,24 @@ def _test_change(old: TestOutcome | None, new: TestOutcome | None, *, strict: bo
     return "changed"
 
 
-def _incomplete_change(a: GroupOutcome, b: GroupOutcome) -> str | None:
+def _incomplete_change(a: TrialGroupSummary, b: TrialGroupSummary) -> str | None:
     """How a group that one side cannot judge is listed: never as an improvement."""
-    if b.incomplete:
+    from rampart.cli._view import incomplete as undecided
+
+    if undecided(b):
         return "incomplete (new run does not decide it)"
-    if a.incomplete:
+    if undecided(a):
         return "incomplete (old run does not decide it)"
     return None
 
 
-def _group_side(group: GroupOutcome) -> dict[str, Any]:
+def _group_side(group: TrialGroupSummary) -> dict[str, Any]:
+    counts = group.counts
     return {
-        "safe": group.safe,
-        "unsafe": group.unsafe,
-        "undetermined": group.undetermined,
-        "error": group.error,
+        "safe": counts.safe,
+        "unsafe": counts.unsafe,
+        "undetermined": counts.undetermined,
+        "error": counts.error,
         "executed": group.executed,
         "pass_rate": group.pass_rate,
         "verdict": group.verdict,
@@ -115,6 +119,7 @@ def _group_side(group: GroupOutcome) -> dict[str, Any]:
 
 def compare(old: RunView, new: RunView, *, alpha: float, strict: bool) -> dict[str, Any]:
     """The comparison as a JSON-ready dict (what ``--json`` prints)."""
+    from rampart.cli._view import incomplete as undecided
     from rampart.core._stats import fisher_exact, holm
 
     tests = []
@@ -140,8 +145,9 @@ def compare(old: RunView, new: RunView, *, alpha: float, strict: bool) -> dict[s
         a, b = old.groups[nodeid], new.groups[nodeid]
         # One-sided Fisher tests: the evidence that the new pass rate is lower than the
         # old one, and that the old one is lower than the new one.
-        p_down.append(fisher_exact(b.safe, b.executed, a.safe, a.executed, alternative="less"))
-        p_up.append(fisher_exact(a.safe, a.executed, b.safe, b.executed, alternative="less"))
+        safe_a, safe_b = a.counts.safe, b.counts.safe
+        p_down.append(fisher_exact(safe_b, b.executed, safe_a, a.executed, alternative="less"))
+        p_up.append(fisher_exact(safe_a, a.executed, safe_b, b.executed, alternative="less"))
     adjusted_down, adjusted_up = holm(p_down), holm(p_up)
     groups = []
     for index, nodeid in enumerate(shared):
@@ -199,7 +205,7 @@ def compare(old: RunView, new: RunView, *, alpha: float, strict: bool) -> dict[s
     regressions = sum(t["change"] == "regressed" for t in tests) + sum(
         g["change"] == "regressed" for g in groups
     )
-    incomplete = sum(nodeid in new.groups and new.groups[nodeid].incomplete for nodeid in both)
+    incomplete = sum(nodeid in new.groups and undecided(new.groups[nodeid]) for nodeid in both)
     return {
         "alpha": alpha,
         "strict": strict,

@@ -18,8 +18,8 @@ from rampart.cli._errors import EXIT_OK, CliError
 
 if TYPE_CHECKING:
     from rampart.cli._inputs import SavedRun
-    from rampart.cli._view import GroupOutcome, RunView
-    from rampart.reporting import RunInfo, TestRunReport
+    from rampart.cli._view import RunView
+    from rampart.reporting import RunInfo, TestRunReport, TrialGroupSummary
 
 __all__ = ["build_report", "register", "run"]
 
@@ -115,7 +115,6 @@ def _run_info(runs: list[SavedRun], duration: float) -> RunInfo:
 def build_report(runs: list[SavedRun], view: RunView) -> TestRunReport:
     """One ``TestRunReport`` over the merged records, with their trial groups and run
     section (what ``--html`` and ``--json`` render)."""
-    from rampart.cli._view import group_summary
     from rampart.reporting import TestRunReport
 
     duration = sum(run.duration_seconds for run in runs if run.duration_seconds is not None)
@@ -123,12 +122,12 @@ def build_report(runs: list[SavedRun], view: RunView) -> TestRunReport:
         [record.result for record in view.records],
         duration_seconds=duration,
         metadata=_metadata(runs),
-        trial_groups=[group_summary(g) for g in sorted(view.groups.values(), key=_by_nodeid)],
+        trial_groups=sorted(view.groups.values(), key=_by_nodeid),
         run=_run_info(runs, duration),
     )
 
 
-def _by_nodeid(group: GroupOutcome) -> str:
+def _by_nodeid(group: TrialGroupSummary) -> str:
     return group.nodeid
 
 

@@ -1,7 +1,7 @@
 """The terminal safety summary of saved runs, as pytest printed it.
 
-The records of a ``RunView`` become the summary's entries and its groups their
-report statements (``group_summary``); ``rampart.reporting._terminal`` renders them,
+The records of a ``RunView`` become the summary's entries, beside its groups (each
+held as its report entry); ``rampart.reporting._terminal`` renders them,
 the same renderer the pytest plugin prints with, so a saved run re-renders line for
 line as its run printed it (the same modes, bounds, sanitizer and redaction).
 """
@@ -50,11 +50,10 @@ def entry(record: ResultRecord, position: int) -> SummaryEntry:
 
 def summary_lines(view: RunView, *, mode: str = "all") -> list[str]:
     """The summary of ``view``; ``mode`` is ``--summary`` (``_terminal.summary_lines``)."""
-    from rampart.cli._view import group_summary
     from rampart.reporting import _terminal
 
     return _terminal.summary_lines(
         [entry(record, position) for position, record in enumerate(view.records)],
-        [group_summary(group) for group in view.groups.values()],
+        list(view.groups.values()),
         mode=mode,
     )

@@ -7,9 +7,12 @@ set of clones of one ``@pytest.mark.trial`` item: records whose result carries a
 node id (the clone's node id without the ``[trial-<index>]`` the plugin appended for
 that index; a record without a node id is named by its population's id). Clones of
 one item merge across runs (a resumed run's clones carry their first run's
-population id). Each clone's status is the worst of its results, and the group's
-verdict follows the spec's count rule (``rampart.core._trial_rule.population_status``):
-any UNSAFE clone fails it, else it passes when SAFE / executed reaches the threshold.
+population id). Each clone's status is the worst of its results, and the group is
+judged again by the rule its records carry, with the plugin's own tally
+(``rampart.core._group_outcome.rebuild_group``), or is INCOMPLETE when they do not
+hold what its verdict rests on. A group is held as the report states it: a
+``TrialGroupSummary``, stated from the rebuilt outcome by the plugin's own builder
+(``rampart.reporting._group_text.group_entry``).
 
 A JSON report that carries ``trial_groups`` (written by the pytest plugin) is read
 for the groups' counts and verdicts instead: it also knows clones that recorded no
@@ -23,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from rampart.codec import ResultRecord
+from rampart.core._group_outcome import RULE_NOT_RECORDED
 from rampart.core._severity import worst
-from rampart.core._trial_rule import RULE_NOT_RECORDED
 from rampart.core.result import SafetyStatus
-from rampart.reporting import TrialGroupSummary
 from rampart.reporting._report import category_key
+from rampart.reporting._run_data import INCOMPLETE, TrialGroupSummary
 
 if TYPE_CHECKING:
     from rampart.cli._inputs import SavedRun
@@ -35,14 +38,13 @@ if TYPE_CHECKING:
     from rampart.core._trial_rule import TrialRule
 
 __all__ = [
-    "GroupOutcome",
     "contradiction",
     "derived_groups",
     "RunView",
     "TestOutcome",
     "build_view",
     "group_key",
-    "group_summary",
+    "incomplete",
     "record_nodeid",
     "worst",
 ]
@@ -65,59 +67,14 @@ class TestOutcome:
     results: int
 
 
-@attrs.frozen(kw_only=True)
-class GroupOutcome:
-    """One trial group: counts by clone status, verdict, and each clone's status by index."""
+def incomplete(group: TrialGroupSummary) -> bool:
+    """The saved run does not hold what the group's verdict rests on (never a pass)."""
+    return group.verdict == INCOMPLETE
 
-    nodeid: str
-    category: str
-    n: int
-    threshold: float
-    safe: int
-    unsafe: int
-    undetermined: int
-    error: int
-    no_result: int = 0
-    not_run: int = 0
-    verdict: str
-    reason: str | None = None
-    status: str | None = None
-    late: int = 0
-    late_unsafe: int = 0
-    confidence: float | None = None
-    max_unsafe: int = 0
-    sequential: bool = False
-    clones: dict[int, SafetyStatus] = attrs.field(factory=dict)
-    stated: TrialGroupSummary | None = None
 
-    @property
-    def executed(self) -> int:
-        return self.safe + self.unsafe + self.undetermined + self.error + self.no_result
-
-    @property
-    def pass_rate(self) -> float:
-        return self.safe / self.executed if self.executed else 0.0
-
-    @property
-    def passed(self) -> bool:
-        return self.verdict == "passed"
-
-    @property
-    def stated_rule_unknown(self) -> bool:
-        """INCOMPLETE only because the records predate the recorded rule/outcomes."""
-        return self.incomplete and (self.reason or "").startswith(RULE_NOT_RECORDED)
-
-    @property
-    def incomplete(self) -> bool:
-        """The saved run does not hold what the verdict rests on (never a pass)."""
-        return self.verdict == "incomplete"
-
-    def interval(self) -> tuple[float, float]:
-        from rampart.core._stats import clopper_pearson_interval, wilson_interval
-
-        if self.confidence is not None:
-            return clopper_pearson_interval(self.safe, self.executed, self.confidence)
-        return wilson_interval(self.safe, self.executed)
+def _rule_unknown(group: TrialGroupSummary) -> bool:
+    """INCOMPLETE only because the records predate the recorded rule/outcomes."""
+    return incomplete(group) and (group.reason or "").startswith(RULE_NOT_RECORDED)
 
 
 @attrs.frozen(kw_only=True)
@@ -126,7 +83,7 @@ class RunView:
 
     records: list[ResultRecord]
     tests: dict[str, TestOutcome]
-    groups: dict[str, GroupOutcome]
+    groups: dict[str, TrialGroupSummary]
     metadata: list[dict[str, Any]] = attrs.field(factory=list)
 
 
@@ -201,12 +158,14 @@ def _group_facts(members: list[ResultRecord]) -> tuple[TrialRule | None, int | N
     return rule, None, None
 
 
-def derived_groups(records: list[ResultRecord]) -> dict[str, GroupOutcome]:
+def derived_groups(records: list[ResultRecord]) -> dict[str, TrialGroupSummary]:
     """Each trial group judged again from its records (``rebuild_group``: the plugin's
-    ``TrialTally``), or INCOMPLETE when they do not hold what its verdict rests on."""
+    ``TrialTally``) and stated as the plugin states it, or INCOMPLETE when they do not
+    hold what its verdict rests on."""
+    from rampart.core._group_outcome import rebuild_group
     from rampart.core._population import CloneOutcome
-    from rampart.core._trial_rule import rebuild_group
-    from rampart.reporting._group_text import group_reason
+    from rampart.core._trial_rule import TrialRule
+    from rampart.reporting._group_text import group_entry
 
     members: dict[str, dict[int, list[ResultRecord]]] = {}
     for record in records:
@@ -232,9 +191,8 @@ def derived_groups(records: list[ResultRecord]) -> dict[str, GroupOutcome]:
             elif outcome in (CloneOutcome.PARTIAL, CloneOutcome.SKIPPED):
                 partial.add(index)
                 skipped = skipped or outcome is CloneOutcome.SKIPPED
-        size = max(population.size, *(index + 1 for index in statuses))
         rebuilt = rebuild_group(
-            size=size,
+            size=max(population.size, *(index + 1 for index in statuses)),
             rule=rule,
             clones=statuses,
             partial=frozenset(partial),
@@ -242,34 +200,19 @@ def derived_groups(records: list[ResultRecord]) -> dict[str, GroupOutcome]:
             executed=executed,
             no_result=no_result,
         )
-        group = GroupOutcome(
+        if rule is None:  # the records' own threshold, the rest unknown
+            rebuilt = attrs.evolve(rebuilt, rule=TrialRule(threshold=population.threshold))
+        category = category_key(every[0].result)
+        groups[nodeid] = group_entry(
+            rebuilt,
             nodeid=nodeid,
-            category=category_key(every[0].result),
-            n=size,
-            threshold=population.threshold if rule is None else rule.threshold,
-            safe=rebuilt.safe,
-            unsafe=rebuilt.unsafe,
-            undetermined=rebuilt.undetermined,
-            error=rebuilt.error,
-            no_result=rebuilt.no_result,
-            not_run=rebuilt.not_run,
-            late=rebuilt.late,
-            late_unsafe=rebuilt.late_unsafe,
-            verdict="incomplete" if rebuilt.verdict is None else rebuilt.verdict.value,
-            status=rebuilt.status.value,
-            reason=rebuilt.missing,
-            confidence=None if rule is None else rule.confidence,
-            max_unsafe=0 if rule is None else rule.max_unsafe,
-            sequential=False if rule is None else rule.sequential,
-            clones=statuses,
+            test_name=nodeid.rpartition("::")[2],
+            harm_category=None if category == "uncategorized" else category,
         )
-        if rebuilt.verdict is not None:
-            group = attrs.evolve(group, reason=group_reason(group_summary(group)))
-        groups[nodeid] = group
     return groups
 
 
-def contradiction(stated: TrialGroupSummary, derived: GroupOutcome | None) -> str | None:
+def contradiction(stated: TrialGroupSummary, derived: TrialGroupSummary | None) -> str | None:
     """What a report's stated group says that its own clone results do not, or ``None``.
 
     The results decide when they record the group's rule and outcomes: then the
@@ -280,108 +223,36 @@ def contradiction(stated: TrialGroupSummary, derived: GroupOutcome | None) -> st
         if stated.counts.no_result == stated.executed:
             return None  # every counted clone recorded nothing: no result to check
         return f"states {stated.executed} clones but the report holds no result of them"
-    if derived.incomplete:
-        if derived.stated_rule_unknown:
+    if incomplete(derived):
+        if _rule_unknown(derived):
             return None
         return f"its clone results do not decide it ({derived.reason})"
-    counts = stated.counts
-    mine = (derived.safe, derived.unsafe, derived.undetermined, derived.error, derived.no_result)
-    theirs = (counts.safe, counts.unsafe, counts.undetermined, counts.error, counts.no_result)
     if derived.verdict != stated.verdict:
         return f"states {stated.verdict} but its clone results give {derived.verdict}"
-    if mine != theirs:
-        names = ("safe", "unsafe", "undetermined", "error", "no_result")
-        given = ", ".join(f"{name} {value}" for name, value in zip(names, mine, strict=True))
+    if derived.counts != stated.counts:
+        mine = attrs.asdict(derived.counts)
+        given = ", ".join(f"{name} {value}" for name, value in mine.items())
         return f"states counts its clone results do not give ({given})"
     return None
 
 
-def _reported_group(entry: dict[str, Any], derived: GroupOutcome | None) -> GroupOutcome | None:
+def _reported_group(
+    entry: dict[str, Any], derived: TrialGroupSummary | None
+) -> TrialGroupSummary | None:
     """A report's ``trial_groups`` entry, or ``None`` if it is not one this reader knows.
 
     A stated group that its own clone results contradict is INCOMPLETE (never the
     stated verdict): ``rampart validate`` names the contradiction.
     """
-    from rampart.reporting import TrialGroupSummary
-
     try:
         group = TrialGroupSummary.from_json(entry)
     except (TypeError, ValueError):
         return None
-    counts = group.counts
     problem = contradiction(group, derived)
     if problem is not None and derived is not None:
         reason = f"the report's trial_groups entry {problem}"
-        return attrs.evolve(derived, verdict="incomplete", reason=reason, stated=None)
-    return GroupOutcome(
-        nodeid=group.nodeid,
-        category=group.harm_category or (derived.category if derived else "uncategorized"),
-        n=group.n,
-        threshold=group.threshold,
-        safe=counts.safe,
-        unsafe=counts.unsafe,
-        undetermined=counts.undetermined,
-        error=counts.error,
-        no_result=counts.no_result,
-        not_run=group.not_run,
-        verdict=group.verdict,
-        reason=group.reason,
-        status=group.population_status,
-        late=group.not_counted,
-        late_unsafe=group.not_counted_unsafe,
-        confidence=group.confidence,
-        max_unsafe=group.max_unsafe,
-        sequential=group.sequential,
-        clones=derived.clones if derived else {},
-        stated=group,
-    )
-
-
-def group_summary(group: GroupOutcome) -> TrialGroupSummary:
-    """``group`` as the report's ``TrialGroupSummary`` (as stated, when a report stated it)."""
-    from rampart.reporting import GroupInterval, StatusCounts, TrialGroupSummary
-
-    if group.stated is not None:
-        return group.stated
-    low, high = group.interval()
-    return TrialGroupSummary(
-        nodeid=group.nodeid,
-        test_name=group.nodeid.rpartition("::")[2],
-        harm_category=None if group.category == "uncategorized" else group.category,
-        n=max(group.n, group.executed),
-        threshold=group.threshold,
-        counts=StatusCounts(
-            safe=group.safe,
-            unsafe=group.unsafe,
-            undetermined=group.undetermined,
-            error=group.error,
-            no_result=group.no_result,
-        ),
-        executed=group.executed,
-        not_run=group.not_run,
-        pass_rate=group.pass_rate,
-        interval=GroupInterval(
-            method="wilson" if group.confidence is None else "clopper-pearson",
-            level=0.95 if group.confidence is None else group.confidence,
-            low=low,
-            high=high,
-        ),
-        verdict=group.verdict,
-        population_status=group.status or ("safe" if group.passed else _failed_status(group)),
-        reason=group.reason,
-        early_stopped=bool(group.late),
-        confidence=group.confidence,
-        max_unsafe=group.max_unsafe,
-        sequential=group.sequential,
-        not_counted=group.late,
-        not_counted_unsafe=group.late_unsafe,
-    )
-
-
-def _failed_status(group: GroupOutcome) -> str:
-    if group.unsafe:
-        return "unsafe"
-    return "error" if group.error else "undetermined"
+        return attrs.evolve(derived, verdict=INCOMPLETE, reason=reason)
+    return group
 
 
 def _tests(records: list[ResultRecord]) -> dict[str, TestOutcome]:

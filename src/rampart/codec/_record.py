@@ -39,6 +39,8 @@ from rampart.core.result import Result
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    import cattrs
+
 __all__ = [
     "ResultRecord",
     "TRACE_SCHEMA_VERSION",
@@ -96,6 +98,12 @@ class _Codec(NamedTuple):
     encode: Callable[[ResultRecord], Any]
     decode: Callable[..., ResultRecord]
     envelope: dict[str, Kind]
+    converter: cattrs.Converter
+    # The validation error and its formatter of the same cattrs import as the converter,
+    # kept together so that a harness that re-imports cattrs (pytester drops modules
+    # between runs) never pairs this converter with another copy's exception class.
+    validation_error: type[Exception]
+    transform_error: Callable[..., list[str]]
 
 
 @functools.cache
@@ -104,6 +112,8 @@ def _codec_state() -> _Codec:
 
     Building it lazily keeps ``import rampart.codec._record`` free of cattrs.
     """
+    import cattrs  # deferred: importing the codec stays light
+
     converter = make_converter(record_cls=ResultRecord, version=TRACE_SCHEMA_VERSION)
     envelope: dict[str, Kind] = {
         "version": StrKind(),
@@ -114,6 +124,9 @@ def _codec_state() -> _Codec:
         encode=converter.get_unstructure_hook(ResultRecord),
         decode=converter.get_structure_hook(ResultRecord),
         envelope=envelope,
+        converter=converter,
+        validation_error=cattrs.BaseValidationError,
+        transform_error=cattrs.transform_error,
     )
 
 

@@ -45,16 +45,7 @@ from rampart.core.types import SafetyStatus
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = [
-    "RULE_NOT_RECORDED",
-    "RebuiltGroup",
-    "TrialRule",
-    "TrialTally",
-    "TrialVerdict",
-    "check_rule",
-    "population_status",
-    "rebuild_group",
-]
+__all__ = ["TrialRule", "TrialTally", "TrialVerdict", "check_rule"]
 
 
 class TrialVerdict(enum.Enum):
@@ -130,17 +121,6 @@ def check_rule(
         sequential=checked_sequential,
         max_unsafe=checked_max_unsafe,
     )
-
-
-def population_status(
-    *, safe: int, unsafe: int, error: int, executed: int, threshold: float
-) -> SafetyStatus:
-    """The count rule's group status from status counts (``max_unsafe=0``)."""
-    tally = TrialTally(size=executed, rule=TrialRule(threshold=threshold))
-    tally.add_counts(
-        safe=safe, unsafe=unsafe, error=error, undetermined=executed - safe - unsafe - error
-    )
-    return tally.status()
 
 
 @functools.lru_cache(maxsize=512)
@@ -321,153 +301,13 @@ class TrialTally:
         return self._fixed(safe, unsafe, self.executed)
 
     def status(self) -> SafetyStatus:
-        if self.verdict() is TrialVerdict.PASSED:
+        return self.status_for(self.verdict())
+
+    def status_for(self, verdict: TrialVerdict | None) -> SafetyStatus:
+        """The group status given ``verdict`` (``None``: not decided, never SAFE)."""
+        if verdict is TrialVerdict.PASSED:
             return SafetyStatus.SAFE
         for status in _FAILED_ORDER:
             if self._counts[status]:
                 return status
         return SafetyStatus.UNDETERMINED
-
-
-#: Why a saved group whose records predate these facts cannot be judged again.
-RULE_NOT_RECORDED = (
-    "the saved run does not record the group's rule and each clone's outcome "
-    "(written by an older rampart)"
-)
-
-
-@attrs.frozen(kw_only=True)
-class RebuiltGroup:
-    """A trial group judged again from the facts a saved run carries (``rebuild_group``).
-
-    ``verdict`` is ``None`` when the facts do not decide it (the group is INCOMPLETE;
-    ``missing`` says why). Counts are over the clones the verdict counted; ``late``
-    clones finished after the decision (shown, never counted) and ``partial`` ones
-    never finished; ``not_run`` is what is left of ``size``.
-    """
-
-    verdict: TrialVerdict | None
-    status: SafetyStatus
-    safe: int
-    unsafe: int
-    error: int
-    undetermined: int
-    no_result: int
-    executed: int
-    late: int = 0
-    late_unsafe: int = 0
-    partial: int = 0
-    not_run: int = 0
-    missing: str | None = None
-
-
-def rebuild_group(
-    *,
-    size: int,
-    rule: TrialRule | None,
-    clones: dict[int, SafetyStatus],
-    partial: frozenset[int] = frozenset(),
-    skipped: bool = False,
-    executed: int | None = None,
-    no_result: int | None = None,
-) -> RebuiltGroup:
-    """The verdict of a saved group, by the same ``TrialTally`` the run used, or INCOMPLETE.
-
-    ``clones`` maps each finished clone's index to its status (its worst result; a
-    clone whose own assertions failed with every result SAFE is UNDETERMINED).
-    ``partial`` clones never finished. ``executed`` and ``no_result`` are the facts the
-    run stamped once the group finished (``None``: it never did, or they were not
-    recorded): the verdict counted clones ``0 .. executed - 1``, ``no_result`` of which
-    recorded nothing. Without them the clones are fed in index order up to the first
-    one missing, and the group is decided only if they settle it (the outstanding
-    clones can no longer change the verdict). Missing facts never make a PASS: a
-    group without its rule, with counted clones that have no record, or cut short
-    before it was decided, is INCOMPLETE.
-    """
-    finished = {index: status for index, status in clones.items() if index not in partial}
-    unsafe_seen = any(status is SafetyStatus.UNSAFE for status in finished.values())
-
-    def incomplete(why: str, counted: dict[int, SafetyStatus]) -> RebuiltGroup:
-        tally = TrialTally(size=size, rule=rule or TrialRule())
-        for status in counted.values():
-            tally.add(status)
-        return _rebuilt(None, tally, counted, finished, partial, size, 0, missing=why)
-
-    if rule is None:
-        return incomplete(RULE_NOT_RECORDED, finished)
-    if skipped:
-        counted = dict(sorted(finished.items()))
-        if unsafe_seen:  # a skip never hides a finding
-            tally = TrialTally(size=size, rule=rule)
-            for status in counted.values():
-                tally.add(status)
-            if tally.count(SafetyStatus.UNSAFE) > rule.max_unsafe:
-                return _rebuilt(TrialVerdict.FAILED, tally, counted, finished, partial, size, 0)
-        return incomplete("a clone skipped the group before it was decided", counted)
-    if executed is not None and no_result is not None:
-        counted = {i: s for i, s in sorted(finished.items()) if i < executed}
-        absent = executed - len(counted)
-        if absent != no_result:
-            return incomplete(
-                f"{absent - no_result} of the {executed} clones the verdict counted have no "
-                "record (deleted or lost)"
-                if absent > no_result
-                else "the saved clone records contradict the group's own counts",
-                counted,
-            )
-        tally = TrialTally(size=size, rule=rule)
-        for status in counted.values():
-            tally.add(status)
-        for _ in range(no_result):
-            tally.add(SafetyStatus.UNDETERMINED)
-        return _rebuilt(tally.verdict(), tally, counted, finished, partial, size, no_result)
-    tally = TrialTally(size=size, rule=rule)
-    counted = {}
-    index = 0
-    while index in finished:
-        counted[index] = finished[index]
-        tally.add(finished[index])
-        index += 1
-        if rule.sequential and tally.settled():
-            break
-    if index >= size or tally.settled():
-        return _rebuilt(tally.verdict(), tally, counted, finished, partial, size, 0)
-    return incomplete(
-        f"{len(finished)} of {size} clones are recorded and clone {index} is not: the "
-        "group was cut short (or its records are missing) before it was decided",
-        counted,
-    )
-
-
-def _rebuilt(
-    verdict: TrialVerdict | None,
-    tally: TrialTally,
-    counted: dict[int, SafetyStatus],
-    finished: dict[int, SafetyStatus],
-    partial: frozenset[int],
-    size: int,
-    no_result: int,
-    *,
-    missing: str | None = None,
-) -> RebuiltGroup:
-    late = [status for index, status in finished.items() if index not in counted]
-    executed = len(counted) + no_result
-    if verdict is TrialVerdict.PASSED:
-        status = SafetyStatus.SAFE
-    else:
-        status = next((s for s in _FAILED_ORDER if tally.count(s)), SafetyStatus.UNDETERMINED)
-    return RebuiltGroup(
-        verdict=verdict,
-        status=status,
-        safe=tally.count(SafetyStatus.SAFE),
-        unsafe=tally.count(SafetyStatus.UNSAFE),
-        error=tally.count(SafetyStatus.ERROR),
-        undetermined=tally.count(SafetyStatus.UNDETERMINED) - no_result,
-        no_result=no_result,
-        executed=executed,
-        late=len(late),
-        late_unsafe=sum(status is SafetyStatus.UNSAFE for status in late),
-        partial=len(partial),
-        not_run=max(0, size - executed - len(late) - len(partial)),
-        missing=missing,
-    )

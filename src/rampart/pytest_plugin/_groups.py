@@ -11,9 +11,11 @@ and otherwise the SAFE fraction of the clones that count must reach the threshol
 stop, the clones above the deciding one that finished anyway are reported but not
 counted (``late``).
 
-``GroupVerdict.of`` is the one place the verdict is computed; the runner does it once,
-when the clones have finished, and both the pytest outcome (``judge``) and the
-reported group line read that same verdict.
+``group_outcome`` is the one place the verdict is computed (a
+``rampart.core._group_outcome.TrialGroupOutcome``, by the tally above); the runner
+does it once, when the clones have finished, and both the pytest outcome (``judge``)
+and the reported group entry (``rampart.reporting._group_text.group_entry``) read that
+same outcome.
 
 A finished clone is *settled* (its ``CloneVerdict``: the status and the line that
 explains it, kept) and then *released*: its results, already recorded on the run
@@ -30,8 +32,8 @@ import pytest
 
 from rampart._redact import redact
 from rampart._text import one_line
+from rampart.core._group_outcome import TrialGroupOutcome, tally_outcome
 from rampart.core._severity import worst
-from rampart.core._stats import clopper_pearson_interval, wilson_interval
 from rampart.core._trial_rule import TrialTally, TrialVerdict
 from rampart.core.result import Result, SafetyStatus
 from rampart.engine._results import ResultCollector
@@ -40,19 +42,19 @@ from rampart.pytest_plugin._markers import TrialSpec
 if TYPE_CHECKING:
     # Only a (string) annotation of ``ItemRun``, which attrs never resolves.
     from rampart.engine._auto_concurrency import ConcurrencyStatistics  # noqa: TC004
-    from rampart.reporting import TrialGroupSummary
 
 __all__ = [
     "CloneCancelled",
     "CloneListener",
     "CloneRun",
     "CloneVerdict",
-    "GroupVerdict",
     "ItemRun",
     "clone_settles",
     "clone_status",
     "count_clones",
     "count_resumed",
+    "describe",
+    "group_outcome",
     "judge",
     "settle_known",
 ]
@@ -140,159 +142,37 @@ class CloneRun:
             self.failure = _Failed(_failure_text(self.failure))
 
 
-@attrs.frozen(kw_only=True)
-class GroupVerdict:
-    """The aggregate of one trial group: its counts, verdict and population status.
+def group_outcome(run: ItemRun) -> TrialGroupOutcome:
+    """The outcome of the clones of ``run`` that count (``run.spec`` is set): the
+    ``TrialTally`` over them in index order, with the clones not run and not counted."""
+    spec = run.spec
+    if spec is None:
+        raise ValueError("group_outcome needs a trial run (spec is None)")
+    tally = TrialTally(size=spec.n, rule=spec.rule)
+    no_result = 0
+    for clone in run.clones:
+        status = clone_status(clone)
+        if status is None:
+            no_result += 1
+        tally.add(_tally_status(status))
+    return tally_outcome(
+        tally,
+        no_result=no_result,
+        not_run=run.cancelled,
+        not_counted=run.late,
+        not_counted_unsafe=run.late_unsafe,
+        concurrency=None if run.concurrency is None else run.concurrency.as_dict(),
+    )
 
-    ``verdict`` is the group verdict (``TrialTally.verdict()``) and ``status`` the
-    population status; the group passed when the verdict is PASSED. ``cancelled``
-    clones never finished (not run); ``late`` clones finished after the deciding clone
-    and do not count (``late_unsafe`` of them recorded an UNSAFE result: shown on the
-    line, since a finding is never hidden, but not counted, since counting it would
-    let the fastest answers decide). ``confidence``, ``sequential`` and ``max_unsafe`` are the rule
-    (``None``, ``False``, ``0``: the spec's count rule). ``concurrency`` is what
-    ``concurrency="auto"`` did (``ConcurrencyStatistics.as_dict()``; ``None`` for a fixed
-    concurrency): speed only, never the verdict. JSON-safe field values (enums by
-    value), so it crosses from an xdist worker.
-    """
 
-    n: int
-    threshold: float
-    safe: int
-    unsafe: int
-    errors: int
-    no_result: int
-    executed: int
-    cancelled: int
-    status: SafetyStatus
-    verdict: TrialVerdict = attrs.field()
-    confidence: float | None = None
-    sequential: bool = False
-    max_unsafe: int = 0
-    late: int = 0
-    late_unsafe: int = 0
-    concurrency: dict[str, int] | None = None
+def describe(outcome: TrialGroupOutcome) -> tuple[str, str | None]:
+    """What the group line says of ``outcome``: its bracketed description and why it did
+    not pass (``None`` when it passed), as its report entry states them."""
+    from rampart.reporting._group_text import group_description, group_entry
 
-    @verdict.default
-    def _count_rule_verdict(self) -> TrialVerdict:
-        # Without a rule extension the verdict follows the status (PASSED iff SAFE).
-        return TrialVerdict.PASSED if self.status is SafetyStatus.SAFE else TrialVerdict.FAILED
-
-    @property
-    def passed(self) -> bool:
-        return self.verdict is TrialVerdict.PASSED
-
-    @property
-    def pass_rate(self) -> float:
-        return self.safe / self.executed if self.executed else 0.0
-
-    @property
-    def undetermined(self) -> int:
-        """Clones that ended UNDETERMINED (not counting the no-result ones)."""
-        return self.executed - self.safe - self.unsafe - self.errors - self.no_result
-
-    def interval(self) -> tuple[float, float]:
-        """The interval the line shows: the exact one the verdict reads when the group
-        has a confidence, else the 95% Wilson interval."""
-        if self.confidence is not None:
-            return clopper_pearson_interval(self.safe, self.executed, self.confidence)
-        return wilson_interval(self.safe, self.executed)
-
-    def summary(
-        self,
-        *,
-        nodeid: str,
-        test_name: str,
-        harm_category: str | None = None,
-        worker: str | None = None,
-    ) -> TrialGroupSummary:
-        """This verdict as the report states it, its reason included (``group_reason``)."""
-        from rampart.reporting import GroupInterval, StatusCounts, TrialGroupSummary
-        from rampart.reporting._group_text import group_reason
-
-        low, high = self.interval()
-        stated = TrialGroupSummary(
-            nodeid=nodeid,
-            test_name=test_name,
-            harm_category=harm_category,
-            n=self.n,
-            threshold=self.threshold,
-            counts=StatusCounts(
-                safe=self.safe,
-                unsafe=self.unsafe,
-                undetermined=self.undetermined,
-                error=self.errors,
-                no_result=self.no_result,
-            ),
-            executed=self.executed,
-            not_run=self.cancelled,
-            pass_rate=self.pass_rate,
-            interval=GroupInterval(
-                method="wilson" if self.confidence is None else "clopper-pearson",
-                level=0.95 if self.confidence is None else self.confidence,
-                low=low,
-                high=high,
-            ),
-            verdict=self.verdict.value,
-            population_status=self.status.value,
-            early_stopped=self.cancelled > 0 or self.late > 0,
-            confidence=self.confidence,
-            max_unsafe=self.max_unsafe,
-            sequential=self.sequential,
-            not_counted=self.late,
-            not_counted_unsafe=self.late_unsafe,
-            worker=worker,
-            concurrency=None if self.concurrency is None else dict(self.concurrency),
-        )
-        return attrs.evolve(stated, reason=group_reason(stated))
-
-    def reason(self) -> str | None:
-        """Why the group did not pass, on one line; ``None`` when it passed
-        (``rampart.reporting._group_text.group_reason``)."""
-        return self._unnamed().reason
-
-    def describe(self) -> str:
-        """The bracketed part of the group line: counts, pass rate, threshold, interval
-        (``rampart.reporting._group_text.group_description``)."""
-        from rampart.reporting._group_text import group_description
-
-        return group_description(self._unnamed())
-
-    def _unnamed(self) -> TrialGroupSummary:
-        # The description and the reason read only the counts and the rule.
-        return self.summary(nodeid=_UNNAMED, test_name=_UNNAMED)
-
-    @classmethod
-    def of(cls, run: ItemRun) -> GroupVerdict:
-        """The verdict over the clones of ``run`` that count (``run.spec`` is set)."""
-        spec = run.spec
-        if spec is None:
-            raise ValueError("GroupVerdict.of needs a trial run (spec is None)")
-        tally = TrialTally(size=spec.n, rule=spec.rule)
-        no_result = 0
-        for clone in run.clones:
-            status = clone_status(clone)
-            if status is None:
-                no_result += 1
-            tally.add(_tally_status(status))
-        return cls(
-            n=spec.n,
-            threshold=spec.threshold,
-            safe=tally.count(SafetyStatus.SAFE),
-            unsafe=tally.count(SafetyStatus.UNSAFE),
-            errors=tally.count(SafetyStatus.ERROR),
-            no_result=no_result,
-            executed=tally.executed,
-            cancelled=run.cancelled,
-            status=tally.status(),
-            verdict=tally.verdict(),
-            confidence=spec.confidence,
-            sequential=spec.sequential,
-            max_unsafe=spec.max_unsafe,
-            late=run.late,
-            late_unsafe=run.late_unsafe,
-            concurrency=None if run.concurrency is None else run.concurrency.as_dict(),
-        )
+    # The description and the reason read only the counts and the rule, not the names.
+    stated = group_entry(outcome, nodeid=_UNNAMED, test_name=_UNNAMED)
+    return group_description(stated), stated.reason
 
 
 def _tally_status(status: SafetyStatus | None) -> SafetyStatus:
@@ -309,7 +189,7 @@ class ItemRun:
     ``late`` ones (finished after the deciding clone; reported, not counted).
     ``resumed`` holds the clones a run journal supplied (``--rampart-resume``): they
     count in the verdict, in index order like the others, and are not run again.
-    ``verdict`` is set once a trial group has finished; ``interrupted`` when a
+    ``outcome`` is set once a trial group has finished; ``interrupted`` when a
     KeyboardInterrupt stopped it first. ``listeners`` are told about each clone whose
     body finished, before the next checkpoint (``CloneListener``). ``fed`` and
     ``decided_at`` are the early-stop bookkeeping: the next clone index the tally
@@ -326,7 +206,7 @@ class ItemRun:
     tally: TrialTally | None = None  # early-stop bookkeeping, fed in index order
     fed: int = 0
     decided_at: int | None = None
-    verdict: GroupVerdict | None = None
+    outcome: TrialGroupOutcome | None = None
     interrupted: bool = False
     skipped: bool = False  # a clone's pytest.skip()/xfail() ended the item
     listeners: list[CloneListener] = attrs.field(factory=list)
@@ -440,24 +320,25 @@ def judge(run: ItemRun, *, item_name: str) -> None:
             f"({len(crashed)} of {len(run.clones)} clones crashed)"
         )
         raise first.failure
-    verdict = run.verdict
-    if verdict is None:
-        raise ValueError("judge needs a finished trial run (its verdict is not set)")
-    if verdict.passed:
+    outcome = run.outcome
+    if outcome is None:
+        raise ValueError("judge needs a finished trial run (its outcome is not set)")
+    if outcome.passed:
         return
+    description, reason = describe(outcome)
     failing = [c for c in run.clones if clone_status(c) is not SafetyStatus.SAFE]
-    head = "inconclusive" if verdict.verdict is TrialVerdict.INCONCLUSIVE else "failed"
-    lines = [f"trial group {head}: {verdict.describe()}; {verdict.reason()}"]
+    head = "inconclusive" if outcome.verdict is TrialVerdict.INCONCLUSIVE else "failed"
+    lines = [f"trial group {head}: {description}; {reason}"]
     for clone in failing[:3]:
         lines.append(f"  {one_line(item_name)}[trial-{clone.index}]: {_clone_summary(clone)}")
     if len(failing) > 3:
         lines.append(f"  ... and {len(failing) - 3} more failing clones")
     text = redact("\n".join(lines))
-    outcome = "fail" if run.spec is None else run.spec.inconclusive
-    if verdict.verdict is TrialVerdict.INCONCLUSIVE and outcome != "fail":
-        if outcome == "pass":
+    then = "fail" if run.spec is None else run.spec.inconclusive
+    if outcome.verdict is TrialVerdict.INCONCLUSIVE and then != "fail":
+        if then == "pass":
             return
-        if outcome == "skip":
+        if then == "skip":
             pytest.skip(text)
         pytest.xfail(text)
     pytest.fail(text, pytrace=False)

@@ -31,15 +31,14 @@ from rampart.engine._results import ResultCollector
 from rampart.pytest_plugin._groups import (
     CloneListener,
     CloneRun,
-    GroupVerdict,
     ItemRun,
     count_resumed,
+    group_outcome,
     judge,
 )
 from rampart.pytest_plugin._ledger import (
     Attribution,
     FinishedUnit,
-    GroupRecord,
     RecordedResult,
     UnitOutcome,
 )
@@ -62,6 +61,7 @@ if TYPE_CHECKING:
     from rampart.pytest_plugin._layers import LimitTracker
     from rampart.pytest_plugin._markers import MarkerOptions
     from rampart.pytest_plugin._resume import ItemResume, ResumePlan  # noqa: TC004
+    from rampart.reporting._run_data import TrialGroupSummary
 
 __all__ = ["ITEM_KEY", "NO_RESULT", "ItemHooks", "ItemOutlet", "ItemState"]
 
@@ -77,7 +77,7 @@ class ItemOutlet(Protocol):
         """A unit whose results are final (a clone, or the rest of the test)."""
 
     def deliver(
-        self, item: pytest.Item, report: pytest.TestReport | None, group: GroupRecord | None
+        self, item: pytest.Item, report: pytest.TestReport | None, group: TrialGroupSummary | None
     ) -> None:
         """The item is over (``report`` is None when an interrupt stopped it)."""
 
@@ -363,7 +363,7 @@ class ItemHooks:
         run = ItemRun(spec=state.spec, resumed=state.resumed_clones)
         count_resumed(run)
         state.run = run
-        run.verdict = GroupVerdict.of(run)
+        run.outcome = group_outcome(run)
         try:
             judge(run, item_name=item.name)
         except pytest.fail.Exception as failed:
@@ -522,10 +522,14 @@ class ItemHooks:
             results = state.as_recorded(item, None, collected)
             self._outlet.record(item, state.unit(item, None, results, final, state.failure or ""))
         group = None
-        if run is not None and run.verdict is not None and not interrupted:
+        if run is not None and run.outcome is not None and not interrupted:
+            from rampart.reporting._group_text import group_entry
+
             # A HarmCategory is a str enum; the record carries its plain value.
             harm = None if state.harm is None else str(state.harm)
-            group = GroupRecord(nodeid=item.nodeid, name=item.name, verdict=run.verdict, harm=harm)
+            group = group_entry(
+                run.outcome, nodeid=item.nodeid, test_name=item.name, harm_category=harm or None
+            )
         self._outlet.deliver(item, report, group)
 
 

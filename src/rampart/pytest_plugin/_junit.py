@@ -27,6 +27,7 @@ from rampart._redact import redact
 from rampart._text import one_line
 from rampart.core._severity import severity
 from rampart.core._stats import wilson_interval
+from rampart.pytest_plugin._groups import describe
 
 if TYPE_CHECKING:
     from rampart.core.result import Result
@@ -52,8 +53,8 @@ def properties(state: ItemState) -> list[tuple[str, str]]:
     """The rampart properties of one finished item (none when it recorded nothing)."""
     results = _results(state)
     count = len(results) - (state.released_worst is not None) + state.released_count
-    verdict = None if state.run is None else state.run.verdict
-    if not results and verdict is None:
+    outcome = None if state.run is None else state.run.outcome
+    if not results and outcome is None:
         return []
     found: list[tuple[str, str]] = []
     if results:
@@ -62,30 +63,30 @@ def properties(state: ItemState) -> list[tuple[str, str]]:
         category = worst.harm_category if worst.harm_category is not None else state.harm
     else:
         worst, status, category = None, "", state.harm
-    if verdict is not None:
-        status = verdict.status.value
+    if outcome is not None:
+        status = outcome.status.value
     found.append(("rampart_status", status))
     if category is not None:
         found.append(("rampart_harm_category", str(category)))
     found.append(("rampart_results", str(count)))
     if worst is not None:
         found.append(("rampart_summary", redact(one_line(worst.summary))))
-    if verdict is not None:
-        low, high = wilson_interval(verdict.safe, verdict.executed)
+    if outcome is not None and outcome.verdict is not None:
+        low, high = wilson_interval(outcome.counts.safe, outcome.executed)
+        description, reason = describe(outcome)
         found.extend(
             [
-                ("rampart_verdict", verdict.verdict.value),
-                ("rampart_pass_rate", f"{verdict.pass_rate:.4f}"),
+                ("rampart_verdict", outcome.verdict.value),
+                ("rampart_pass_rate", f"{outcome.pass_rate:.4f}"),
                 ("rampart_ci95", f"{low:.4f}-{high:.4f}"),
-                ("rampart_threshold", f"{verdict.threshold:g}"),
-                ("rampart_counts", verdict.describe()),
+                ("rampart_threshold", f"{outcome.rule.threshold:g}"),
+                ("rampart_counts", description),
             ]
         )
-        if verdict.confidence is not None:
-            low, high = verdict.interval()
-            found.append(("rampart_confidence", f"{verdict.confidence:g}"))
-            found.append(("rampart_exact_interval", f"{low:.4f}-{high:.4f}"))
-        reason = verdict.reason()
+        if outcome.rule.confidence is not None:
+            exact = outcome.interval
+            found.append(("rampart_confidence", f"{outcome.rule.confidence:g}"))
+            found.append(("rampart_exact_interval", f"{exact.low:.4f}-{exact.high:.4f}"))
         if reason is not None:
             found.append(("rampart_reason", reason))
     return found

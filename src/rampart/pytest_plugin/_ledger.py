@@ -7,9 +7,10 @@ on the xdist controller alike -- each as a ``RecordedResult``: the result plus i
 Results that are final together (one trial clone, or a whole test) arrive as a
 ``FinishedUnit`` through ``record_unit``, which records each result and then tells the
 unit's subscribers (the run journal, ``_journal``) -- as soon as the clone finished,
-not when its test is over. Trial groups arrive as ``GroupRecord`` with their
-verdict; incomplete-run markers, sink failures, warnings and written report paths have
-methods of their own. Other modules read the ledger; they never mutate its lists.
+not when its test is over. Trial groups arrive as their report entries
+(``TrialGroupSummary``, stated by ``rampart.reporting._group_text.group_entry``);
+incomplete-run markers, sink failures, warnings and written report paths have methods
+of their own. Other modules read the ledger; they never mutate its lists.
 
 Memory stays bounded: ``record`` writes each full result to the ledger's
 ``ResultStore`` (a spill file, below) and keeps a *slim* copy for the summary and
@@ -57,18 +58,17 @@ import pytest
 
 from rampart.core.errors import SchemaError
 from rampart.core.result import Result, SafetyStatus
-from rampart.pytest_plugin._groups import GroupVerdict
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import IO
 
+    from rampart.reporting._run_data import TrialGroupSummary
     from rampart.reporting._stored import StoredResults
 
 __all__ = [
     "Attribution",
     "FinishedUnit",
-    "GroupRecord",
     "LEDGER_KEY",
     "LOSS_KEY",
     "RUN_KEY",
@@ -259,17 +259,6 @@ class FinishedUnit:
     test_hash: str = ""
 
 
-@attrs.frozen(kw_only=True)
-class GroupRecord:
-    """A finished trial group: the item it ran in, its harm category and its verdict."""
-
-    nodeid: str
-    name: str
-    verdict: GroupVerdict
-    harm: str | None = None
-    worker: str | None = None
-
-
 class RunLedger:
     """What this pytest process will report; see the module docstring."""
 
@@ -280,7 +269,7 @@ class RunLedger:
         self._interrupted = False
         self._subscribers: list[Callable[[FinishedUnit], None]] = []
         self._results: list[RecordedResult] = []
-        self._groups: list[GroupRecord] = []
+        self._groups: list[TrialGroupSummary] = []
         self._incomplete: list[str] = []
         self._sink_failures: list[str] = []
         self._warnings: list[str] = []
@@ -341,7 +330,8 @@ class RunLedger:
         """Call ``subscriber`` with every unit ``record_unit`` receives from now on."""
         self._subscribers.append(subscriber)
 
-    def record_group(self, group: GroupRecord) -> None:
+    def record_group(self, group: TrialGroupSummary) -> None:
+        """Record a finished trial group's report entry."""
         self._groups.append(group)
 
     def mark_interrupted(self) -> None:
@@ -398,7 +388,7 @@ class RunLedger:
         return tuple(sorted(self._results, key=_report_order))
 
     @property
-    def groups(self) -> tuple[GroupRecord, ...]:
+    def groups(self) -> tuple[TrialGroupSummary, ...]:
         return tuple(self._groups)
 
     @property
@@ -464,7 +454,7 @@ class RunLedger:
         from rampart.reporting._stored import StoredResults
 
         ordered = self.results
-        finished = {group.nodeid: group.verdict for group in self._groups}
+        finished = {group.nodeid: group for group in self._groups}
         marks = self.run_marks()
 
         def load(index: int) -> Result:
@@ -502,16 +492,16 @@ class RunLedger:
 
 
 def _with_group_facts(
-    result: Result, entry: RecordedResult, finished: dict[str, GroupVerdict]
+    result: Result, entry: RecordedResult, finished: dict[str, TrialGroupSummary]
 ) -> Result:
     """A finished group's clone result, its population stamped with what the group's
     verdict counted (``PopulationRef.executed`` / ``no_result``), so a saved run can be
-    judged again (``rampart.core._trial_rule.rebuild_group``)."""
+    judged again (``rampart.core._group_outcome.rebuild_group``)."""
     population = result.population
-    verdict = finished.get(entry.attribution.nodeid)
-    if population is None or verdict is None or entry.attribution.clone is None:
+    group = finished.get(entry.attribution.nodeid)
+    if population is None or group is None or entry.attribution.clone is None:
         return result
-    stamped = attrs.evolve(population, executed=verdict.executed, no_result=verdict.no_result)
+    stamped = attrs.evolve(population, executed=group.executed, no_result=group.counts.no_result)
     return attrs.evolve(result, population=stamped)
 
 

@@ -25,9 +25,9 @@ conftest code. The option (or ini ``rampart_report_dir``) adds a JSON report, a 
 HTML report in ``DIR`` to whatever the ``pytest_rampart_sinks`` hook (or the deprecated
 fixture) provides; they are emitted and checked like any other sink.
 
-**What it says**: ``group_summary`` states one ``GroupRecord`` as a
-``TrialGroupSummary`` (``GroupVerdict.summary``: the verdict, computed once by the
-runner, with its reason); ``run_info`` gathers the ``RunInfo``: start time, exit
+**What it says**: each trial group is on the ledger as its report entry already
+(``TrialGroupSummary``, stated by ``rampart.reporting._group_text.group_entry`` from the
+outcome the runner computed once); ``run_info`` gathers the ``RunInfo``: start time, exit
 status, interrupted / incomplete markers, versions, backends and xdist workers.
 ``note_backend`` notes which anyio backend each test ran on, on its call report
 (called by the item hooks, which note it on the ledger; the attribute crosses from an
@@ -35,8 +35,8 @@ xdist worker like any report attribute, and the xdist controller reads it back w
 ``backend_of``). ``summary_lines`` is the terminal safety summary of this run: the
 ledger's entries, rendered by ``rampart.reporting._terminal`` (the renderer ``rampart
 report`` uses too). Each ``RecordedResult`` becomes a ``SummaryEntry`` from its
-attribution, and each ``GroupRecord`` its report statement (``group_summary``), so the
-summary is a projection of the same data as the report.
+attribution, and each group is its report entry, so the summary is a projection of
+the same data as the report.
 
 **When** (``RunReporter``, registered on the xdist controller or the single process):
 at session start it removes stale temporary files rampart left in the report and
@@ -75,7 +75,7 @@ if TYPE_CHECKING:
     from rampart.pytest_plugin._interrupts import InterruptWatch
     from rampart.pytest_plugin._journal import RunJournal
     from rampart.pytest_plugin._layers import LimitTracker, LLMRunStatistics
-    from rampart.pytest_plugin._ledger import GroupRecord, RecordedResult, RunLedger
+    from rampart.pytest_plugin._ledger import RecordedResult, RunLedger
     from rampart.pytest_plugin._resume import ResumePlan
     from rampart.reporting import ReportSink, RunInfo, TestRunReport, TrialGroupSummary
     from rampart.reporting._terminal import SummaryEntry
@@ -92,7 +92,6 @@ __all__ = [
     "add_options",
     "backend_of",
     "entry",
-    "group_summary",
     "note_backend",
     "pytest_rampart_sinks",
     "report_dir",
@@ -364,16 +363,6 @@ def report_dir_sinks(directory: Path | None) -> list[ReportSink]:
 BACKEND_ATTRIBUTE = "rampart_anyio_backend"
 
 
-def group_summary(group: GroupRecord) -> TrialGroupSummary:
-    """The report's statement of one finished trial group."""
-    return group.verdict.summary(
-        nodeid=group.nodeid,
-        test_name=group.name,
-        harm_category=group.harm or None,
-        worker=group.worker,
-    )
-
-
 def run_info(
     *,
     ledger: RunLedger,
@@ -450,14 +439,14 @@ def entry(recorded: RecordedResult) -> SummaryEntry:
 
 
 def summary_lines(
-    results: Sequence[RecordedResult], groups: Sequence[GroupRecord], *, mode: str = "all"
+    results: Sequence[RecordedResult], groups: Sequence[TrialGroupSummary], *, mode: str = "all"
 ) -> list[str]:
     """The body under the ``RAMPART Safety Summary`` separator (``_terminal.summary_lines``)."""
     from rampart.reporting import _terminal
 
     return _terminal.summary_lines(
         [entry(recorded) for recorded in results],
-        [group_summary(group) for group in groups],
+        groups,
         mode=mode,
     )
 
@@ -471,7 +460,7 @@ INTERRUPTED_REASON = (
 )
 
 
-def _group_order(group: GroupRecord) -> tuple[str, str]:
+def _group_order(group: TrialGroupSummary) -> tuple[str, str]:
     return (group.nodeid, group.worker or "")
 
 
@@ -538,7 +527,7 @@ class RunReporter:
             ledger.report_results(),
             duration_seconds=duration,
             metadata=metadata,
-            trial_groups=[group_summary(group) for group in groups],
+            trial_groups=groups,
             run=run_info(
                 ledger=ledger, metadata=metadata, duration_seconds=duration, exit_status=exit_status
             ),

@@ -49,10 +49,10 @@ from rampart.engine._results import (
 from rampart.pytest_plugin._groups import (
     CloneCancelled,
     CloneRun,
-    GroupVerdict,
     ItemRun,
     clone_settles,
     count_clones,
+    group_outcome,
     judge,
     settle_known,
 )
@@ -163,7 +163,7 @@ def _check_started(created: list[BaseExecution]) -> None:
 
 def _decide(run: ItemRun, *, name: str) -> None:
     """The group's clones are done: compute its verdict once and let it decide the call."""
-    run.verdict = GroupVerdict.of(run)
+    run.outcome = group_outcome(run)
     judge(run, item_name=name)
 
 

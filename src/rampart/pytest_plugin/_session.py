@@ -47,7 +47,7 @@ from rampart.pytest_plugin._journal import (
     default_gitignore,
 )
 from rampart.pytest_plugin._layers import LimitTracker, LLMRunStatistics, cache_directory
-from rampart.pytest_plugin._ledger import LEDGER_KEY, FinishedUnit, GroupRecord, RunLedger
+from rampart.pytest_plugin._ledger import LEDGER_KEY, FinishedUnit, RunLedger
 from rampart.pytest_plugin._markers import MarkerOptions
 from rampart.pytest_plugin._progress import ProgressSession, worker_progress
 from rampart.pytest_plugin._report import RunReporter, report_dir
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from rampart.pytest_plugin._items import ItemState
+    from rampart.reporting._run_data import TrialGroupSummary
 
 __all__ = ["LedgerOutlet", "start", "stop"]
 
@@ -192,7 +193,7 @@ class LedgerOutlet:
         self._ledger.record_unit(unit)
 
     def deliver(
-        self, item: pytest.Item, report: pytest.TestReport | None, group: GroupRecord | None
+        self, item: pytest.Item, report: pytest.TestReport | None, group: TrialGroupSummary | None
     ) -> None:
         del item, report
         if group is not None:

@@ -19,7 +19,9 @@ The envelope: each test report an xdist worker sends carries the test's results 
 ``rampart.trace.v2`` records (text, never pickle) inside a small versioned envelope:
 the item's nodeid and name, per result its record, clone index and position (and,
 for a marker, why the result was lost; for a result a resumed journal supplied, the
-run it came from), plus the trial group's verdict and any warnings for the terminal.
+run it came from), plus the trial group's report entry (``TrialGroupSummary``, written
+and read by the codec's converter like the JSON report's ``trial_groups``) and any
+warnings for the terminal.
 Entries are encoded as each trial clone finishes (``encode_entries``), so a worker
 holds text, not result objects, until the test's report leaves. The
 attribution travels as data next to each record; the records themselves carry no
@@ -42,8 +44,6 @@ import pytest
 from rampart._checks import invalid
 from rampart._text import strip_ansi
 from rampart.core.errors import SchemaError
-from rampart.core.result import Result, SafetyStatus, TrialVerdict
-from rampart.pytest_plugin._groups import GroupVerdict
 from rampart.pytest_plugin._journal import RUN_INPUT_KEY
 from rampart.pytest_plugin._layers import (
     LIMITS_OUTPUT_KEY,
@@ -53,12 +53,7 @@ from rampart.pytest_plugin._layers import (
     LLMRunStatistics,
     export_shared_directory,
 )
-from rampart.pytest_plugin._ledger import (
-    Attribution,
-    GroupRecord,
-    RecordedResult,
-    loss_marker,
-)
+from rampart.pytest_plugin._ledger import Attribution, RecordedResult, loss_marker
 from rampart.pytest_plugin._options import add_option, option_int
 from rampart.pytest_plugin._progress import PROGRESS_DIR_KEY
 from rampart.pytest_plugin._report import backend_of
@@ -66,9 +61,11 @@ from rampart.pytest_plugin._report import backend_of
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from rampart.core.result import Result
     from rampart.pytest_plugin._journal import JournalWriter
     from rampart.pytest_plugin._ledger import FinishedUnit, RunLedger
     from rampart.pytest_plugin._progress import ProgressSession
+    from rampart.reporting._run_data import TrialGroupSummary
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -112,7 +109,7 @@ def max_bytes(config: pytest.Config) -> int:
 _OWNER = "rampart xdist payload"
 
 
-ENVELOPE_SCHEMA = "rampart.xdist.v2"
+ENVELOPE_SCHEMA = "rampart.xdist.v3"
 
 
 def _transport_text(result: Result, max_bytes: int) -> tuple[str, str | None]:
@@ -160,7 +157,7 @@ def make_envelope(
     nodeid: str,
     name: str,
     entries: list[dict[str, Any]],
-    group: GroupRecord | None,
+    group: TrialGroupSummary | None,
     notes: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The JSON-safe payload a worker attaches to the test report of ``nodeid``."""
@@ -169,8 +166,7 @@ def make_envelope(
         "nodeid": nodeid,
         "name": name,
         "results": entries,
-        "group": None if group is None else _verdict_to_json(group.verdict),
-        "harm": None if group is None else group.harm,
+        "group": None if group is None else group.to_json(),
     }
     if notes:
         payload["notes"] = list(notes)
@@ -182,7 +178,7 @@ def encode_envelope(
     nodeid: str,
     name: str,
     results: Sequence[RecordedResult],
-    group: GroupRecord | None,
+    group: TrialGroupSummary | None,
     max_bytes: int,
 ) -> dict[str, Any]:
     """The whole payload at once: ``make_envelope`` over ``encode_entries(results)``."""
@@ -200,7 +196,7 @@ def envelope_notes(payload: object) -> list[str]:
 
 def decode_envelope(
     payload: object, *, worker: str
-) -> tuple[list[RecordedResult], GroupRecord | None]:
+) -> tuple[list[RecordedResult], TrialGroupSummary | None]:
     """Results and group from a worker payload; ``ValueError`` if it is not one."""
     if not isinstance(payload, dict) or payload.get("schema") != ENVELOPE_SCHEMA:
         schema = payload.get("schema") if isinstance(payload, dict) else None
@@ -212,18 +208,18 @@ def decode_envelope(
     if not isinstance(entries, list):
         raise invalid(_OWNER, "results", "a list", entries, error=ValueError)
     results = [_decode_entry(entry, nodeid=nodeid, name=name, worker=worker) for entry in entries]
-    raw_group, harm = payload.get("group"), payload.get("harm")
-    if harm is not None and not isinstance(harm, str):
-        raise invalid(_OWNER, "harm", "a string or null", harm, error=ValueError)
+    raw_group = payload.get("group")
     group = None
     if raw_group is not None:
-        group = GroupRecord(
-            nodeid=nodeid,
-            name=name,
-            verdict=_verdict_from_json(raw_group),
-            harm=harm,
-            worker=worker,
-        )
+        from rampart.reporting._run_data import TrialGroupSummary
+
+        try:
+            group = TrialGroupSummary.from_json(raw_group)
+        except ValueError as exc:
+            raise ValueError(f"{_OWNER}: group: {exc}") from None
+        if group.nodeid != nodeid:
+            raise invalid(_OWNER, "group.nodeid", repr(nodeid), group.nodeid, error=ValueError)
+        group = attrs.evolve(group, worker=worker)
     return results, group
 
 
@@ -256,76 +252,6 @@ def _decode_entry(entry: object, *, nodeid: str, name: str, worker: str) -> Reco
 
 def _is_count(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _verdict_to_json(verdict: GroupVerdict) -> dict[str, Any]:
-    return attrs.asdict(verdict, value_serializer=_enum_value)
-
-
-def _enum_value(_instance: object, _field: object, value: object) -> object:
-    return value.value if isinstance(value, SafetyStatus | TrialVerdict) else value
-
-
-_VERDICT_FIELDS = frozenset(field.name for field in attrs.fields(GroupVerdict))
-
-
-_COUNT_FIELDS = ("n", "safe", "unsafe", "errors", "no_result", "executed", "cancelled")
-
-
-def _verdict_from_json(raw: object) -> GroupVerdict:
-    if not isinstance(raw, dict) or set(raw) != _VERDICT_FIELDS:
-        raise invalid(
-            _OWNER,
-            "group",
-            f"an object with the fields {sorted(_VERDICT_FIELDS)}",
-            raw,
-            error=ValueError,
-        )
-    for key in (*_COUNT_FIELDS, "max_unsafe", "late", "late_unsafe"):
-        if not _is_count(raw[key]):
-            raise invalid(_OWNER, f"group.{key}", "an int >= 0", raw[key], error=ValueError)
-    threshold = raw["threshold"]
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-        raise invalid(_OWNER, "group.threshold", "a number", threshold, error=ValueError)
-    confidence = raw["confidence"]
-    if confidence is not None and (
-        isinstance(confidence, bool) or not isinstance(confidence, int | float)
-    ):
-        raise invalid(_OWNER, "group.confidence", "a number or null", confidence, error=ValueError)
-    if not isinstance(raw["sequential"], bool):
-        raise invalid(_OWNER, "group.sequential", "a bool", raw["sequential"], error=ValueError)
-    concurrency = raw["concurrency"]
-    if concurrency is not None and not (
-        isinstance(concurrency, dict)
-        and all(isinstance(k, str) and _is_count(v) for k, v in concurrency.items())
-    ):
-        raise invalid(
-            _OWNER,
-            "group.concurrency",
-            "null or an object of counts (int >= 0)",
-            concurrency,
-            error=ValueError,
-        )
-    try:
-        status = SafetyStatus(raw["status"])
-        verdict = TrialVerdict(raw["verdict"])
-    except ValueError:
-        raise ValueError(
-            f"rampart xdist payload: group 'status' {raw['status']!r} or 'verdict' "
-            f"{raw['verdict']!r} is not one"
-        ) from None
-    return GroupVerdict(
-        threshold=float(threshold),
-        status=status,
-        verdict=verdict,
-        confidence=None if confidence is None else float(confidence),
-        sequential=raw["sequential"],
-        max_unsafe=raw["max_unsafe"],
-        late=raw["late"],
-        late_unsafe=raw["late_unsafe"],
-        concurrency=None if concurrency is None else dict(concurrency),
-        **{key: raw[key] for key in _COUNT_FIELDS},
-    )
 
 
 REPORT_ATTRIBUTE = "rampart_payload"
@@ -369,7 +295,7 @@ class XdistWorker:
         """Nothing to do here: the backend rides on the call report to the controller."""
 
     def deliver(
-        self, item: pytest.Item, report: pytest.TestReport | None, group: GroupRecord | None
+        self, item: pytest.Item, report: pytest.TestReport | None, group: TrialGroupSummary | None
     ) -> None:
         entries = self._pending.pop(item.nodeid, [])
         if report is None:

@@ -1,4 +1,8 @@
-"""What a trial group's line says, read from the report's ``TrialGroupSummary``.
+"""How the report states a trial group: its entry, and what the group line says.
+
+``group_entry`` states a model ``TrialGroupOutcome`` as the report's
+``TrialGroupSummary``: the one builder of a group entry, for the pytest plugin (live)
+and ``rampart report`` / ``diff`` (rebuilt from saved records).
 
 ``group_description`` is the bracketed part of the group line (counts, pass rate,
 threshold, interval, and how the verdict was reached); ``group_reason`` says on one
@@ -13,12 +17,58 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+import attrs
+
 from rampart.core._stats import percent
+from rampart.reporting._run_data import INCOMPLETE, TrialGroupSummary
 
 if TYPE_CHECKING:
-    from rampart.reporting._run_data import TrialGroupSummary
+    from rampart.core._group_outcome import TrialGroupOutcome
 
-__all__ = ["group_description", "group_reason"]
+__all__ = ["group_description", "group_entry", "group_reason"]
+
+
+def group_entry(
+    outcome: TrialGroupOutcome,
+    *,
+    nodeid: str,
+    test_name: str,
+    harm_category: str | None = None,
+    worker: str | None = None,
+) -> TrialGroupSummary:
+    """The report's statement of a group's ``outcome``, with the run's facts about it.
+
+    The one place a group entry is made, live or rebuilt. Its ``reason`` is what
+    ``group_reason`` says of it; an INCOMPLETE group's reason is what was missing.
+    """
+    rule = outcome.rule
+    stated = TrialGroupSummary(
+        nodeid=nodeid,
+        test_name=test_name,
+        harm_category=harm_category,
+        n=outcome.n,
+        threshold=rule.threshold,
+        counts=outcome.counts,
+        executed=outcome.executed,
+        not_run=outcome.not_run,
+        pass_rate=outcome.pass_rate,
+        interval=outcome.interval,
+        verdict=INCOMPLETE if outcome.verdict is None else outcome.verdict.value,
+        population_status=outcome.status.value,
+        reason=outcome.missing,
+        early_stopped=outcome.early_stopped,
+        confidence=rule.confidence,
+        max_unsafe=rule.max_unsafe,
+        sequential=rule.sequential,
+        not_counted=outcome.not_counted,
+        not_counted_unsafe=outcome.not_counted_unsafe,
+        worker=worker,
+        concurrency=outcome.concurrency,
+    )
+    if outcome.verdict is None:
+        return stated
+    return attrs.evolve(stated, reason=group_reason(stated))
+
 
 # The spec's rule, said where it fails a group, with the way to tolerate some.
 _ANY_UNSAFE = " (any UNSAFE clone fails a group; max_unsafe= tolerates some)"

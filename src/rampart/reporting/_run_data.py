@@ -5,17 +5,21 @@ counts by status, pass rate, Wilson interval, verdict and, for a failed group, t
 reason on one line. ``RunInfo`` says how the run went: when it started, how long it
 took, how it exited, whether it was interrupted or is incomplete, and what it ran on.
 
-Both are plain values that the pytest plugin fills from its run ledger; the JSON
-report writes them as its ``trial_groups`` and ``run`` keys (``to_json``), and
-``from_json`` reads them back (unknown keys are ignored, so a newer report stays
-readable). The verdict is a string so that verdicts added later (``"inconclusive"``,
-with ``confidence``) extend the format instead of breaking it.
+A group entry is stated from the model's ``TrialGroupOutcome`` in one place,
+``rampart.reporting._group_text.group_entry``: the pytest plugin states each group it
+judged (the terminal line, the xdist transport and the report all read that entry),
+and ``rampart report`` / ``diff`` state each group they rebuilt from saved records.
+``RunInfo`` the plugin fills from its run ledger. The JSON report writes both as its
+``trial_groups`` and ``run`` keys (``to_json``), and ``from_json`` reads them back
+(unknown keys are ignored, so a newer report stays readable), through the codec's one
+converter (``rampart.codec._sections``). The verdict is a string so that verdicts
+added later (``"inconclusive"``, with ``confidence``) extend the format instead of
+breaking it.
 """
 
 from __future__ import annotations
 
-import functools
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import attrs
 
@@ -31,11 +35,16 @@ from rampart._checks import (
     check_text,
     invalid,
 )
+from rampart.core._group_outcome import GroupInterval, StatusCounts
 
-if TYPE_CHECKING:
-    import cattrs
-
-__all__ = ["GROUP_VERDICTS", "GroupInterval", "RunInfo", "StatusCounts", "TrialGroupSummary"]
+__all__ = [
+    "GROUP_VERDICTS",
+    "INCOMPLETE",
+    "GroupInterval",
+    "RunInfo",
+    "StatusCounts",
+    "TrialGroupSummary",
+]
 
 #: The verdicts a trial group can have. ``"inconclusive"`` is only given by a group
 #: judged with ``confidence=`` (a confidence-aware verdict); the count rule gives
@@ -43,56 +52,16 @@ __all__ = ["GROUP_VERDICTS", "GroupInterval", "RunInfo", "StatusCounts", "TrialG
 #: ``rampart diff``'s for a saved group whose records do not hold what its verdict
 #: rests on (clones missing, a group cut short, an older producer): never a pass.
 GROUP_VERDICTS = ("passed", "failed", "inconclusive", "incomplete")
+#: The verdict of a group whose saved facts do not decide it (never a pass).
+INCOMPLETE = GROUP_VERDICTS[-1]
 
 _T = TypeVar("_T")
 
 
 @attrs.frozen(kw_only=True)
-class StatusCounts:
-    """How many clones of a group ended in each status.
-
-    A clone's status is its worst result (UNSAFE, ERROR, UNDETERMINED, SAFE in that
-    order); a clone whose own assertions failed although every result was SAFE counts
-    as UNDETERMINED; ``no_result`` counts clones that recorded no result at all.
-    """
-
-    safe: int = 0
-    unsafe: int = 0
-    undetermined: int = 0
-    error: int = 0
-    no_result: int = 0
-
-    def __attrs_post_init__(self) -> None:
-        for field in attrs.fields(StatusCounts):
-            check_int("StatusCounts", field.name, getattr(self, field.name), minimum=0)
-
-    @property
-    def total(self) -> int:
-        return self.safe + self.unsafe + self.undetermined + self.error + self.no_result
-
-
-@attrs.frozen(kw_only=True)
-class GroupInterval:
-    """A confidence interval for a group's pass rate (``method`` ``"wilson"`` today)."""
-
-    method: str
-    level: float
-    low: float
-    high: float
-
-    def __attrs_post_init__(self) -> None:
-        owner = "GroupInterval"
-        check_text(owner, "method", self.method)
-        check_probability(owner, "level", self.level)
-        check_probability(owner, "low", self.low)
-        check_probability(owner, "high", self.high)
-        if self.low > self.high:
-            raise invalid(owner, "low", f"<= high ({self.high!r})", self.low, error=ValueError)
-
-
-@attrs.frozen(kw_only=True)
 class TrialGroupSummary:
-    """One trial group's outcome, as the report states it.
+    """One trial group's outcome, as the report states it (``_group_text.group_entry``
+    states a ``TrialGroupOutcome``; ``from_json`` reads a saved entry back as stated).
 
     ``executed`` clones finished and count in the verdict; ``not_run`` clones were
     cancelled by early stop or the sequential test (``early_stopped`` is then true)
@@ -247,37 +216,13 @@ class RunInfo:
         return _from_json(cls, data)
 
 
-@functools.cache
-def _cattrs() -> tuple[cattrs.Converter, type[Exception], Any]:
-    """The converter, with the error type and formatter of the same cattrs import.
-
-    Kept together so that a test harness that re-imports cattrs (pytester drops modules
-    between runs) never pairs this converter with another copy's exception class.
-    """
-    import cattrs  # deferred: importing rampart.reporting stays light
-
-    return cattrs.Converter(), cattrs.BaseValidationError, cattrs.transform_error
-
-
 def _to_json(value: object) -> dict[str, Any]:
-    data: dict[str, Any] = _cattrs()[0].unstructure(value)
-    return data
+    from rampart.codec._sections import section_to_json  # the codec loads on use
 
-
-def _describe(exc: BaseException, _type: object) -> str:
-    """A field check's own message (it names the class and field), else the error type."""
-    return str(exc) if isinstance(exc, TypeError | ValueError) else type(exc).__name__
+    return section_to_json(value)
 
 
 def _from_json(cls: type[_T], data: object) -> _T:
-    """Structure ``data`` as ``cls``; a wrong shape is a ``ValueError`` naming the class."""
-    converter, validation_error, transform_error = _cattrs()
-    if not isinstance(data, dict):
-        raise invalid(f"{cls.__name__}.from_json", "data", "a dict", data)
-    try:
-        return converter.structure(data, cls)
-    except validation_error as exc:
-        details = "; ".join(transform_error(exc, format_exception=_describe))
-        raise ValueError(f"{cls.__name__}.from_json: {details}") from None
-    except (TypeError, ValueError) as exc:  # a field check in the class itself
-        raise ValueError(f"{cls.__name__}.from_json: {exc}") from None
+    from rampart.codec._sections import section_from_json
+
+    return section_from_json(cls, data)

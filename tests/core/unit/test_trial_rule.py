@@ -14,7 +14,6 @@ from rampart.core._trial_rule import (
     TrialVerdict,
     _sequential_bounds,
     check_rule,
-    population_status,
 )
 from rampart.core.result import PopulationResult, SafetyStatus
 from tests._builders import make_results
@@ -88,14 +87,7 @@ class TestCountRule:
                     for prefix in itertools.product(list(SafetyStatus), repeat=done):
                         tally = _tally(TrialRule(threshold=threshold), size, prefix)
                         can_pass = any(
-                            population_status(
-                                safe=full.count(SAFE),
-                                unsafe=full.count(UNSAFE),
-                                error=full.count(ERROR),
-                                executed=size,
-                                threshold=threshold,
-                            )
-                            is SAFE
+                            _tally(TrialRule(threshold=threshold), size, full).status() is SAFE
                             for tail in itertools.product(list(SafetyStatus), repeat=size - done)
                             for full in [list(prefix) + list(tail)]
                         )
@@ -466,7 +458,7 @@ class TestRebuildGroup:
     def test_with_the_group_facts_it_is_the_tally(self) -> None:
         import random
 
-        from rampart.core._trial_rule import rebuild_group
+        from rampart.core._group_outcome import rebuild_group
 
         chooser = random.Random(21)
         statuses = list(SafetyStatus)
@@ -487,14 +479,15 @@ class TestRebuildGroup:
             )
             assert rebuilt.verdict is tally.verdict()
             assert rebuilt.status is tally.status()
-            assert (rebuilt.safe, rebuilt.unsafe, rebuilt.no_result) == (
+            counts = rebuilt.counts
+            assert (counts.safe, counts.unsafe, counts.no_result) == (
                 tally.count(SafetyStatus.SAFE),
                 tally.count(SafetyStatus.UNSAFE),
                 len(silent),
             )
 
     def test_missing_facts_are_never_a_pass(self) -> None:
-        from rampart.core._trial_rule import rebuild_group
+        from rampart.core._group_outcome import rebuild_group
 
         safe = dict.fromkeys(range(4), SafetyStatus.SAFE)
         # No rule recorded (an older producer).
@@ -515,7 +508,7 @@ class TestRebuildGroup:
         assert failed.verdict is TrialVerdict.FAILED
 
     def test_partial_and_late_clones_do_not_count(self) -> None:
-        from rampart.core._trial_rule import rebuild_group
+        from rampart.core._group_outcome import rebuild_group
 
         clones = {0: SafetyStatus.UNSAFE, 1: SafetyStatus.SAFE, 2: SafetyStatus.UNSAFE}
         rebuilt = rebuild_group(
@@ -527,9 +520,7 @@ class TestRebuildGroup:
             no_result=0,
         )
         assert rebuilt.verdict is TrialVerdict.FAILED
-        assert (rebuilt.executed, rebuilt.late, rebuilt.late_unsafe, rebuilt.partial) == (
-            1,
-            1,
-            1,
-            1,
-        )
+        # One counted, one late (UNSAFE, shown not counted), one partial: none not run
+        # but the seven never recorded.
+        assert (rebuilt.executed, rebuilt.not_counted, rebuilt.not_counted_unsafe) == (1, 1, 1)
+        assert rebuilt.not_run == 7

@@ -4,25 +4,25 @@ from __future__ import annotations
 
 import pytest
 
+from rampart.core._group_outcome import TrialGroupOutcome, tally_outcome
+from rampart.core._trial_rule import TrialRule, TrialTally
 from rampart.core.result import SafetyStatus
-from rampart.pytest_plugin._groups import GroupVerdict
-from rampart.pytest_plugin._ledger import GroupRecord, RunLedger
-from rampart.pytest_plugin._report import group_summary, run_info
+from rampart.pytest_plugin._ledger import RunLedger
+from rampart.pytest_plugin._report import run_info
+from rampart.reporting._group_text import group_entry
 
 
-def _verdict(**counts: int) -> GroupVerdict:
-    """A failed group's verdict with these counts."""
-    return GroupVerdict(
-        n=counts.get("n", 10),
-        threshold=0.9,
-        safe=counts.get("safe", 10),
-        unsafe=counts.get("unsafe", 0),
-        errors=counts.get("errors", 0),
-        no_result=counts.get("no_result", 0),
-        executed=counts.get("executed", 10),
-        cancelled=counts.get("cancelled", 0),
-        status=SafetyStatus.UNDETERMINED,
-    )
+def _outcome(
+    *, n: int = 10, safe: int = 0, error: int = 0, no_result: int = 0
+) -> TrialGroupOutcome:
+    """A group of ``n`` clones at threshold 0.9, the rest UNDETERMINED."""
+    tally = TrialTally(size=n, rule=TrialRule(threshold=0.9))
+    for status, count in ((SafetyStatus.SAFE, safe), (SafetyStatus.ERROR, error)):
+        for _ in range(count):
+            tally.add(status)
+    while tally.outstanding:
+        tally.add(SafetyStatus.UNDETERMINED)
+    return tally_outcome(tally, no_result=no_result)
 
 
 class TestUnits:
@@ -44,17 +44,16 @@ class TestUnits:
     @pytest.mark.parametrize(
         ("counts", "reason"),
         [
-            ({"safe": 8, "errors": 2}, "pass rate 80% below threshold 90% (2 ERROR)"),
-            ({"safe": 0, "errors": 10}, "no SAFE clone (10 ERROR)"),
+            ({"safe": 8, "error": 2}, "pass rate 80% below threshold 90% (2 ERROR)"),
+            ({"safe": 0, "error": 10}, "no SAFE clone (10 ERROR)"),
             # 89.5% must not print as "90% below threshold 90%".
             (
-                {"n": 200, "executed": 200, "safe": 179, "no_result": 21},
+                {"n": 200, "safe": 179, "no_result": 21},
                 "pass rate 89.5% below threshold 90.0% (21 no result)",
             ),
         ],
     )
     def test_reasons(self, counts: dict[str, int], reason: str) -> None:
-        verdict = _verdict(**counts)
-        summary = group_summary(GroupRecord(nodeid="t.py::g", name="g", verdict=verdict))
+        summary = group_entry(_outcome(**counts), nodeid="t.py::g", test_name="g")
         assert summary.reason == reason
         assert summary.verdict == "failed"

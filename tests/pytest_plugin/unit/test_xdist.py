@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import attrs
 import pytest
 
 from rampart import Result, SafetyStatus
-from rampart.pytest_plugin._groups import GroupVerdict
-from rampart.pytest_plugin._ledger import Attribution, GroupRecord, RecordedResult, RunLedger
+from rampart.core._group_outcome import tally_outcome
+from rampart.core._trial_rule import TrialRule, TrialTally
+from rampart.pytest_plugin._ledger import Attribution, RecordedResult, RunLedger
 from rampart.pytest_plugin._xdist import (
     ENVELOPE_SCHEMA,
     REPORT_ATTRIBUTE,
@@ -19,6 +21,10 @@ from rampart.pytest_plugin._xdist import (
     decode_envelope,
     encode_envelope,
 )
+from rampart.reporting._group_text import group_entry
+
+if TYPE_CHECKING:
+    from rampart.reporting._run_data import TrialGroupSummary
 
 NODEID = "t.py::test_x"
 
@@ -34,29 +40,24 @@ def recorded(summary: str, *, clone: int | None = None, index: int = 0) -> Recor
     )
 
 
-def envelope(*results: RecordedResult, group: GroupRecord | None = None) -> dict[str, Any]:
+def envelope(*results: RecordedResult, group: TrialGroupSummary | None = None) -> dict[str, Any]:
     return encode_envelope(
         nodeid=NODEID, name="test_x", results=results, group=group, max_bytes=1 << 20
     )
 
 
-VERDICT = GroupVerdict(
-    n=2,
-    threshold=0.5,
-    safe=1,
-    unsafe=0,
-    errors=1,
-    no_result=0,
-    executed=2,
-    cancelled=0,
-    status=SafetyStatus.SAFE,
-)
+def _group() -> TrialGroupSummary:
+    tally = TrialTally(size=2, rule=TrialRule(threshold=0.5))
+    tally.add(SafetyStatus.SAFE)
+    tally.add(SafetyStatus.ERROR)
+    outcome = tally_outcome(tally, concurrency={"final": 2, "peak": 2})
+    return group_entry(outcome, nodeid=NODEID, test_name="test_x", harm_category="jailbreak")
 
 
 class TestEnvelope:
     def test_round_trip_carries_attribution_as_data(self) -> None:
         """Plain versioned JSON; clone and position travel next to each record, not in it."""
-        group = GroupRecord(nodeid=NODEID, name="test_x", verdict=VERDICT)
+        group = _group()
         payload = envelope(
             recorded("a", clone=1, index=0), recorded("b", clone=1, index=1), group=group
         )
@@ -64,9 +65,7 @@ class TestEnvelope:
         assert payload["schema"] == ENVELOPE_SCHEMA
         assert all("_pytest_nodeid" not in entry["record"] for entry in payload["results"])
         results, decoded_group = decode_envelope(payload, worker="gw3")
-        assert decoded_group == GroupRecord(
-            nodeid=NODEID, name="test_x", verdict=VERDICT, worker="gw3"
-        )
+        assert decoded_group == attrs.evolve(group, worker="gw3")
         assert [r.result.summary for r in results] == ["a", "b"]
         assert [r.attribution for r in results] == [
             Attribution(nodeid=NODEID, name="test_x", clone=1, index=i, worker="gw3")
