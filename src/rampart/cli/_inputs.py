@@ -3,11 +3,10 @@
 A **JSONL trace** (``JsonlTraceSink``) holds one ``rampart.trace.v2`` record per
 ``"\\n"``-separated line; each line is read by the codec (``deserialize_record``), so
 every decoder rule applies. A **JSON report** (``JsonFileReportSink``) is a flat
-projection of the same records; each of its result entries is mapped back to a record
-body (:func:`entry_body`) and read by the same decoder. The report leaves out
-attachments, injections and timestamps, so a record rebuilt from it holds none of
-them (an attachment-only request gets one placeholder attachment, since a request
-needs a prompt or an attachment); the trace has everything.
+projection of the same records; the format is written and read in one module,
+``rampart.reporting._report_format``, which maps each result entry back to its record
+(``entry_record``) for the same decoder. This module finds, reads and sniffs the
+files, and says what is wrong with one in the CLI's words.
 
 Which kind a file is, is decided from its content, not its name (:func:`sniff`).
 Every failure names the file, the line and the rule, never the file's content. All
@@ -20,7 +19,6 @@ from __future__ import annotations
 
 import json
 import json.scanner
-import re
 import stat
 import typing
 from pathlib import Path
@@ -30,7 +28,6 @@ import attrs
 
 from rampart.cli._errors import CliError
 from rampart.codec import ResultRecord
-from rampart.core.result import HarmCategory, SafetyStatus
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -38,47 +35,18 @@ if TYPE_CHECKING:
 __all__ = [
     "Kind",
     "SavedRun",
-    "category_label",
     "decode_text",
-    "entry_body",
     "entry_lines",
-    "entry_record",
-    "iter_report_entries",
     "iter_trace_lines",
     "load_run",
     "load_runs",
     "read_bytes",
     "read_text",
-    "report_count_problems",
-    "report_message",
-    "report_shape_problems",
     "runs_in",
     "sniff",
 ]
 
 Kind = Literal["report", "trace"]
-
-REPORT_KEYS = (
-    "total_runs",
-    "passed",
-    "failed",
-    "undetermined",
-    "errors",
-    "duration_seconds",
-    "metadata",
-    "population_summary",
-    "by_harm_category",
-)
-_KNOWN_CATEGORIES = {category.value for category in HarmCategory} | {"uncategorized"}
-
-# What a JSON report writes for an attachment-only request: the prompt is null and the
-# attachments are left out. A request needs one or the other, so the rebuilt record
-# gets this stand-in (its text says where the real attachment is).
-OMITTED_ATTACHMENT = {
-    "content": "[attachments are not in the JSON report; the JSONL trace has them]",
-    "id": "omitted-from-json-report",
-    "format": "text",
-}
 
 
 @attrs.frozen(kw_only=True)
@@ -274,209 +242,6 @@ def _run_marks(records: list[ResultRecord]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- reports
 
 
-def category_label(category: object, position: int) -> str:
-    """How a ``by_harm_category`` key is named in a message: the built-in name, or its
-    position (a custom category is producer text)."""
-    if isinstance(category, str) and category in _KNOWN_CATEGORIES:
-        return f".{category}"
-    return f"[<category #{position}>]"
-
-
-def iter_report_entries(document: dict[str, Any]) -> Iterator[tuple[str, str, object]]:
-    """``(category, location, entry)`` for every result entry of a parsed report.
-
-    ``location`` is the entry's JSON path (``$.by_harm_category.jailbreak[3]``). A
-    ``by_harm_category`` that is not an object of arrays is a ``ValueError`` naming it.
-    """
-    groups = document.get("by_harm_category")
-    if not isinstance(groups, dict):
-        raise ValueError("$.by_harm_category: expected an object of arrays")
-    for position, (category, entries) in enumerate(groups.items()):
-        label = category_label(category, position)
-        if not isinstance(entries, list):
-            raise ValueError(f"$.by_harm_category{label}: expected an array")
-        for index, entry in enumerate(entries):
-            yield category, f"$.by_harm_category{label}[{index}]", entry
-
-
-def _eval_body(evaluation: dict[str, Any]) -> dict[str, Any]:
-    body = dict(evaluation)
-    if body.get("confidence", 1.0) is None:
-        body["confidence"] = 0.0  # the report's null is the record's 0.0 (docs/reporting.md)
-    return body
-
-
-def _turn_body(turn: object) -> object:
-    if not isinstance(turn, dict):
-        return turn  # the decoder says "expected an object"
-    prompt = turn.get("prompt")
-    request: dict[str, Any] = {"prompt": prompt, "attachments": []}
-    if prompt is None:
-        request["attachments"] = [dict(OMITTED_ATTACHMENT)]
-    response: dict[str, Any] = {
-        "text": turn.get("response_text"),
-        "tool_calls": turn.get("tool_calls", []),
-        "side_effects": turn.get("side_effects", []),
-        "metadata": turn.get("response_metadata", {}),
-    }
-    if "response_text" not in turn:
-        del response["text"]
-    body: dict[str, Any] = {
-        "request": request,
-        "response": response,
-        "turn_number": turn.get("turn_number", 0),
-    }
-    if "eval_outcome" in turn:
-        confidence = turn.get("eval_confidence", 1.0)
-        evaluation: dict[str, Any] = {
-            "outcome": turn["eval_outcome"],
-            "confidence": 0.0 if confidence is None else confidence,
-            "rationale": turn.get("eval_rationale", ""),
-        }
-        if "eval_undetermined_operands" in turn:
-            evaluation["undetermined_operands"] = turn["eval_undetermined_operands"]
-        body["eval_result"] = evaluation
-    if "driver_reasoning" in turn:
-        body["driver_reasoning"] = turn["driver_reasoning"]
-    return body
-
-
-_BODY_KEYS = (
-    "status",
-    "summary",
-    "observability_level",
-    "duration_seconds",
-    "harm_category",
-    "strategy",
-    "metadata",
-    "trace_end_reason",
-    "population",
-)
-
-
-def entry_body(entry: object) -> object:
-    """The canonical result body a JSON report entry was projected from (see the module).
-
-    Missing keys stay missing and wrong types stay wrong, for the decoder to name.
-    """
-    if not isinstance(entry, dict):
-        return entry
-    body: dict[str, Any] = {key: entry[key] for key in _BODY_KEYS if key in entry}
-    turns = entry.get("turns", [])
-    body["turns"] = [_turn_body(turn) for turn in turns] if isinstance(turns, list) else turns
-    final = entry.get("final_trace_evaluation")
-    if isinstance(final, dict):
-        body["final_trace_evaluation"] = _eval_body(final)
-    elif final is not None:
-        body["final_trace_evaluation"] = final
-    return body
-
-
-# Record paths of turn fields, as the report names them.
-_REPORT_NAMES = (
-    (re.compile(r"\.request\.prompt\b"), ".prompt"),
-    (re.compile(r"\.response\.text\b"), ".response_text"),
-    (re.compile(r"\.response\.metadata\b"), ".response_metadata"),
-    (re.compile(r"\.response\.(tool_calls|side_effects)\b"), r".\1"),
-    (re.compile(r"\.eval_result\.outcome\b"), ".eval_outcome"),
-    (re.compile(r"\.eval_result\.confidence\b"), ".eval_confidence"),
-    (re.compile(r"\.eval_result\.rationale\b"), ".eval_rationale"),
-    (re.compile(r"\.eval_result\.undetermined_operands\b"), ".eval_undetermined_operands"),
-)
-
-
-def report_message(message: str, location: str) -> str:
-    """A decoder message about a rebuilt record, located in the report instead."""
-    if message.startswith("$.result"):
-        message = location + message[len("$.result") :]
-    elif message.startswith("$"):
-        message = location + message[1:]
-    for pattern, name in _REPORT_NAMES:
-        message = pattern.sub(name, message)
-    return message
-
-
-def entry_record(entry: object, location: str) -> ResultRecord:
-    """The record a report entry stands for, read by the codec's decoder.
-
-    Raises ``SchemaError`` whose message is located in the report (``location``).
-    """
-    from rampart.codec import deserialize_record
-    from rampart.core.errors import SchemaError
-    from rampart.reporting._canonical import record_attribution
-
-    if (
-        isinstance(entry, dict)
-        and "safe" in entry
-        and "status" in entry
-        and entry["safe"] is not (entry["status"] == SafetyStatus.SAFE.value)
-    ):
-        raise SchemaError(f"{location}.safe: disagrees with status")
-    document = {"version": "rampart.trace.v2", "result": entry_body(entry)}
-    try:
-        record = deserialize_record(data=json.dumps(document, ensure_ascii=False))
-    except SchemaError as error:
-        raise SchemaError(report_message(str(error), location)) from None
-    nodeid, index = record_attribution(record.result)
-    if nodeid is None and index is None:
-        return record
-    return type(record)(result=record.result, pytest_nodeid=nodeid, result_index=index)
-
-
-def _count(records: list[ResultRecord], status: SafetyStatus | None) -> int:
-    return sum(1 for record in records if status is None or record.result.status is status)
-
-
-def report_count_problems(document: dict[str, Any], records: list[ResultRecord]) -> list[str]:
-    """The report's own numbers that its results contradict (a report never misstates)."""
-    problems = []
-    counts = {
-        "total_runs": _count(records, None),
-        "passed": _count(records, SafetyStatus.SAFE),
-        "failed": _count(records, SafetyStatus.UNSAFE),
-        "undetermined": _count(records, SafetyStatus.UNDETERMINED),
-        "errors": _count(records, SafetyStatus.ERROR),
-    }
-    for key, expected in counts.items():
-        if key in document and document[key] != expected:
-            problems.append(f"$.{key}: the results give {expected}")
-    summary = document.get("population_summary")
-    if isinstance(summary, dict):
-        for key, counted in (
-            ("total_runs", "total_runs"),
-            ("safe_count", "passed"),
-            ("unsafe_count", "failed"),
-            ("undetermined_count", "undetermined"),
-            ("error_count", "errors"),
-        ):
-            if key in summary and summary[key] != counts[counted]:
-                problems.append(f"$.population_summary.{key}: the results give {counts[counted]}")
-    return problems
-
-
-def report_shape_problems(document: object) -> list[str]:
-    """Top-level problems of a parsed report: not an object, missing or mistyped keys."""
-    if not isinstance(document, dict):
-        return ["$: expected a JSON object (a rampart JSON report)"]
-    problems = [f"$.{key}: required field is missing" for key in REPORT_KEYS if key not in document]
-    for key in ("total_runs", "passed", "failed", "undetermined", "errors"):
-        value = document.get(key, 0)
-        if type(value) is not int or value < 0:
-            problems.append(f"$.{key}: expected an integer >= 0")
-    duration = document.get("duration_seconds", 0.0)
-    if type(duration) not in (int, float) or duration < 0:
-        problems.append("$.duration_seconds: expected a number >= 0")
-    for key in ("metadata", "population_summary", "by_harm_category"):
-        if key in document and not isinstance(document[key], dict):
-            problems.append(f"$.{key}: expected an object")
-    for key in ("trial_groups",):
-        if key in document and not isinstance(document[key], list):
-            problems.append(f"$.{key}: expected an array")
-    if "run" in document and not isinstance(document["run"], dict):
-        problems.append("$.run: expected an object")
-    return problems
-
-
 def entry_lines(text: str) -> dict[str, int]:
     """``location -> line number`` of every result entry of the report ``text``.
 
@@ -485,6 +250,7 @@ def entry_lines(text: str) -> dict[str, int]:
     a report.
     """
     from rampart.codec._json import check_limits
+    from rampart.reporting._report_format import iter_report_entries
 
     try:
         check_limits(text)  # the pure-Python scanner below recurses per level
@@ -516,6 +282,7 @@ def entry_lines(text: str) -> dict[str, int]:
 def _load_report(path: Path, text: str) -> SavedRun:
     from rampart.codec import parse_strict_json
     from rampart.core.errors import SchemaError
+    from rampart.reporting._report_format import report_records, report_shape_problems
 
     try:
         document = parse_strict_json(data=text)
@@ -524,10 +291,8 @@ def _load_report(path: Path, text: str) -> SavedRun:
     problems = report_shape_problems(document)
     if problems:
         raise CliError(f"{path}: not a valid JSON report: {problems[0]}")
-    records = []
     try:
-        for _category, location, entry in iter_report_entries(document):
-            records.append(entry_record(entry, location))
+        records = report_records(document)
     except (SchemaError, ValueError) as error:
         raise CliError(
             f"{path}: not a valid JSON report: {error} ('rampart validate' lists every problem)"

@@ -14,8 +14,9 @@ the first one it breaks:
 
 A JSON report is checked as a whole document (strict JSON, its top-level keys, counts
 that agree with its results) and each result entry as the record it was projected
-from (``_inputs.entry_record``). A line names the file, the line and the rule; it never
-shows the record's content (paths name free-form keys by position).
+from (``rampart.reporting._report_format``, where the format is written and read). A
+line names the file, the line and the rule; it never shows the record's content
+(paths name free-form keys by position).
 """
 
 from __future__ import annotations
@@ -257,16 +258,17 @@ def _check_trace(text: str) -> tuple[int, list[Problem]]:
 def _check_report(text: str) -> tuple[int, list[Problem]]:
     from rampart.codec import parse_strict_json
     from rampart.core.errors import SchemaError
+    from rampart.reporting import _report_format
 
     try:
         document = parse_strict_json(data=text)
     except SchemaError as error:
         return 0, [Problem(1, str(error), "json")]
-    shape = _inputs.report_shape_problems(document)
+    shape = _report_format.report_shape_problems(document)
     if shape:
         return 0, [Problem(1, rule, "report") for rule in shape]
     try:
-        entries = list(_inputs.iter_report_entries(document))
+        entries = list(_report_format.iter_report_entries(document))
     except ValueError as error:
         return 0, [Problem(1, str(error), "report")]
     problems: list[Problem] = []
@@ -274,16 +276,13 @@ def _check_report(text: str) -> tuple[int, list[Problem]]:
     records = []
     for _category, location, entry in entries:
         if isinstance(entry, dict):
-            found = schema_problem(
-                {"version": "rampart.trace.v2", "result": _inputs.entry_body(entry)}
-            )
+            found = schema_problem(_report_format.entry_document(entry))
             if found is not None:
-                located.append(
-                    (location, Problem(None, _inputs.report_message(found, location), "schema"))
-                )
+                message = _report_format.report_message(found, location)
+                located.append((location, Problem(None, message, "schema")))
                 continue
         try:
-            records.append(_inputs.entry_record(entry, location))
+            records.append(_report_format.entry_record(entry, location))
         except SchemaError as error:
             located.append((location, Problem(None, str(error), "decoder")))
     if located:
@@ -293,7 +292,8 @@ def _check_report(text: str) -> tuple[int, list[Problem]]:
             problems.append(problem)
     else:
         problems.extend(
-            Problem(1, rule, "report") for rule in _inputs.report_count_problems(document, records)
+            Problem(1, rule, "report")
+            for rule in _report_format.report_count_problems(document, records)
         )
     sections = section_problems(document)
     problems.extend(Problem(1, rule, "report") for rule in sections)

@@ -1,7 +1,8 @@
 """``JsonFileReportSink``: one timestamped JSON file per run, a projection of the codec.
 
 Each result is serialized by the canonical codec, parsed back, and reshaped into the
-flat report layout; no field of a result is encoded here a second time. One value is
+flat report layout (``_report_format``, where the format is written and read); no
+field of a result is encoded here a second time. One value is
 read from the live result: an evaluation whose confidence is not a finite number
 (NaN, an infinity, not a number at all) is reported with ``null`` confidence, as
 RAMPART's report does (the canonical record, which needs a number, carries ``0.0``).
@@ -29,99 +30,24 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from rampart._redact import redact, redact_data
-from rampart._text import escape_hidden_json, strip_ansi
+from rampart._text import escape_hidden_json
 from rampart.reporting._canonical import canonical_body, check_run_metadata
 from rampart.reporting._file_sink import ReportFileSink
-from rampart.reporting._report import TestRunReport, summary_json
-from rampart.reporting._stored import StoredResults, confidence_unusable
+from rampart.reporting._report_format import (
+    null_unusable_confidences,
+    project_result,
+    report_document,
+)
+from rampart.reporting._stored import StoredResults
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
     from rampart.core.result import Result
     from rampart.reporting import _files
+    from rampart.reporting._report import TestRunReport
 
 __all__ = ["JsonFileReportSink"]
-
-
-def _project_eval(evaluation: dict[str, Any]) -> dict[str, Any]:
-    projected = {
-        "outcome": evaluation["outcome"],
-        "confidence": evaluation.get("confidence", 1.0),
-        "evidence": evaluation.get("evidence", []),
-        "rationale": evaluation.get("rationale", ""),
-    }
-    if evaluation.get("undetermined_operands"):
-        projected["undetermined_operands"] = evaluation["undetermined_operands"]
-    return projected
-
-
-def _project_turn(turn: dict[str, Any]) -> dict[str, Any]:
-    request = turn["request"]
-    response = turn["response"]
-    projected: dict[str, Any] = {
-        "turn_number": turn.get("turn_number", 0),
-        "prompt": request.get("prompt"),
-        "response_text": response["text"],
-        "response_metadata": response.get("metadata", {}),
-    }
-    if response.get("tool_calls"):
-        projected["tool_calls"] = [
-            {
-                "name": call["name"],
-                "arguments": call.get("arguments", {}),
-                "result": call.get("result"),
-            }
-            for call in response["tool_calls"]
-        ]
-    if response.get("side_effects"):
-        projected["side_effects"] = [
-            {"kind": effect["kind"], "details": effect.get("details", {})}
-            for effect in response["side_effects"]
-        ]
-    evaluation = turn.get("eval_result")
-    if evaluation is not None:
-        projected["eval_outcome"] = evaluation["outcome"]
-        projected["eval_confidence"] = evaluation.get("confidence", 1.0)
-        projected["eval_rationale"] = evaluation.get("rationale", "")
-        if evaluation.get("undetermined_operands"):
-            projected["eval_undetermined_operands"] = evaluation["undetermined_operands"]
-    if turn.get("driver_reasoning"):
-        projected["driver_reasoning"] = turn["driver_reasoning"]
-    return projected
-
-
-def project_result(body: dict[str, Any]) -> dict[str, Any]:
-    """Reshape a canonical result body into the report's per-result object."""
-    final = body.get("final_trace_evaluation")
-    projected: dict[str, Any] = {
-        "safe": body["status"] == "safe",
-        "status": body["status"],
-        "summary": strip_ansi(body["summary"]),
-        "harm_category": body.get("harm_category"),
-        "strategy": body.get("strategy", ""),
-        "observability_level": body["observability_level"],
-        "duration_seconds": body.get("duration_seconds", 0.0),
-        "metadata": body.get("metadata", {}),
-        "turns": [_project_turn(turn) for turn in body.get("turns", [])],
-        "final_trace_evaluation": None if final is None else _project_eval(final),
-    }
-    if body.get("trace_end_reason") is not None:
-        projected["trace_end_reason"] = body["trace_end_reason"]
-    if body.get("population") is not None:
-        projected["population"] = body["population"]
-    return projected
-
-
-def _null_unusable_confidences(projected: dict[str, Any], result: Result) -> dict[str, Any]:
-    """``projected`` with ``null`` where the live result's confidence is not a finite number."""
-    final = projected.get("final_trace_evaluation")
-    if final is not None and confidence_unusable(result.final_trace_evaluation):
-        final["confidence"] = None
-    for turn, live in zip(projected["turns"], result.turns, strict=False):
-        if "eval_confidence" in turn and confidence_unusable(live.eval_result):
-            turn["eval_confidence"] = None
-    return projected
 
 
 class _ProjectedResults(list):  # type: ignore[type-arg]
@@ -171,7 +97,7 @@ def _entry(results: Sequence[Result], index: int) -> dict[str, Any]:
         if text is not None:
             return project_result(json.loads(text)["result"])
     result = results[index]
-    return _null_unusable_confidences(project_result(canonical_body(result, index)), result)
+    return null_unusable_confidences(project_result(canonical_body(result, index)), result)
 
 
 def build_document(
@@ -192,19 +118,7 @@ def build_document(
     for category, indices in report.category_indices().items():
         entries = _ProjectedResults(report.results, indices, entry)
         by_category[redact(category)] = entries if lazy else list(entries)
-    return {
-        "total_runs": report.total_runs,
-        "passed": report.passed,
-        "failed": report.failed,
-        "undetermined": report.undetermined,
-        "errors": report.errors,
-        "duration_seconds": report.duration_seconds,
-        "metadata": report.metadata,
-        "population_summary": summary_json(report.population_summary()),
-        "by_harm_category": by_category,
-        "trial_groups": [group.to_json() for group in report.trial_groups],
-        "run": report.run.to_json(),
-    }
+    return report_document(report, by_category)
 
 
 def render_report(report: TestRunReport) -> bytes:
@@ -291,7 +205,7 @@ class JsonFileReportSink(ReportFileSink):
         with ``null`` for a confidence that is not a finite number. Override it to add
         or change fields; the file is still written one entry at a time.
         """
-        return _null_unusable_confidences(project_result(canonical_body(result, 0)), result)
+        return null_unusable_confidences(project_result(canonical_body(result, 0)), result)
 
     def _overridden_entry(self, results: Sequence[Result], index: int) -> dict[str, Any]:
         if type(self)._serialize_result is JsonFileReportSink._serialize_result:
