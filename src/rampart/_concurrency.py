@@ -1,25 +1,58 @@
 """The ``concurrency`` setting: an integer >= 1, or ``"auto"`` for the adaptive limit.
 
-Written once for every front end that reads it from text or a value: the trial
-marker, the plugin's ``--rampart-concurrency`` option and ini value, ``rampart scan``
-and ``rampart sweep``. Each front end words its own error around
-:data:`CONCURRENCY_EXPECTED`, in its own style (a pytest usage error, a CLI error).
+Read in one place for every front end: the trial marker, the plugin's
+``--rampart-concurrency`` option and ini value, ``execute_trials_async``,
+``rampart scan`` and ``rampart sweep``. A setting is an int >= 1 or text: an integer,
+or ``auto`` in any case (``parse_concurrency``); a value a front end refuses is the one
+message ``check_concurrency`` words (the CLI words its own error around
+:data:`CONCURRENCY_EXPECTED`). The engine turns a setting into what bounds a fan-out
+in one place too (``rampart.engine._fanout.bound``).
+
+**Defaults**, decided here once. :data:`DEFAULT_CONCURRENCY` (10) is a run's: the
+plugin's when ``--rampart-concurrency`` is not given, the scans', and where an
+adaptive limit starts. A concurrency left out of ``execute_trials_async`` is
+``default_concurrency()``: the setting of the run it is called in, when a run has
+declared one (``run_concurrency``), else unbounded (``None``), as a library call
+outside any run always was.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
-__all__ = ["AUTO", "CONCURRENCY_EXPECTED", "parse_concurrency"]
+from rampart._checks import invalid
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+__all__ = [
+    "AUTO",
+    "CONCURRENCY_EXPECTED",
+    "DEFAULT_CONCURRENCY",
+    "Setting",
+    "check_concurrency",
+    "default_concurrency",
+    "parse_concurrency",
+    "run_concurrency",
+]
 
 AUTO: Literal["auto"] = "auto"
 """The ``concurrency`` value that selects the adaptive controller."""
 
+Setting: TypeAlias = int | Literal["auto"]
+
 CONCURRENCY_EXPECTED = f"an integer >= 1 or {AUTO!r}"
 """What a ``concurrency`` setting may be, for error messages."""
 
+DEFAULT_CONCURRENCY = 10
+"""A run's concurrency when none is set (the plugin's, the scans')."""
 
-def parse_concurrency(value: object) -> int | Literal["auto"] | None:
+_RUN_SETTING: ContextVar[Setting | None] = ContextVar("rampart_run_concurrency", default=None)
+
+
+def parse_concurrency(value: object) -> Setting | None:
     """A setting given as text or an int; ``None`` when ``value`` is not one.
 
     Text is an integer (surrounding space allowed) or ``auto`` in any case.
@@ -34,3 +67,36 @@ def parse_concurrency(value: object) -> int | Literal["auto"] | None:
         except ValueError:
             return None
     return value if isinstance(value, int) and value >= 1 else None
+
+
+def check_concurrency(
+    owner: str, name: str, value: object, *, error: type[Exception] | None = None
+) -> Setting:
+    """The setting ``value`` names, else the one error every front end raises for it:
+    ``"{owner}: {name} must be an integer >= 1 or 'auto', got {value!r}"``, a
+    ``ValueError`` for an int or text that is not a setting, a ``TypeError`` for
+    anything else (``error`` overrides both)."""
+    setting = parse_concurrency(value)
+    if setting is None:
+        if error is None:
+            wrong_type = isinstance(value, bool) or not isinstance(value, int | str)
+            error = TypeError if wrong_type else ValueError
+        raise invalid(owner, name, CONCURRENCY_EXPECTED, value, error=error)
+    return setting
+
+
+def default_concurrency() -> Setting | None:
+    """The concurrency of a fan-out that was given none: the setting of the run it is
+    in (``run_concurrency``), else ``None`` (unbounded)."""
+    return _RUN_SETTING.get()
+
+
+@contextmanager
+def run_concurrency(setting: Setting) -> Iterator[None]:
+    """Within this block (and the tasks it starts), ``default_concurrency()`` is
+    ``setting``: how a run declares its setting to the populations run inside it."""
+    token = _RUN_SETTING.set(setting)
+    try:
+        yield
+    finally:
+        _RUN_SETTING.reset(token)

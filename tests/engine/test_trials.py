@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import random
@@ -447,6 +448,40 @@ class TestExecuteTrials:
         assert out[0].safe
 
     @pytest.mark.anyio
+    async def test_left_out_it_is_the_run_setting(self) -> None:
+        """A population given no concurrency runs at the setting of the run it is in
+        (``run_concurrency``); an explicit one still wins."""
+        from rampart._concurrency import run_concurrency
+
+        for given, expected in ((None, 2), (3, 3)):
+            harness = _Harness([SAFE] * 6, gated=set(range(6)))
+            out: list[PopulationResult] = []
+            with run_concurrency(2):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(
+                        functools.partial(_run_trials, harness, out, n=6, concurrency=given)
+                    )
+                    for number in range(6):
+                        await anyio.wait_all_tasks_blocked()
+                        assert harness.in_flight == min(expected, 6 - number)
+                        harness.release(min(set(harness.started) - set(harness.finished)))
+            assert harness.max_in_flight == expected
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("spelling", ["AUTO", " Auto ", "auto"])
+    async def test_auto_in_any_spelling_is_adaptive(self, spelling: str) -> None:
+        """``"AUTO"`` is ``"auto"`` here as on the command line: the result says what
+        the adaptive limit did."""
+        population = await execute_trials_async(
+            execution_factory=_Harness([SAFE] * 3).factory,
+            adapter=ADAPTER,
+            n=3,
+            concurrency=spelling,  # type: ignore[arg-type]
+        )
+        assert population.concurrency is not None
+        assert population.concurrency["peak"] == 3  # capped at the trials to run
+
+    @pytest.mark.anyio
     async def test_early_stop_on_unsafe_cancels_the_rest(self) -> None:
         """An UNSAFE trial settles the group once the trials before it are known; the
         running trials are then cancelled and counted."""
@@ -652,17 +687,17 @@ class TestExecuteTrials:
             (
                 {"concurrency": 0},
                 ValueError,
-                r"^execute_trials_async: concurrency must be >= 1, got 0",
+                r"^execute_trials_async: concurrency must be an integer >= 1 or 'auto', got 0",
             ),
             (
                 {"concurrency": True},
                 TypeError,
-                r"^execute_trials_async: concurrency must be an integer >= 1 or None, got ",
+                r"^execute_trials_async: concurrency must be an integer >= 1 or 'auto', got ",
             ),
             (
                 {"concurrency": 2.0},
                 TypeError,
-                r"^execute_trials_async: concurrency must be an integer >= 1 or None, got ",
+                r"^execute_trials_async: concurrency must be an integer >= 1 or 'auto', got ",
             ),
             (
                 {"execution_factory": None},

@@ -52,6 +52,16 @@ class TestAutoForms:
         pytester.makepyfile(GROUP.format(marker='n=40, concurrency="auto"', expect="> 10"))
         pytester.runpytest(*NO_ASYNCIO).assert_outcomes(passed=2)
 
+    def test_marker_takes_what_the_option_takes(self, pytester: pytest.Pytester) -> None:
+        """The marker reads the setting as ``--rampart-concurrency`` does: ``"AUTO"`` in
+        any case, and a number given as text."""
+        write_ini(pytester)
+        pytester.makepyfile(
+            test_auto=GROUP.format(marker='n=40, concurrency=" AUTO"', expect="> 10"),
+            test_text=GROUP.format(marker='n=40, concurrency="4"', expect="== 4"),
+        )
+        pytester.runpytest(*NO_ASYNCIO).assert_outcomes(passed=4)
+
     def test_marker_number_beats_the_auto_option(self, pytester: pytest.Pytester) -> None:
         write_ini(pytester)
         pytester.makepyfile(GROUP.format(marker="n=40, concurrency=4", expect="== 4"))

@@ -103,7 +103,8 @@ class TestTrialValidation:
             ),
             (
                 "trial(n=2, concurrency=0)",
-                "*test_x: @pytest.mark.trial(concurrency=) must be >= 1, got 0",
+                "*test_x: @pytest.mark.trial(concurrency=) must be an integer >= 1 or 'auto', "
+                "got 0",
             ),
             (
                 "trial(n=2, concurrency='fast')",

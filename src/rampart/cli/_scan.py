@@ -24,9 +24,15 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from rampart._concurrency import CONCURRENCY_EXPECTED, parse_concurrency
+from rampart._concurrency import (
+    AUTO,
+    CONCURRENCY_EXPECTED,
+    DEFAULT_CONCURRENCY,
+    Setting,
+    parse_concurrency,
+)
 from rampart.cli._errors import EXIT_USAGE, CliError
 
 __all__ = ["register", "run_agentdojo", "run_xpia"]
@@ -56,7 +62,10 @@ def _common(parser: argparse.ArgumentParser, what: str) -> None:
         "--trials", type=int, default=1, metavar="N", help=f"runs of each {what} (default 1)"
     )
     parser.add_argument(
-        "--concurrency", default="10", metavar="N|auto", help=f"{what}s in flight (default 10)"
+        "--concurrency",
+        default=str(DEFAULT_CONCURRENCY),
+        metavar="N|auto",
+        help=f"{what}s in flight (default {DEFAULT_CONCURRENCY})",
     )
     parser.add_argument(
         "--report-dir", default=".report", metavar="DIR", help="where the reports go (.report)"
@@ -140,7 +149,7 @@ def register(commands: Any) -> None:
     xpia.set_defaults(run=run_xpia)
 
 
-def _check_common(args: argparse.Namespace) -> int | Literal["auto"]:
+def _check_common(args: argparse.Namespace) -> Setting:
     """``--trials`` and ``--concurrency`` (read by the plugin's own rule, so the command
     and its pytest run agree)."""
     if args.trials < 1:
@@ -196,7 +205,7 @@ def _agentdojo_config(args: argparse.Namespace) -> Any:
         trials=args.trials,
         user_tasks=args.user_tasks,
         injection_tasks=args.injection_tasks,
-        max_threads=64 if concurrency == "auto" else concurrency,
+        max_threads=64 if concurrency == AUTO else concurrency,
         shards=_workers(args.workers),
     )
 

@@ -43,13 +43,12 @@ import attrs
 from rampart import _slowdown
 from rampart._aimd import AimdWindow
 from rampart._checks import check_int, check_number
-from rampart._concurrency import AUTO
+from rampart._concurrency import DEFAULT_CONCURRENCY
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
 __all__ = [
-    "AUTO",
     "AUTO_CONCURRENCY_CAP",
     "AUTO_INITIAL_CONCURRENCY",
     "AutoConcurrency",
@@ -60,7 +59,7 @@ __all__ = [
 ]
 
 
-AUTO_INITIAL_CONCURRENCY = 10
+AUTO_INITIAL_CONCURRENCY = DEFAULT_CONCURRENCY
 """Where an adaptive limit starts: the fixed default, so ``auto`` starts no slower."""
 
 AUTO_CONCURRENCY_CAP = 256

@@ -19,6 +19,9 @@ limiter's ``total_tokens`` follows the controller's limit: set before every job 
 and after every job ends (before its token is released, so a lowered limit holds at
 once). Each job runs with ``report_throttle()`` routed to it. Only the speed changes:
 ``settled`` still sees outcomes in index order.
+
+``bound`` is the one mapping of a ``concurrency`` setting (``rampart._concurrency``) to
+the limiter and controller a fan-out runs under, for both of them.
 """
 
 from __future__ import annotations
@@ -29,7 +32,9 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 import anyio
 import attrs
 
+from rampart._concurrency import AUTO
 from rampart.engine._auto_concurrency import (
+    AUTO_CONCURRENCY_CAP,
     AutoConcurrency,
     ConcurrencyStatistics,
     JobTicket,
@@ -39,7 +44,9 @@ from rampart.engine._auto_concurrency import (
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-__all__ = ["FanOutResult", "fan_out"]
+    from rampart._concurrency import Setting
+
+__all__ = ["FanOutResult", "bound", "fan_out"]
 
 T = TypeVar("T")
 
@@ -66,6 +73,22 @@ class FanOutResult(Generic[T]):
     settled: bool = False
     concurrency: ConcurrencyStatistics | None = None
     """What the adaptive controller did (None without one)."""
+
+
+def bound(
+    concurrency: Setting | None, *, jobs: int
+) -> tuple[anyio.CapacityLimiter, AutoConcurrency | None]:
+    """The limiter (and, for ``"auto"``, the controller) a fan-out of ``jobs`` runs under.
+
+    An int is that many at once; ``None`` no bound; ``"auto"`` an adaptive limit
+    (``AutoConcurrency``) that never exceeds the jobs to run (a limit no job can use
+    teaches nothing), nor ``AUTO_CONCURRENCY_CAP``, and is at least 1 (a resumed group
+    may have no job left).
+    """
+    if concurrency == AUTO:
+        controller = AutoConcurrency(maximum=max(1, min(jobs, AUTO_CONCURRENCY_CAP)))
+        return anyio.CapacityLimiter(controller.limit), controller
+    return anyio.CapacityLimiter(math.inf if concurrency is None else concurrency), None
 
 
 async def fan_out(

@@ -19,29 +19,17 @@ verdict does not depend on the concurrency or on which trials answer fastest.
 
 from __future__ import annotations
 
-import math
 import uuid
 from typing import TYPE_CHECKING, Any, Literal
 
-import anyio
 import attrs
 
-from rampart._checks import (
-    check_bool,
-    check_callable,
-    check_int,
-    check_optional_int,
-    invalid,
-)
+from rampart._checks import check_bool, check_callable, check_int, invalid
+from rampart._concurrency import check_concurrency, default_concurrency
 from rampart.core._population import CloneOutcome, PopulationRef
 from rampart.core._trial_rule import TrialTally, check_rule
 from rampart.core.result import PopulationResult, Result
-from rampart.engine._auto_concurrency import (
-    AUTO,
-    AUTO_CONCURRENCY_CAP,
-    AutoConcurrency,
-)
-from rampart.engine._fanout import fan_out
+from rampart.engine._fanout import bound, fan_out
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -71,11 +59,12 @@ async def execute_trials_async(
     ``execution_factory`` is called once per trial (inside the trial, after it gets a
     concurrency slot, so in index order) and must return a fresh execution, e.g.
     ``lambda: Attacks.xpia(...)``; any object with ``async execute_async(*, adapter)``
-    returning a ``Result`` will do. At most ``concurrency`` trials run at once
-    (``None``: no bound; ``"auto"``: a bound that starts at 10 and adapts, growing
-    while the trials' per-turn latency stays flat and no rate-limit signal arrives,
-    cut when either changes; see ``docs/trials.md``; what it did is in the result's
-    ``concurrency``). Each result is stamped with
+    returning a ``Result`` will do. At most ``concurrency`` trials run at once (an
+    integer, or text naming one; ``"auto"`` in any case: a bound that starts at 10 and
+    adapts, growing while the trials' per-turn latency stays flat and no rate-limit
+    signal arrives, cut when either changes; see ``docs/trials.md``; what it did is in
+    the result's ``concurrency``). ``None``: the setting of the run this is called in
+    when a run declared one (``rampart._concurrency``), else no bound. Each result is stamped with
     ``PopulationRef(id, index, size=n, threshold)``.
 
     ``confidence`` (a number in (0, 1), with ``0 < threshold < 1``) makes the verdict
@@ -106,18 +95,14 @@ async def execute_trials_async(
         max_unsafe=max_unsafe,
     )
     threshold = rule.threshold
-    controller = None
-    if concurrency == AUTO:
-        controller = AutoConcurrency(maximum=min(size, AUTO_CONCURRENCY_CAP))
-        concurrency = controller.limit
-    elif isinstance(concurrency, str):
-        raise invalid(_OWNER, "concurrency", "an integer >= 1, 'auto' or None", concurrency)
+    if concurrency is None:
+        setting = default_concurrency()
     else:
-        concurrency = check_optional_int(_OWNER, "concurrency", concurrency, minimum=1)
+        setting = check_concurrency(_OWNER, "concurrency", concurrency)
     stop_early = check_bool(_OWNER, "early_stop", early_stop) or rule.sequential
 
     population_id = uuid.uuid4().hex
-    limiter = anyio.CapacityLimiter(math.inf if concurrency is None else concurrency)
+    limiter, controller = bound(setting, jobs=size)
 
     async def run_trial(index: int) -> Result:
         execution: Any = execution_factory()

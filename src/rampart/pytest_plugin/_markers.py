@@ -10,19 +10,18 @@ are declared here and read once per run (``MarkerOptions``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 import pytest
 
 from rampart._checks import check_bool, check_int, invalid
-from rampart._concurrency import AUTO, CONCURRENCY_EXPECTED, parse_concurrency
+from rampart._concurrency import DEFAULT_CONCURRENCY, Setting, check_concurrency
 from rampart.core._trial_rule import TrialRule, check_rule
 from rampart.core.result import HarmCategory
 from rampart.pytest_plugin._options import add_option, choice, option_int, option_or_ini
 
 __all__ = [
-    "AUTO_CONCURRENCY",
     "INCONCLUSIVE_OUTCOMES",
     "MarkerOptions",
     "NoResultWarning",
@@ -32,9 +31,6 @@ __all__ = [
     "trial_spec_of",
 ]
 
-DEFAULT_CONCURRENCY = 10
-#: The ``concurrency`` value that makes a group's clone concurrency adaptive.
-AUTO_CONCURRENCY = AUTO
 #: What an INCONCLUSIVE group does to its test (ini ``rampart_inconclusive``).
 INCONCLUSIVE_OUTCOMES = ("fail", "xfail", "skip", "pass")
 #: Default of ini ``rampart_max_trials``, the largest ``n`` a trial group may have.
@@ -55,8 +51,8 @@ class NoResultWarning(UserWarning):
 
 _CONCURRENCY_HELP = (
     "Default bound on concurrently running trial clones per test: an integer >= 1 "
-    "(default 10) or 'auto' (adaptive: grows while turn latency stays flat and no "
-    "rate-limit signal arrives, backs off when either changes)."
+    f"(default {DEFAULT_CONCURRENCY}) or 'auto' (adaptive: grows while turn latency stays "
+    "flat and no rate-limit signal arrives, backs off when either changes)."
 )
 _CONFIDENCE_HELP = (
     "Default confidence= of trial groups with a threshold in (0, 1): their verdict becomes "
@@ -102,7 +98,7 @@ class MarkerOptions:
     """The run's trial defaults and harm policy, read once (``from_config``)."""
 
     trials_override: int | None = None
-    default_concurrency: int | Literal["auto"] = DEFAULT_CONCURRENCY
+    default_concurrency: Setting = DEFAULT_CONCURRENCY
     max_trials: int = DEFAULT_MAX_TRIALS
     harm_without_result: str = "fail"
     default_confidence: float | None = None
@@ -133,16 +129,13 @@ class MarkerOptions:
         )
 
 
-def _option_concurrency(config: pytest.Config) -> int | Literal["auto"] | None:
+def _option_concurrency(config: pytest.Config) -> Setting | None:
     """``--rampart-concurrency``, else the ini option: an integer >= 1 or ``auto``."""
     found = option_or_ini(config, "rampart_concurrency")
     if found is None:
         return None
     value, source = found
-    concurrency = parse_concurrency(value)
-    if concurrency is None:
-        raise invalid("rampart", source, CONCURRENCY_EXPECTED, value, error=pytest.UsageError)
-    return concurrency
+    return check_concurrency("rampart", source, value, error=pytest.UsageError)
 
 
 def _option_confidence(config: pytest.Config) -> float | None:
@@ -172,7 +165,7 @@ class TrialSpec:
 
     n: int
     threshold: float = 1.0
-    concurrency: int | Literal["auto"] = DEFAULT_CONCURRENCY
+    concurrency: Setting = DEFAULT_CONCURRENCY
     early_stop: bool = False
     confidence: float | None = None
     sequential: bool = False
@@ -226,7 +219,7 @@ def trial_spec_of(
     item: pytest.Item,
     *,
     trials_override: int | None,
-    default_concurrency: int | Literal["auto"],
+    default_concurrency: Setting,
     default_confidence: float | None = None,
     inconclusive: str = "fail",
     max_trials: int = DEFAULT_MAX_TRIALS,
@@ -291,22 +284,10 @@ def trial_spec_of(
         )
     )
     raw_concurrency = marker.kwargs.get("concurrency")
-    concurrency: int | Literal["auto"]
-    if raw_concurrency is None:
-        concurrency = default_concurrency
-    elif raw_concurrency == AUTO_CONCURRENCY:
-        concurrency = AUTO_CONCURRENCY
-    elif isinstance(raw_concurrency, str):
-        raise invalid(
-            owner,
-            _marker_name("concurrency"),
-            CONCURRENCY_EXPECTED,
-            raw_concurrency,
-            error=pytest.UsageError,
-        )
-    else:
-        concurrency = _usage(
-            lambda: check_int(owner, _marker_name("concurrency"), raw_concurrency, minimum=1)
+    concurrency = default_concurrency
+    if raw_concurrency is not None:
+        concurrency = check_concurrency(
+            owner, _marker_name("concurrency"), raw_concurrency, error=pytest.UsageError
         )
     early_stop = _usage(
         lambda: check_bool(

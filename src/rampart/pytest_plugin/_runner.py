@@ -258,10 +258,7 @@ def _wrap_async(
             return
         todo = [index for index in range(spec.n) if index not in run.resumed]
         # The trial machinery loads with the first trial group, not at pytest start.
-        import anyio
-
-        from rampart.engine._auto_concurrency import AUTO_CONCURRENCY_CAP, AutoConcurrency
-        from rampart.engine._fanout import fan_out
+        from rampart.engine._fanout import bound, fan_out
 
         # Turns each clone ran (its latency's units, for concurrency="auto"), taken
         # before the plugin lets the clone's results go.
@@ -290,18 +287,13 @@ def _wrap_async(
         missing = len(todo)
         if spec.stops_early and settle_known(run):
             todo = []
-        controller = None
-        if isinstance(spec.concurrency, int):
-            bound = spec.concurrency
-        else:  # "auto"
-            controller = AutoConcurrency(maximum=max(1, min(len(todo), AUTO_CONCURRENCY_CAP)))
-            bound = controller.limit
+        limiter, controller = bound(spec.concurrency, jobs=len(todo))
         try:
             with _interrupts_stop_the_item(run):
                 outcome = await fan_out(
                     run_clone,
                     count=len(todo),
-                    limiter=anyio.CapacityLimiter(bound),
+                    limiter=limiter,
                     settled=clone_settled if spec.stops_early else None,
                     controller=controller,
                     units=lambda clone: turns.get(clone.index),
