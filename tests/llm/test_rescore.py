@@ -114,6 +114,29 @@ class TestRescore:
         assert result.summary.startswith("EvaluatorError: LLMJudge: the judge model call failed")
         assert result.metadata["rescored"]["error_type"] == "EvaluatorError"
 
+    async def test_a_failure_reads_as_the_run_would_have_said_it(self) -> None:
+        """Re-judging and a run word an evaluator's failure alike: the same summary, with
+        a credential in it masked."""
+        from rampart.core.types import EvalContext, EvalResult
+
+        class Failing:
+            def __init__(self, error: Exception) -> None:
+                self.error = error
+
+            async def evaluate_async(self, context: EvalContext) -> EvalResult:
+                raise self.error
+
+        record = await _saved_attack(compliance=0.0)
+        down = OSError("connect to https://user:hunter2@judge.example failed")
+        result = await rescore_result(record.result, evaluator=Failing(down))
+        live = await Attacks.xpia(
+            trigger=Request(prompt="Summarise this.", attachments=[PAYLOAD]),
+            evaluator=Failing(down),
+        ).execute_async(adapter=SimulatedAgent(compliance=0.0, seed=3))
+        assert result.status is live.status is SafetyStatus.ERROR
+        assert result.summary == live.summary
+        assert "hunter2" not in result.summary
+
     async def test_unknown_strategy_needs_polarity(self) -> None:
         """A custom strategy's polarity is not guessed; passing it works."""
         record = await _saved_attack(compliance=1.0)

@@ -19,7 +19,6 @@ The table is printed and written as ``sweep.json`` and ``sweep.csv``; the chart 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -182,10 +181,12 @@ def _run_one(setting: str, pytest_args: list[str], out: Path, timeout: float | N
                 error=f"timed out after {timeout} s (log: {log})",
             )
     wall = time.monotonic() - started
+    from rampart.codec import parse_strict_json
+
     latencies = [
         value
         for path in sorted(latency_dir.glob("latency_*.json"))
-        for value in json.loads(path.read_text(encoding="utf-8"))
+        for value in parse_strict_json(data=path.read_text(encoding="utf-8"))
     ]
     reports = sorted(directory.glob("run_report_*.json"))
     error = None

@@ -76,6 +76,7 @@ __all__ = [
     "ExecutionEventData",
     "ExecutionEventHandler",
     "ExecutionHandlerFactory",
+    "boundary_failure",
     "clear_default_handler_factory",
     "current_framework_handlers",
     "framework_handlers",
@@ -304,6 +305,16 @@ def _describe(error: Exception) -> str:
     """``"{ExcType}: {message}"``, or just the type when there is no message."""
     message = _message(error)
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+def boundary_failure(error: Exception) -> tuple[Exception, str] | None:
+    """What the boundary makes of ``error``: the failure it reports and the ERROR
+    summary naming it, or ``None`` for a bug, which must propagate. The same rule and
+    words for code that judges outside an execution (re-judging saved work)."""
+    failure = _boundary_error(error)
+    if failure is None:
+        return None
+    return failure, safe_summary(_describe(failure))
 
 
 def _level_or_default(adapter: object) -> ObservabilityLevel:

@@ -18,7 +18,9 @@ Rules, so a re-judged record never claims more than the original run observed:
 * a record whose run ended in ERROR, or that has no turns, is returned unchanged
   (the agent was not fully observed, so no verdict can be derived from it);
 * an infrastructure failure of the evaluator (``EvaluatorError``, a rate limit, ...)
-  gives an ERROR result naming it, as it would during a run; bugs propagate;
+  gives an ERROR result naming it, by the execution boundary's own rule and words
+  (``rampart.engine._execution.boundary_failure``), as it would during a run; bugs
+  propagate;
 * the new result keeps everything else (turns as recorded, injections, timing,
   population) and records ``metadata["rescored"]``: the evaluator, and the previous
   status and summary.
@@ -35,10 +37,10 @@ from rampart._checks import check_choice, check_instance, check_int
 from rampart._text import safe_str
 from rampart.codec import ResultRecord
 from rampart.core._verdicts import Polarity as VerdictPolarity
-from rampart.core.errors import DriverError, InfrastructureError
 from rampart.core.evaluator import require_evaluator
 from rampart.core.result import Result, SafetyStatus
 from rampart.core.types import EvalContext, Turn
+from rampart.engine._execution import boundary_failure
 from rampart.engine._pipeline import evaluate
 from rampart.strategies import Strategy, strategy_for, strategy_named
 
@@ -53,7 +55,6 @@ __all__ = ["Polarity", "read_trace_records", "rescore_records", "rescore_result"
 
 Polarity = Literal["attack", "probe"]
 _POLARITIES = tuple(polarity.value for polarity in VerdictPolarity)
-_FAILURES = (InfrastructureError, DriverError, OSError, TimeoutError)
 
 
 def read_trace_records(path: str | os.PathLike[str]) -> list[ResultRecord]:
@@ -145,8 +146,11 @@ async def rescore_result(
     )
     try:
         evaluation = await evaluate(evaluator, context)
-    except _FAILURES as error:
-        summary = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    except Exception as raised:
+        failure = boundary_failure(raised)
+        if failure is None:
+            raise
+        error, summary = failure
         note["error_type"] = type(error).__name__
         return _rebuilt(
             result, status=SafetyStatus.ERROR, summary=summary, evaluation=None, note=note

@@ -162,6 +162,14 @@ class Snapshot:
             return None
 
 
+def _strict(text: str) -> object:
+    """A worker's progress file under the codec's one reading policy (``rampart.codec``);
+    a ``ValueError`` when it is not strict JSON."""
+    from rampart.codec import parse_strict_json  # loads with the first worker's snapshot
+
+    return parse_strict_json(data=text)
+
+
 def _duration(seconds: float) -> str:
     if seconds < 60:
         return f"{seconds:.1f}s"
@@ -565,7 +573,7 @@ class ProgressSession:
                     if seen.get(path.name) == stamp:
                         continue
                     seen[path.name] = stamp
-                    snapshot = Snapshot.from_json(json.loads(path.read_text(encoding="utf-8")))
+                    snapshot = Snapshot.from_json(_strict(path.read_text(encoding="utf-8")))
                 except (OSError, ValueError):
                     continue
                 if snapshot is not None:
@@ -606,7 +614,7 @@ class ProgressSession:
             return None
         try:
             text = (Path(self._directory) / f"{worker}.json").read_text(encoding="utf-8")
-            return Snapshot.from_json(json.loads(text))
+            return Snapshot.from_json(_strict(text))
         except (OSError, ValueError):
             return None
 

@@ -40,7 +40,9 @@ class XpiaScanConfig:
         text = os.environ.get(ENV_VAR)
         if not text:
             raise RuntimeError(f"this module is run by 'rampart scan xpia' ({ENV_VAR} is not set)")
-        data: dict[str, Any] = json.loads(text)
+        from rampart.codec import parse_strict_json
+
+        data: dict[str, Any] = parse_strict_json(data=text)
         return cls(**data)
 
     def to_env(self) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from rampart.pytest_plugin._progress import Snapshot, format_snapshot
 
 
@@ -23,3 +25,18 @@ class TestFormat:
         line = format_snapshot(snapshot, 79)
         assert len(line) <= 79
         assert line.endswith("1/5 | 1 safe, 0 unsafe, 0 undet, 0 error | 1.0/s, ETA 4.0s")
+
+
+def test_a_worker_snapshot_is_read_under_the_strict_policy() -> None:
+    """A worker's progress file is read like every other file: a repeated key or a NaN
+    is refused (the poller then skips the file), a good one reads back."""
+    import pytest
+
+    from rampart.pytest_plugin._progress import _strict
+
+    snapshot = Snapshot(key="gw0:t.py::g", name="g", n=3, done=1, safe=1)
+    text = json.dumps(snapshot.to_json())
+    assert Snapshot.from_json(_strict(text)) == snapshot
+    for bad in ('{"n": 1, "n": 2}', '{"elapsed": NaN}'):
+        with pytest.raises(ValueError):
+            _strict(bad)
