@@ -37,6 +37,6 @@ def test_a_worker_snapshot_is_read_under_the_strict_policy() -> None:
     snapshot = Snapshot(key="gw0:t.py::g", name="g", n=3, done=1, safe=1)
     text = json.dumps(snapshot.to_json())
     assert Snapshot.from_json(_strict(text)) == snapshot
-    for bad in ('{"n": 1, "n": 2}', '{"elapsed": NaN}'):
-        with pytest.raises(ValueError):
+    for bad, why in (('{"n": 1, "n": 2}', "duplicate key"), ('{"elapsed": NaN}', "finite")):
+        with pytest.raises(ValueError, match=why):
             _strict(bad)
