@@ -105,31 +105,12 @@ class XPIAExecution(TraceExecution):
         return active_injections(self._handles)
 
     def _result(self, run: TraceRun) -> Result:
-        evaluation = run.final_trace_evaluation
         records = self._injection_records(observed=True)
-        metadata = collect_response_metadata(run.turns)
-        status = XPIA.verdict(
-            evaluation,
-            observability_level=run.observability_level,
-            turns=run.turns,
+        return XPIA.result(
+            run,
             reasons=[*self._payload_gaps(run, records), *unobserved_turns(run.turns)],
-            metadata=metadata,
-        )
-        return Result(
-            status=status,
-            summary=XPIA.summary(
-                status=status,
-                evaluation=evaluation,
-                trace_end_reason=run.trace_end_reason,
-                withheld=metadata.get("undetermined_reason", ""),
-            ),
-            observability_level=run.observability_level,
-            final_trace_evaluation=evaluation,
-            turns=run.turns,
-            trace_end_reason=run.trace_end_reason,
-            strategy=self.strategy_name,
+            metadata=collect_response_metadata(run.turns),
             injections=records,
-            metadata=metadata,
         )
 
     @staticmethod

@@ -1,13 +1,19 @@
-"""Keyword predicates shared by ``ToolCalled`` and ``SideEffectOccurred``."""
+"""What ``ToolCalled`` and ``SideEffectOccurred`` share: keyword predicates, and the
+three-valued rule of a detector that can only see what the adapter reports."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from collections.abc import Mapping
+from rampart._checks import check_optional_instance
+from rampart.core.types import EvalOutcome, EvalResult, ObservabilityLevel
 
-__all__ = ["matches_all", "render_call"]
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from rampart.core.types import EvalContext
+
+__all__ = ["matches_all", "observed", "render_call"]
 
 
 def matches_all(values: Mapping[str, Any], predicates: Mapping[str, Any]) -> bool:
@@ -37,3 +43,40 @@ def render_call(head: str, predicates: Mapping[str, Any]) -> str:
     """``Name('head', key=value, ...)``-style text for an evaluator's repr."""
     parts = [repr(head), *(f"{key}={_render_predicate(p)}" for key, p in predicates.items())]
     return ", ".join(parts)
+
+
+def observed(
+    owner: str,
+    context: EvalContext,
+    find: Callable[[], EvalResult | None],
+    *,
+    reports: Callable[[ObservabilityLevel], bool],
+    what: str,
+    question: str,
+    absent: str,
+) -> EvalResult:
+    """A detector's verdict: what ``find`` detected (DETECTED at any observability
+    level: declaring a lower level cannot hide a real detection); else NOT_DETECTED
+    (``absent``) when the context's level ``reports`` ``what``, or states no level (a
+    bare ``EvalContext``: the detector only detects, as RAMPART's); else UNDETERMINED,
+    naming the level: nothing reported there means "could not see", not "did not
+    happen"."""
+    level = check_optional_instance(
+        f"{owner}.evaluate_async",
+        "context.observability_level",
+        context.observability_level,
+        ObservabilityLevel,
+        expected="an ObservabilityLevel",
+    )
+    found = find()
+    if found is not None:
+        return found
+    if level is not None and not reports(level):
+        return EvalResult(
+            outcome=EvalOutcome.UNDETERMINED,
+            rationale=(
+                f"Adapter observability is '{level.value}', which does not report {what}, "
+                f"so whether {question} cannot be determined"
+            ),
+        )
+    return EvalResult(outcome=EvalOutcome.NOT_DETECTED, rationale=absent)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rampart._checks import check_optional_instance, check_text
+from rampart._checks import check_text
 from rampart.core.evaluator import BaseEvaluator
-from rampart.core.types import EvalOutcome, EvalResult, ObservabilityLevel
-from rampart.evaluators._predicates import matches_all, render_call
+from rampart.core.types import EvalOutcome, EvalResult
+from rampart.evaluators._predicates import matches_all, observed, render_call
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -48,29 +48,22 @@ class SideEffectOccurred(BaseEvaluator):
         return f"SideEffectOccurred({render_call(self._kind, self._predicates)})"
 
     async def evaluate_async(self, *, context: EvalContext) -> EvalResult:
-        level = check_optional_instance(
-            "SideEffectOccurred.evaluate_async",
-            "context.observability_level",
-            context.observability_level,
-            ObservabilityLevel,
-            expected="an ObservabilityLevel",
-        )
-        for effect in context.all_side_effects:
-            if effect.kind == self._kind and matches_all(effect.details, self._predicates):
-                return EvalResult(
-                    outcome=EvalOutcome.DETECTED,
-                    evidence=[f"Side effect '{effect.kind}': {effect.details}"],
-                    rationale=f"Side effect '{effect.kind}' detected",
-                )
-        if level is not None and not level.observes_side_effects:
-            return EvalResult(
-                outcome=EvalOutcome.UNDETERMINED,
-                rationale=(
-                    f"Adapter observability is '{level.value}', which does not report "
-                    f"side effects, so whether '{self._kind}' occurred cannot be determined"
-                ),
-            )
-        return EvalResult(
-            outcome=EvalOutcome.NOT_DETECTED,
-            rationale=f"Side effect '{self._kind}' not detected",
+        def find() -> EvalResult | None:
+            for effect in context.all_side_effects:
+                if effect.kind == self._kind and matches_all(effect.details, self._predicates):
+                    return EvalResult(
+                        outcome=EvalOutcome.DETECTED,
+                        evidence=[f"Side effect '{effect.kind}': {effect.details}"],
+                        rationale=f"Side effect '{effect.kind}' detected",
+                    )
+            return None
+
+        return observed(
+            "SideEffectOccurred",
+            context,
+            find,
+            reports=lambda level: level.observes_side_effects,
+            what="side effects",
+            question=f"'{self._kind}' occurred",
+            absent=f"Side effect '{self._kind}' not detected",
         )

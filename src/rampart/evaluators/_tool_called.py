@@ -5,10 +5,10 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rampart._checks import check_optional_instance, check_text
+from rampart._checks import check_text
 from rampart.core.evaluator import BaseEvaluator
-from rampart.core.types import EvalOutcome, EvalResult, ObservabilityLevel
-from rampart.evaluators._predicates import matches_all, render_call
+from rampart.core.types import EvalOutcome, EvalResult
+from rampart.evaluators._predicates import matches_all, observed, render_call
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -53,30 +53,22 @@ class ToolCalled(BaseEvaluator):
         return f"ToolCalled({render_call(self._tool_name, self._predicates)})"
 
     async def evaluate_async(self, *, context: EvalContext) -> EvalResult:
-        level = check_optional_instance(
-            "ToolCalled.evaluate_async",
-            "context.observability_level",
-            context.observability_level,
-            ObservabilityLevel,
-            expected="an ObservabilityLevel",
-        )
-        for call in context.all_tool_calls:
-            if call.name == self._tool_name and matches_all(call.arguments, self._predicates):
-                return EvalResult(
-                    outcome=EvalOutcome.DETECTED,
-                    evidence=[f"{call.name}({call.arguments})"],
-                    rationale=f"Tool '{call.name}' called with matching parameters",
-                )
-        if level is not None and not level.observes_tool_calls:
-            return EvalResult(
-                outcome=EvalOutcome.UNDETERMINED,
-                rationale=(
-                    f"Adapter observability is '{level.value}', which does not report "
-                    f"tool calls, so whether '{self._tool_name}' was called cannot be "
-                    "determined"
-                ),
-            )
-        return EvalResult(
-            outcome=EvalOutcome.NOT_DETECTED,
-            rationale=f"Tool '{self._tool_name}' not called with matching parameters",
+        def find() -> EvalResult | None:
+            for call in context.all_tool_calls:
+                if call.name == self._tool_name and matches_all(call.arguments, self._predicates):
+                    return EvalResult(
+                        outcome=EvalOutcome.DETECTED,
+                        evidence=[f"{call.name}({call.arguments})"],
+                        rationale=f"Tool '{call.name}' called with matching parameters",
+                    )
+            return None
+
+        return observed(
+            "ToolCalled",
+            context,
+            find,
+            reports=lambda level: level.observes_tool_calls,
+            what="tool calls",
+            question=f"'{self._tool_name}' was called",
+            absent=f"Tool '{self._tool_name}' not called with matching parameters",
         )

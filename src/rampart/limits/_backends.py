@@ -308,9 +308,6 @@ def read_state_json(raw: bytes) -> object:
     duplicate keys), bounded in size, and anything the policy refuses -- including
     nesting too deep to decode, a ``RecursionError`` -- counts as no state.
     """
-    # Note for the lead: rampart.codec.parse_strict_json is the one JSON reading policy
-    # today; when the codec gains a nesting limit of its own, the RecursionError guard
-    # below becomes redundant (it stays harmless).
     from rampart.codec import parse_strict_json
 
     if not raw or len(raw) > MAX_STATE_BYTES:

@@ -14,9 +14,8 @@ conversation runs and is judged as a whole.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from rampart.core.result import Result
 from rampart.engine._strategy import TraceExecution
 from rampart.strategies import PROBE
 from rampart.strategies._shaping import unobserved_turns
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
 
     from rampart.core.driver import PromptDriver
     from rampart.core.evaluator import Evaluator
+    from rampart.core.result import Result
     from rampart.engine._execution import ExecutionEventHandler
     from rampart.engine._trace import TraceRun
 
@@ -63,27 +63,4 @@ class SingleTurnExecution(TraceExecution):
         return PROBE.name
 
     def _result(self, run: TraceRun) -> Result:
-        evaluation = run.final_trace_evaluation
-        metadata: dict[str, Any] = {}
-        status = PROBE.verdict(
-            evaluation,
-            observability_level=run.observability_level,
-            turns=run.turns,
-            reasons=unobserved_turns(run.turns),
-            metadata=metadata,
-        )
-        return Result(
-            status=status,
-            summary=PROBE.summary(
-                status=status,
-                evaluation=evaluation,
-                trace_end_reason=run.trace_end_reason,
-                withheld=metadata.get("undetermined_reason", ""),
-            ),
-            observability_level=run.observability_level,
-            final_trace_evaluation=evaluation,
-            turns=run.turns,
-            trace_end_reason=run.trace_end_reason,
-            strategy=self.strategy_name,
-            metadata=metadata,
-        )
+        return PROBE.result(run, reasons=unobserved_turns(run.turns), metadata={})

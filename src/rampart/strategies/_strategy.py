@@ -17,6 +17,7 @@ import attrs
 
 from rampart._redact import safe_summary
 from rampart.core._verdicts import Polarity, resolve_verdict
+from rampart.core.result import Result
 from rampart.core.types import SafetyStatus
 
 if TYPE_CHECKING:
@@ -24,7 +25,21 @@ if TYPE_CHECKING:
 
     from rampart.core.types import EvalResult, ObservabilityLevel, TraceEndReason, Turn
 
-__all__ = ["Shaping", "Strategy", "Summary"]
+__all__ = ["JudgedTrace", "Shaping", "Strategy", "Summary"]
+
+
+class JudgedTrace(Protocol):
+    """What a strategy's result is made of: a completed, judged trace (the engine's
+    ``TraceRun``)."""
+
+    @property
+    def final_trace_evaluation(self) -> EvalResult | None: ...
+    @property
+    def observability_level(self) -> ObservabilityLevel: ...
+    @property
+    def turns(self) -> list[Turn]: ...
+    @property
+    def trace_end_reason(self) -> TraceEndReason | None: ...
 
 
 class Summary(Protocol):
@@ -103,4 +118,40 @@ class Strategy:
             turns=turns,
             reasons=reasons,
             metadata=metadata,
+        )
+
+    def result(
+        self,
+        run: JudgedTrace,
+        *,
+        reasons: Sequence[str],
+        metadata: dict[str, Any],
+        **fields: Any,
+    ) -> Result:
+        """The ``Result`` of a judged trace under this strategy: its ``verdict`` (with
+        ``reasons`` to withhold a SAFE, recorded in ``metadata``), its summary, the
+        trace, and the strategy's own ``fields`` (XPIA: its injections)."""
+        evaluation = run.final_trace_evaluation
+        status = self.verdict(
+            evaluation,
+            observability_level=run.observability_level,
+            turns=run.turns,
+            reasons=reasons,
+            metadata=metadata,
+        )
+        return Result(
+            status=status,
+            summary=self.summary(
+                status=status,
+                evaluation=evaluation,
+                trace_end_reason=run.trace_end_reason,
+                withheld=metadata.get("undetermined_reason", ""),
+            ),
+            observability_level=run.observability_level,
+            final_trace_evaluation=evaluation,
+            turns=run.turns,
+            trace_end_reason=run.trace_end_reason,
+            strategy=self.name,
+            metadata=metadata,
+            **fields,
         )
