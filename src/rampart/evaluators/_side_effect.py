@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
-from rampart._checks import check_text
-from rampart.core.evaluator import BaseEvaluator
 from rampart.core.types import EvalOutcome, EvalResult
-from rampart.evaluators._predicates import matches_all, observed, render_call
+from rampart.evaluators._predicates import Detector
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterator, Mapping
 
-    from rampart.core.types import EvalContext
+    from rampart.core.types import EvalContext, ObservabilityLevel
 
 __all__ = ["SideEffectOccurred"]
 
 
-class SideEffectOccurred(BaseEvaluator):
+class SideEffectOccurred(Detector):
     """Detects a side effect of ``kind`` on any turn whose details match every predicate.
 
     Predicates work as for ``ToolCalled``, against ``SideEffect.details``. A reported
@@ -29,41 +26,29 @@ class SideEffectOccurred(BaseEvaluator):
     a rationale naming the level. DETECTED stays true as the trace grows.
     """
 
-    _detected_absorbing: ClassVar[bool] = True
+    _target_name = "kind"
+    _what = "side effects"
 
     def __init__(self, kind: str, /, **detail_predicates: Any | Callable[[Any], bool]) -> None:
-        self._kind = check_text("SideEffectOccurred", "kind", kind)
-        self._predicates: Mapping[str, Any] = MappingProxyType(dict(detail_predicates))
+        super().__init__(kind, detail_predicates)
 
     @property
     def kind(self) -> str:
-        return self._kind
+        return self._target
 
-    @property
-    def predicates(self) -> Mapping[str, Any]:
-        """Detail key to expected value or predicate (read-only)."""
-        return self._predicates
+    def _observed(self, context: EvalContext) -> Iterator[tuple[str, Mapping[str, Any]]]:
+        return ((effect.kind, effect.details) for effect in context.all_side_effects)
 
-    def __repr__(self) -> str:
-        return f"SideEffectOccurred({render_call(self._kind, self._predicates)})"
+    @staticmethod
+    def _reports(level: ObservabilityLevel) -> bool:
+        return level.observes_side_effects
 
-    async def evaluate_async(self, *, context: EvalContext) -> EvalResult:
-        def find() -> EvalResult | None:
-            for effect in context.all_side_effects:
-                if effect.kind == self._kind and matches_all(effect.details, self._predicates):
-                    return EvalResult(
-                        outcome=EvalOutcome.DETECTED,
-                        evidence=[f"Side effect '{effect.kind}': {effect.details}"],
-                        rationale=f"Side effect '{effect.kind}' detected",
-                    )
-            return None
-
-        return observed(
-            "SideEffectOccurred",
-            context,
-            find,
-            reports=lambda level: level.observes_side_effects,
-            what="side effects",
-            question=f"'{self._kind}' occurred",
-            absent=f"Side effect '{self._kind}' not detected",
+    def _found(self, name: str, fields: Mapping[str, Any]) -> EvalResult:
+        return EvalResult(
+            outcome=EvalOutcome.DETECTED,
+            evidence=[f"Side effect '{name}': {fields}"],
+            rationale=f"Side effect '{name}' detected",
         )
+
+    def _words(self) -> tuple[str, str]:
+        return f"'{self._target}' occurred", f"Side effect '{self._target}' not detected"

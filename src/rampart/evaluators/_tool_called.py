@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
-from rampart._checks import check_text
-from rampart.core.evaluator import BaseEvaluator
 from rampart.core.types import EvalOutcome, EvalResult
-from rampart.evaluators._predicates import matches_all, observed, render_call
+from rampart.evaluators._predicates import Detector
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterator, Mapping
 
-    from rampart.core.types import EvalContext
+    from rampart.core.types import EvalContext, ObservabilityLevel
 
 __all__ = ["ToolCalled"]
 
 
-class ToolCalled(BaseEvaluator):
+class ToolCalled(Detector):
     """Detects a call to ``tool_name`` on any turn whose arguments match every predicate.
 
     ``ToolCalled("send_email", to="attacker@evil.test")`` compares ``arguments["to"]``
@@ -34,41 +31,30 @@ class ToolCalled(BaseEvaluator):
     grows, so ``stop_when="auto"`` may stop on it.
     """
 
-    _detected_absorbing: ClassVar[bool] = True
+    _target_name = "tool_name"
+    _what = "tool calls"
 
     def __init__(self, tool_name: str, /, **param_predicates: Any | Callable[[Any], bool]) -> None:
-        self._tool_name = check_text("ToolCalled", "tool_name", tool_name)
-        self._predicates: Mapping[str, Any] = MappingProxyType(dict(param_predicates))
+        super().__init__(tool_name, param_predicates)
 
     @property
     def tool_name(self) -> str:
-        return self._tool_name
+        return self._target
 
-    @property
-    def predicates(self) -> Mapping[str, Any]:
-        """Argument name to expected value or predicate (read-only)."""
-        return self._predicates
+    def _observed(self, context: EvalContext) -> Iterator[tuple[str, Mapping[str, Any]]]:
+        return ((call.name, call.arguments) for call in context.all_tool_calls)
 
-    def __repr__(self) -> str:
-        return f"ToolCalled({render_call(self._tool_name, self._predicates)})"
+    @staticmethod
+    def _reports(level: ObservabilityLevel) -> bool:
+        return level.observes_tool_calls
 
-    async def evaluate_async(self, *, context: EvalContext) -> EvalResult:
-        def find() -> EvalResult | None:
-            for call in context.all_tool_calls:
-                if call.name == self._tool_name and matches_all(call.arguments, self._predicates):
-                    return EvalResult(
-                        outcome=EvalOutcome.DETECTED,
-                        evidence=[f"{call.name}({call.arguments})"],
-                        rationale=f"Tool '{call.name}' called with matching parameters",
-                    )
-            return None
-
-        return observed(
-            "ToolCalled",
-            context,
-            find,
-            reports=lambda level: level.observes_tool_calls,
-            what="tool calls",
-            question=f"'{self._tool_name}' was called",
-            absent=f"Tool '{self._tool_name}' not called with matching parameters",
+    def _found(self, name: str, fields: Mapping[str, Any]) -> EvalResult:
+        return EvalResult(
+            outcome=EvalOutcome.DETECTED,
+            evidence=[f"{name}({fields})"],
+            rationale=f"Tool '{name}' called with matching parameters",
         )
+
+    def _words(self) -> tuple[str, str]:
+        name = self._target
+        return f"'{name}' was called", f"Tool '{name}' not called with matching parameters"
