@@ -1,7 +1,8 @@
 """The model: value types, verdicts, the protocols user code implements, and errors.
 
-Nothing here runs anything: ``rampart.core`` imports neither anyio nor the engine (a
-test enforces it). The engine (``rampart.engine``), the record codec
+Nothing here runs anything: ``rampart.core`` imports no engine, and no anyio at
+import time (a test enforces both; ``injection.sleep_until_ready_async`` imports anyio
+when it is called). The engine (``rampart.engine``), the record codec
 (``rampart.codec``) and everything above them build on these types.
 
 For code written against RAMPART, ``rampart.core`` also answers the engine names
