@@ -134,6 +134,14 @@ class TestEnvelope:
             decode_envelope(payload, worker="gw0")
 
 
+def test_a_group_entry_of_another_test_is_refused() -> None:
+    """The group rides with its own test's results; one naming another test is refused."""
+    payload = envelope(recorded("a", clone=0), group=_group())
+    payload["group"]["nodeid"] = "t.py::test_other"
+    with pytest.raises(ValueError, match=r"rampart xdist payload: group\.nodeid must be"):
+        decode_envelope(payload, worker="gw0")
+
+
 def report(payload: object, worker: Any) -> Any:
     return SimpleNamespace(nodeid=NODEID, node=worker, **{REPORT_ATTRIBUTE: payload})
 
