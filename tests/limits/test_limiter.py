@@ -11,6 +11,10 @@ import pytest
 import trio
 import trio.testing
 
+# The private seams here: _build injects the jitter source (NoJitter, TopJitter) so
+# retry and backoff tests run without real sleeps, and a run (Run) to simulate a
+# fleet's hosts in one process; limit() has no such parameters.
+from rampart._runs import Run
 from rampart.attacks import Attacks
 from rampart.core.errors import AdapterContractError, InfrastructureError
 from rampart.core.result import SafetyStatus
@@ -20,17 +24,16 @@ from rampart.evaluators import ResponseContains, ResponseScope, ToolCalled
 from rampart.limits import (
     LimitedAdapter,
     LimitedSession,
+    Limiter,
     LimiterStatistics,
     MemoryBackend,
     RateLimitedError,
     limit,
     live_limiters,
+    new_run,
     parse_rate_limit_headers,
     report_rate_limit_headers,
 )
-
-# The one private seam here: _build injects the jitter source (NoJitter, TopJitter) so
-# retry and backoff tests run without real sleeps; limit() has no such parameter.
 from rampart.limits._limiter import _build
 from rampart.probes import Probes
 from rampart.testing import ScriptedAgent, SimulatedAgent
@@ -625,7 +628,10 @@ class TestVirtualTime:
         async def main() -> None:
             backend = MemoryBackend(clock=trio.current_time)
             hosts = [
-                _build(agent, adaptive=True, backend=backend, name="fleet", rng=NoJitter())
+                # Each host is a process: a run of its own (in one run they are one limiter).
+                _build(
+                    agent, adaptive=True, backend=backend, name="fleet", rng=NoJitter(), run=Run()
+                )
                 for _ in range(4)
             ]
             begun.append(trio.current_time())
@@ -664,13 +670,14 @@ class TestVirtualTime:
 
         async def main() -> None:
             limited = _build(agent, adaptive=True, rng=NoJitter())
-            on_time = limited._sleep_until
+            shell = limited.limiter
+            on_time = shell._sleep_until
 
             async def wake_late(deadline: float) -> None:
                 await on_time(deadline)
                 await trio.sleep(0.002)
 
-            limited._sleep_until = wake_late  # type: ignore[method-assign]
+            shell._sleep_until = wake_late  # type: ignore[method-assign]
             began = trio.current_time()
             await send_all(limited, ["x"] * 600)
             learned.append(trio.current_time() - began)
@@ -801,7 +808,7 @@ class TestStatistics:
     def test_window_cap_is_the_bound_given(self) -> None:
         """Without ``adaptive`` the window's cap is ``max_concurrency`` (``None``: unbounded)."""
         assert limit(replying_agent(), max_concurrency=4).statistics().window_cap == 4
-        assert limit(replying_agent(), rate=5.0).statistics().window_cap is None
+        assert limit(replying_agent(), rate=5.0, name="b").statistics().window_cap is None
 
     def test_no_rate_means_no_backend(self) -> None:
         """Without rate there is no bucket to store anywhere."""
@@ -810,24 +817,24 @@ class TestStatistics:
         assert limited.statistics().backend == "none"
         assert limited.statistics().current_window == 4
 
-    def test_live_limiters_in_creation_order_and_weak(self) -> None:
-        """live_limiters() lists limiters alive now, oldest first, and forgets dead ones."""
-        first = limit(replying_agent(), name="first")
-        second = limit(replying_agent(), name="second")
-        third = limit(replying_agent(), name="third")
-        names = [item.name for item in live_limiters()]
-        assert [n for n in names if n in {"first", "second", "third"}] == [
-            "first",
-            "second",
-            "third",
-        ]
-        del second
+    def test_live_limiters_are_the_runs_one_per_name_in_creation_order(self) -> None:
+        """live_limiters() lists the run's limiters, one per name, oldest first, and keeps
+        them for the run (their statistics belong in its report) even when no wrapper
+        is left; a new run starts with none."""
+        limit(replying_agent(), name="first")
+        limit(replying_agent(), name="second")
+        limit(replying_agent(), name="first")
+        limit(replying_agent(), name="third")
         gc.collect()
-        names = [item.name for item in live_limiters()]
-        assert "second" not in names
-        assert {"first", "third"} <= set(names)
-        assert isinstance(live_limiters(), tuple)
-        del first, third
+        limiters = live_limiters()
+        assert isinstance(limiters, tuple)
+        assert [item.name for item in limiters] == ["first", "second", "third"]
+        assert all(isinstance(item, Limiter) for item in limiters)
+        with new_run():
+            assert live_limiters() == ()
+            limit(replying_agent(), name="inner")
+            assert [item.name for item in live_limiters()] == ["inner"]
+        assert [item.name for item in live_limiters()] == ["first", "second", "third"]
 
 
 class TestArguments:
@@ -849,7 +856,9 @@ class TestArguments:
             ({"max_concurrency": 1.5}, TypeError, "max_concurrency"),
             ({"max_concurrency": False}, TypeError, "max_concurrency"),
             ({"max_retries": -1}, ValueError, "max_retries"),
-            ({"max_retries": None}, TypeError, "max_retries"),
+            ({"max_retries": 1.0}, TypeError, "max_retries"),
+            ({"retry_budget": -1.0}, ValueError, "retry_budget"),
+            ({"retry_budget": None}, TypeError, "retry_budget"),
             ({"max_retries": True}, TypeError, "max_retries"),
             ({"max_retry_after": 0}, ValueError, "max_retry_after"),
             ({"max_retry_after": -1.0}, ValueError, "max_retry_after"),
@@ -879,11 +888,13 @@ class TestArguments:
             limit(adapter)  # type: ignore[arg-type]
 
     def test_defaults(self) -> None:
-        """Default name is the adapter class; default burst is 1; max_retries is 6."""
+        """Default name is the adapter class; default burst is 1; retries last 60 s
+        (no count)."""
         limited = limit(SimulatedAgent(seed=1), rate=3, backend=MemoryBackend())
         assert limited.name == "SimulatedAgent"
         assert limited.burst == 1
-        assert limited.max_retries == 6
+        assert limited.max_retries is None
+        assert limited.retry_budget == 60.0
         assert limited.max_retry_after == 60.0
         assert limited.max_concurrency is None
         assert not limited.adaptive
@@ -1028,7 +1039,7 @@ class TestLearnedRate:
         assert stats.learned is not None
         assert (stats.learned.rate, stats.learned.ceiling, stats.learned.cuts) == (30.0, 30.0, 0)
         assert stats.as_dict()["learned"]["phase"] == "probe"
-        assert limit(replying_agent()).statistics().learned is None
+        assert limit(replying_agent(), name="fixed").statistics().learned is None
 
     def test_adaptive_takes_burst_and_backend_without_rate(self) -> None:
         backend = MemoryBackend()
