@@ -151,6 +151,47 @@ class TestRetries:
         assert (stats.retries, stats.rate_limited, stats.failed) == (3, 4, 1)
         assert stats.in_flight == 0
 
+    def test_tiny_retry_afters_do_not_spend_the_budget(self) -> None:
+        """An agent that refuses 20 times in a row, asking for 20 ms each time, is
+        answered: retrying lasts 60 s, not 6 attempts (which ended the request after
+        0.12 s). Virtual time."""
+        refusals = [RateLimitedError(f"429 #{i}", retry_after=0.02) for i in range(20)]
+        agent, server = recording_agent(failures=refusals)
+        answers: list[str] = []
+
+        async def main() -> None:
+            limited = _build(agent, rng=NoJitter())
+            answers.extend(await send_all(limited, ["a"]))
+            stats = limited.statistics()
+            assert (stats.retries, stats.rate_limited, stats.failed) == (20, 20, 0)
+
+        run_virtual(main)
+        assert answers == ["echo: a"]
+        assert len(server.outcomes) == 21
+
+    def test_the_retry_budget_ends_the_retrying(self) -> None:
+        """An agent that always refuses (Retry-After 1 s): retried for retry_budget=10 s,
+        then the last refusal propagates; no retry starts after the budget. Virtual time."""
+        agent, server = recording_agent(
+            failures=[RateLimitedError(f"429 #{i}", retry_after=1.0) for i in range(1000)]
+        )
+        ended: list[float] = []
+
+        async def main() -> None:
+            limited = _build(agent, retry_budget=10.0, rng=NoJitter())
+            began = trio.current_time()
+            async with await limited.create_session_async() as session:
+                with pytest.raises(RateLimitedError, match="429 #10"):
+                    await session.send_async(Request(prompt="a"))
+            ended.append(trio.current_time() - began)
+            stats = limited.statistics()
+            assert (stats.retries, stats.failed) == (len(server.outcomes) - 1, 1)
+
+        run_virtual(main)
+        assert len(server.outcomes) == 11  # the first attempt, then one a second for 10 s
+        assert server.starts[-1] - server.starts[0] <= 10.0 + 1e-6
+        assert ended[0] <= 11.0
+
     @pytest.mark.anyio
     @pytest.mark.parametrize(
         "error", [InfrastructureError("reset", transient=True), TimeoutError("read timeout")]

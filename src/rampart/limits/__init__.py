@@ -28,7 +28,12 @@ from rampart.limits._backends import (
 from rampart.limits._default import default_backend
 from rampart.limits._errors import RateLimitedError
 from rampart.limits._limiter import LimitedAdapter, LimitedSession, limit
-from rampart.limits._policy._limiter_core import FailureKind, classify
+from rampart.limits._policy._limiter_core import (
+    DEFAULT_MAX_RETRY_AFTER,
+    DEFAULT_RETRY_BUDGET,
+    FailureKind,
+    classify,
+)
 from rampart.limits._redis import RedisBackend
 from rampart.limits._registry import live_limiters
 from rampart.limits._shared_rate import LearnedRateStatistics
@@ -59,6 +64,8 @@ __getattr__, __dir__ = lazy_attributes(
 __all__ = [
     "AimdWindow",
     "DEFAULT_ADAPTIVE_CAP",
+    "DEFAULT_MAX_RETRY_AFTER",
+    "DEFAULT_RETRY_BUDGET",
     "FailureKind",
     "FileBackend",
     "LIMITS_DIR_ENV",

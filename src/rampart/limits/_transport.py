@@ -33,14 +33,21 @@ asked only blocks. Called from any other thread it uses the event loop it was ma
 if that one still runs; without one (or on the event loop's own thread, where blocking
 would stall the loop) it raises ``RuntimeError`` saying so.
 
+**httpx or httpx2.** Some SDKs moved to ``httpx2``, httpx's successor with the same
+API under another name (the Anthropic SDK 2.x refuses an ``httpx`` client). A transport
+serves the client it is given either way: it answers in the module its requests come
+from (``_http``), and makes its default inner transport from it on the first request.
+
 The inner transport defaults to what rampart's own HTTP clients use: aiohttp's
 (``httpx-aiohttp``) on asyncio, several small httpcore pools on trio
-(``rampart.adapters._transports``), ``httpx.HTTPTransport`` for the sync one. This
-module imports httpx: ``rampart.limits`` loads it on first access of the transports.
+(``rampart.adapters._transports``), ``httpx.HTTPTransport`` for the sync one; under an
+``httpx2`` client, ``httpx2``'s own. This module imports httpx: ``rampart.limits`` loads
+it on first access of the transports.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any, final
 
 import anyio
@@ -102,16 +109,8 @@ class _Passthrough(Exception):
         self.error = error
 
 
-class _Refused(RateLimitedError):
-    """A 429 (or a 503 with a wait) from the model API, with the answer to hand back."""
-
-    response: httpx.Response
-
-
-class _Unavailable(InfrastructureError):
-    """A bare 503 (an outage, transient), with the answer to hand back."""
-
-    response: httpx.Response
+Refusal = tuple[Exception, httpx.Response]
+"""A refusal the limiter was told about, and the answer to hand back for it."""
 
 
 def _where(request: httpx.Request) -> str:
@@ -120,53 +119,60 @@ def _where(request: httpx.Request) -> str:
     return redact(f"{request.method} {url.scheme}://{url.host}{port}{url.path}")
 
 
-def _refusal(request: httpx.Request, kept: httpx.Response) -> Exception:
-    """The limiter's error for a 429 or 503 answer ``kept`` (with its body)."""
+def _refusal(request: httpx.Request, kept: httpx.Response, refused: list[Refusal]) -> Exception:
+    """The limiter's error for a 429 or 503 answer ``kept`` (with its body), remembered
+    in ``refused`` with it: a 429, or a 503 with a wait, is a rate limit; a bare 503 an
+    outage (transient)."""
     status = kept.status_code
     message = f"{_where(request)}: HTTP {status} {kept.reason_phrase}"
     retry_after = parse_retry_after(kept.headers)
-    error: _Refused | _Unavailable
+    error: Exception
     if status == 429 or retry_after is not None:
         if retry_after is not None:
             message += f" (retry after {retry_after:g} s)"
         signal = parse_rate_limit_headers(kept.headers)
-        error = _Refused(message, retry_after=retry_after, signal=signal)
+        error = RateLimitedError(message, retry_after=retry_after, signal=signal)
     else:
-        error = _Unavailable(message, transient=True)
-    error.response = kept
+        error = InfrastructureError(message, transient=True)
+    refused[:] = [(error, kept)]
     return error
+
+
+def _http(request: httpx.Request) -> Any:
+    """The module the request's client speaks: ``httpx``, or ``httpx2`` (same API)."""
+    return sys.modules.get(type(request).__module__.partition(".")[0], httpx)
 
 
 def _kept(request: httpx.Request, answer: httpx.Response, body: bytes | None) -> httpx.Response:
     """A refusal as the SDK will get it: its status and headers, and its raw body
     (``None``: too long, dropped with the headers that described it)."""
+    http = _http(request)
     headers = answer.headers.copy()
     if body is None:
         for name in ("content-length", "content-encoding", "transfer-encoding"):
             headers.pop(name, None)
     extensions = {key: value for key, value in answer.extensions.items() if key in _KEPT}
-    return httpx.Response(
+    kept: httpx.Response = http.Response(
         answer.status_code,
         headers=headers,
-        stream=httpx.ByteStream(b"" if body is None else body),
+        stream=http.ByteStream(b"" if body is None else body),
         request=request,
         extensions=extensions,
     )
+    return kept
 
 
 def _replayable(request: httpx.Request) -> bool:
     """Whether the request's body can be sent again (bytes, or read into memory)."""
-    return isinstance(request.stream, httpx.ByteStream)
+    return isinstance(request.stream, _http(request).ByteStream)
 
 
-def _owned(refused: list[httpx.Response], error: BaseException) -> httpx.Response | None:
-    """The refusal to hand back when the limiter gave up on one of ours (``error`` is
-    it, or the error saying its ``Retry-After`` was too long)."""
-    if not refused:
-        return None
-    for candidate in (error, error.__cause__):
-        if isinstance(candidate, _Refused | _Unavailable):
-            return candidate.response
+def _owned(refused: list[Refusal], error: BaseException) -> httpx.Response | None:
+    """The answer to hand back when the limiter gave up on our last refusal (``error``
+    is it, or the error saying its ``Retry-After`` was too long)."""
+    for raised, answer in refused:
+        if error is raised or error.__cause__ is raised:
+            return answer
     return None
 
 
@@ -220,8 +226,8 @@ class LimitedTransport(_Transport, httpx.AsyncBaseTransport):
         backend: LimitBackend | None = None,
     ) -> None:
         owner = "LimitedTransport"
-        if transport is not None and not isinstance(transport, httpx.AsyncBaseTransport):
-            raise invalid(owner, "transport", "an httpx.AsyncBaseTransport or None", transport)
+        if transport is not None and not callable(getattr(transport, "handle_async_request", None)):
+            raise invalid(owner, "transport", "an httpx (or httpx2) AsyncBaseTransport", transport)
         self._settle(owner, locals())
         self._inner = transport
 
@@ -233,15 +239,11 @@ class LimitedTransport(_Transport, httpx.AsyncBaseTransport):
         """The inner transport (``None``: the default, not made yet)."""
         return self._inner
 
-    def _transport(self) -> httpx.AsyncBaseTransport:
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         inner = self._inner
         if inner is None:  # made in the running event loop, which picks it
-            inner = self._inner = _default_async_transport()
-        return inner
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        inner = self._transport()
-        refused: list[httpx.Response] = []
+            inner = self._inner = _default_async_transport(_http(request))
+        refused: list[Refusal] = []
 
         async def attempt() -> httpx.Response:
             failure: Exception | None = None
@@ -253,8 +255,7 @@ class LimitedTransport(_Transport, httpx.AsyncBaseTransport):
                 raise _Passthrough(failure)  # outside the handler: no context to read
             if answer.status_code in _RETRIED:
                 kept = _kept(request, answer, await _read_async(answer))
-                refused[:] = [kept]
-                raise _refusal(request, kept)
+                raise _refusal(request, kept, refused)
             report_rate_limit_headers(answer.headers)
             return answer
 
@@ -290,10 +291,10 @@ class LimitedSyncTransport(_Transport, httpx.BaseTransport):
         backend: LimitBackend | None = None,
     ) -> None:
         owner = "LimitedSyncTransport"
-        if transport is not None and not isinstance(transport, httpx.BaseTransport):
-            raise invalid(owner, "transport", "an httpx.BaseTransport or None", transport)
+        if transport is not None and not callable(getattr(transport, "handle_request", None)):
+            raise invalid(owner, "transport", "an httpx (or httpx2) BaseTransport", transport)
         self._settle(owner, locals())
-        self._inner = transport if transport is not None else _default_sync_transport()
+        self._inner = transport
         try:  # the event loop it is made in: the way back from threads anyio did not start
             self._token: anyio.lowlevel.EventLoopToken | None = anyio.lowlevel.current_token()
         except anyio.NoEventLoopError:
@@ -303,13 +304,15 @@ class LimitedSyncTransport(_Transport, httpx.BaseTransport):
         return f"LimitedSyncTransport({self._inner!r}, name={self.name!r})"
 
     @property
-    def transport(self) -> httpx.BaseTransport:
-        """The inner transport."""
+    def transport(self) -> httpx.BaseTransport | None:
+        """The inner transport (``None``: the default, not made yet)."""
         return self._inner
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         inner = self._inner
-        refused: list[httpx.Response] = []
+        if inner is None:
+            inner = self._inner = _default_sync_transport(_http(request))
+        refused: list[Refusal] = []
 
         def exchange() -> tuple[httpx.Response, httpx.Response | None]:
             failure: Exception | None = None
@@ -326,8 +329,7 @@ class LimitedSyncTransport(_Transport, httpx.BaseTransport):
         async def attempt() -> httpx.Response:
             answer, kept = await anyio.to_thread.run_sync(exchange, limiter=_io_threads())
             if kept is not None:
-                refused[:] = [kept]
-                raise _refusal(request, kept)
+                raise _refusal(request, kept, refused)
             report_rate_limit_headers(answer.headers)
             return answer
 
@@ -363,7 +365,8 @@ class LimitedSyncTransport(_Transport, httpx.BaseTransport):
         )
 
     def close(self) -> None:
-        self._inner.close()
+        if self._inner is not None:
+            self._inner.close()
 
 
 _OPTIONS = frozenset(
@@ -385,7 +388,7 @@ async def _limited(
     call: Callable[..., Awaitable[httpx.Response]],
     attempt: Callable[[], Awaitable[httpx.Response]],
     request: httpx.Request,
-    refused: list[httpx.Response],
+    refused: list[Refusal],
 ) -> httpx.Response:
     """``attempt`` through the limiter; a refusal that outlasted the budget comes back
     as the response it was, an exchange's own failure as the error it was."""
@@ -457,9 +460,12 @@ def _on_event_loop() -> bool:
     return True
 
 
-def _default_async_transport() -> httpx.AsyncBaseTransport:
+def _default_async_transport(http: Any) -> httpx.AsyncBaseTransport:
     """What rampart's own clients use on the running event loop (see
-    ``rampart.adapters._transports``)."""
+    ``rampart.adapters._transports``); under an httpx2 client, httpx2's own."""
+    if http is not httpx:
+        made: httpx.AsyncBaseTransport = http.AsyncHTTPTransport(limits=_limits(http))
+        return made
     from rampart.adapters import _transports
 
     verify = _transports.default_ssl_context(True)
@@ -470,16 +476,21 @@ def _default_async_transport() -> httpx.AsyncBaseTransport:
         return jarless_transport(max_connections=DEFAULT_MAX_CONNECTIONS, verify=verify)
     if kind == "sharded":
         return _transports.ShardedTransport(max_connections=DEFAULT_MAX_CONNECTIONS, verify=verify)
-    return httpx.AsyncHTTPTransport(verify=verify, limits=_limits())
+    return httpx.AsyncHTTPTransport(verify=verify, limits=_limits(httpx))
 
 
-def _default_sync_transport() -> httpx.BaseTransport:
+def _default_sync_transport(http: Any) -> httpx.BaseTransport:
+    if http is not httpx:
+        made: httpx.BaseTransport = http.HTTPTransport(limits=_limits(http))
+        return made
     from rampart.adapters import _transports
 
-    return httpx.HTTPTransport(verify=_transports.default_ssl_context(True), limits=_limits())
+    verify = _transports.default_ssl_context(True)
+    return httpx.HTTPTransport(verify=verify, limits=_limits(httpx))
 
 
-def _limits() -> httpx.Limits:
-    return httpx.Limits(
+def _limits(http: Any) -> httpx.Limits:
+    limits: httpx.Limits = http.Limits(
         max_connections=DEFAULT_MAX_CONNECTIONS, max_keepalive_connections=DEFAULT_MAX_CONNECTIONS
     )
+    return limits
