@@ -151,6 +151,31 @@ class TestRetries:
         assert (stats.retries, stats.rate_limited, stats.failed) == (3, 4, 1)
         assert stats.in_flight == 0
 
+    def test_waiting_for_a_turn_at_the_rate_is_not_failing(self) -> None:
+        """A request refused twice, its retry queued behind 40 others for a token at
+        1/s: the 40 s it waits for its turn do not count against a 10 s budget (only its
+        time failing does), so it is retried and answered. Virtual time."""
+        refusals = {"0": 2}
+
+        def answer(request: Request, turn: int) -> str:
+            if refusals.get(request.prompt, 0):
+                refusals[request.prompt] -= 1
+                raise RateLimitedError("429", retry_after=0.01)
+            return "ok"
+
+        answers: list[str] = []
+
+        async def main() -> None:
+            limited = _build(
+                ScriptedAgent(answer), rate=1.0, burst=1, retry_budget=10.0, rng=NoJitter()
+            )
+            answers.extend(await send_all(limited, [str(i) for i in range(41)]))
+            stats = limited.statistics()
+            assert (stats.retries, stats.failed) == (2, 0)
+
+        run_virtual(main)
+        assert answers == ["ok"] * 41
+
     def test_tiny_retry_afters_do_not_spend_the_budget(self) -> None:
         """An agent that refuses 20 times in a row, asking for 20 ms each time, is
         answered: retrying lasts 60 s, not 6 attempts (which ended the request after
@@ -170,8 +195,8 @@ class TestRetries:
         assert len(server.outcomes) == 21
 
     def test_the_retry_budget_ends_the_retrying(self) -> None:
-        """An agent that always refuses (Retry-After 1 s): retried for retry_budget=10 s,
-        then the last refusal propagates; no retry starts after the budget. Virtual time."""
+        """An agent that always refuses (Retry-After 1 s): retried for retry_budget=10 s
+        of backing off, then the last refusal propagates. Virtual time."""
         agent, server = recording_agent(
             failures=[RateLimitedError(f"429 #{i}", retry_after=1.0) for i in range(1000)]
         )

@@ -139,7 +139,7 @@ class LimitedAdapter:
 
     @property
     def retry_budget(self) -> float:
-        """Seconds after a request's first failed attempt during which it is retried."""
+        """Seconds a request may spend failing while it is retried (see ``limit()``)."""
         return self._bound.settings.retry_budget
 
     @property
@@ -243,8 +243,9 @@ def limit(
       controller on the agent's rate-limit answers and headers; ``rate``, if given, is
       where it starts and its ceiling) and a window in ``[1, max_concurrency]``
       (default: ``2 x rate x latency + 8``, 16 to 10,000) that grows on clean windows.
-    * ``retry_budget``: seconds after a request's first failed attempt (rate-limited
-      or transient) during which it is retried; ``0`` disables retrying.
+    * ``retry_budget``: seconds a request may spend failing (its failed attempts and
+      the backoffs after them; not its waits for a slot or token) while rate-limited
+      and transient failures are retried; ``0`` disables retrying.
     * ``max_retries``: at most this many retries per request as well (``None``: as
       many as the budget allows).
     * ``max_retry_after``: the longest ``Retry-After`` (seconds) the limiter waits for;

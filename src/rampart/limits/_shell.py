@@ -175,7 +175,7 @@ class Limiter:
 
     @property
     def retry_budget(self) -> float:
-        """Seconds after a request's first failed attempt during which it is retried."""
+        """Seconds a request may spend failing while it is retried (see ``limit()``)."""
         return self._settings.retry_budget
 
     @property
@@ -355,7 +355,7 @@ class Limiter:
         learner = self._learner
         core.on_request()
         retry = 0
-        failing_since: float | None = None
+        failing = 0.0  # seconds this request spent failing: see LimiterCore.on_failure
         try:
             while True:
                 queued_at = clock()
@@ -378,6 +378,7 @@ class Limiter:
                     except Exception as error:
                         ended = clock()
                         failure = error
+                        failing += max(0.0, ended - now)
                         if isinstance(error, RateLimitedError):
                             # An adaptive trial group around us backs off too.
                             _slowdown.report(_slowdown.SlowDown(refused=True))
@@ -386,11 +387,9 @@ class Limiter:
                             error,
                             ended,
                             retry,
-                            failing_since=failing_since,
+                            failing_for=failing,
                             may_retry=may_retry,
                         )
-                        if failing_since is None:
-                            failing_since = ended
                         if learner is not None and serial is not None:
                             learner.end(serial, ended, timed=True)
                             try:
@@ -424,7 +423,9 @@ class Limiter:
                 _slowdown.report(_slowdown.SlowDown(retrying=f"{self._settings.name}: {note}"))
                 backoff_from = clock()
                 await anyio.sleep(decision.delay)
-                core.add_wait(clock() - backoff_from)
+                backed_off = clock() - backoff_from
+                core.add_wait(backed_off)
+                failing += max(0.0, backed_off)
                 retry += 1
         finally:
             core.on_request_done(retried=retry > 0)

@@ -23,9 +23,11 @@ Classification of an exception raised by the wrapped ``send_async``:
   ``TRANSIENT``: retried with backoff, the window is kept;
 * anything else -> ``FATAL``: propagates at once.
 
-A request is retried while its **retry budget** lasts: a retry goes only if it starts
-within ``retry_budget`` seconds of the request's first failed attempt (and, when
-``max_retries`` is given, within that many retries). After that the last error
+A request is retried while its **retry budget** lasts: the time it has spent failing
+(its failed attempts and the backoffs after them; not its waits for a slot or a token,
+which are its turn at the rate) may reach ``retry_budget`` seconds, and a backoff that
+would pass it is cut to fit (a ``Retry-After`` that does not fit ends the retrying);
+``max_retries``, when given, bounds the count as well. After that the last error
 propagates. A budget of time, not a count: an agent that asks for tiny pauses
 (``Retry-After: 20 ms``) refuses a request six times within a second when many compete
 for its rate, and six was then a budget spent on nothing.
@@ -76,7 +78,7 @@ DEFAULT_MAX_RETRY_AFTER = 60.0
 """Seconds: the longest ``Retry-After`` a limiter waits for by default."""
 
 DEFAULT_RETRY_BUDGET = 60.0
-"""Seconds after a request's first failed attempt during which it is retried, by default."""
+"""Seconds a request may spend failing while it is retried, by default."""
 
 LITTLE_HEADROOM = 2.0
 """A learned rate's window allows this many times ``rate x latency`` in flight ..."""
@@ -446,17 +448,17 @@ class LimiterCore:
         now: float,
         retry: int,
         *,
-        failing_since: float | None = None,
+        failing_for: float = 0.0,
         may_retry: bool = True,
     ) -> Decision:
         """The attempt raised ``error``; ``retry`` retries of this request came before it,
-        and its first failed attempt ended at ``failing_since`` (``None``: this is it).
+        and it has spent ``failing_for`` seconds failing (its failed attempts, this one
+        included, and its backoffs so far).
 
-        Returns whether to retry and after how long: not when the retry would start
-        after the retry budget (``retry_budget`` seconds from ``failing_since``) or
-        exceed ``max_retries``, nor when the request cannot be sent again
-        (``may_retry=False``: a body that was streamed). A non-retried failure counts
-        the request as failed.
+        Returns whether to retry and after how long: not when the backoff would end past
+        the retry budget or the retry exceed ``max_retries`` (see the module docstring),
+        nor when the request cannot be sent again (``may_retry=False``: a body that was
+        streamed). A non-retried failure counts the request as failed.
         """
         self._end_attempt(now)
         kind = classify(error)
@@ -494,7 +496,7 @@ class LimiterCore:
         )
         # The budget: the backoff must end within it (a jittered one is cut to fit; a
         # wait the agent asked for that does not fit ends the retrying now).
-        left = self._retry_budget - (now - (now if failing_since is None else failing_since))
+        left = self._retry_budget - failing_for
         if left <= 0.0 or (retry_after or 0.0) > left:
             self.failed += 1
             return Decision(kind=kind, retry=False)
