@@ -133,3 +133,38 @@ def test_the_docs_fixture_per_clone_is_one_limiter(pytester: pytest.Pytester) ->
     assert limits["agent"]["processes"] == 1
     assert limits["agent"]["requests"] == 30
     assert limits["agent"]["failed"] == 0
+
+
+TRANSPORT_SUITE = """
+import httpx
+from rampart.limits import LimitedTransport
+from rampart.testing.server import serve
+
+async def test_model_calls():
+    async with serve(rate=50, burst=1) as server:
+        transport = LimitedTransport(name="model-api", adaptive=True)
+        async with httpx.AsyncClient(transport=transport) as client:
+            for _ in range(4):
+                answer = await client.post(
+                    f"{server.url}/chat/completions",
+                    json={"model": "simulated-agent", "messages": [{"role": "user", "content": "hi"}]},
+                )
+                assert answer.status_code == 200
+"""
+
+
+def test_each_session_reports_its_own_limiters_transports_included(
+    pytester: pytest.Pytester,
+) -> None:
+    """Two in-process runs of one suite: each report has the transport's limiter with
+    that run's requests only (a session is a run; nothing carries into the next)."""
+    write_ini(pytester)
+    pytester.makeconftest(REPORT_HOOK)
+    pytester.makepyfile(test_transport_suite=TRANSPORT_SUITE)
+    for run in range(2):
+        pytester.runpytest(*NO_ASYNCIO).assert_outcomes(passed=1)
+        limits = only_report(pytester)["metadata"]["limits"]
+        assert list(limits) == ["model-api"], run
+        assert (limits["model-api"]["requests"], limits["model-api"]["processes"]) == (4, 1)
+        for path in (pytester.path / "reports").iterdir():
+            path.unlink()
