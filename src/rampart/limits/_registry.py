@@ -79,7 +79,7 @@ def limiter_for(
                 settings=settings, backend=backend, clock=clock, rng=rng or random.Random()
             )
             return found
-    problems = differences(found.settings, found.backend, settings)
+    problems = differences(found._settings, found.backend, settings)
     if settings.backend is None and not same_backend(backend, found.backend):
         shown = "none" if found.backend is None else found.backend.description
         problems.append(f"the run's default backend (it has another backend: {shown})")

@@ -140,10 +140,6 @@ class Limiter:
     # -- configuration ---------------------------------------------------------------
 
     @property
-    def settings(self) -> LimitSettings:
-        return self._settings
-
-    @property
     def name(self) -> str:
         """The bucket key (shared across processes that use the same backend)."""
         return self._settings.name
