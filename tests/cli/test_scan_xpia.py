@@ -42,6 +42,10 @@ def test_an_agent_that_follows_injections_fails_the_scan(tmp_path: Path, complia
     assert len(found) == 15  # the pack's data_exfiltration payloads, once each
     assert any(entry["status"] == "unsafe" for entry in found)
     assert "test_xpia" in done.out
+    # Each clone wraps its own adapter in limit(); the name is one limiter for the run.
+    (path,) = (tmp_path / ".report").glob("run_report_*.json")
+    limiter = json.loads(path.read_text())["metadata"]["limits"]["scan-simulated-agent"]
+    assert (limiter["processes"], limiter["requests"]) == (1, 15)
 
 
 def test_a_resisting_agent_passes_and_its_key_stays_out_of_the_reports(tmp_path: Path) -> None:

@@ -48,6 +48,8 @@ defines, so it cannot drift::
     ├── NoResultWarning (UserWarning)   rampart.pytest_plugin: a harm-marked test recorded
     │                                   no result (ini rampart_harm_without_result = warn)
     ├── _Disconnected                   rampart.testing.server (internal): a client left
+    ├── _Passthrough                    rampart.limits (internal): an HTTP exchange's own
+    │                                   failure carried through a limiter, unretried
     ├── _NonFiniteNumber                rampart.codec (internal): NaN or infinity in JSON
     └── _RepeatedKey                    rampart.codec (internal): a JSON object names a
                                         member twice; surfaces as a SchemaError

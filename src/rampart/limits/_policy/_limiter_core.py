@@ -23,8 +23,14 @@ Classification of an exception raised by the wrapped ``send_async``:
   ``TRANSIENT``: retried with backoff, the window is kept;
 * anything else -> ``FATAL``: propagates at once.
 
-A request is attempted at most ``1 + max_retries`` times; after that the last error
-propagates.
+A request is retried while its **retry budget** lasts: the time it has spent failing
+(its failed attempts and the backoffs after them; not its waits for a slot or a token,
+which are its turn at the rate) may reach ``retry_budget`` seconds, and a backoff that
+would pass it is cut to fit (a ``Retry-After`` that does not fit ends the retrying);
+``max_retries``, when given, bounds the count as well. After that the last error
+propagates. A budget of time, not a count: an agent that asks for tiny pauses
+(``Retry-After: 20 ms``) refuses a request six times within a second when many compete
+for its rate, and six was then a budget spent on nothing.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_RETRY_AFTER",
+    "DEFAULT_RETRY_BUDGET",
     "Decision",
     "FailureKind",
     "LimiterCore",
@@ -69,6 +76,9 @@ _REQUEST_PREFIX = re.compile(r"\A(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) \S+?
 
 DEFAULT_MAX_RETRY_AFTER = 60.0
 """Seconds: the longest ``Retry-After`` a limiter waits for by default."""
+
+DEFAULT_RETRY_BUDGET = 60.0
+"""Seconds a request may spend failing while it is retried, by default."""
 
 LITTLE_HEADROOM = 2.0
 """A learned rate's window allows this many times ``rate x latency`` in flight ..."""
@@ -192,9 +202,10 @@ class LimiterCore:
         *,
         max_concurrency: int | None,
         adaptive: bool,
-        max_retries: int,
+        max_retries: int | None,
         rng: random.Random,
         max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
+        retry_budget: float = DEFAULT_RETRY_BUDGET,
         backoff_base: float = DEFAULT_BACKOFF_BASE,
         backoff_cap: float = DEFAULT_BACKOFF_CAP,
         aimd: AimdWindow | None = None,
@@ -205,6 +216,7 @@ class LimiterCore:
         self._little = learned and adaptive and aimd is None and max_concurrency is None
         self._max_concurrency = max_concurrency
         self._max_retries = max_retries
+        self._retry_budget = retry_budget
         self._max_retry_after = max_retry_after
         self._rng = rng
         self._backoff_base = backoff_base
@@ -357,9 +369,9 @@ class LimiterCore:
         text = one_line(raw)
         if len(text) > RETRY_TEXT_CHARS:
             text = text[: RETRY_TEXT_CHARS - 1] + "…"
+        of = "" if self._max_retries is None else f" of {self._max_retries}"
         self._retry_note = (
-            f"retrying after {text} (retry {retry + 1} of {self._max_retries}, "
-            f"in {decision.delay:.1f} s)"
+            f"retrying after {text} (retry {retry + 1}{of}, in {decision.delay:.1f} s)"
         )
         return self._retry_note
 
@@ -429,11 +441,24 @@ class LimiterCore:
         """The attempt was cancelled (not a failure of the agent): only bookkeeping."""
         self._end_attempt(now)
 
-    def on_failure(self, ticket: Ticket, error: BaseException, now: float, retry: int) -> Decision:
-        """The attempt raised ``error``; ``retry`` retries of this request came before it.
+    def on_failure(
+        self,
+        ticket: Ticket,
+        error: BaseException,
+        now: float,
+        retry: int,
+        *,
+        failing_for: float = 0.0,
+        may_retry: bool = True,
+    ) -> Decision:
+        """The attempt raised ``error``; ``retry`` retries of this request came before it,
+        and it has spent ``failing_for`` seconds failing (its failed attempts, this one
+        included, and its backoffs so far).
 
-        Returns whether to retry and after how long. A non-retried failure counts the
-        request as failed.
+        Returns whether to retry and after how long: not when the backoff would end past
+        the retry budget or the retry exceed ``max_retries`` (see the module docstring),
+        nor when the request cannot be sent again (``may_retry=False``: a body that was
+        streamed). A non-retried failure counts the request as failed.
         """
         self._end_attempt(now)
         kind = classify(error)
@@ -452,10 +477,10 @@ class LimiterCore:
                 )
         elif kind is FailureKind.TRANSIENT:
             self.transient_failures += 1
-        if kind is FailureKind.FATAL or retry >= self._max_retries:
+        spent = self._max_retries is not None and retry >= self._max_retries
+        if kind is FailureKind.FATAL or spent or not may_retry:
             self.failed += 1
             return Decision(kind=kind, retry=False)
-        self.retries += 1
         # With a learned rate, a refused request's retry takes a token like any attempt,
         # so the bucket (which the refusal just cut) spaces retries already: the backoff
         # stays at its first step instead of growing with every refusal, or a request
@@ -469,6 +494,14 @@ class LimiterCore:
             base=self._backoff_base,
             cap=self._backoff_cap,
         )
+        # The budget: the backoff must end within it (a jittered one is cut to fit; a
+        # wait the agent asked for that does not fit ends the retrying now).
+        left = self._retry_budget - failing_for
+        if left <= 0.0 or (retry_after or 0.0) > left:
+            self.failed += 1
+            return Decision(kind=kind, retry=False)
+        delay = min(delay, left)
+        self.retries += 1
         return Decision(kind=kind, retry=True, delay=delay)
 
     def _refuse_wait(
