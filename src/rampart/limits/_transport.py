@@ -48,6 +48,7 @@ it on first access of the transports.
 from __future__ import annotations
 
 import sys
+import threading
 from typing import TYPE_CHECKING, Any, final
 
 import anyio
@@ -295,6 +296,7 @@ class LimitedSyncTransport(_Transport, httpx.BaseTransport):
             raise invalid(owner, "transport", "an httpx (or httpx2) BaseTransport", transport)
         self._settle(owner, locals())
         self._inner = transport
+        self._making = threading.Lock()
         try:  # the event loop it is made in: the way back from threads anyio did not start
             self._token: anyio.lowlevel.EventLoopToken | None = anyio.lowlevel.current_token()
         except anyio.NoEventLoopError:
@@ -311,7 +313,10 @@ class LimitedSyncTransport(_Transport, httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         inner = self._inner
         if inner is None:
-            inner = self._inner = _default_sync_transport(_http(request))
+            with self._making:  # threads race here: a second inner would never be closed
+                inner = self._inner
+                if inner is None:
+                    inner = self._inner = _default_sync_transport(_http(request))
         refused: list[Refusal] = []
 
         def exchange() -> tuple[httpx.Response, httpx.Response | None]:
