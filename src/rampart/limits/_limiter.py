@@ -59,7 +59,7 @@ from rampart.core.adapter import AgentAdapter, Session
 from rampart.core.errors import AdapterContractError
 from rampart.limits._backends import LimitBackend, StateBackend
 from rampart.limits._default import default_backend
-from rampart.limits._errors import RateLimitedError
+from rampart.limits._errors import RateLimitedError, as_refusal
 from rampart.limits._fifo import FifoGate, Places
 from rampart.limits._policy._learned_rate import Grant, RatePolicy
 from rampart.limits._policy._limiter_core import (
@@ -410,14 +410,16 @@ class LimitedAdapter:
                     except Exception as error:
                         ended = clock()
                         failure = error
-                        if isinstance(error, RateLimitedError):
+                        # rampart's RateLimitedError, or a foreign 429 read as one.
+                        refusal = as_refusal(error)
+                        if refusal is not None:
                             # An adaptive trial group around us backs off too.
                             _slowdown.report(_slowdown.SlowDown(refused=True))
                         decision = core.on_failure(ticket, error, ended, retry)
                         if learner is not None and serial is not None:
                             learner.end(serial, ended, timed=True)
                             try:
-                                await self._learn_refusal(grant, error, signals)
+                                await self._learn_refusal(grant, refusal or error, signals)
                             except Exception:
                                 if decision.retry:  # else the request is already counted
                                     core.on_request_failed()
