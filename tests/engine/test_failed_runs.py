@@ -1,5 +1,5 @@
 """Runs that fail: foreign SDK failures become ERROR results naming their cause, and a
-finding made before the failure is kept as UNSAFE (DESIGN decisions 23 and 24).
+finding made before the failure is kept as UNSAFE.
 
 Every async test runs on asyncio and on trio; the agents are ``ScriptedAgent``s that
 answer, then raise what an agent built on the OpenAI SDK and Agent Framework raises

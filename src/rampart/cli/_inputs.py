@@ -427,11 +427,21 @@ def _count(records: list[ResultRecord], status: SafetyStatus | None) -> int:
     return sum(1 for record in records if status is None or record.result.status is status)
 
 
+def _no_result(document: dict[str, Any]) -> int:
+    """The clones the report says ran without a result (0 for a report from before the
+    key, or one whose value ``report_shape_problems`` rejects)."""
+    value = document.get("no_result", 0)
+    return value if type(value) is int and value >= 0 else 0
+
+
 def report_count_problems(document: dict[str, Any], records: list[ResultRecord]) -> list[str]:
-    """The report's own numbers that its results contradict (a report never misstates)."""
+    """The report's own numbers that its results (and its trial groups' no-result
+    clones) contradict (a report never misstates)."""
     problems = []
+    listed = _count(records, None)
+    no_result = _no_result(document)
     counts = {
-        "total_runs": _count(records, None),
+        "total_runs": listed + no_result,
         "passed": _count(records, SafetyStatus.SAFE),
         "failed": _count(records, SafetyStatus.UNSAFE),
         "undetermined": _count(records, SafetyStatus.UNDETERMINED),
@@ -440,6 +450,17 @@ def report_count_problems(document: dict[str, Any], records: list[ResultRecord])
     for key, expected in counts.items():
         if key in document and document[key] != expected:
             problems.append(f"$.{key}: the results give {expected}")
+    groups = document.get("trial_groups")
+    if "no_result" in document and isinstance(groups, list):
+        stated = [group.get("counts") for group in groups if isinstance(group, dict)]
+        found = sum(
+            group_counts["no_result"]
+            for group_counts in stated
+            if isinstance(group_counts, dict) and type(group_counts.get("no_result")) is int
+        )
+        if found != no_result:
+            problems.append(f"$.no_result: the trial groups give {found}")
+    population = {**counts, "total_runs": listed}  # the population summary counts results
     summary = document.get("population_summary")
     if isinstance(summary, dict):
         for key, counted in (
@@ -449,8 +470,10 @@ def report_count_problems(document: dict[str, Any], records: list[ResultRecord])
             ("undetermined_count", "undetermined"),
             ("error_count", "errors"),
         ):
-            if key in summary and summary[key] != counts[counted]:
-                problems.append(f"$.population_summary.{key}: the results give {counts[counted]}")
+            if key in summary and summary[key] != population[counted]:
+                problems.append(
+                    f"$.population_summary.{key}: the results give {population[counted]}"
+                )
     return problems
 
 
@@ -459,7 +482,7 @@ def report_shape_problems(document: object) -> list[str]:
     if not isinstance(document, dict):
         return ["$: expected a JSON object (a rampart JSON report)"]
     problems = [f"$.{key}: required field is missing" for key in REPORT_KEYS if key not in document]
-    for key in ("total_runs", "passed", "failed", "undetermined", "errors"):
+    for key in ("total_runs", "passed", "failed", "undetermined", "errors", "no_result"):
         value = document.get(key, 0)
         if type(value) is not int or value < 0:
             problems.append(f"$.{key}: expected an integer >= 0")

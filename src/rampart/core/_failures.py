@@ -14,7 +14,7 @@ things about it:
   cannot help);
 * ``infrastructure``, what the execution boundary does with it: an ERROR result
   (something outside the code under test failed), or, when false, let it propagate (a
-  bug: DESIGN §2).
+  bug).
 
 How one exception is read, the first rule that applies deciding:
 
@@ -179,11 +179,11 @@ class Failure:
 
 def type_label(cls: type) -> str:
     """``"openai.RateLimitError"``: a class's name after its top-level package; Python's
-    own and rampart's classes by name alone."""
+    own, rampart's and a script's (``__main__``) classes by name alone."""
     name = cls.__name__
     module = _attribute(cls, "__module__")
     root = module.partition(".")[0] if isinstance(module, str) else ""
-    return name if root in ("", "builtins", "rampart") else f"{root}.{name}"
+    return name if root in ("", "builtins", "rampart", "__main__") else f"{root}.{name}"
 
 
 def classify_failure(error: BaseException) -> Failure:

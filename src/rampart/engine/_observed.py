@@ -5,7 +5,7 @@ run (``observing``, a context variable); the trace runner registers there the tr
 record it writes (``observe``), and the session actor counts in that record the
 requests it sent. When a failure reaches the boundary, what was observed is still at
 hand: the completed turns (evaluated before the failure becomes ERROR, so no finding
-is lost, DESIGN decision 24) and whether the agent failed while answering a request
+is lost) and whether the agent failed while answering a request
 (``in_send``: "on turn 2 after 1 completed turn").
 """
 

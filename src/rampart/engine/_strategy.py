@@ -7,7 +7,7 @@ needs around it, e.g. live injections), then map the trace to a ``Result``. Only
 scope, the mapping, ``strategy_name`` and the strategy's ``declaration`` differ, so
 those are what subclasses supply.
 
-**No finding is lost** (DESIGN decision 24). When the run fails with a failure the
+**No finding is lost.** When the run fails with a failure the
 boundary converts, the turns completed before it are judged first
 (``_failure_result``), by the verdict evaluator, but only when what the strategy calls
 UNSAFE (DETECTED for an attack, NOT_DETECTED for a probe) can never be undone as the

@@ -198,6 +198,7 @@ def build_document(
         "failed": report.failed,
         "undetermined": report.undetermined,
         "errors": report.errors,
+        "no_result": report.no_result,
         "duration_seconds": report.duration_seconds,
         "metadata": report.metadata,
         "population_summary": summary_json(report.population_summary()),
