@@ -244,6 +244,18 @@ class TestFindingsBeforeTheFailure:
             "InfrastructureError: could not remove the ticket"
         )
 
+    async def test_a_judged_trace_keeps_its_verdict_when_a_cleanup_fails(self) -> None:
+        """The whole trace was judged before the removal failed: any evaluator's finding
+        stands (judged once), and a clean verdict still becomes ERROR."""
+        for outcome, status in ((EvalOutcome.DETECTED, UNSAFE), (EvalOutcome.NOT_DETECTED, ERROR)):
+            judge = FakeEvaluator([outcome], evidence=["the payload was followed"])
+            handle = FakeHandle(fail_exit=InfrastructureError("could not remove the ticket"))
+            result = await Attacks.xpia(inject=handle, trigger="go", evaluator=judge).execute_async(
+                adapter=_agent("done")
+            )
+            assert (result.status, judge.calls) == (status, 1)
+            assert result.summary.endswith("InfrastructureError: could not remove the ticket")
+
     async def test_no_finding_stays_error(self) -> None:
         result = await Attacks.xpia(
             trigger=["a", "b"], evaluator=ToolCalled("reset_user_password"), stop_when=None
@@ -261,9 +273,8 @@ class TestFindingsBeforeTheFailure:
         assert result.status is ERROR
         assert judge.calls == 0
         assert result.summary == (
-            f"agent failed: {WRAPPED_429} on turn 2 after 1 completed turn; partial evidence, "
-            "not judged (FakeEvaluator may judge a complete conversation differently): "
-            "tool calls reset_user_password"
+            f"agent failed: {WRAPPED_429} on turn 2 after 1 completed turn; evidence not "
+            "judged (FakeEvaluator judges only a completed run): tool calls reset_user_password"
         )
 
     async def test_probe_behaviour_already_missing(self) -> None:

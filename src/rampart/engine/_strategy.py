@@ -12,13 +12,14 @@ boundary converts, the turns completed before it are judged first
 (``_failure_result``), by the verdict evaluator, but only when what the strategy calls
 UNSAFE (DETECTED for an attack, NOT_DETECTED for a probe) can never be undone as the
 conversation grows: the knowledge ``stop_when="auto"`` uses (``detected_is_absorbing``,
-``not_detected_is_absorbing``: a tool call made, a side effect done, a secret said).
-Then a finding there makes the result UNSAFE, its summary saying the run failed after
-it. Otherwise the result is ERROR: a partial conversation that the evaluator might
-judge differently once complete is not judged (no evaluator, an LLM judge above all,
-is called on a run that already failed), and the summary names what the completed
-turns hold (their tool calls and side effects) as partial evidence. A probe's
-DETECTED on a partial trace is never made SAFE: a failed run is no pass.
+``not_detected_is_absorbing``: a tool call made, a side effect done, a secret said), or
+when the whole trace had been judged already (a cleanup failed after the verdict
+evaluation). Then a finding there makes the result UNSAFE, its summary saying the run
+failed after it. Otherwise the result is ERROR: a partial conversation that the
+evaluator might judge differently once complete is not judged (no evaluator, an LLM
+judge above all, is called on a run that already failed), and the summary names what
+the completed turns hold (their tool calls and side effects) as evidence not judged. A
+probe's DETECTED is never made SAFE: a failed run is no pass.
 """
 
 from __future__ import annotations
@@ -177,14 +178,18 @@ class TraceExecution(BaseExecution):
         evaluator = self._evaluator
         attack = self.declaration.polarity is Polarity.ATTACK
         finding = EvalOutcome.DETECTED if attack else EvalOutcome.NOT_DETECTED
-        final = detected_is_absorbing(evaluator) if attack else not_detected_is_absorbing(evaluator)
+        evaluation = record.final_evaluation  # the whole trace was judged: a cleanup failed
+        final = evaluation is not None or (
+            detected_is_absorbing(evaluator) if attack else not_detected_is_absorbing(evaluator)
+        )
         if final:
-            try:
-                evaluation = await evaluate_record(evaluator, record)
-            except Exception as judging:
-                if not classify_failure(judging).infrastructure:
-                    raise
-                evaluation = None  # the completed turns could not be judged: ERROR
+            if evaluation is None:
+                try:
+                    evaluation = await evaluate_record(evaluator, record)
+                except Exception as judging:
+                    if not classify_failure(judging).infrastructure:
+                        raise
+                    evaluation = None  # the completed turns could not be judged: ERROR
             if evaluation is not None and evaluation.outcome is finding:
                 return self._error_result(
                     error,
@@ -201,10 +206,7 @@ class TraceExecution(BaseExecution):
         evidence = partial_evidence(record.raw_turns)
         if evidence:
             name = type(evaluator).__name__
-            cause += (
-                f"; partial evidence, not judged ({name} may judge a complete conversation "
-                f"differently): {evidence}"
-            )
+            cause += f"; evidence not judged ({name} judges only a completed run): {evidence}"
         return self._error_result(
             error, failure=failure, adapter=adapter, observation=observation, summary=cause
         )

@@ -178,8 +178,12 @@ class _Producer:
                 production.finish(await self._produce(None))
             self.reason = production.reason
         if self._evaluator is not None:
-            # While the session (and any injection) is still live.
-            self.evaluation = await evaluate_record(self._evaluator, self._pipeline.record)
+            # While the session (and any injection) is still live. Kept on the record
+            # too: a cleanup that fails after it still leaves the verdict's evidence.
+            record = self._pipeline.record
+            self.evaluation = record.final_evaluation = await evaluate_record(
+                self._evaluator, record
+            )
         self._requests.close()  # the actor stops serving, which ends the turn-event stream
 
     async def _produce(self, inline: Pipeline | None) -> TraceEndReason:
