@@ -124,3 +124,20 @@ def test_a_foreign_client_error_is_not_retried() -> None:
     run_virtual(main)
     assert len(server.starts) == 1
     assert limited.statistics().failed == 1
+
+
+@pytest.mark.anyio
+async def test_an_execution_through_the_limiter_outlives_a_foreign_429() -> None:
+    """On both backends: the refusal is retried inside ``send_async``, so the run gets
+    its verdict instead of an ERROR."""
+    from rampart import Probes
+    from rampart.evaluators import ResponseContains
+
+    agent, server = recording_agent(failures=[wrapped(rate_limit_error(retry_after="0"))])
+    limited = _build(agent, rng=NoJitter(), name="foreign-429-execution")
+    result = await Probes.behavior(
+        prompt="hello", evaluator=ResponseContains("echo: hello")
+    ).execute_async(adapter=limited)
+    assert result.status.value == "safe"
+    assert server.outcomes == ["ChatClientException", "ok"]
+    assert limited.statistics().rate_limited == 1
