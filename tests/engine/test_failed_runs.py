@@ -155,6 +155,18 @@ class TestForeignFailures:
         )
         assert agent.statistics().requests == 0
 
+    async def test_an_error_whose_str_raises(self) -> None:
+        class Mute(APIConnectionError):
+            def __str__(self) -> str:
+                raise RuntimeError("no text")
+
+        result = await Probes.behavior(prompt="hi", evaluator=ResponseContains("x")).execute_async(
+            adapter=_agent(Mute)
+        )
+        assert result.status is ERROR
+        assert result.summary == "agent failed: connection failed (tests.Mute) on turn 1"
+        assert result.metadata["error"] == "<unprintable value>"
+
     async def test_rampart_errors_keep_their_summary(self) -> None:
         result = await Probes.behavior(prompt="hi", evaluator=ResponseContains("x")).execute_async(
             adapter=_agent(lambda: InfrastructureError("agent down", transient=True))

@@ -75,6 +75,7 @@ import attrs
 from rampart import _slowdown
 from rampart._checks import check_callable, check_optional_seconds, invalid
 from rampart._redact import redact, safe_summary
+from rampart._text import safe_str
 from rampart.core._dataclass import dataclass_compatible
 from rampart.core._failures import Failure, FailureKind, classify_failure, type_label
 from rampart.core.adapter import AgentAdapter
@@ -342,10 +343,12 @@ def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
 
 
 def _message(error: Exception) -> str:
+    """``str(error)`` (a group: its message and each member's), never raising: a
+    foreign failure's broken ``__str__`` must not turn its ERROR result into a crash."""
     if isinstance(error, ExceptionGroup):
         inner = "; ".join(_describe(leaf) for leaf in _leaves(error) if isinstance(leaf, Exception))
-        return f"{error.message}: {inner}"
-    return str(error)
+        return f"{safe_str(error.message)}: {inner}"
+    return safe_str(error)
 
 
 def _describe(error: Exception) -> str:
