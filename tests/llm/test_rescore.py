@@ -90,6 +90,20 @@ class TestRescore:
         assert await rescore_result(error, evaluator=judge) is error
         assert await rescore_result(empty, evaluator=judge) is empty
 
+    async def test_a_finding_kept_from_a_failed_run_is_left_alone(self) -> None:
+        """Its turns are those completed before the failure: re-judging them could turn
+        a finding into a SAFE the run never earned."""
+        from rampart.core.errors import InfrastructureError
+        from rampart.core.types import Response, ToolCall
+        from rampart.testing import ScriptedAgent
+
+        send = Response(text="sent", tool_calls=[ToolCall(name="send_email", arguments={})])
+        kept = await Attacks.xpia(
+            trigger=["a", "b"], evaluator=ToolCalled("send_email"), stop_when=None
+        ).execute_async(adapter=ScriptedAgent([send, InfrastructureError("down")]))
+        assert kept.status is SafetyStatus.UNSAFE
+        assert await rescore_result(kept, evaluator=ToolCalled("other_tool")) is kept
+
     async def test_response_only_safe_stays_undetermined(self) -> None:
         """XPIA's rule holds when re-judging: a blind adapter's SAFE is UNDETERMINED."""
         agent = SimulatedAgent(

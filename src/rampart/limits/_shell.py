@@ -40,7 +40,7 @@ from rampart import _slowdown
 from rampart._redact import redact
 from rampart.limits._backends import StateBackend
 from rampart.limits._clock import RUN_CLOCK
-from rampart.limits._errors import RateLimitedError
+from rampart.limits._errors import RateLimitedError, as_refusal
 from rampart.limits._fifo import FifoGate, Places
 from rampart.limits._policy._learned_rate import Grant, RatePolicy
 from rampart.limits._policy._limiter_core import Decision, LimiterCore, booking_depth
@@ -375,7 +375,9 @@ class Limiter:
                         ended = clock()
                         failure = error
                         failing += max(0.0, ended - now)
-                        if isinstance(error, RateLimitedError):
+                        # rampart's RateLimitedError, or a foreign 429 read as one.
+                        refusal = as_refusal(error)
+                        if refusal is not None:
                             # An adaptive trial group around us backs off too.
                             _slowdown.report(_slowdown.SlowDown(refused=True))
                         decision = core.on_failure(
@@ -389,7 +391,7 @@ class Limiter:
                         if learner is not None and serial is not None:
                             learner.end(serial, ended, timed=True)
                             try:
-                                await self._learn_refusal(grant, error, signals)
+                                await self._learn_refusal(grant, refusal or error, signals)
                             except Exception:
                                 if decision.retry:  # else the request is already counted
                                     core.on_request_failed()

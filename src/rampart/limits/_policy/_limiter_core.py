@@ -10,18 +10,21 @@ and when to retry, how the adaptive window moves, and the counters behind
 clock: the async shell (``rampart.limits._limiter``) passes ``now`` in and does the
 waiting. That keeps every rule testable with plain synchronous tests.
 
-Classification of an exception raised by the wrapped ``send_async``:
+Classification of an exception raised by the wrapped ``send_async`` is
+``rampart.core._failures.classify_failure``'s (rampart's own errors, and by duck typing
+what agent SDKs and frameworks raise, wrapped or not):
 
-* ``RateLimitedError`` -> ``RATE_LIMITED``: retried (backoff, never sooner than
-  ``retry_after``), cuts the adaptive window (once per episode), and pauses *new*
-  attempts until ``retry_after`` has passed. A ``retry_after`` above
-  ``max_retry_after`` is not honoured: the request fails at once (with a
-  ``RateLimitedError`` naming both values), no pause begins, and the window is cut as
-  for a 429 without ``Retry-After``;
-* ``AdapterContractError`` (the adapter broke its contract) -> ``FATAL``;
-* ``InfrastructureError`` with ``transient=True``, or ``TimeoutError`` ->
-  ``TRANSIENT``: retried with backoff, the window is kept;
-* anything else -> ``FATAL``: propagates at once.
+* ``RATE_LIMITED`` (a ``RateLimitedError``; a foreign error carrying HTTP 429, or 503
+  with a wait): retried (backoff, never sooner than its ``retry_after``, read from the
+  foreign error's ``Retry-After`` by ``rampart.limits._errors.as_refusal``), cuts the
+  adaptive window (once per episode), and pauses *new* attempts until ``retry_after``
+  has passed. A ``retry_after`` above ``max_retry_after`` is not honoured: the request
+  fails at once (with a ``RateLimitedError`` naming both values), no pause begins, and
+  the window is cut as for a 429 without ``Retry-After``;
+* ``TRANSIENT`` (``InfrastructureError(transient=True)``, ``TimeoutError``,
+  ``ConnectionError``; a foreign 5xx, connection or timeout error): retried with
+  backoff, the window is kept;
+* ``FATAL`` (an ``AdapterContractError``, any other error, a bug): propagates at once.
 
 A request is retried while its **retry budget** lasts: the time it has spent failing
 (its failed attempts and the backoffs after them; not its waits for a slot or a token,
@@ -35,7 +38,6 @@ for its rate, and six was then a budget spent on nothing.
 
 from __future__ import annotations
 
-import enum
 import math
 import re
 from typing import TYPE_CHECKING
@@ -45,8 +47,8 @@ import attrs
 from rampart._aimd import AimdWindow
 from rampart._redact import redact
 from rampart._text import one_line
-from rampart.core.errors import AdapterContractError, InfrastructureError
-from rampart.limits._errors import RateLimitedError
+from rampart.core._failures import FailureKind, classify_failure
+from rampart.limits._errors import RateLimitedError, as_refusal
 from rampart.limits._policy._backoff import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_CAP, backoff_delay
 
 if TYPE_CHECKING:
@@ -138,25 +140,9 @@ def booking_depth(rate: float, burst: int) -> int:
     return max(1, burst, math.ceil(max(0.0, rate) * BOOKED_AHEAD))
 
 
-class FailureKind(enum.Enum):
-    """How the limiter treats an exception from the wrapped ``send_async``."""
-
-    RATE_LIMITED = "rate_limited"
-    TRANSIENT = "transient"
-    FATAL = "fatal"
-
-
 def classify(error: BaseException) -> FailureKind:
     """The ``FailureKind`` of ``error`` (see the module docstring)."""
-    if isinstance(error, RateLimitedError):
-        return FailureKind.RATE_LIMITED
-    if isinstance(error, AdapterContractError):
-        return FailureKind.FATAL  # retrying a broken adapter cannot help
-    if isinstance(error, InfrastructureError) and error.transient:
-        return FailureKind.TRANSIENT
-    if isinstance(error, TimeoutError):
-        return FailureKind.TRANSIENT
-    return FailureKind.FATAL
+    return classify_failure(error).kind
 
 
 @attrs.frozen(kw_only=True)
@@ -463,9 +449,9 @@ class LimiterCore:
         self._end_attempt(now)
         kind = classify(error)
         retry_after: float | None = None
-        if kind is FailureKind.RATE_LIMITED:
-            assert isinstance(error, RateLimitedError)
-            retry_after = error.retry_after
+        refusal = as_refusal(error) if kind is FailureKind.RATE_LIMITED else None
+        if refusal is not None:
+            retry_after = refusal.retry_after
             self.rate_limited += 1
             if retry_after is not None and retry_after > self._max_retry_after:
                 return self._refuse_wait(ticket, error, retry_after, now)
@@ -505,7 +491,7 @@ class LimiterCore:
         return Decision(kind=kind, retry=True, delay=delay)
 
     def _refuse_wait(
-        self, ticket: Ticket, error: RateLimitedError, retry_after: float, now: float
+        self, ticket: Ticket, error: BaseException, retry_after: float, now: float
     ) -> Decision:
         # Waiting longer than max_retry_after would park the request (and, through the
         # pause, every request of this process) for as long as the agent likes: fail it
