@@ -129,8 +129,9 @@ class TestRescore:
         assert result.metadata["rescored"]["error_type"] == "EvaluatorError"
 
     async def test_a_failure_reads_as_the_run_would_have_said_it(self) -> None:
-        """Re-judging and a run word an evaluator's failure alike: the same summary, with
-        a credential in it masked."""
+        """Re-judging and a run word an evaluator's failure alike: the same words, with
+        a credential in them masked (the run adds what its turns showed that nobody
+        judged; re-judging has no partial evidence to name)."""
         from rampart.core.types import EvalContext, EvalResult
 
         class Failing:
@@ -148,7 +149,8 @@ class TestRescore:
             evaluator=Failing(down),
         ).execute_async(adapter=SimulatedAgent(compliance=0.0, seed=3))
         assert result.status is live.status is SafetyStatus.ERROR
-        assert result.summary == live.summary
+        assert live.summary.startswith(result.summary)
+        assert "evidence not judged" in live.summary
         assert "hunter2" not in result.summary
 
     async def test_unknown_strategy_needs_polarity(self) -> None:
