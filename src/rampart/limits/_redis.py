@@ -189,6 +189,7 @@ def _meter_checks() -> str:
     lines += [
         "  if shift < 0 then return false end",
         f"  if m.stamp > now + {_learned_rate.MAX_BACKLOG!r} then return false end",
+        f"  if m.measured_at > now + {_learned_rate.MAX_BACKLOG!r} then return false end",
         "  return true",
         "end",
     ]

@@ -74,6 +74,7 @@ REDIS_DAMAGE: dict[str, dict[str, Any]] = {
     "window 1e-300": {"window": "1e-300"},
     "tally 1e300": {"tally": "1e300"},
     "stamp far ahead of the clock": {"stamp": "1e15"},
+    "measured_at far ahead of the clock": {"measured_at": "1e15"},
 }
 
 

@@ -442,9 +442,9 @@ def load(
     ``RANGES``, a time too far from the stamp (``RELATIVE``), or a law whose value at
     the stamp is above twice ``MAX_RATE`` (no transition leaves it above the ceiling,
     a Redis booking on a stale view at most a step). With ``now`` (a clock every
-    writer shares), the stamp may lie at most ``clock_skew`` seconds after it: a stamp
-    ahead of the clock would stop idle time from being seen, and the law would grow
-    unused."""
+    writer shares), the stamp and ``measured_at`` may lie at most ``clock_skew``
+    seconds after it: a stamp ahead of the clock would stop idle time from being seen
+    (the law would grow unused), a ``measured_at`` the measured rates from decaying."""
     if not isinstance(data, dict):
         raise DamagedState(f"the state is a {type(data).__name__}, not an object")
     if data.get("v") != _FORMAT:
@@ -462,8 +462,10 @@ def load(
         value = values[name]
         if value is not None and not stamp + low <= value <= stamp + high:
             raise DamagedState(f"{name} lies {value - stamp:g} s from the stamp")
-    if now is not None and stamp > now + clock_skew:
-        raise DamagedState(f"the stamp lies {stamp - now:g} s ahead of the clock")
+    for name in ("stamp", "measured_at"):
+        value = values[name]
+        if now is not None and value is not None and value > now + clock_skew:
+            raise DamagedState(f"{name} lies {value - now:g} s ahead of the clock")
     number = {name: value for name, value in values.items() if value is not None}
     if number["origin"] > number["peak"]:
         raise DamagedState("origin is above peak")
@@ -761,8 +763,8 @@ def join(
 ) -> LearnedState:
     """The state stored as ``split``'s two parts, with ``shift`` seconds of idle time
     (counted by the atomic reservation since the document was written) moved into the
-    growth law's epoch. With ``now`` (the shared clock's reading), the stamp may lie at
-    most ``MAX_BACKLOG`` after it. Raises ``DamagedState``
+    growth law's epoch. With ``now`` (the shared clock's reading), the stamp and
+    ``measured_at`` may lie at most ``MAX_BACKLOG`` after it. Raises ``DamagedState``
     when the parts are not a state this version wrote (see ``load``)."""
     if not isinstance(document, dict):
         raise DamagedState(f"the document is a {type(document).__name__}, not an object")
