@@ -19,6 +19,7 @@ collection, pytest's 4) is 2.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -112,6 +113,14 @@ def register(commands: Any) -> None:
         metavar="ID",
         help="exact id, repeatable",
     )
+    agentdojo.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds per pair; a pair that takes longer (a pipeline that hangs) is an "
+        "ERROR (default: no limit)",
+    )
     _common(agentdojo, "pair")
     agentdojo.set_defaults(run=run_agentdojo)
 
@@ -156,6 +165,11 @@ def _check_url(option: str, url: str | None) -> None:
         raise CliError(f"{option}: expected an http:// or https:// URL, got {url!r}")
 
 
+def _check_timeout(timeout: float | None) -> None:
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise CliError(f"--timeout must be a finite number of seconds > 0, got {timeout}")
+
+
 def _workers(value: str | None) -> int:
     """How many xdist workers ``-n`` asks for (xdist itself checks the value)."""
     if value == "auto":
@@ -185,6 +199,7 @@ def _agentdojo_config(args: argparse.Namespace) -> Any:
     elif args.base_url is None:
         raise CliError("--model: expected --base-url (the model's API root) beside it")
     _check_url("--base-url", args.base_url)
+    _check_timeout(args.timeout)
     return ScanConfig(
         suite=args.suite,
         version=version,
@@ -198,6 +213,7 @@ def _agentdojo_config(args: argparse.Namespace) -> Any:
         injection_tasks=args.injection_tasks,
         max_threads=64 if concurrency == "auto" else concurrency,
         shards=_workers(args.workers),
+        timeout=args.timeout,
     )
 
 
@@ -223,8 +239,7 @@ def run_xpia(args: argparse.Namespace) -> int:
     }:
         known = ", ".join(category.value for category in HarmCategory)
         raise CliError(f"--harm-category: expected one of {known}; got {args.harm_category!r}")
-    if args.timeout <= 0:
-        raise CliError(f"--timeout must be > 0 seconds, got {args.timeout}")
+    _check_timeout(args.timeout)
     config = XpiaScanConfig(
         base_url=args.base_url,
         model=args.model,
