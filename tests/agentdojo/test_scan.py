@@ -13,6 +13,7 @@ import pytest
 from rampart.agentdojo._scan_config import ScanConfig, build_pipeline
 from rampart.cli import main
 from rampart.testing.server import server_process
+from tests.cli._cli import Outcome, run_scan_process
 
 RAMPART = Path(sys.executable).with_name("rampart")
 
@@ -234,35 +235,18 @@ def test_a_pipeline_that_hangs_ends_at_the_timeout(tmp_path: Path) -> None:
     assert "ending the scan's process without waiting for them" in done.stderr
 
 
-def _scan_process(tmp_path: Path, settings: str) -> subprocess.CompletedProcess[str]:
-    """The scan's pytest process, as ``rampart scan agentdojo`` starts it, with a
-    hand-written settings variable (the variable is input like any other)."""
+def _scan_process(tmp_path: Path, settings: str) -> Outcome:
+    """The scan's pytest process with a hand-written settings variable (it is input
+    like any other)."""
     from rampart.agentdojo import _scan_suite_path
     from rampart.agentdojo._scan_config import ENV_VAR
 
-    module = _scan_suite_path()
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "my_agents.py").write_text(PIPELINES)
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        str(module),
-        "-c",
-        str(tmp_path / "pytest.ini"),
-        "--rootdir",
-        str(module.parent),
-        "--import-mode=importlib",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "rampart.agentdojo._scan_plugin",
-        "--collect-only",
-        "-q",
-    ]
-    env = {**os.environ, ENV_VAR: settings, "PYTHONPATH": str(tmp_path)}
-    return subprocess.run(
-        command, capture_output=True, text=True, env=env, check=False, timeout=600
+    return run_scan_process(
+        tmp_path,
+        module=_scan_suite_path(),
+        plugin="rampart.agentdojo._scan_plugin",
+        settings={ENV_VAR: settings, "PYTHONPATH": str(tmp_path)},
     )
 
 
@@ -298,9 +282,9 @@ def test_hostile_settings_are_a_usage_error_naming_the_field(tmp_path: Path, cas
     the field, never an internal error with a traceback."""
     settings, message = HOSTILE_SETTINGS[case]
     done = _scan_process(tmp_path, settings)
-    assert done.returncode == 4, done.stdout + done.stderr
-    assert message in done.stderr
-    assert "INTERNALERROR" not in done.stdout + done.stderr
+    assert done.status == 4, done.out + done.err
+    assert message in done.err
+    assert "INTERNALERROR" not in done.out + done.err
 
 
 def test_more_shards_than_pairs_is_one_group_per_pair(tmp_path: Path) -> None:
@@ -308,5 +292,5 @@ def test_more_shards_than_pairs_is_one_group_per_pair(tmp_path: Path) -> None:
     per pair; it used to build a billion empty shards first."""
     settings = json.dumps({**GOOD, "injection_tasks": ["injection_task_1"], "shards": 10**9})
     done = _scan_process(tmp_path, settings)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 test collected" in done.stdout
+    assert done.status == 0, done.out + done.err
+    assert "1 test collected" in done.out

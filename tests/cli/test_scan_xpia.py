@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from typing import TYPE_CHECKING
 
 import pytest
@@ -13,7 +10,7 @@ import pytest
 from rampart.scan import _xpia_suite_path
 from rampart.scan._xpia_config import ENV_VAR
 from rampart.testing.server import server_process
-from tests.cli._cli import Outcome, run_main, run_process
+from tests.cli._cli import Outcome, run_main, run_process, run_scan_process
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -124,31 +121,12 @@ def test_resuming_with_another_agent_runs_every_payload_again(tmp_path: Path) ->
 
 
 def _scan_process(tmp_path: Path, settings: str) -> Outcome:
-    """The scan's pytest process, as ``rampart scan xpia`` starts it, with a
-    hand-written settings variable (the variable is input like any other)."""
-    module = _xpia_suite_path()
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        str(module),
-        "-c",
-        str(tmp_path / "pytest.ini"),
-        "--rootdir",
-        str(module.parent),
-        "--import-mode=importlib",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "rampart.scan._xpia_plugin",
-        "--collect-only",
-    ]
-    env = {**os.environ, ENV_VAR: settings}
-    done = subprocess.run(
-        command, capture_output=True, text=True, env=env, check=False, timeout=300
+    """The scan's pytest process with a hand-written settings variable (it is input
+    like any other)."""
+    plugin = "rampart.scan._xpia_plugin"
+    return run_scan_process(
+        tmp_path, module=_xpia_suite_path(), plugin=plugin, settings={ENV_VAR: settings}
     )
-    return Outcome(done.returncode, done.stdout, done.stderr)
 
 
 GOOD = {

@@ -30,7 +30,7 @@ from typing import Any, Literal
 from rampart._concurrency import CONCURRENCY_EXPECTED, parse_concurrency
 from rampart.cli._errors import EXIT_USAGE, CliError
 
-__all__ = ["register", "run_agentdojo", "run_xpia"]
+__all__ = ["pytest_command", "register", "run_agentdojo", "run_xpia"]
 
 _PYTEST_USAGE_ERROR = 4
 
@@ -257,26 +257,33 @@ def run_xpia(args: argparse.Namespace) -> int:
     )
 
 
+def pytest_command(module: Path, plugin: str, ini: Path) -> list[str]:
+    """The scan's pytest process: ``module`` with ``plugin``, under the scan's own
+    ``ini`` (the user's project ini must not add options to, or take the rampart
+    plugin away from, the scan's run); the options of the run follow it."""
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(module),
+        "-c",
+        str(ini),
+        "--rootdir",
+        str(module.parent),
+        "--import-mode=importlib",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        plugin,
+    ]
+
+
 def _run_pytest(args: argparse.Namespace, module: Path, plugin: str, env: dict[str, str]) -> int:
     with tempfile.TemporaryDirectory(prefix="rampart-scan-") as scratch:
         ini = Path(scratch, "pytest.ini")
-        # The scan's own pytest configuration: the user's project ini must not add
-        # options to (or take the rampart plugin away from) the scan's run.
         ini.write_text("[pytest]\n", encoding="utf-8")
         command = [
-            sys.executable,
-            "-m",
-            "pytest",
-            str(module),
-            "-c",
-            str(ini),
-            "--rootdir",
-            str(module.parent),
-            "--import-mode=importlib",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            plugin,
+            *pytest_command(module, plugin, ini),
             "--rampart-report-dir",
             str(Path(args.report_dir).resolve()),
             "--rampart-concurrency",
