@@ -74,7 +74,7 @@ AREAS: dict[str, list[list[str]]] = {
         ["tests/limits/unit/test_limiter_core.py", "-k", "RetryNote"],
         ["tests/test_docs.py", "-k", "install_every_extra"],
     ],
-    # Issue 33. Each selection is one bad input, on asyncio and trio where it is async.
+    # Each selection below is one bad input, on asyncio and trio where it is async.
     "8 a learned rate over hours (fake clock)": [
         ["tests/limits/unit/test_long_campaign.py"],
     ],
@@ -84,8 +84,8 @@ AREAS: dict[str, list[list[str]]] = {
     "10 a skip in one clone's fixture hides nothing": [
         ["tests/pytest_plugin/test_clone_fixture_outcomes.py"],
     ],
-    # The test server's bounded work per request (issue 33, item 4) is another
-    # engineer's: add its test selections here (e.g. ["tests/testing/test_server.py",
+    # The test server's bounded work per request is another engineer's: add its
+    # test selections here (e.g. ["tests/testing/test_server.py",
     # "-k", "..."]); until then the area counts nothing.
     "11 the test server's work per request is bounded": [],
     "12 AgentDojo, scans and sweep under hostile input": [
