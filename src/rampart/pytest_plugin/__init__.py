@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from rampart._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from rampart.engine._populations import TrialConfig
     from rampart.engine._results import (
         ResultCollectionHandler,
         ResultCollector,
@@ -43,6 +44,7 @@ __getattr__, __dir__ = lazy_attributes(
     {
         **dict.fromkeys(_NAMES, "rampart.engine._results"),
         "NoResultWarning": "rampart.pytest_plugin._markers",
+        "TrialConfig": "rampart.engine._populations",
     },
     uncached=frozenset(_NAMES),
 )
@@ -51,6 +53,7 @@ __all__ = [
     "NoResultWarning",
     "ResultCollectionHandler",
     "ResultCollector",
+    "TrialConfig",
     "TrialInfo",
     "current_trial",
     "record_result",

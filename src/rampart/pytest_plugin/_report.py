@@ -431,8 +431,8 @@ def entry(recorded: RecordedResult) -> SummaryEntry:
     attribution = recorded.attribution
     return SummaryEntry(
         result=recorded.result,
-        nodeid=attribution.nodeid,
-        name=attribution.name,
+        nodeid=attribution.group_nodeid,
+        name=attribution.group_name,
         shown=attribution.test_name,
         clone=attribution.clone,
     )
