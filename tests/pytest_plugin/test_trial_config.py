@@ -289,6 +289,9 @@ class TestDeclarationForm:
             "  PASS  test_xpia_lockin_trial [6/6 safe, 100% pass rate, threshold: 100%, "
             "max unsafe: 1 (0 UNSAFE)" in shown.stdout
         )
+        # The HTML report's group strip has a cell per trial.
+        (page,) = (pytester.path / "out").glob("run_report_*.html")
+        assert '"clones":[["safe",' in page.read_text()
 
     def test_two_populations_are_two_groups(self, pytester: pytest.Pytester) -> None:
         """The second population of a test is ``test_x[population-1]``, its own group; a
@@ -338,6 +341,88 @@ class TestDeclarationForm:
             for result in results
         }
         assert "test_two_populations_are_two_groups.py::test_x[population-1][trial-2]" in nodeids
+
+
+RESUMABLE = """
+import os
+import pytest
+from pathlib import Path
+from rampart import Result, SafetyStatus, execute_trials_async
+
+RUNS = Path(__file__).parent / "runs.txt"
+
+
+class Fixed:
+    def __init__(self, status):
+        self.status = status
+
+    async def execute_async(self, *, adapter):
+        return Result(status=self.status, summary=self.status.value)
+
+
+@pytest.mark.trial(n=4, threshold=0.5, max_unsafe=1)
+async def test_x(trial_config):
+    with RUNS.open("a") as runs:
+        runs.write("run\\n")
+    statuses = iter([SafetyStatus.SAFE] * 3 + [STATUS])
+    population = await execute_trials_async(
+        execution_factory=lambda: Fixed(next(statuses)), adapter=None, n=trial_config.n
+    )
+    if os.environ.get("STOP") == "1":
+        raise KeyboardInterrupt
+    assert population, population.summary
+"""
+
+
+class TestResume:
+    """A test body cannot be resumed halfway: a test that ran populations is reused
+    whole, or runs again (a finding it recorded is kept)."""
+
+    def _suite(self, pytester: pytest.Pytester, status: str) -> None:
+        write_ini(pytester)
+        pytester.makeconftest(REPORT_HOOK)
+        pytester.makepyfile(
+            test_resumable=RESUMABLE.replace("[STATUS]", f"[SafetyStatus.{status}]")
+        )
+
+    def _runs(self, pytester: pytest.Pytester) -> int:
+        return (pytester.path / "runs.txt").read_text().count("run")
+
+    def test_a_finished_test_is_reused_with_its_groups(self, pytester: pytest.Pytester) -> None:
+        self._suite(pytester, "UNSAFE")
+        pytester.runpytest_subprocess(*NO_ASYNCIO).assert_outcomes(passed=1)
+        resumed = pytester.runpytest_subprocess(*NO_ASYNCIO, "--rampart-resume")
+        resumed.assert_outcomes(skipped=1)
+        assert self._runs(pytester) == 1
+        resumed.stdout.fnmatch_lines(
+            [
+                "  PASS  test_x [[]3/4 safe, 75% pass rate, threshold: 50%, max unsafe: 1 "
+                "(1 UNSAFE)*-- PASSED",
+                "Resumed from *: 4 from run *",
+            ]
+        )
+        first, second = (
+            json.loads(path.read_text())
+            for path in sorted((pytester.path / "reports").glob("run_report_*.json"))
+        )
+        assert _shape(first["trial_groups"][0]) == _shape(second["trial_groups"][0])
+
+    @pytest.mark.parametrize(("status", "runs"), [("UNSAFE", 1), ("SAFE", 2)])
+    def test_an_interrupted_test_runs_again_unless_it_found_something(
+        self, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, status: str, runs: int
+    ) -> None:
+        self._suite(pytester, status)
+        monkeypatch.setenv("STOP", "1")
+        stopped = pytester.runpytest_subprocess(*NO_ASYNCIO)
+        assert stopped.ret == pytest.ExitCode.INTERRUPTED
+        monkeypatch.setenv("STOP", "0")
+        resumed = pytester.runpytest_subprocess(*NO_ASYNCIO, "--rampart-resume")
+        assert self._runs(pytester) == runs
+        if status == "UNSAFE":
+            resumed.assert_outcomes(errors=1)  # in setup, as a resumed plain test's failure
+            resumed.stdout.fnmatch_lines(["*recorded UNSAFE before run * was interrupted*"])
+        else:
+            resumed.assert_outcomes(passed=1)
 
 
 class TestMarkerOptionsReachThePopulation:
