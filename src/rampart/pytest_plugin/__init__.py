@@ -4,7 +4,8 @@ It is auto-registered through the ``pytest11`` entry point (``rampart.pytest_plu
 which collects each feature module's options and wires the private parts at configure
 time (``_session``): the markers, their options and ``NoResultWarning`` (``_markers``),
 per-item hooks and state (``_items``), the test-function wrapper and trial fan-out
-(``_runner``), the group verdict (``_groups``), the run ledger every finished result is
+(``_runner``), the group verdict (``_groups``), the populations a test runs as trial
+groups (``_populations``), the run ledger every finished result is
 recorded on, with its spill store (``_ledger``), the run journal and its settings
 (``_journal``), resume (``_resume``), interrupts (``_interrupts``), the report, its sinks
 and the terminal summary (``_report``), live progress (``_progress``), the xdist
