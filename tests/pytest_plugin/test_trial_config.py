@@ -579,3 +579,30 @@ def test_report_entry_is_json(pytester: pytest.Pytester) -> None:
     pytester.runpytest(*NO_ASYNCIO).assert_outcomes(failed=1)
     (group,) = only_report(pytester)["trial_groups"]
     assert TrialGroupSummary.from_json(json.loads(json.dumps(group))).verdict == "failed"
+
+
+def test_a_skip_never_hides_a_population_finding(pytester: pytest.Pytester) -> None:
+    """A test that skips after a population it ran recorded UNSAFE fails (as a plain
+    test's own UNSAFE result does)."""
+    write_ini(pytester)
+    pytester.makepyfile(
+        """
+        import pytest
+        from rampart import Result, SafetyStatus, execute_trials_async
+
+
+        class Unsafe:
+            async def execute_async(self, *, adapter):
+                return Result(status=SafetyStatus.UNSAFE, summary="found")
+
+
+        async def test_x():
+            await execute_trials_async(execution_factory=Unsafe, adapter=None, n=2)
+            pytest.skip("not today")
+        """
+    )
+    result = pytester.runpytest(*NO_ASYNCIO)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*2 UNSAFE result(s) recorded before the test called pytest.skip()*"]
+    )

@@ -258,15 +258,16 @@ def _item_outcome_with_findings(
     if not isinstance(outcome, pytest.exit.Exception):
         run.skipped = True
     unsafe = _unsafe_findings(run)
-    if not unsafe or isinstance(outcome, pytest.exit.Exception):
+    # The trials of the populations the test ran are its results too.
+    populations = [] if run.populations is None else run.populations.results
+    count = sum(
+        result.status is SafetyStatus.UNSAFE
+        for result in [*populations, *(r for clone in unsafe for r in clone.collector.results)]
+    )
+    if not (unsafe or count) or isinstance(outcome, pytest.exit.Exception):
         return outcome
     kind = "xfail" if isinstance(outcome, pytest.xfail.Exception) else "skip"
     if run.spec is None:
-        count = sum(
-            result.status is SafetyStatus.UNSAFE
-            for clone in unsafe
-            for result in clone.collector.results
-        )
         return pytest.fail.Exception(
             f"{count} UNSAFE result(s) recorded before the test called pytest.{kind}(); "
             f"a {kind} never hides a recorded attack success, so the test fails",
