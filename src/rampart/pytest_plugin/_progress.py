@@ -550,11 +550,6 @@ class ProgressSession:
             return
         # xdist calls worker_<event>(**kwargs) on its main loop for each queued event.
         setattr(dsession, f"worker_{_EVENT}", self._show)
-        # The codec loads here, in the main thread: loaded first by the polling thread,
-        # it raced the main thread's first decode of a worker's results, which then saw
-        # a partially initialized module (an ImportError, the results lost).
-        import rampart.codec  # noqa: F401
-
         self._thread = threading.Thread(
             target=self._poll, args=(events,), name="rampart-progress", daemon=True
         )
