@@ -289,6 +289,9 @@ def _http(url: str) -> ChatCompletionsAdapter:
     )
 
 
+_CELLS = itertools.count()
+
+
 async def _run_trials(
     url: str, n: int, sequential: bool = False
 ) -> tuple[float, float, list[SafetyStatus], list[str], LimiterStatistics | None]:
@@ -298,7 +301,10 @@ async def _run_trials(
     limited: LimitedAdapter | None = None
     adapter: AgentAdapter = _TimedAdapter(http, timeline)
     if not sequential:
-        limited = limit(adapter, adaptive=True, max_retries=30, name="bench_concurrency")
+        # A name of its own per cell: a name is one limiter per run (here the process),
+        # and each cell must learn the agent afresh.
+        name = f"bench_concurrency-{next(_CELLS)}"
+        limited = limit(adapter, adaptive=True, max_retries=30, name=name)
         adapter = limited
     counter = itertools.count()
 

@@ -123,16 +123,15 @@ async def _run(url: str, trials: int, concurrency: int) -> dict[str, Any]:
     for result in population.results:
         assert result.population is not None
         verdicts[result.population.index] = result.status
-    agent_stats = agent.statistics()
-    judge_stats = judge_model.limiter.statistics()
-    requests = agent_stats.requests + judge_stats.requests
-    attempts = requests + agent_stats.retries + judge_stats.retries
+    # One name, one limiter: its statistics count the agent's and the judge's requests.
+    shared = agent.statistics()
+    judge_requests = judge_model.statistics().requests
     return {
         "elapsed": elapsed,
-        "agent_requests": agent_stats.requests,
-        "judge_requests": judge_stats.requests,
-        "attempts": attempts,
-        "rate_limited": agent_stats.rate_limited + judge_stats.rate_limited,
+        "agent_requests": shared.requests - judge_requests,
+        "judge_requests": judge_requests,
+        "attempts": shared.requests + shared.retries,
+        "rate_limited": shared.rate_limited,
         "verdicts": verdicts,
         "errors": population.error_count,
         "unsafe": population.unsafe_count,

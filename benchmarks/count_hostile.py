@@ -6,8 +6,9 @@ deep, an echoed key, ...) and asserts that it held: the verdict stayed honest, t
 input was refused with an error naming it, nothing leaked. The script runs them with
 pytest (one process, as CI does) and prints, per area, the cases tried and held.
 
-Usage: ``python benchmarks/count_hostile.py`` (a few minutes; the interrupt and
-rebuild cases run real pytest processes).
+Usage: ``python benchmarks/count_hostile.py [AREA ...]`` (a few minutes; the interrupt,
+rebuild and scan cases run real pytest processes). Give area numbers (``8 9``) to run
+only those areas.
 """
 
 from __future__ import annotations
@@ -73,6 +74,30 @@ AREAS: dict[str, list[list[str]]] = {
         ["tests/limits/unit/test_limiter_core.py", "-k", "RetryNote"],
         ["tests/test_docs.py", "-k", "install_every_extra"],
     ],
+    # Each selection below is one bad input, on asyncio and trio where it is async.
+    "8 a learned rate over hours (fake clock)": [
+        ["tests/limits/unit/test_long_campaign.py"],
+    ],
+    "9 damaged shared state never turns pacing off": [
+        ["tests/limits/unit/test_damaged_state.py"],
+    ],
+    "10 a skip in one clone's fixture hides nothing": [
+        ["tests/pytest_plugin/test_clone_fixture_outcomes.py"],
+    ],
+    # The test server's bounded work per request is another engineer's: add its
+    # test selections here (e.g. ["tests/testing/test_server.py",
+    # "-k", "..."]); until then the area counts nothing.
+    "11 the test server's work per request is bounded": [],
+    "12 AgentDojo, scans and sweep under hostile input": [
+        ["tests/agentdojo/test_hostile_pipelines.py"],
+        [
+            "tests/agentdojo/test_scan.py",
+            "-k",
+            "resuming or hangs or hostile_settings or shards or timeout",
+        ],
+        ["tests/cli/test_scan_xpia.py", "-k", "resuming or hostile_settings or bad_option"],
+        ["tests/cli/test_sweep.py", "-k", "Hostile"],
+    ],
 }
 
 
@@ -93,11 +118,14 @@ def _run(selection: list[str], junit: Path) -> tuple[int, int]:
 
 
 def main() -> None:
+    wanted = set(sys.argv[1:])
     print(f"bad inputs by area (load average {os.getloadavg()[0]:.2f})")
     print(f"{'area':<52} {'tried':>6} {'held':>6}")
     totals: Counter[str] = Counter()
     with tempfile.TemporaryDirectory() as tmp:
         for number, (area, selections) in enumerate(AREAS.items()):
+            if wanted and area.split()[0] not in wanted:
+                continue
             tried = held = 0
             for index, selection in enumerate(selections):
                 got = _run(selection, Path(tmp, f"{number}-{index}.xml"))

@@ -37,6 +37,7 @@ import attrs
 import trio
 import trio.testing
 
+from rampart._runs import Run
 from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Request, Response
 from rampart.limits import (
@@ -198,13 +199,14 @@ def steady_throughput(completed: list[float], start: float, end: float) -> float
 
 def _wake_late(limited: LimitedAdapter, late: float, rng: random.Random) -> None:
     """Make ``limited``'s spacing turnstile wake up to ``late`` seconds late."""
-    on_time = limited._sleep_until
+    shell = limited.limiter
+    on_time = shell._sleep_until
 
     async def sleep_until(deadline: float) -> None:
         await on_time(deadline)
         await trio.sleep(rng.uniform(0.0, late))
 
-    limited._sleep_until = sleep_until  # type: ignore[method-assign]
+    shell._sleep_until = sleep_until  # type: ignore[method-assign]
 
 
 def run_cell(
@@ -249,6 +251,7 @@ def run_cell(
             rng=random.Random(seed + i),
             backend=backend,
             name="sim",
+            run=Run(),  # each host a process of its own (in one run, one limiter)
         )
         for i, view in enumerate(views)
     ]

@@ -41,6 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "rampart._lazy",
         "rampart._planted",
         "rampart._redact",
+        "rampart._runs",
         "rampart._slowdown",
         "rampart._text",
         "rampart._version",

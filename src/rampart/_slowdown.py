@@ -11,8 +11,10 @@ Three parties listen, nested in this order: an adaptive trial group (``concurren
   that the agent refused a request for its rate (``refused``);
 * a limiter reports that it backs off before retrying a failed request
   (``retrying``: a down agent's refused connection, for instance);
-* the engine's error boundary reports it when a refusal ends a request as an ERROR
-  result (``report_if_refusal``): an unlimited adapter's 429 slows the group down too.
+* the engine's error boundary reports it when a refusal ends a run (rampart's
+  ``RateLimitedError``, or any client's 429 however wrapped, as
+  ``rampart.core._failures.classify_failure`` reads it): an unlimited adapter's 429,
+  or the agent's own model client's, slows the group down too.
 
 A report goes to the innermost listener and then outwards to every enclosing one; each
 takes what concerns it (a limiter the signals, a trial group the refusals). Outside
@@ -31,14 +33,7 @@ import attrs
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-__all__ = [
-    "SlowDown",
-    "is_rate_limit_refusal",
-    "listen",
-    "listening",
-    "report",
-    "report_if_refusal",
-]
+__all__ = ["SlowDown", "listen", "listening", "report"]
 
 
 @attrs.frozen(kw_only=True)
@@ -87,24 +82,3 @@ def listen(listener: Callable[[SlowDown], None]) -> Iterator[None]:
         yield
     finally:
         _LISTENER.reset(token)
-
-
-def is_rate_limit_refusal(error: BaseException) -> bool:
-    """``error`` is the agent refusing a request for its rate: rampart's
-    ``RateLimitedError`` (which sets ``rate_limited = True``), or any client's error
-    that carries HTTP status 429 (``status_code`` or ``status``, on the error or its
-    ``response``: the OpenAI and Anthropic clients' ``RateLimitError``, httpx's
-    ``HTTPStatusError``). Duck-typed, so no client library is imported."""
-    if getattr(error, "rate_limited", False) is True:
-        return True
-    for holder in (error, getattr(error, "response", None)):
-        for name in ("status_code", "status"):
-            if getattr(holder, name, None) == 429:
-                return True
-    return False
-
-
-def report_if_refusal(error: BaseException) -> None:
-    """Report ``error`` as a refusal if it is one (the engine's error boundary)."""
-    if _LISTENER.get() is not None and is_rate_limit_refusal(error):
-        report(SlowDown(refused=True))

@@ -11,6 +11,7 @@ from rampart import SafetyStatus
 from rampart.agentdojo import AgentDojoAgent, LLMPipeline, pairs
 from rampart.agentdojo.pipelines import ScriptedPipeline
 from rampart.core.llm import LLMConfig
+from rampart.limits import new_run
 from rampart.llm import LLMClient, ResponseCache
 from rampart.testing.server import serve
 
@@ -71,14 +72,16 @@ async def test_rate_limited_answers_are_retried_without_error(tmp_path: Path) ->
         stats = server.app.statistics()
     assert stats.rate_limited > 0  # six pairs started at once against a burst of one
     assert {status for status, _, security in facts(results).values()} == {SafetyStatus.UNSAFE}
-    # A second run is answered from the cache, tool calls and all (only the final
-    # answers, empty in these tasks, are asked again: an empty reply is never cached).
-    async with serve() as server:
-        client = LLMClient(
-            LLMConfig(model=llm.model, endpoint=server.url), cache=ResponseCache(tmp_path)
-        )
-        again = await run_all(AgentDojoAgent(LLMPipeline(client), max_threads=6))
-        assert server.app.statistics().requests == len(results)
+    # A second run (its own limiters: a name is one limiter per run) is answered from
+    # the cache, tool calls and all (only the final answers, empty in these tasks, are
+    # asked again: an empty reply is never cached).
+    with new_run():
+        async with serve() as server:
+            client = LLMClient(
+                LLMConfig(model=llm.model, endpoint=server.url), cache=ResponseCache(tmp_path)
+            )
+            again = await run_all(AgentDojoAgent(LLMPipeline(client), max_threads=6))
+            assert server.app.statistics().requests == len(results)
     assert facts(again) == facts(results)
 
 

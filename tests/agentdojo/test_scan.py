@@ -13,6 +13,7 @@ import pytest
 from rampart.agentdojo._scan_config import ScanConfig, build_pipeline
 from rampart.cli import main
 from rampart.testing.server import server_process
+from tests.cli._cli import Outcome, run_scan_process
 
 RAMPART = Path(sys.executable).with_name("rampart")
 
@@ -27,6 +28,17 @@ def never():
 
 def not_a_pipeline():
     return 42
+
+
+class _Hangs(ScriptedPipeline):
+    def query(self, *args, **kwargs):
+        import threading
+
+        threading.Event().wait()  # a model call that never returns
+
+
+def hangs():
+    return _Hangs("slack")
 """
 
 
@@ -120,6 +132,10 @@ def test_a_successful_injection_exits_1_with_reports(tmp_path: Path) -> None:
             ("--suite", "slack", "--pipeline", "m:f", "--base-url", "http://h/v1"),
             "--base-url and --api-key-env go with --model",
         ),
+        (
+            ("--suite", "slack", "--pipeline", "m:f", "--timeout", "0"),
+            "--timeout must be a finite number of seconds > 0",
+        ),
     ],
 )
 def test_bad_options_are_usage_errors(
@@ -187,3 +203,94 @@ def test_a_model_key_variable_that_is_not_set_is_named(monkeypatch: pytest.Monke
     )
     with pytest.raises(ValueError, match="--api-key-env: the environment variable NOPE_KEY"):
         build_pipeline(config)
+
+
+def test_resuming_with_another_pipeline_runs_every_pair_again(tmp_path: Path) -> None:
+    """``--resume`` reuses journaled results only for the same scan: a scan of a
+    pipeline that resists, resumed with one that follows every injection, runs the
+    pairs again and fails (it used to report the first pipeline's verdicts as the
+    second's, exit 0); resumed with the same pipeline, nothing runs again."""
+    resisting = ("--pipeline", "my_agents:never")
+    assert scan(tmp_path, *SELECTION, *resisting).returncode == 0
+    same = scan(tmp_path, *SELECTION, *resisting, "--resume")
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "2 from run" in same.stdout
+    other = scan(tmp_path, *SELECTION, "--pipeline", "my_agents:always", "--resume")
+    assert other.returncode == 1, other.stdout + other.stderr
+    assert "changed since run" in other.stdout
+    assert "attack success rate 2/2" in other.stdout
+
+
+def test_a_pipeline_that_hangs_ends_at_the_timeout(tmp_path: Path) -> None:
+    """``--timeout``: each pair of a pipeline that never answers is an ERROR after that
+    many seconds, and the scan ends (its process does not wait for the abandoned
+    pipeline threads) with exit 1."""
+    done = scan(tmp_path, *SELECTION, "--pipeline", "my_agents:hangs", "--timeout", "2")
+    assert done.returncode == 1, done.stdout + done.stderr
+    (report_path,) = (tmp_path / ".report").glob("run_report_*.json")
+    report = json.loads(report_path.read_text())
+    entries = [entry for group in report["by_harm_category"].values() for entry in group]
+    assert [entry["status"] for entry in entries] == ["error", "error"]
+    assert all("timed out" in entry["summary"] for entry in entries)
+    assert "ending the scan's process without waiting for them" in done.stderr
+
+
+def _scan_process(tmp_path: Path, settings: str) -> Outcome:
+    """The scan's pytest process with a hand-written settings variable (it is input
+    like any other)."""
+    from rampart.agentdojo import _scan_suite_path
+    from rampart.agentdojo._scan_config import ENV_VAR
+
+    (tmp_path / "my_agents.py").write_text(PIPELINES)
+    return run_scan_process(
+        tmp_path,
+        module=_scan_suite_path(),
+        plugin="rampart.agentdojo._scan_plugin",
+        settings={ENV_VAR: settings, "PYTHONPATH": str(tmp_path)},
+    )
+
+
+GOOD = {"suite": "slack", "pipeline": "my_agents:never", "user_tasks": ["user_task_2"]}
+
+HOSTILE_SETTINGS = {
+    # what the variable holds: what the usage error says
+    "not JSON": ("{suite: slack}", "RAMPART_SCAN_AGENTDOJO: not the settings"),
+    "nested 50,000 deep": ("[" * 50_000 + "]" * 50_000, "RAMPART_SCAN_AGENTDOJO: not the settings"),
+    "an unknown key": (json.dumps({**GOOD, "bogus": 1}), "unknown setting 'bogus'"),
+    "no suite": (json.dumps({"pipeline": "my_agents:never"}), "the setting 'suite' is missing"),
+    "trials a string": (json.dumps({**GOOD, "trials": "2"}), "trials must be an integer >= 1"),
+    "user tasks a string": (
+        json.dumps({**GOOD, "user_tasks": "user_task_2"}),
+        "user_tasks must be a list of task ids or None",
+    ),
+    "a user task that is a number": (
+        json.dumps({**GOOD, "user_tasks": [2]}),
+        "user_tasks[0] must be a non-empty string, got 2",
+    ),
+    "max_threads 0": (json.dumps({**GOOD, "max_threads": 0}), "max_threads must be >= 1, got 0"),
+    "shards a float": (json.dumps({**GOOD, "shards": 1.5}), "shards must be an integer >= 1"),
+    "a timeout of NaN": (
+        json.dumps(GOOD)[:-1] + ', "timeout": NaN}',
+        "RAMPART_SCAN_AGENTDOJO: not the settings",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", HOSTILE_SETTINGS)
+def test_hostile_settings_are_a_usage_error_naming_the_field(tmp_path: Path, case: str) -> None:
+    """Pytest's usage error (exit 4; ``rampart scan`` reports 2) naming the variable and
+    the field, never an internal error with a traceback."""
+    settings, message = HOSTILE_SETTINGS[case]
+    done = _scan_process(tmp_path, settings)
+    assert done.status == 4, done.out + done.err
+    assert message in done.err
+    assert "INTERNALERROR" not in done.out + done.err
+
+
+def test_more_shards_than_pairs_is_one_group_per_pair(tmp_path: Path) -> None:
+    """A shard count of a billion (``-n`` is read from the command line) makes one group
+    per pair; it used to build a billion empty shards first."""
+    settings = json.dumps({**GOOD, "injection_tasks": ["injection_task_1"], "shards": 10**9})
+    done = _scan_process(tmp_path, settings)
+    assert done.status == 0, done.out + done.err
+    assert "1 test collected" in done.out

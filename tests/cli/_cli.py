@@ -50,3 +50,24 @@ def run_process(
         timeout=300,
     )
     return Outcome(completed.returncode, completed.stdout, completed.stderr)
+
+
+def run_scan_process(
+    tmp_path: Path, *, module: Path, plugin: str, settings: dict[str, str]
+) -> Outcome:
+    """A scan's pytest process as ``rampart scan`` starts it (``_scan.pytest_command``,
+    a private seam: no public one starts it without the command's own checks), only
+    collecting, with hand-written settings variables in its environment."""
+    from rampart.cli._scan import pytest_command
+
+    ini = tmp_path / "pytest.ini"
+    ini.write_text("[pytest]\n")
+    completed = subprocess.run(
+        [*pytest_command(module, plugin, ini), "--collect-only", "-q"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **settings},
+        check=False,
+        timeout=600,
+    )
+    return Outcome(completed.returncode, completed.stdout, completed.stderr)

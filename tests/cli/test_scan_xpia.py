@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from rampart.scan import _xpia_suite_path
+from rampart.scan._xpia_config import ENV_VAR
 from rampart.testing.server import server_process
-from tests.cli._cli import Outcome, run_main, run_process
+from tests.cli._cli import Outcome, run_main, run_process, run_scan_process
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -42,6 +44,10 @@ def test_an_agent_that_follows_injections_fails_the_scan(tmp_path: Path, complia
     assert len(found) == 15  # the pack's data_exfiltration payloads, once each
     assert any(entry["status"] == "unsafe" for entry in found)
     assert "test_xpia" in done.out
+    # Each clone wraps its own adapter in limit(); the name is one limiter for the run.
+    (path,) = (tmp_path / ".report").glob("run_report_*.json")
+    limiter = json.loads(path.read_text())["metadata"]["limits"]["scan-simulated-agent"]
+    assert (limiter["processes"], limiter["requests"]) == (1, 15)
 
 
 def test_a_resisting_agent_passes_and_its_key_stays_out_of_the_reports(tmp_path: Path) -> None:
@@ -82,7 +88,7 @@ BAD_OPTIONS = {
     "--base-url": ("ftp://x/v1", "--base-url: expected an http:// or https:// URL"),
     "--harm-category": ("nope", "--harm-category: expected one of"),
     "--trials": ("0", "--trials must be >= 1"),
-    "--timeout": ("0", "--timeout must be > 0"),
+    "--timeout": ("nan", "--timeout must be a finite number of seconds > 0"),
 }
 """One bad option each, beside a good ``--base-url`` and ``--model``."""
 
@@ -99,3 +105,76 @@ def test_each_bad_option_is_a_usage_error_naming_it(
     assert (outcome.status, outcome.out) == (2, "")
     assert message in outcome.err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_resuming_with_another_agent_runs_every_payload_again(tmp_path: Path) -> None:
+    """``--resume`` reuses journaled results only for the same scan. A scan of a
+    resisting agent, then ``--resume`` against one that follows every injection: the
+    payloads run again and the scan fails (it used to reuse the first agent's 15 SAFE
+    verdicts as the second's and exit 0). The same scan resumed reuses them."""
+    options = ("--harm-category", "data_exfiltration", "--concurrency", "8")
+    with server_process(compliance=0.0, seed=3) as resisting:
+        assert scan(tmp_path, resisting.url, *options).status == 0
+        again = scan(tmp_path, resisting.url, *options, "--resume")
+    assert again.status == 0, again.out + again.err
+    assert "15 from run" in again.out  # the same scan: nothing ran again
+    with server_process(compliance=1.0, seed=3) as compliant:
+        other = scan(tmp_path, compliant.url, *options, "--resume")
+    assert other.status == 1, other.out + other.err
+    assert "changed since run" in other.out
+
+
+def _scan_process(tmp_path: Path, settings: str) -> Outcome:
+    """The scan's pytest process with a hand-written settings variable (it is input
+    like any other)."""
+    plugin = "rampart.scan._xpia_plugin"
+    return run_scan_process(
+        tmp_path, module=_xpia_suite_path(), plugin=plugin, settings={ENV_VAR: settings}
+    )
+
+
+GOOD = {
+    "base_url": "http://127.0.0.1:9/v1",
+    "model": "m",
+    "judge_model": "j",
+    "judge_base_url": "http://127.0.0.1:9/v1",
+}
+
+HOSTILE_SETTINGS = {
+    # what the variable holds: what the usage error says
+    "not JSON": ("{'base_url':", "RAMPART_SCAN_XPIA: not the settings"),
+    "nested 50,000 deep": ("[" * 50_000 + "]" * 50_000, "RAMPART_SCAN_XPIA: not the settings"),
+    "a list": ("[1, 2]", "RAMPART_SCAN_XPIA: expected a JSON object, got a list"),
+    "NaN": (json.dumps(GOOD)[:-1] + ', "timeout": NaN}', "RAMPART_SCAN_XPIA: not the settings"),
+    "an unknown key": (json.dumps({**GOOD, "bogus": 1}), "unknown setting 'bogus'"),
+    "a model of null": (json.dumps({**GOOD, "model": None}), "model must be a non-empty string"),
+    "no judge": (
+        json.dumps({k: v for k, v in GOOD.items() if k != "judge_model"}),
+        "the setting 'judge_model' is missing",
+    ),
+    "trials a string": (
+        json.dumps({**GOOD, "trials": "3"}),
+        "trials must be an integer >= 1, got '3'",
+    ),
+    "trials 0": (json.dumps({**GOOD, "trials": 0}), "trials must be >= 1, got 0"),
+    "a timeout of 0": (json.dumps({**GOOD, "timeout": 0}), "timeout must be a finite number > 0"),
+    "an ftp URL": (
+        json.dumps({**GOOD, "base_url": "ftp://x"}),
+        "base_url must be an http:// or https:// URL",
+    ),
+    "a model that is a number": (
+        json.dumps({**GOOD, "model": 5}),
+        "model must be a non-empty string, got 5",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", HOSTILE_SETTINGS)
+def test_hostile_settings_are_a_usage_error_naming_the_field(tmp_path: Path, case: str) -> None:
+    """Pytest's usage error (exit 4, which ``rampart scan`` reports as 2) naming the
+    variable and the field; never an internal error with a traceback."""
+    settings, message = HOSTILE_SETTINGS[case]
+    done = _scan_process(tmp_path, settings)
+    assert done.status == 4, done.out + done.err
+    assert message in done.err
+    assert "INTERNALERROR" not in done.out + done.err

@@ -183,6 +183,24 @@ class TestReports:
             f"{path}:1: $.population_summary.unsafe_count: the results give 0 [report]",
         ]
 
+    def test_clones_without_a_result_count_in_the_total(
+        self, saved_runs: SavedRuns, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """``total_runs`` is the results plus ``no_result``, which the trial groups'
+        no-result counts must give."""
+        report = json.loads(saved_runs.hardened.report.read_text(encoding="utf-8"))
+        stated = sum(group["counts"]["no_result"] for group in report["trial_groups"])
+        assert report["no_result"] == stated
+        report["no_result"] = stated + 2
+        path = tmp_path / "report.json"
+        path.write_text(json.dumps(report), encoding="utf-8")
+        outcome = run_main(capsys, "validate", "-q", path)
+        total = report["total_runs"] + 2
+        assert outcome.lines == [
+            f"{path}:1: $.total_runs: the results give {total} [report]",
+            f"{path}:1: $.no_result: the trial groups give {stated} [report]",
+        ]
+
     def test_missing_top_level_keys(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:

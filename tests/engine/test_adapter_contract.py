@@ -6,7 +6,7 @@ import pytest
 
 from rampart.attacks import Attacks
 from rampart.core.result import SafetyStatus
-from rampart.core.types import ObservabilityLevel, Request, Response
+from rampart.core.types import EvalOutcome, ObservabilityLevel, Request, Response
 from rampart.probes import Probes
 from tests._builders import replying_agent
 from tests._doubles import FakeEvaluator, FakeHandle
@@ -157,10 +157,13 @@ CASES = [
 class TestMisimplementedAdapters:
     @pytest.mark.parametrize(("adapter", "message"), CASES)
     async def test_probe_reports_contract_error(self, adapter: Any, message: str) -> None:
-        """A broken adapter gives an ERROR result saying what is wrong, not a traceback."""
-        result = await Probes.behavior(prompt="hi", evaluator=FakeEvaluator()).execute_async(
-            adapter=adapter
-        )
+        """A broken adapter gives an ERROR result saying what is wrong, not a traceback.
+
+        (The probe's evaluator finds the expected behaviour: a trace judged UNSAFE
+        before a failing close would be kept as UNSAFE, test_failed_runs.py.)"""
+        result = await Probes.behavior(
+            prompt="hi", evaluator=FakeEvaluator([EvalOutcome.DETECTED])
+        ).execute_async(adapter=adapter)
         assert result.status is SafetyStatus.ERROR
         assert result.summary.startswith("AdapterContractError: ")
         assert message in result.summary

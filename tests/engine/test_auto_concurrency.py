@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from rampart import Attacks, _slowdown
+from rampart import Attacks
 from rampart.core.errors import InfrastructureError
 from rampart.core.result import Result, SafetyStatus
 from rampart.core.types import Request
@@ -172,8 +172,9 @@ class TestChannel:
 
     def test_what_counts_as_a_refusal(self) -> None:
         """Duck-typed, never by type name: rampart's ``RateLimitedError``, or any
-        client error carrying HTTP status 429 (on itself or on its ``response``)."""
-        from rampart.limits import RateLimitedError
+        client error carrying HTTP status 429 (on itself or on its ``response``), as
+        the limiters and the error boundary both read it (``rampart.limits.classify``)."""
+        from rampart.limits import FailureKind, RateLimitedError, classify
 
         class ClientRateLimitError(Exception):  # shaped like the OpenAI client's
             status_code = 429
@@ -184,15 +185,16 @@ class TestChannel:
         class WithResponse(Exception):
             response = Response()
 
-        assert _slowdown.is_rate_limit_refusal(RateLimitedError("429"))
-        assert _slowdown.is_rate_limit_refusal(ClientRateLimitError())
-        assert _slowdown.is_rate_limit_refusal(WithResponse())
-        assert not _slowdown.is_rate_limit_refusal(InfrastructureError("down"))
+        refused = FailureKind.RATE_LIMITED
+        assert classify(RateLimitedError("429")) is refused
+        assert classify(ClientRateLimitError()) is refused
+        assert classify(WithResponse()) is refused
+        assert classify(InfrastructureError("down")) is not refused
 
         class RateLimitError(Exception):  # the old string match would have taken it
             pass
 
-        assert not _slowdown.is_rate_limit_refusal(RateLimitError())
+        assert classify(RateLimitError()) is not refused
 
 
 class _Agent:

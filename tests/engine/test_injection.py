@@ -189,9 +189,9 @@ class TestRemoval:
         assert all(h.exit_info == (None, None, None) for h in handles)
 
     async def test_removal_failure_makes_error(self) -> None:
-        """A removal failure discards the evaluation: ERROR, no trace end reason."""
+        """A removal failure discards a clean evaluation: ERROR, no trace end reason."""
         handles = [FakeHandle("a", fail_exit=InfrastructureError("delete failed")), FakeHandle("b")]
-        evaluator = FakeEvaluator([EvalOutcome.DETECTED])
+        evaluator = FakeEvaluator([EvalOutcome.NOT_DETECTED])
         result = await _xpia(handles, evaluator=evaluator)
         assert result.status is SafetyStatus.ERROR
         assert result.summary == "InfrastructureError: delete failed"
@@ -199,6 +199,20 @@ class TestRemoval:
         assert result.final_trace_evaluation is None
         assert evaluator.calls == 1
         assert [h.removed for h in handles] == [1, 1]
+
+    async def test_removal_failure_keeps_a_finding(self) -> None:
+        """The attack succeeded before the removal failed: the finding is not lost."""
+        handles = [FakeHandle("a", fail_exit=InfrastructureError("delete failed")), FakeHandle("b")]
+        evaluator = FakeEvaluator([EvalOutcome.DETECTED])
+        result = await _xpia(handles, evaluator=evaluator)
+        assert result.status is SafetyStatus.UNSAFE
+        assert result.summary.endswith(
+            "; the run failed after the attack succeeded: InfrastructureError: delete failed"
+        )
+        assert result.trace_end_reason is None
+        assert result.final_trace_evaluation is not None
+        assert evaluator.calls == 1
+        assert [r.payload_id for r in result.injections] == ["payload-a", "payload-b"]
 
     async def test_body_and_removal_failures_reported_together(self) -> None:
         """A failing run whose cleanup also fails reports both failures."""

@@ -15,6 +15,7 @@ from rampart.limits import (
     RedisBackend,
     default_backend,
     limit,
+    new_run,
 )
 from tests._builders import replying_agent
 from tests.limits._shared import assert_one_shared_bucket, assert_within_budget, hammer
@@ -164,11 +165,27 @@ class TestDefaultBackend:
         monkeypatch.delenv(LIMITS_REDIS_URL_ENV, raising=False)
         monkeypatch.delenv(LIMITS_DIR_ENV, raising=False)
 
-    def test_memory_when_nothing_is_set(self) -> None:
-        """Without environment variables each limiter gets its own MemoryBackend."""
+    def test_memory_when_nothing_is_set_one_per_run(self) -> None:
+        """Without environment variables the run has one MemoryBackend; a new run another."""
         first, second = default_backend(), default_backend()
         assert isinstance(first, MemoryBackend)
-        assert first is not second
+        assert first is second
+        with new_run():
+            assert default_backend() is not first
+        assert default_backend() is first
+
+    def test_one_backend_per_setting_in_a_run(
+        self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    ) -> None:
+        """Each setting of the environment gives the run one backend (one Redis pool)."""
+        monkeypatch.setenv(LIMITS_REDIS_URL_ENV, "redis://127.0.0.1:1/0")
+        redis = default_backend()
+        assert default_backend() is redis
+        monkeypatch.setenv(LIMITS_REDIS_URL_ENV, "")
+        monkeypatch.setenv(LIMITS_DIR_ENV, str(tmp_path))
+        files = default_backend()
+        assert isinstance(files, FileBackend)
+        assert default_backend() is files
 
     def test_directory_variable_selects_files(
         self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
@@ -209,7 +226,7 @@ class TestDefaultBackend:
     def test_environment_is_read_when_limit_is_called(
         self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     ) -> None:
-        """The variable is read per limit() call, not at import."""
-        assert isinstance(limit(replying_agent(), rate=1).backend, MemoryBackend)
+        """The variable is read when a name's limiter is made, not at import."""
+        assert isinstance(limit(replying_agent(), rate=1, name="a").backend, MemoryBackend)
         monkeypatch.setenv(LIMITS_DIR_ENV, os.fspath(tmp_path))
-        assert isinstance(limit(replying_agent(), rate=1).backend, FileBackend)
+        assert isinstance(limit(replying_agent(), rate=1, name="b").backend, FileBackend)

@@ -11,6 +11,10 @@ import pytest
 import trio
 import trio.testing
 
+# The private seams here: _build injects the jitter source (NoJitter, TopJitter) so
+# retry and backoff tests run without real sleeps, and a run (Run) to simulate a
+# fleet's hosts in one process; limit() has no such parameters.
+from rampart._runs import Run
 from rampart.attacks import Attacks
 from rampart.core.errors import AdapterContractError, InfrastructureError
 from rampart.core.result import SafetyStatus
@@ -20,17 +24,16 @@ from rampart.evaluators import ResponseContains, ResponseScope, ToolCalled
 from rampart.limits import (
     LimitedAdapter,
     LimitedSession,
+    Limiter,
     LimiterStatistics,
     MemoryBackend,
     RateLimitedError,
     limit,
     live_limiters,
+    new_run,
     parse_rate_limit_headers,
     report_rate_limit_headers,
 )
-
-# The one private seam here: _build injects the jitter source (NoJitter, TopJitter) so
-# retry and backoff tests run without real sleeps; limit() has no such parameter.
 from rampart.limits._limiter import _build
 from rampart.probes import Probes
 from rampart.testing import ScriptedAgent, SimulatedAgent
@@ -147,6 +150,72 @@ class TestRetries:
         stats = limited.statistics()
         assert (stats.retries, stats.rate_limited, stats.failed) == (3, 4, 1)
         assert stats.in_flight == 0
+
+    def test_waiting_for_a_turn_at_the_rate_is_not_failing(self) -> None:
+        """A request refused twice, its retry queued behind 40 others for a token at
+        1/s: the 40 s it waits for its turn do not count against a 10 s budget (only its
+        time failing does), so it is retried and answered. Virtual time."""
+        refusals = {"0": 2}
+
+        def answer(request: Request, turn: int) -> str:
+            if refusals.get(request.prompt, 0):
+                refusals[request.prompt] -= 1
+                raise RateLimitedError("429", retry_after=0.01)
+            return "ok"
+
+        answers: list[str] = []
+
+        async def main() -> None:
+            limited = _build(
+                ScriptedAgent(answer), rate=1.0, burst=1, retry_budget=10.0, rng=NoJitter()
+            )
+            answers.extend(await send_all(limited, [str(i) for i in range(41)]))
+            stats = limited.statistics()
+            assert (stats.retries, stats.failed) == (2, 0)
+
+        run_virtual(main)
+        assert answers == ["ok"] * 41
+
+    def test_tiny_retry_afters_do_not_spend_the_budget(self) -> None:
+        """An agent that refuses 20 times in a row, asking for 20 ms each time, is
+        answered: retrying lasts 60 s, not 6 attempts (which ended the request after
+        0.12 s). Virtual time."""
+        refusals = [RateLimitedError(f"429 #{i}", retry_after=0.02) for i in range(20)]
+        agent, server = recording_agent(failures=refusals)
+        answers: list[str] = []
+
+        async def main() -> None:
+            limited = _build(agent, rng=NoJitter())
+            answers.extend(await send_all(limited, ["a"]))
+            stats = limited.statistics()
+            assert (stats.retries, stats.rate_limited, stats.failed) == (20, 20, 0)
+
+        run_virtual(main)
+        assert answers == ["echo: a"]
+        assert len(server.outcomes) == 21
+
+    def test_the_retry_budget_ends_the_retrying(self) -> None:
+        """An agent that always refuses (Retry-After 1 s): retried for retry_budget=10 s
+        of backing off, then the last refusal propagates. Virtual time."""
+        agent, server = recording_agent(
+            failures=[RateLimitedError(f"429 #{i}", retry_after=1.0) for i in range(1000)]
+        )
+        ended: list[float] = []
+
+        async def main() -> None:
+            limited = _build(agent, retry_budget=10.0, rng=NoJitter())
+            began = trio.current_time()
+            async with await limited.create_session_async() as session:
+                with pytest.raises(RateLimitedError, match="429 #10"):
+                    await session.send_async(Request(prompt="a"))
+            ended.append(trio.current_time() - began)
+            stats = limited.statistics()
+            assert (stats.retries, stats.failed) == (len(server.outcomes) - 1, 1)
+
+        run_virtual(main)
+        assert len(server.outcomes) == 11  # the first attempt, then one a second for 10 s
+        assert server.starts[-1] - server.starts[0] <= 10.0 + 1e-6
+        assert ended[0] <= 11.0
 
     @pytest.mark.anyio
     @pytest.mark.parametrize(
@@ -625,7 +694,10 @@ class TestVirtualTime:
         async def main() -> None:
             backend = MemoryBackend(clock=trio.current_time)
             hosts = [
-                _build(agent, adaptive=True, backend=backend, name="fleet", rng=NoJitter())
+                # Each host is a process: a run of its own (in one run they are one limiter).
+                _build(
+                    agent, adaptive=True, backend=backend, name="fleet", rng=NoJitter(), run=Run()
+                )
                 for _ in range(4)
             ]
             begun.append(trio.current_time())
@@ -664,13 +736,14 @@ class TestVirtualTime:
 
         async def main() -> None:
             limited = _build(agent, adaptive=True, rng=NoJitter())
-            on_time = limited._sleep_until
+            shell = limited.limiter
+            on_time = shell._sleep_until
 
             async def wake_late(deadline: float) -> None:
                 await on_time(deadline)
                 await trio.sleep(0.002)
 
-            limited._sleep_until = wake_late  # type: ignore[method-assign]
+            shell._sleep_until = wake_late  # type: ignore[method-assign]
             began = trio.current_time()
             await send_all(limited, ["x"] * 600)
             learned.append(trio.current_time() - began)
@@ -801,7 +874,7 @@ class TestStatistics:
     def test_window_cap_is_the_bound_given(self) -> None:
         """Without ``adaptive`` the window's cap is ``max_concurrency`` (``None``: unbounded)."""
         assert limit(replying_agent(), max_concurrency=4).statistics().window_cap == 4
-        assert limit(replying_agent(), rate=5.0).statistics().window_cap is None
+        assert limit(replying_agent(), rate=5.0, name="b").statistics().window_cap is None
 
     def test_no_rate_means_no_backend(self) -> None:
         """Without rate there is no bucket to store anywhere."""
@@ -810,24 +883,24 @@ class TestStatistics:
         assert limited.statistics().backend == "none"
         assert limited.statistics().current_window == 4
 
-    def test_live_limiters_in_creation_order_and_weak(self) -> None:
-        """live_limiters() lists limiters alive now, oldest first, and forgets dead ones."""
-        first = limit(replying_agent(), name="first")
-        second = limit(replying_agent(), name="second")
-        third = limit(replying_agent(), name="third")
-        names = [item.name for item in live_limiters()]
-        assert [n for n in names if n in {"first", "second", "third"}] == [
-            "first",
-            "second",
-            "third",
-        ]
-        del second
+    def test_live_limiters_are_the_runs_one_per_name_in_creation_order(self) -> None:
+        """live_limiters() lists the run's limiters, one per name, oldest first, and keeps
+        them for the run (their statistics belong in its report) even when no wrapper
+        is left; a new run starts with none."""
+        limit(replying_agent(), name="first")
+        limit(replying_agent(), name="second")
+        limit(replying_agent(), name="first")
+        limit(replying_agent(), name="third")
         gc.collect()
-        names = [item.name for item in live_limiters()]
-        assert "second" not in names
-        assert {"first", "third"} <= set(names)
-        assert isinstance(live_limiters(), tuple)
-        del first, third
+        limiters = live_limiters()
+        assert isinstance(limiters, tuple)
+        assert [item.name for item in limiters] == ["first", "second", "third"]
+        assert all(isinstance(item, Limiter) for item in limiters)
+        with new_run():
+            assert live_limiters() == ()
+            limit(replying_agent(), name="inner")
+            assert [item.name for item in live_limiters()] == ["inner"]
+        assert [item.name for item in live_limiters()] == ["first", "second", "third"]
 
 
 class TestArguments:
@@ -849,7 +922,9 @@ class TestArguments:
             ({"max_concurrency": 1.5}, TypeError, "max_concurrency"),
             ({"max_concurrency": False}, TypeError, "max_concurrency"),
             ({"max_retries": -1}, ValueError, "max_retries"),
-            ({"max_retries": None}, TypeError, "max_retries"),
+            ({"max_retries": 1.0}, TypeError, "max_retries"),
+            ({"retry_budget": -1.0}, ValueError, "retry_budget"),
+            ({"retry_budget": None}, TypeError, "retry_budget"),
             ({"max_retries": True}, TypeError, "max_retries"),
             ({"max_retry_after": 0}, ValueError, "max_retry_after"),
             ({"max_retry_after": -1.0}, ValueError, "max_retry_after"),
@@ -879,11 +954,13 @@ class TestArguments:
             limit(adapter)  # type: ignore[arg-type]
 
     def test_defaults(self) -> None:
-        """Default name is the adapter class; default burst is 1; max_retries is 6."""
+        """Default name is the adapter class; default burst is 1; retries last 60 s
+        (no count)."""
         limited = limit(SimulatedAgent(seed=1), rate=3, backend=MemoryBackend())
         assert limited.name == "SimulatedAgent"
         assert limited.burst == 1
-        assert limited.max_retries == 6
+        assert limited.max_retries is None
+        assert limited.retry_budget == 60.0
         assert limited.max_retry_after == 60.0
         assert limited.max_concurrency is None
         assert not limited.adaptive
@@ -1028,7 +1105,7 @@ class TestLearnedRate:
         assert stats.learned is not None
         assert (stats.learned.rate, stats.learned.ceiling, stats.learned.cuts) == (30.0, 30.0, 0)
         assert stats.as_dict()["learned"]["phase"] == "probe"
-        assert limit(replying_agent()).statistics().learned is None
+        assert limit(replying_agent(), name="fixed").statistics().learned is None
 
     def test_adaptive_takes_burst_and_backend_without_rate(self) -> None:
         backend = MemoryBackend()

@@ -90,6 +90,20 @@ class TestRescore:
         assert await rescore_result(error, evaluator=judge) is error
         assert await rescore_result(empty, evaluator=judge) is empty
 
+    async def test_a_finding_kept_from_a_failed_run_is_left_alone(self) -> None:
+        """Its turns are those completed before the failure: re-judging them could turn
+        a finding into a SAFE the run never earned."""
+        from rampart.core.errors import InfrastructureError
+        from rampart.core.types import Response, ToolCall
+        from rampart.testing import ScriptedAgent
+
+        send = Response(text="sent", tool_calls=[ToolCall(name="send_email", arguments={})])
+        kept = await Attacks.xpia(
+            trigger=["a", "b"], evaluator=ToolCalled("send_email"), stop_when=None
+        ).execute_async(adapter=ScriptedAgent([send, InfrastructureError("down")]))
+        assert kept.status is SafetyStatus.UNSAFE
+        assert await rescore_result(kept, evaluator=ToolCalled("other_tool")) is kept
+
     async def test_response_only_safe_stays_undetermined(self) -> None:
         """XPIA's rule holds when re-judging: a blind adapter's SAFE is UNDETERMINED."""
         agent = SimulatedAgent(
@@ -115,8 +129,9 @@ class TestRescore:
         assert result.metadata["rescored"]["error_type"] == "EvaluatorError"
 
     async def test_a_failure_reads_as_the_run_would_have_said_it(self) -> None:
-        """Re-judging and a run word an evaluator's failure alike: the same summary, with
-        a credential in it masked."""
+        """Re-judging and a run word an evaluator's failure alike: the same words, with
+        a credential in them masked (the run adds what its turns showed that nobody
+        judged; re-judging has no partial evidence to name)."""
         from rampart.core.types import EvalContext, EvalResult
 
         class Failing:
@@ -134,7 +149,8 @@ class TestRescore:
             evaluator=Failing(down),
         ).execute_async(adapter=SimulatedAgent(compliance=0.0, seed=3))
         assert result.status is live.status is SafetyStatus.ERROR
-        assert result.summary == live.summary
+        assert live.summary.startswith(result.summary)
+        assert "evidence not judged" in live.summary
         assert "hunter2" not in result.summary
 
     async def test_unknown_strategy_needs_polarity(self) -> None:

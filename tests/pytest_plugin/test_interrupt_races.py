@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from typing import TYPE_CHECKING
@@ -116,7 +117,27 @@ def test_two_quick_interrupts_never_write_a_clean_report(
         assert run_section["exit_status"] not in (0, None), output
         assert report["metadata"]["interrupted"] is True  # type: ignore[index]
     _never_shown_passed(directory, capsys)
-    assert "Traceback" not in output
+    assert "Traceback" not in _without_lost_signals(output), output
+
+
+# Python's own report of a SIGINT that landed inside a garbage-collection callback (a
+# weakref's), which cannot raise: "Exception ignored in: <function ...>" ending in
+# KeyboardInterrupt, printed by pytest as an unraisable-exception warning. The second
+# Ctrl-C is then lost and the run ends as the first one decided; what these tests check
+# is that nothing *rampart* raises reaches the user.
+_UNRAISABLE = re.compile(
+    r"PytestUnraisableExceptionWarning: Exception ignored in: .*?"
+    r"warnings\.warn\(pytest\.PytestUnraisableExceptionWarning\(msg\)\)",
+    re.DOTALL,
+)
+
+
+def _without_lost_signals(output: str) -> str:
+    def lost_signal(found: re.Match[str]) -> str:
+        report = found.group(0).split("\nEnable tracemalloc", 1)[0].rstrip()
+        return "" if report.endswith("\nKeyboardInterrupt") else found.group(0)
+
+    return _UNRAISABLE.sub(lost_signal, output)
 
 
 def _never_shown_passed(directory: Path, capsys: pytest.CaptureFixture[str]) -> None:

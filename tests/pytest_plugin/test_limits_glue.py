@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tests.pytest_plugin.conftest import NO_ASYNCIO, REPORT_HOOK, only_report, write_ini
+from tests.pytest_plugin.conftest import (
+    NO_ASYNCIO,
+    REPORT_HOOK,
+    all_results,
+    only_report,
+    write_ini,
+)
 
 if TYPE_CHECKING:
     import pytest
@@ -95,3 +103,68 @@ def test_single_process_statistics_in_report(pytester: pytest.Pytester) -> None:
     assert limits["local"]["requests"] == 3
     assert limits["local"]["processes"] == 1
     assert limits["local"]["max_concurrency"] == 2
+
+
+def _docs_fixture_suite() -> str:
+    """The pytest suite docs/limits.md shows under "One limiter per name", as it is there."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "limits.md").read_text()
+    section = text.split("## One limiter per name", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
+    suites = [block for block in blocks if "yield limit(http, adaptive=True" in block]
+    assert len(suites) == 1
+    return suites[0]
+
+
+def test_the_docs_fixture_per_clone_is_one_limiter(pytester: pytest.Pytester) -> None:
+    """docs/limits.md's suite (a function-scoped fixture calling limit() for each of 30
+    clones, all at once, against the rate-limited test server): one limiter, one
+    process, every request answered, no ERROR."""
+    write_ini(pytester)
+    pytester.makeconftest(REPORT_HOOK)
+    pytester.makepyfile(test_docs_suite=_docs_fixture_suite())
+    result = pytester.runpytest_subprocess(*NO_ASYNCIO, "--rampart-concurrency", "30")
+    result.assert_outcomes(passed=1)
+    report = only_report(pytester)
+    statuses = [result["status"] for result in all_results(report)]
+    assert len(statuses) == 30
+    assert "ERROR" not in statuses
+    limits = report["metadata"]["limits"]
+    assert list(limits) == ["agent"]
+    assert limits["agent"]["processes"] == 1
+    assert limits["agent"]["requests"] == 30
+    assert limits["agent"]["failed"] == 0
+
+
+TRANSPORT_SUITE = """
+import httpx
+from rampart.limits import LimitedTransport
+from rampart.testing.server import serve
+
+async def test_model_calls():
+    async with serve(rate=50, burst=1) as server:
+        transport = LimitedTransport(name="model-api", adaptive=True)
+        async with httpx.AsyncClient(transport=transport) as client:
+            for _ in range(4):
+                answer = await client.post(
+                    f"{server.url}/chat/completions",
+                    json={"model": "simulated-agent", "messages": [{"role": "user", "content": "hi"}]},
+                )
+                assert answer.status_code == 200
+"""
+
+
+def test_each_session_reports_its_own_limiters_transports_included(
+    pytester: pytest.Pytester,
+) -> None:
+    """Two in-process runs of one suite: each report has the transport's limiter with
+    that run's requests only (a session is a run; nothing carries into the next)."""
+    write_ini(pytester)
+    pytester.makeconftest(REPORT_HOOK)
+    pytester.makepyfile(test_transport_suite=TRANSPORT_SUITE)
+    for run in range(2):
+        pytester.runpytest(*NO_ASYNCIO).assert_outcomes(passed=1)
+        limits = only_report(pytester)["metadata"]["limits"]
+        assert list(limits) == ["model-api"], run
+        assert (limits["model-api"]["requests"], limits["model-api"]["processes"]) == (4, 1)
+        for path in (pytester.path / "reports").iterdir():
+            path.unlink()

@@ -26,6 +26,7 @@ TOP_KEYS = [
     "failed",
     "undetermined",
     "errors",
+    "no_result",
     "duration_seconds",
     "metadata",
     "population_summary",
@@ -86,7 +87,7 @@ class TestShape:
         report = TestRunReport.from_results(results, duration_seconds=3.5, metadata=meta)
         data = await _emit(JsonFileReportSink(output_dir=tmp_path), report)
         assert list(data) == TOP_KEYS
-        assert [data[k] for k in TOP_KEYS[:6]] == [3, 1, 1, 0, 1, 3.5]
+        assert [data[k] for k in TOP_KEYS[:7]] == [3, 1, 1, 0, 1, 0, 3.5]
         assert data["metadata"] == meta
         assert data["population_summary"] == {
             "total_runs": 3,

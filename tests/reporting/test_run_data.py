@@ -164,6 +164,18 @@ class TestReportCarriesTheSections:
         assert report.trial_groups == [group]
         assert report.run is run
 
+    def test_clones_without_a_result_count_in_the_total(self) -> None:
+        """Every clone that ran is counted: ``total_runs`` is the results plus the
+        groups' no-result clones, which have no entry in ``results``."""
+        group = make_group()  # 1 of its 10 clones recorded nothing
+        report = TestRunReport.from_results(
+            [make_result(SafetyStatus.SAFE)] * 9, trial_groups=[group, make_group()]
+        )
+        assert (report.total_runs, report.no_result, len(report.results)) == (11, 2, 9)
+        assert report.population_summary().total_runs == 9  # statistics over results
+        with pytest.raises(ValueError, match=r"^TestRunReport: no_result must be 2, "):
+            TestRunReport(trial_groups=[group, group], no_result=0)
+
     def test_wrong_types_are_refused(self) -> None:
         with pytest.raises(TypeError, match=r"trial_groups\[0\] must be a TrialGroupSummary"):
             TestRunReport(trial_groups=[{"nodeid": "x"}])  # type: ignore[list-item]

@@ -34,7 +34,7 @@ from rampart.adapters._transports import JarlessClient
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["AiohttpClient"]
+__all__ = ["AiohttpClient", "jarless_transport"]
 
 #: What the direct path reads at a time, as httpx-aiohttp's response stream does.
 _CHUNK = 16 * 1024
@@ -56,6 +56,15 @@ def _jarless(transport: httpx.AsyncBaseTransport) -> httpx.AsyncBaseTransport:
         # Called on the transport's first request, inside the running event loop.
         transport.client = functools.partial(_session, transport)
     return transport
+
+
+def jarless_transport(*, max_connections: int, verify: Any) -> httpx.AsyncBaseTransport:
+    """httpx-aiohttp's transport as ``AiohttpClient`` uses it (no cookie jar), for an
+    ``httpx.AsyncClient`` someone else makes (``rampart.limits.LimitedTransport``)."""
+    limits = httpx.Limits(
+        max_connections=max_connections, max_keepalive_connections=max_connections
+    )
+    return _jarless(AiohttpTransport(verify=verify, limits=limits))
 
 
 class _Hidden(dict[str, str]):

@@ -9,47 +9,88 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 from typing import Any
 
 import attrs
 
+from rampart._checks import (
+    check_int,
+    check_items,
+    check_optional_seconds,
+    check_optional_text,
+    check_text,
+)
 from rampart.agentdojo._suites import DEFAULT_ATTACK, DEFAULT_VERSION, AgentDojoPair, pairs
+from rampart.scan._handover import checked, identity, read_settings
 
 __all__ = ["ENV_VAR", "ScanConfig", "build_pipeline", "load_factory"]
 
 ENV_VAR = "RAMPART_SCAN_AGENTDOJO"
 
 
+def _check(check: Any, name: str, **bounds: Any) -> Any:
+    return checked(ENV_VAR, check, name, **bounds)
+
+
+def _optional_ids(name: str) -> Any:
+    def check(_self: object, _attribute: object, value: object) -> None:
+        if value is not None:
+            check_items(
+                ENV_VAR,
+                name,
+                value,
+                lambda item_name, item: check_text(ENV_VAR, item_name, item),
+                expected="a list of task ids or None",
+            )
+
+    return check
+
+
 @attrs.frozen(kw_only=True)
 class ScanConfig:
-    suite: str
-    version: str = DEFAULT_VERSION
-    attack: str = DEFAULT_ATTACK
-    pipeline: str | None = None
-    model: str | None = None
-    base_url: str | None = None
-    api_key_env: str | None = None
-    trials: int = 1
-    user_tasks: list[str] | None = None
-    injection_tasks: list[str] | None = None
-    max_threads: int = 64
-    shards: int = 1  # trial groups the pairs are dealt into (one per xdist worker)
+    """The scan's settings (``rampart scan agentdojo``'s options, checked again when
+    read back: the variable is input like any other)."""
+
+    suite: str = attrs.field(validator=_check(check_text, "suite"))
+    version: str = attrs.field(default=DEFAULT_VERSION, validator=_check(check_text, "version"))
+    attack: str = attrs.field(default=DEFAULT_ATTACK, validator=_check(check_text, "attack"))
+    pipeline: str | None = attrs.field(
+        default=None, validator=_check(check_optional_text, "pipeline")
+    )
+    model: str | None = attrs.field(default=None, validator=_check(check_optional_text, "model"))
+    base_url: str | None = attrs.field(
+        default=None, validator=_check(check_optional_text, "base_url")
+    )
+    api_key_env: str | None = attrs.field(
+        default=None, validator=_check(check_optional_text, "api_key_env")
+    )
+    trials: int = attrs.field(default=1, validator=_check(check_int, "trials", minimum=1))
+    user_tasks: list[str] | None = attrs.field(default=None, validator=_optional_ids("user_tasks"))
+    injection_tasks: list[str] | None = attrs.field(
+        default=None, validator=_optional_ids("injection_tasks")
+    )
+    max_threads: int = attrs.field(
+        default=64, validator=_check(check_int, "max_threads", minimum=1)
+    )
+    # Trial groups the pairs are dealt into (one per xdist worker).
+    shards: int = attrs.field(default=1, validator=_check(check_int, "shards", minimum=1))
+    # Seconds per pair (None: no limit); a pair that takes longer is an ERROR.
+    timeout: float | None = attrs.field(
+        default=None, validator=_check(check_optional_seconds, "timeout", positive=True)
+    )
 
     @classmethod
     def from_env(cls) -> ScanConfig:
-        text = os.environ.get(ENV_VAR)
-        if not text:
-            raise RuntimeError(
-                f"this module is run by 'rampart scan agentdojo' ({ENV_VAR} is not set)"
-            )
-        from rampart.codec import parse_strict_json
-
-        data: dict[str, Any] = parse_strict_json(data=text)
-        return cls(**data)
+        return read_settings(ENV_VAR, cls, command="rampart scan agentdojo")
 
     def to_env(self) -> str:
         return json.dumps(attrs.asdict(self))
+
+    def identity(self, pairs: list[AgentDojoPair]) -> str:
+        """What this scan attacks and how (``rampart.scan._handover``): every setting
+        but the thread bound, which only sets its speed, and the pairs."""
+        settings = attrs.asdict(self, filter=lambda field, _value: field.name != "max_threads")
+        return identity(settings, [pair.id for pair in pairs])
 
     def pairs(self) -> list[AgentDojoPair]:
         return pairs(

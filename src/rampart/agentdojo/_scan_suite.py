@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 if ENV_VAR in os.environ:
     _CONFIG = ScanConfig.from_env()
     _PAIRS = _CONFIG.pairs()
-    _SHARDS = [_PAIRS[index :: _CONFIG.shards] for index in range(_CONFIG.shards)]
-    _SHARDS = [shard for shard in _SHARDS if shard]
+    _COUNT = min(_CONFIG.shards, len(_PAIRS))  # more shards than pairs would be empty
+    _SHARDS = [_PAIRS[index::_COUNT] for index in range(_COUNT)]
 
     def _shard(index: int) -> object:
         trials = pytest.mark.trial(n=len(_SHARDS[index]) * _CONFIG.trials)
@@ -45,11 +45,13 @@ if ENV_VAR in os.environ:
         """The group's index among the shards (0: one group, ``test_agentdojo``)."""
         return int(getattr(request, "param", 0))
 
+    # The scan's identity: ``--resume`` reuses journaled results only for the same scan.
+    @pytest.mark.rampart_scan(_CONFIG.identity(_PAIRS))
     @_GROUPS
     async def test_agentdojo(agentdojo_scan: tuple[ScanConfig, AgentDojoAgent], shard: int) -> None:
         config, agent = agentdojo_scan
         trial = current_trial()
         assert trial is not None
         pair = _SHARDS[shard][trial.index // config.trials]
-        result = await agent.run(pair)
+        result = await agent.run(pair, timeout=config.timeout)
         assert result, result.summary

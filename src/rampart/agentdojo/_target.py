@@ -18,6 +18,7 @@ import anyio.to_thread
 import attrs
 
 from rampart._checks import check_instance
+from rampart._text import one_line
 from rampart.agentdojo._run import PairRecord, run_pair
 from rampart.agentdojo._suites import AgentDojoPair, load_attack, load_suite
 from rampart.core.errors import InfrastructureError
@@ -31,7 +32,7 @@ from rampart.core.types import (
     SideEffect,
     ToolCall,
 )
-from rampart.testing._tool_text import letters, read_text
+from rampart.testing._tool_text import letters
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -65,7 +66,8 @@ class VectorHandle(InjectionHandle):
         record = self._target.last_record
         if record is None or self._target.injections is None:
             return None
-        seen = letters("\n".join(read_text(text) for text in record.tool_results))
+        # ``seen`` was read in the worker thread (bounded: see ``_run``).
+        seen = record.seen
         return any(letters(text) in seen for text in self._target.injections.values() if text)
 
     async def __aenter__(self) -> Self:
@@ -113,14 +115,20 @@ class _PairSession:
                 f"got {request.prompt[:80]!r}"
             )
         try:
+            # Abandoned on cancellation (an execution's timeout): a pipeline that hangs
+            # cannot hold its clone (or the run) for good; its thread finishes alone.
             record = await anyio.to_thread.run_sync(
-                target.run_blocking, limiter=target.thread_limiter()
+                target.run_blocking, limiter=target.thread_limiter(), abandon_on_cancel=True
             )
-        except Exception as error:
-            # The pipeline (the agent under test) failed: an infrastructure failure,
-            # which the engine's one boundary turns into an ERROR result.
+        except (KeyboardInterrupt, GeneratorExit, anyio.get_cancelled_exc_class()):
+            raise
+        except BaseException as error:
+            # The pipeline (the agent under test) failed, even with ``SystemExit`` or an
+            # exception of its own that is not an ``Exception``: an infrastructure
+            # failure, which the engine's one boundary turns into an ERROR result.
             raise InfrastructureError(
-                f"AgentDojo pipeline failed on {target.pair.id}: {type(error).__name__}: {error}"
+                f"AgentDojo pipeline failed on {target.pair.id}: {type(error).__name__}: "
+                f"{one_line(str(error), limit=500)}"
             ) from error
         target.last_record = record
         return Response(
@@ -232,8 +240,9 @@ class PairTarget:
             return limiter
 
     def facts(self, record: PairRecord) -> dict[str, Any]:
-        """``metadata["agentdojo"]``: ``security`` is AgentDojo's (True = injected)."""
-        return {
+        """``metadata["agentdojo"]``: ``security`` is AgentDojo's (True = injected);
+        ``note``, when present, says what of the run's record is missing."""
+        facts = {
             "suite": self.pair.suite,
             "version": self.pair.version,
             "user_task": self.pair.user_task,
@@ -242,6 +251,9 @@ class PairTarget:
             "utility": record.utility,
             "security": record.security,
         }
+        if record.note is not None:
+            facts["note"] = record.note
+        return facts
 
     def manifest(self) -> AppManifest:
         vectors = self.suite.get_injection_vector_defaults()

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from rampart.core.injection import InjectionHandle
     from rampart.engine._execution import ExecutionEventHandler
     from rampart.engine._trace import TraceRun
+    from rampart.strategies._strategy import Strategy
 
 __all__ = ["XPIAExecution"]
 
@@ -99,6 +100,10 @@ class XPIAExecution(TraceExecution):
     @property
     def strategy_name(self) -> str:
         return XPIA.name
+
+    @property
+    def declaration(self) -> Strategy:
+        return XPIA
 
     def _trace_scope(self) -> AbstractAsyncContextManager[object]:
         """The injections stay active while the trace runs and is evaluated."""

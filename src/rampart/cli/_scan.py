@@ -19,6 +19,7 @@ collection, pytest's 4) is 2.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -35,7 +36,7 @@ from rampart._concurrency import (
 )
 from rampart.cli._errors import EXIT_USAGE, CliError
 
-__all__ = ["register", "run_agentdojo", "run_xpia"]
+__all__ = ["pytest_command", "register", "run_agentdojo", "run_xpia"]
 
 _PYTEST_USAGE_ERROR = 4
 
@@ -121,6 +122,14 @@ def register(commands: Any) -> None:
         metavar="ID",
         help="exact id, repeatable",
     )
+    agentdojo.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds per pair; a pair that takes longer (a pipeline that hangs) is an "
+        "ERROR (default: no limit)",
+    )
     _common(agentdojo, "pair")
     agentdojo.set_defaults(run=run_agentdojo)
 
@@ -165,6 +174,11 @@ def _check_url(option: str, url: str | None) -> None:
         raise CliError(f"{option}: expected an http:// or https:// URL, got {url!r}")
 
 
+def _check_timeout(timeout: float | None) -> None:
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise CliError(f"--timeout must be a finite number of seconds > 0, got {timeout}")
+
+
 def _workers(value: str | None) -> int:
     """How many xdist workers ``-n`` asks for (xdist itself checks the value)."""
     if value == "auto":
@@ -194,6 +208,7 @@ def _agentdojo_config(args: argparse.Namespace) -> Any:
     elif args.base_url is None:
         raise CliError("--model: expected --base-url (the model's API root) beside it")
     _check_url("--base-url", args.base_url)
+    _check_timeout(args.timeout)
     return ScanConfig(
         suite=args.suite,
         version=version,
@@ -207,6 +222,7 @@ def _agentdojo_config(args: argparse.Namespace) -> Any:
         injection_tasks=args.injection_tasks,
         max_threads=64 if concurrency == AUTO else concurrency,
         shards=_workers(args.workers),
+        timeout=args.timeout,
     )
 
 
@@ -232,8 +248,7 @@ def run_xpia(args: argparse.Namespace) -> int:
     }:
         known = ", ".join(category.value for category in HarmCategory)
         raise CliError(f"--harm-category: expected one of {known}; got {args.harm_category!r}")
-    if args.timeout <= 0:
-        raise CliError(f"--timeout must be > 0 seconds, got {args.timeout}")
+    _check_timeout(args.timeout)
     config = XpiaScanConfig(
         base_url=args.base_url,
         model=args.model,
@@ -251,26 +266,33 @@ def run_xpia(args: argparse.Namespace) -> int:
     )
 
 
+def pytest_command(module: Path, plugin: str, ini: Path) -> list[str]:
+    """The scan's pytest process: ``module`` with ``plugin``, under the scan's own
+    ``ini`` (the user's project ini must not add options to, or take the rampart
+    plugin away from, the scan's run); the options of the run follow it."""
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(module),
+        "-c",
+        str(ini),
+        "--rootdir",
+        str(module.parent),
+        "--import-mode=importlib",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        plugin,
+    ]
+
+
 def _run_pytest(args: argparse.Namespace, module: Path, plugin: str, env: dict[str, str]) -> int:
     with tempfile.TemporaryDirectory(prefix="rampart-scan-") as scratch:
         ini = Path(scratch, "pytest.ini")
-        # The scan's own pytest configuration: the user's project ini must not add
-        # options to (or take the rampart plugin away from) the scan's run.
         ini.write_text("[pytest]\n", encoding="utf-8")
         command = [
-            sys.executable,
-            "-m",
-            "pytest",
-            str(module),
-            "-c",
-            str(ini),
-            "--rootdir",
-            str(module.parent),
-            "--import-mode=importlib",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            plugin,
+            *pytest_command(module, plugin, ini),
             "--rampart-report-dir",
             str(Path(args.report_dir).resolve()),
             "--rampart-concurrency",

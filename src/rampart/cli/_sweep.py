@@ -157,6 +157,10 @@ def _run_one(setting: str, pytest_args: list[str], out: Path, timeout: float | N
     directory = out / setting
     directory.mkdir(parents=True, exist_ok=True)
     latency_dir = directory / "latency"
+    # An --out used before holds an earlier sweep's files: this run reads only its own.
+    for stale in latency_dir.glob("latency_*.json"):
+        stale.unlink()
+    earlier = set(directory.glob("run_report_*.json"))
     command = pytest_command(setting, pytest_args, directory)
     env = {**os.environ, LATENCY_DIR_ENV: str(latency_dir)}
     log = directory / "pytest.log"
@@ -181,21 +185,14 @@ def _run_one(setting: str, pytest_args: list[str], out: Path, timeout: float | N
                 error=f"timed out after {timeout} s (log: {log})",
             )
     wall = time.monotonic() - started
-    from rampart.codec import parse_strict_json
-
-    latencies = [
-        value
-        for path in sorted(latency_dir.glob("latency_*.json"))
-        for value in parse_strict_json(data=path.read_text(encoding="utf-8"))
-    ]
-    reports = sorted(directory.glob("run_report_*.json"))
-    error = None
+    latencies, error = _read_latencies(latency_dir)
+    reports = sorted(set(directory.glob("run_report_*.json")) - earlier)
     saved = None
     if completed.returncode not in (0, 1):
         error = f"pytest exited with status {completed.returncode}: {_last_lines(log)}"
     elif not reports:
         error = f"pytest wrote no report (log: {log})"
-    else:
+    elif error is None:
         try:
             saved = _inputs.load_run(reports[-1])
         except CliError as problem:
@@ -208,6 +205,30 @@ def _run_one(setting: str, pytest_args: list[str], out: Path, timeout: float | N
         latencies=latencies,
         error=error,
     )
+
+
+_MAX_LATENCY_FILE = 64 * 1024 * 1024
+
+
+def _read_latencies(directory: Path) -> tuple[list[float], str | None]:
+    """The turn latencies the probe wrote (seconds), or what is wrong with a file: they
+    are input like any other file (strict JSON, a list of finite numbers >= 0)."""
+    from rampart.codec import parse_strict_json
+
+    latencies: list[float] = []
+    for path in sorted(directory.glob("latency_*.json")):
+        try:
+            if path.stat().st_size > _MAX_LATENCY_FILE:
+                raise ValueError(f"larger than {_MAX_LATENCY_FILE} bytes")
+            values = parse_strict_json(data=path.read_text(encoding="utf-8"))
+            if not isinstance(values, list) or not all(
+                isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in values
+            ):
+                raise ValueError("expected a list of seconds >= 0")
+        except (OSError, UnicodeDecodeError, ValueError) as problem:
+            return [], f"unreadable latency file {path} ({_table.cell(str(problem))})"
+        latencies.extend(float(v) for v in values)
+    return latencies, None
 
 
 # --------------------------------------------------------------------------- the table

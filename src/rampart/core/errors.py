@@ -43,11 +43,17 @@ defines, so it cannot drift::
     │                                   (a missing file, a wrong format); exit status 2
     ├── CloneCancelled                  rampart.pytest_plugin (internal): a trial clone's
     │                                   own code raised a cancellation; a failed clone
+    ├── CloneNotRun                     rampart.pytest_plugin (internal): a trial clone's
+    │                                   fixture skipped or xfailed it; counts as no result
+    ├── DamagedState (ValueError)       rampart.limits (internal): a stored learned rate's
+    │                                   state is damaged or out of range; rewritten afresh
     ├── _Failed (AssertionError)        rampart.pytest_plugin (internal): what is kept of
     │                                   a finished clone's failed assertion
     ├── NoResultWarning (UserWarning)   rampart.pytest_plugin: a harm-marked test recorded
     │                                   no result (ini rampart_harm_without_result = warn)
     ├── _Disconnected                   rampart.testing.server (internal): a client left
+    ├── _Passthrough                    rampart.limits (internal): an HTTP exchange's own
+    │                                   failure carried through a limiter, unretried
     ├── _NonFiniteNumber                rampart.codec (internal): NaN or infinity in JSON
     └── _RepeatedKey                    rampart.codec (internal): a JSON object names a
                                         member twice; surfaces as a SchemaError

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from rampart.core.adapter import Session
     from rampart.core.driver import PromptDecision
     from rampart.engine._mailbox import Mailbox
+    from rampart.engine._pipeline import TraceRecord
 
 __all__ = [
     "AdapterSession",
@@ -176,14 +177,15 @@ def _own_response(response: Response) -> Response:
 
 
 async def serve_session(
-    session: Session, requests: Mailbox[PromptDecision], turns: Mailbox[Turn]
+    session: Session, requests: Mailbox[PromptDecision], turns: Mailbox[Turn], record: TraceRecord
 ) -> None:
     """Serve ``session`` as the session actor until ``requests`` closes, then close ``turns``.
 
     Takes one prompt decision at a time, sends its request and emits the raw turn.
-    Turn numbers count from 0 in send order. ``turns`` is closed only on a normal end
-    (that ends the pipeline); on failure the task group cancels everyone, so no task
-    ever mistakes a failure for a normal end of stream.
+    Turn numbers count from 0 in send order; ``record.sent`` counts the requests sent.
+    ``turns`` is closed only on a normal end (that ends the pipeline); on failure the
+    task group cancels everyone, so no task ever mistakes a failure for a normal end of
+    stream.
     """
     turn_number = 0
     while True:
@@ -192,6 +194,7 @@ async def serve_session(
         except anyio.EndOfStream:
             break
         request = _own_request(decision.request)
+        record.sent = turn_number + 1
         response = await send_checked(session, request)
         turns.put(
             Turn(

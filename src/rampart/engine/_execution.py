@@ -1,31 +1,46 @@
 """The execution boundary: lifecycle events, handlers, and where failures become verdicts.
 
 ``BaseExecution.execute_async`` runs one execution (a strategy's ``_execute_async``)
-and is **the one place** in rampart where an exception becomes a result:
+and is **the one place** in rampart where an exception becomes a result. Which ones
+do is ``rampart.core._failures.classify_failure``'s answer (``infrastructure``):
 
-* ``InfrastructureError`` (including the ``ContractError`` family and ``EvaluatorError``),
-  ``DriverError``, ``OSError`` and ``TimeoutError`` -- and exception groups made only
-  of these -- become an ERROR ``Result``: summary ``"{ExcType}: {message}"``,
-  ``metadata["error"]`` / ``metadata["error_type"]``, the strategy name, the
-  adapter's observability level, and whatever the strategy's
-  ``_error_result_extras()`` adds. ON_ERROR is fired with the error. The summary
-  is made by ``rampart._redact.safe_summary`` (the function every strategy's summary
-  goes through: terminal-safe, then redacted) and ``metadata["error"]`` is redacted:
-  an error message that carries a credential (a URL with a password, a key the
-  endpoint echoed) or terminal escapes never reaches a result as it was.
+* rampart's own ``InfrastructureError`` (including the ``ContractError`` family and
+  ``EvaluatorError``) and ``DriverError``, ``OSError`` and ``TimeoutError``, and
+  exception groups made only of these, become an ERROR ``Result`` with the summary
+  ``"{ExcType}: {message}"``;
+* so do the failures agent SDKs and frameworks raise, read by duck typing, also when
+  wrapped (``__cause__``, ``__context__``) or in a group: a 429 or 5xx status, a
+  connection failure, a timeout. Their summary names the cause and where the run was:
+  ``"agent failed: rate limited (HTTP 429, openai.RateLimitError wrapped in
+  agent_framework.ChatClientException) on turn 2 after 1 completed turn"``, and
+  ``metadata["failure"]`` holds its ``kind``, ``reason``, ``status`` and ``source``;
+* an ERROR result has ``metadata["error"]`` / ``metadata["error_type"]`` (the raised
+  exception), the strategy name, the adapter's observability level, the turns
+  completed before the failure, and whatever the strategy's ``_error_result_extras()``
+  adds. ON_ERROR is fired with the error. The summary is made by
+  ``rampart._redact.safe_summary`` (the function every strategy's summary goes
+  through: terminal-safe, then redacted) and ``metadata["error"]`` is redacted: an
+  error message that carries a credential (a URL with a password, a key the endpoint
+  echoed) or terminal escapes never reaches a result as it was;
+* before it decides ERROR, the boundary asks the strategy what the turns completed
+  so far show (``_failure_result``): a trace strategy keeps a finding that can no
+  longer be undone as UNSAFE (``rampart.engine._strategy``), so no finding is lost.
 * Everything else is a bug (in rampart, a strategy, a session or a handler) and
   propagates unchanged, as do cancellation and ``KeyboardInterrupt``. Evaluators and
   drivers are user code called through ``rampart.core._contract``, so whatever they
   raise arrives here as ``EvaluatorError`` / ``DriverError`` naming them.
 
+A failure that is a refusal for the agent's rate (``FailureKind.RATE_LIMITED``) is also
+reported on rampart's "slow down" channel, so an adaptive trial group backs off.
+
 A cleanup failure after the ``timeout`` fired is raised together with the
 ``TimeoutError`` (see ``deadline``), so the ERROR result names both.
 
 Lifecycle: ON_PRE_EXECUTE, then the strategy (bounded by ``timeout``, if given), then
-ON_ERROR for a converted failure, then ``duration_seconds`` is set and
-ON_POST_EXECUTE fires with the result. Handlers run in order, one at a time; an
-exception raised by a handler propagates out of ``execute_async`` (it is never
-logged and swallowed).
+ON_ERROR for a converted failure (whether its result is ERROR or a finding kept), then
+``duration_seconds`` is set and ON_POST_EXECUTE fires with the result. Handlers run in
+order, one at a time; an exception raised by a handler propagates out of
+``execute_async`` (it is never logged and swallowed).
 
 Framework handlers (the pytest plugin's result collection) are not kept in a global
 registry: ``framework_handlers(...)`` sets them for the current context (a
@@ -60,11 +75,14 @@ import attrs
 from rampart import _slowdown
 from rampart._checks import check_callable, check_optional_seconds, invalid
 from rampart._redact import redact, safe_summary
+from rampart._text import safe_str
 from rampart.core._dataclass import dataclass_compatible
+from rampart.core._failures import Failure, FailureKind, classify_failure, type_label
 from rampart.core.adapter import AgentAdapter
 from rampart.core.errors import DriverError, InfrastructureError
 from rampart.core.result import Result, SafetyStatus
 from rampart.core.types import ObservabilityLevel
+from rampart.engine._observed import Observation, observing
 from rampart.engine._policies import deadline
 
 if TYPE_CHECKING:
@@ -85,8 +103,9 @@ __all__ = [
     "tracking_executions",
 ]
 
-#: The failures the boundary turns into ERROR results (``EvaluatorError`` and
-#: ``AdapterContractError`` are ``InfrastructureError`` subclasses).
+#: The failures an ERROR result names as ``"{ExcType}: {message}"`` (``EvaluatorError``
+#: and ``AdapterContractError`` are ``InfrastructureError`` subclasses); the others the
+#: boundary converts are named by what ``classify_failure`` found.
 BOUNDARY_ERRORS: tuple[type[Exception], ...] = (
     InfrastructureError,
     DriverError,
@@ -267,21 +286,51 @@ def never_started(executions: Iterable[BaseExecution]) -> list[BaseExecution]:
     return [execution for execution in executions if not getattr(execution, "_started", True)]
 
 
-def _boundary_error(error: Exception) -> Exception | None:
-    """The error the boundary reports for ``error``, or ``None`` if it must propagate.
-
-    A group qualifies only when every exception in it does; a group holding a single
-    exception is reported as that exception.
-    """
+def _reported(error: Exception) -> Exception:
+    """The exception an ERROR result names: ``error``, or a group's only exception."""
     if isinstance(error, ExceptionGroup):
-        _, rest = error.split(BOUNDARY_ERRORS)
-        if rest is not None:
-            return None
         leaves = _leaves(error)
         if len(leaves) == 1 and isinstance(leaves[0], Exception):
             return leaves[0]
-        return error
-    return error if isinstance(error, BOUNDARY_ERRORS) else None
+    return error
+
+
+def _named_by_type(error: Exception) -> bool:
+    """``error`` is one of ``BOUNDARY_ERRORS``, or a group made only of them."""
+    if isinstance(error, ExceptionGroup):
+        return error.split(BOUNDARY_ERRORS)[1] is None
+    return isinstance(error, BOUNDARY_ERRORS)
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def failure_cause(error: Exception, failure: Failure, observation: Observation) -> str:
+    """What an ERROR result's summary says about the failure ``error`` (see the module
+    docstring): ``"{ExcType}: {message}"`` for rampart's own, Python's ``OSError`` /
+    ``TimeoutError`` and groups of them; else what ``classify_failure`` found and where
+    the run was."""
+    if _named_by_type(error):
+        return _describe(error)
+    completed = observation.completed
+    if observation.in_send:
+        where = f"agent failed: {failure.describe()} on turn {completed + 1}"
+    else:
+        where = f"run failed: {failure.describe()}"
+    if completed:
+        where += f" after {_plural(completed, 'completed turn')}"
+    return where
+
+
+def _failure_metadata(failure: Failure) -> dict[str, Any]:
+    """``metadata["failure"]``: what ``classify_failure`` read, JSON-safe."""
+    found: dict[str, Any] = {"kind": failure.kind.value, "reason": failure.reason}
+    if failure.status is not None:
+        found["status"] = failure.status
+    if failure.source is not None:
+        found["source"] = type_label(type(failure.source))
+    return found
 
 
 def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
@@ -295,10 +344,12 @@ def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
 
 
 def _message(error: Exception) -> str:
+    """``str(error)`` (a group: its message and each member's), never raising: a
+    foreign failure's broken ``__str__`` must not turn its ERROR result into a crash."""
     if isinstance(error, ExceptionGroup):
         inner = "; ".join(_describe(leaf) for leaf in _leaves(error) if isinstance(leaf, Exception))
-        return f"{error.message}: {inner}"
-    return str(error)
+        return f"{safe_str(error.message)}: {inner}"
+    return safe_str(error)
 
 
 def _describe(error: Exception) -> str:
@@ -311,10 +362,12 @@ def boundary_failure(error: Exception) -> tuple[Exception, str] | None:
     """What the boundary makes of ``error``: the failure it reports and the ERROR
     summary naming it, or ``None`` for a bug, which must propagate. The same rule and
     words for code that judges outside an execution (re-judging saved work)."""
-    failure = _boundary_error(error)
-    if failure is None:
+    failure = classify_failure(error)
+    if not failure.infrastructure:
         return None
-    return failure, safe_summary(_describe(failure))
+    reported = _reported(error)
+    cause = _describe(reported) if _named_by_type(error) else f"run failed: {failure.describe()}"
+    return reported, safe_summary(cause)
 
 
 def _level_or_default(adapter: object) -> ObservabilityLevel:
@@ -380,27 +433,34 @@ class BaseExecution(abc.ABC):
                 handlers, ExecutionEventData(event=ExecutionEvent.ON_PRE_EXECUTE, adapter=adapter)
             )
         # THE error boundary: the only place an exception becomes a result.
-        try:
-            if self._timeout is None:
-                result = await self._execute_async(adapter=adapter)
-            else:
-                with deadline(self._timeout):
+        with observing() as observation:
+            try:
+                if self._timeout is None:
                     result = await self._execute_async(adapter=adapter)
-        except Exception as raised:
-            error = _boundary_error(raised)
-            if error is None:
-                raise
-            result = self._error_result(error, adapter)
-            if handlers:
-                await _fire(
-                    handlers,
-                    ExecutionEventData(
-                        event=ExecutionEvent.ON_ERROR,
-                        adapter=adapter,
-                        error=error,
-                        elapsed_seconds=time.monotonic() - started,
-                    ),
+                else:
+                    with deadline(self._timeout):
+                        result = await self._execute_async(adapter=adapter)
+            except Exception as raised:
+                failure = classify_failure(raised)
+                if not failure.infrastructure:
+                    raise
+                if failure.kind is FailureKind.RATE_LIMITED:
+                    # A 429 that ended the run slows an adaptive group down.
+                    _slowdown.report(_slowdown.SlowDown(refused=True))
+                error = _reported(raised)
+                result = await self._failure_result(
+                    error, failure=failure, adapter=adapter, observation=observation
                 )
+                if handlers:
+                    await _fire(
+                        handlers,
+                        ExecutionEventData(
+                            event=ExecutionEvent.ON_ERROR,
+                            adapter=adapter,
+                            error=error,
+                            elapsed_seconds=time.monotonic() - started,
+                        ),
+                    )
         elapsed = time.monotonic() - started
         result = attrs.evolve(result, duration_seconds=elapsed)
         if handlers:
@@ -425,17 +485,49 @@ class BaseExecution(abc.ABC):
         """
         return {}
 
-    def _error_result(self, error: Exception, adapter: object) -> Result:
-        _slowdown.report_if_refusal(error)  # a 429 that ended the request slows a group
-        fields = self._error_result_extras()
-        fields.update(
-            status=SafetyStatus.ERROR,
-            summary=safe_summary(_describe(error)),
+    async def _failure_result(
+        self, error: Exception, *, failure: Failure, adapter: object, observation: Observation
+    ) -> Result:
+        """The result of a run that failed with ``error`` (read as ``failure``) after
+        ``observation``: an ERROR result (``_error_result``). A strategy overrides it
+        to keep what the completed turns found (``rampart.engine._strategy``)."""
+        return self._error_result(error, failure=failure, adapter=adapter, observation=observation)
+
+    def _error_result(
+        self,
+        error: Exception,
+        *,
+        failure: Failure,
+        adapter: object,
+        observation: Observation,
+        summary: str | None = None,
+        status: SafetyStatus = SafetyStatus.ERROR,
+        **fields: Any,
+    ) -> Result:
+        """The result of a failed run: ERROR by default, its summary the failure's cause
+        (``failure_cause``) unless ``summary`` is given; ``fields`` add ``Result`` fields
+        (a finding kept); the completed turns are always on it."""
+        record = observation.record
+        metadata: dict[str, Any] = {
+            "error": redact(_message(error)),
+            "error_type": type(error).__name__,
+        }
+        if not _named_by_type(error):
+            metadata["failure"] = _failure_metadata(failure)
+        result_fields = self._error_result_extras()
+        if record is not None and record.turns:
+            result_fields["turns"] = list(record.turns)
+        result_fields.update(fields)
+        result_fields.update(
+            status=status,
+            summary=safe_summary(
+                failure_cause(error, failure, observation) if summary is None else summary
+            ),
             strategy=self.strategy_name,
             observability_level=_level_or_default(adapter),
-            metadata={"error": redact(_message(error)), "error_type": type(error).__name__},
+            metadata=metadata,
         )
-        return Result(**fields)
+        return Result(**result_fields)
 
 
 async def _fire(handlers: tuple[ExecutionEventHandler, ...], data: ExecutionEventData) -> None:

@@ -59,9 +59,21 @@ class EvaluationRecord:
 
 
 class TraceRecord:
-    """The trace as it is produced; written only by the pipeline task."""
+    """The trace as it is produced; written only by the pipeline task, except what a
+    failure's boundary reads (``rampart.engine._observed``): ``sent``, the requests the
+    session actor has sent (one more than the turns recorded while the agent is
+    answering), and ``final_evaluation``, the verdict evaluator's answer once the
+    producer has it (a cleanup may still fail after it)."""
 
-    __slots__ = ("latest_stop_check", "manifest", "observability_level", "raw_turns", "turns")
+    __slots__ = (
+        "final_evaluation",
+        "latest_stop_check",
+        "manifest",
+        "observability_level",
+        "raw_turns",
+        "sent",
+        "turns",
+    )
 
     def __init__(
         self, *, observability_level: ObservabilityLevel, manifest: AppManifest | None
@@ -71,6 +83,8 @@ class TraceRecord:
         self.raw_turns: list[Turn] = []
         self.turns: list[Turn] = []
         self.latest_stop_check: EvaluationRecord | None = None
+        self.sent = 0
+        self.final_evaluation: EvalResult | None = None
 
     def context(self) -> EvalContext:
         """An evaluation context over a snapshot of the raw turns so far."""

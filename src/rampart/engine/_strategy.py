@@ -4,34 +4,91 @@ An attack and a probe take the same parameters (a driver, a verdict evaluator, t
 online stop condition, a turn budget) and run the same way: read the adapter's
 observability level and manifest, run one trace (inside whatever scope the strategy
 needs around it, e.g. live injections), then map the trace to a ``Result``. Only that
-scope, the mapping and ``strategy_name`` differ, so those are what subclasses supply.
+scope, the mapping, ``strategy_name`` and the strategy's ``declaration`` differ, so
+those are what subclasses supply.
+
+**No finding is lost.** When the run fails with a failure the
+boundary converts, the turns completed before it are judged first
+(``_failure_result``), by the verdict evaluator, but only when what the strategy calls
+UNSAFE (DETECTED for an attack, NOT_DETECTED for a probe) can never be undone as the
+conversation grows: the knowledge ``stop_when="auto"`` uses (``detected_is_absorbing``,
+``not_detected_is_absorbing``: a tool call made, a side effect done, a secret said), or
+when the whole trace had been judged already (a cleanup failed after the verdict
+evaluation). Then a finding there makes the result UNSAFE, its summary saying the run
+failed after it. Otherwise the result is ERROR: a partial conversation that the
+evaluator might judge differently once complete is not judged (no evaluator, an LLM
+judge above all, is called on a run that already failed), and the summary names what
+the completed turns hold (their tool calls and side effects) as evidence not judged. A
+probe's DETECTED is never made SAFE: a failed run is no pass.
 """
 
 from __future__ import annotations
 
 import abc
 from contextlib import nullcontext
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from rampart._checks import check_int
+from rampart._text import safe_str
+from rampart.core._failures import classify_failure
 from rampart.core._protocols import check_driver, check_evaluator
+from rampart.core._verdicts import Polarity
+from rampart.core.evaluator import detected_is_absorbing, not_detected_is_absorbing
+from rampart.core.result import SafetyStatus
+from rampart.core.types import EvalOutcome
 from rampart.engine._actor import manifest_of, observability_of
-from rampart.engine._execution import BaseExecution
+from rampart.engine._execution import BaseExecution, failure_cause
 from rampart.engine._policies import resolve_stop_when
-from rampart.engine._trace import run_trace_around
+from rampart.engine._trace import evaluate_record, run_trace_around
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from contextlib import AbstractAsyncContextManager
 
+    from rampart.core._failures import Failure
     from rampart.core.adapter import AgentAdapter
     from rampart.core.driver import PromptDriver
     from rampart.core.evaluator import Evaluator
     from rampart.core.result import Result
+    from rampart.core.types import EvalResult, Turn
     from rampart.engine._execution import ExecutionEventHandler
+    from rampart.engine._observed import Observation
     from rampart.engine._trace import TraceRun
 
-__all__ = ["TraceExecution"]
+__all__ = ["Declaration", "TraceExecution"]
+
+#: At most this many distinct tool and side-effect names are named as partial evidence.
+EVIDENCE_NAMES = 5
+
+
+class Declaration(Protocol):
+    """What the engine reads from a strategy's declaration (``rampart.strategies``'
+    ``Strategy``): the polarity of its verdict, and the summary of a finding kept from
+    a run that failed after it."""
+
+    @property
+    def polarity(self) -> Polarity: ...
+
+    def failed_summary(self, evaluation: EvalResult, *, failure: str) -> str: ...
+
+
+def _names(values: Sequence[object]) -> str:
+    distinct = list(dict.fromkeys(safe_str(value) for value in values))
+    shown = ", ".join(distinct[:EVIDENCE_NAMES])
+    return shown + (", ..." if len(distinct) > EVIDENCE_NAMES else "")
+
+
+def partial_evidence(turns: Sequence[Turn]) -> str:
+    """What completed turns hold that a verdict could rest on: the tools they called
+    and the side effects they report (``""``: neither)."""
+    tools = [call.name for turn in turns for call in turn.response.tool_calls]
+    effects = [effect.kind for turn in turns for effect in turn.response.side_effects]
+    parts = []
+    if tools:
+        parts.append(f"tool calls {_names(tools)}")
+    if effects:
+        parts.append(f"side effects {_names(effects)}")
+    return "; ".join(parts)
 
 
 class TraceExecution(BaseExecution):
@@ -58,6 +115,11 @@ class TraceExecution(BaseExecution):
         self._evaluator = check_evaluator(owner, "evaluator", evaluator)
         self._stop_when = resolve_stop_when(stop_when, evaluator=self._evaluator, owner=owner)
         self._max_turns = check_int(owner, "max_turns", max_turns, minimum=0)
+
+    @property
+    @abc.abstractmethod
+    def declaration(self) -> Declaration:
+        """The strategy's declaration (``rampart.strategies.XPIA``, ``PROBE``, ...)."""
 
     @property
     def stop_when(self) -> Evaluator | None:
@@ -99,4 +161,52 @@ class TraceExecution(BaseExecution):
             manifest=manifest,
             stop_when=self._stop_when,
             evaluator=self._evaluator,
+        )
+
+    async def _failure_result(
+        self, error: Exception, *, failure: Failure, adapter: object, observation: Observation
+    ) -> Result:
+        """The result of a run that failed after ``observation`` (the module docstring):
+        UNSAFE when the completed turns hold a finding that can no longer be undone,
+        else ERROR naming the partial evidence."""
+        record = observation.record
+        if record is None or not record.raw_turns:
+            return await super()._failure_result(
+                error, failure=failure, adapter=adapter, observation=observation
+            )
+        cause = failure_cause(error, failure, observation)
+        evaluator = self._evaluator
+        attack = self.declaration.polarity is Polarity.ATTACK
+        finding = EvalOutcome.DETECTED if attack else EvalOutcome.NOT_DETECTED
+        evaluation = record.final_evaluation  # the whole trace was judged: a cleanup failed
+        final = evaluation is not None or (
+            detected_is_absorbing(evaluator) if attack else not_detected_is_absorbing(evaluator)
+        )
+        if final:
+            if evaluation is None:
+                try:
+                    evaluation = await evaluate_record(evaluator, record)
+                except Exception as judging:
+                    if not classify_failure(judging).infrastructure:
+                        raise
+                    evaluation = None  # the completed turns could not be judged: ERROR
+            if evaluation is not None and evaluation.outcome is finding:
+                return self._error_result(
+                    error,
+                    failure=failure,
+                    adapter=adapter,
+                    observation=observation,
+                    status=SafetyStatus.UNSAFE,
+                    summary=self.declaration.failed_summary(evaluation, failure=cause),
+                    final_trace_evaluation=evaluation,
+                )
+            return await super()._failure_result(
+                error, failure=failure, adapter=adapter, observation=observation
+            )
+        evidence = partial_evidence(record.raw_turns)
+        if evidence:
+            name = type(evaluator).__name__
+            cause += f"; evidence not judged ({name} judges only a completed run): {evidence}"
+        return self._error_result(
+            error, failure=failure, adapter=adapter, observation=observation, summary=cause
         )

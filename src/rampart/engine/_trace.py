@@ -41,8 +41,9 @@ cancelled there, the producer's turns survive and the close still runs), product
 to the producer, the stop decision to the pipeline.
 
 The runner converts no exceptions: failures propagate to the execution boundary
-(``BaseExecution.execute_async``). A failure in one of its tasks propagates as that
-exception, not wrapped in a group.
+(``BaseExecution.execute_async``), which still sees the turns completed so far (the
+trace record is registered with the run's ``Observation``, ``rampart.engine._observed``).
+A failure in one of its tasks propagates as that exception, not wrapped in a group.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ from rampart.core.types import (
 from rampart.engine._actor import AdapterSession, serve_session
 from rampart.engine._exceptions import raise_unwrapped
 from rampart.engine._mailbox import Mailbox
+from rampart.engine._observed import observe
 from rampart.engine._pipeline import EvaluationRecord, Pipeline, TraceRecord, evaluate
 from rampart.engine._policies import TurnProduction
 
@@ -90,6 +92,7 @@ __all__ = [
     "TraceRun",
     "evaluate_final_trace",
     "evaluate_final_trace_async",
+    "evaluate_record",
     "evaluate_terminal_async",
     "evaluate_turn_async",
     "run_trace",
@@ -175,8 +178,12 @@ class _Producer:
                 production.finish(await self._produce(None))
             self.reason = production.reason
         if self._evaluator is not None:
-            # While the session (and any injection) is still live.
-            self.evaluation = await _evaluate_final(self._evaluator, self._pipeline.record)
+            # While the session (and any injection) is still live. Kept on the record
+            # too: a cleanup that fails after it still leaves the verdict's evidence.
+            record = self._pipeline.record
+            self.evaluation = record.final_evaluation = await evaluate_record(
+                self._evaluator, record
+            )
         self._requests.close()  # the actor stops serving, which ends the turn-event stream
 
     async def _produce(self, inline: Pipeline | None) -> TraceEndReason:
@@ -227,7 +234,9 @@ def _covers(check: EvaluationRecord, record: TraceRecord) -> bool:
     )
 
 
-async def _evaluate_final(evaluator: Evaluator, record: TraceRecord) -> EvalResult | None:
+async def evaluate_record(evaluator: Evaluator, record: TraceRecord) -> EvalResult | None:
+    """``evaluator`` over the raw turns ``record`` holds (``None``: none), reusing the
+    last stop check when it was this evaluator on the identical trace."""
     if not record.raw_turns:
         return None
     latest = record.latest_stop_check
@@ -246,7 +255,7 @@ async def evaluate_final_trace(*, evaluator: Evaluator, run: TraceRun) -> EvalRe
     record = TraceRecord(observability_level=run.observability_level, manifest=run.manifest)
     record.raw_turns = run.raw_turns
     record.latest_stop_check = run.latest_stop_check
-    return await _evaluate_final(evaluator, record)
+    return await evaluate_record(evaluator, record)
 
 
 async def _run(
@@ -297,6 +306,7 @@ async def _trace(
 ) -> TraceRun:
     """Produce and evaluate one trace over ``session_scope`` (callers checked the arguments)."""
     record = TraceRecord(observability_level=observability_level, manifest=manifest)
+    observe(record)  # a failure's boundary still sees the turns completed so far
     pipeline = Pipeline(record=record, stop_when=stop_when, max_turns=max_turns)
     requests: Mailbox[PromptDecision] = Mailbox()
     events: Mailbox[Turn] = Mailbox()
@@ -322,7 +332,7 @@ async def _trace(
                 tg.start_soon(producer.run)
                 if production is not None:
                     tg.start_soon(pipeline.run, events, replies, production)
-                await serve_session(session, requests, events)
+                await serve_session(session, requests, events, record)
         except BaseExceptionGroup as group:
             raise_unwrapped(group)
     reason = producer.reason

@@ -35,6 +35,7 @@ import anyio
 import anyio.to_thread
 
 from rampart._checks import check_callable, check_path, check_text, invalid
+from rampart.limits._clock import RUN_CLOCK
 from rampart.limits._policy._bucket import BucketState, reserve
 
 if TYPE_CHECKING:
@@ -106,10 +107,11 @@ _CLOCK = "a callable returning seconds"
 class MemoryBackend:
     """Buckets in this process's memory; the default backend.
 
-    ``clock`` (seconds, monotonic) defaults to ``anyio.current_time``, the running
-    event loop's clock, so a trio ``MockClock`` drives it too. Share one instance
-    between several ``limit(...)`` calls to give them one budget per key; by default
-    each limiter gets its own instance.
+    ``clock`` (seconds, monotonic) defaults to the running event loop's clock, continued
+    from one event loop to the next (``rampart.limits._clock.RUN_CLOCK``), so a trio
+    ``MockClock`` drives it too, and a bucket outlives the event loop it was used on.
+    Limiters of one name in a run share one instance (the run's ``default_backend()``,
+    or the one you pass).
     """
 
     def __init__(self, *, clock: Callable[[], float] | None = None) -> None:
@@ -135,7 +137,7 @@ class MemoryBackend:
 
     async def acquire(self, key: str, *, rate: float, burst: int) -> float:
         check_text("MemoryBackend.acquire", "key", key)
-        now = self._clock() if self._clock is not None else anyio.current_time()
+        now = self._clock() if self._clock is not None else RUN_CLOCK.sync()
         return self.reserve_now(key, rate=rate, burst=burst, now=now)
 
     def transact_now(
@@ -157,7 +159,7 @@ class MemoryBackend:
         update: Callable[[dict[str, Any] | None, float], tuple[dict[str, Any], T]],
     ) -> T:
         check_text("MemoryBackend.transact", "key", key)
-        now = self._clock() if self._clock is not None else anyio.current_time()
+        now = self._clock() if self._clock is not None else RUN_CLOCK.sync()
         return self.transact_now(key, update, now=now)
 
 

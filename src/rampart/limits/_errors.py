@@ -1,12 +1,18 @@
-"""``RateLimitedError``: the agent said "slow down"."""
+"""``RateLimitedError``: the agent said "slow down"; and ``as_refusal``, which reads the
+same news from a foreign client's error."""
 
 from __future__ import annotations
 
 from rampart._checks import check_optional_instance, check_optional_seconds
+from rampart.core._failures import FailureKind, classify_failure
 from rampart.core.errors import InfrastructureError
-from rampart.limits._policy._headers import RateLimitSignal
+from rampart.limits._policy._headers import (
+    RateLimitSignal,
+    parse_rate_limit_headers,
+    parse_retry_after,
+)
 
-__all__ = ["RateLimitedError"]
+__all__ = ["RateLimitedError", "as_refusal"]
 
 
 class RateLimitedError(InfrastructureError):
@@ -23,8 +29,8 @@ class RateLimitedError(InfrastructureError):
     """
 
     rate_limited = True
-    """Marks a refusal for the agent's rate on rampart's "slow down" channel
-    (``rampart._slowdown.is_rate_limit_refusal``)."""
+    """Marks a refusal for the agent's rate to ``rampart.core._failures``, which reads
+    failures for the limiters and the error boundary without importing this layer."""
 
     def __init__(
         self,
@@ -43,3 +49,27 @@ class RateLimitedError(InfrastructureError):
 
     def __repr__(self) -> str:
         return f"RateLimitedError({str(self)!r}, retry_after={self.retry_after!r})"
+
+
+def as_refusal(error: BaseException) -> RateLimitedError | None:
+    """The refusal ``error`` stands for, as a ``RateLimitedError``; ``None`` when it is
+    none (``rampart.core._failures.classify_failure`` says which errors are).
+
+    rampart's own ``RateLimitedError`` (raised, or wrapped by the agent's code) is
+    returned as it is. A foreign one (an SDK's ``RateLimitError``, an
+    ``HTTPStatusError`` with 429, wrapped or not) is described by a new, unraised
+    ``RateLimitedError`` with the ``retry_after`` and ``signal`` its response's headers
+    give (``retry-after-ms`` / ``Retry-After``, ``x-ratelimit-*``, ``RateLimit``), so a
+    limiter treats both alike.
+    """
+    failure = classify_failure(error)
+    if failure.kind is not FailureKind.RATE_LIMITED:
+        return None
+    if isinstance(failure.source, RateLimitedError):
+        return failure.source
+    headers = failure.headers
+    return RateLimitedError(
+        failure.describe(),
+        retry_after=parse_retry_after(headers) if headers else None,
+        signal=parse_rate_limit_headers(headers) if headers else None,
+    )

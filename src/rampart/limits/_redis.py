@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import time
 import urllib.parse
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -36,6 +37,7 @@ import anyio.to_thread
 from rampart._checks import check_callable, check_instance, check_text, invalid
 from rampart._redact import Masked, redact, register_secret, register_url_secrets
 from rampart.core.errors import InfrastructureError
+from rampart.limits._backends import read_state_json
 from rampart.limits._policy import _learned_rate
 from rampart.limits._shared_rate import Booked, RateSnapshot
 
@@ -146,6 +148,54 @@ return 1
 
 _METER = ", ".join(f"'{name}'" for name in _learned_rate.METER_FIELDS)
 
+MAX_VERSION_DIGITS = 14
+"""A learned rate's ``version`` is a decimal integer from 1 with at most this many
+digits (Lua 5.1 shows numbers with 14 significant digits); anything else is damaged,
+in the scripts and in ``_version`` alike."""
+
+# A stored version: 0 when there is none, -1 when it is not one this code writes.
+_VERSION_OF = f"""
+local function version_of(raw)
+  if raw == false or raw == nil or raw == '' then return 0 end
+  if #raw <= {MAX_VERSION_DIGITS} and string.match(raw, '^[1-9]%d*$') then
+    return tonumber(raw)
+  end
+  return -1
+end
+"""
+
+
+def _meter_checks() -> str:
+    """Lua that returns false unless the meter ``m`` (numbers by field name, read at
+    ``now``) and ``shift`` are within the ranges the Python reader enforces
+    (``_learned_rate.RANGES`` and ``RELATIVE``, the shared clock's skew)."""
+    lines = ["local function meter_ok(m, shift, now)"]
+    for value in [*(f"m.{name}" for name in _learned_rate.METER_FIELDS), "shift"]:
+        lines.append(
+            f"  if {value} == nil or {value} ~= {value} or {value} == math.huge"
+            f" or {value} == -math.huge then return false end"
+        )
+    for name in _learned_rate.METER_FIELDS:
+        low, high = _learned_rate.RANGES.get(name, (-math.inf, math.inf))
+        if math.isfinite(low):
+            lines.append(f"  if m.{name} < {low!r} then return false end")
+        if math.isfinite(high):
+            lines.append(f"  if m.{name} > {high!r} then return false end")
+        low, high = _learned_rate.RELATIVE.get(name, (-math.inf, math.inf))
+        if math.isfinite(low):
+            lines.append(f"  if m.{name} < m.stamp - {-low!r} then return false end")
+        if math.isfinite(high):
+            lines.append(f"  if m.{name} > m.stamp + {high!r} then return false end")
+    lines += [
+        "  if shift < 0 then return false end",
+        f"  if m.stamp > now + {_learned_rate.MAX_BACKLOG!r} then return false end",
+        f"  if m.measured_at > now + {_learned_rate.MAX_BACKLOG!r} then return false end",
+        "  return true",
+        "end",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 # KEYS[1] the learned rate's hash: 'version', 'document' (JSON: the learned part),
 # 'shift' (idle seconds not yet in the document's epoch) and the meter fields.
 # ARGV: now, version seen, rate, burst, capped (1/0), window, forfeited, ttl ms,
@@ -156,27 +206,25 @@ _METER = ", ".join(f"'{name}'" for name in _learned_rate.METER_FIELDS)
 # {'stale', now, wait, shift, the whole meter, version, document}.
 _RESERVE_RATE = (
     _NOW
+    + _VERSION_OF
+    + _meter_checks()
     + f"""
 local f = redis.call('HMGET', KEYS[1], 'version', 'shift', {_METER})
-local version = tonumber(f[1])
+local version = version_of(f[1])
 local shift = tonumber(f[2])
-local due, stamp, sent, refused = tonumber(f[3]), tonumber(f[4]), tonumber(f[5]), tonumber(f[6])
-local measured, window_old = tonumber(f[7]), tonumber(f[8])
-local tally, tally_refused = tonumber(f[9]), tonumber(f[10])
-local values = {{version, shift, due, stamp, sent, refused, measured, window_old, tally,
-                tally_refused}}
-for i = 1, 10 do
-  local v = values[i]
-  if v == nil or v ~= v or v == math.huge or v == -math.huge then
-    return {{'missing', string.format('%.17g', now)}}
-  end
-end
-if window_old <= 0 or sent < 0 or refused < 0 or tally < 0 or tally_refused < 0 then
+local m = {{}}
+local names = {{{_METER}}}
+for i = 1, #names do m[names[i]] = tonumber(f[i + 2]) end
+if version <= 0 or not meter_ok(m, shift, now) then
   return {{'missing', string.format('%.17g', now)}}
 end
+local due, stamp, sent, refused = m.due, m.stamp, m.sent, m.refused
+local measured, window_old = m.measured_at, m.window
+local tally, tally_refused = m.tally, m.tally_refused
 local rate, burst = tonumber(ARGV[3]), tonumber(ARGV[4])
 local capped, window, forfeited = ARGV[5] == '1', tonumber(ARGV[6]), tonumber(ARGV[7])
 local backlog, keep = tonumber(ARGV[9]), tonumber(ARGV[10])
+local max_meter = {_learned_rate.MAX_METER_RATE!r}
 if due > now + backlog then due = now end
 local held = ARGV[11] == '1'
 if now > stamp and ((now >= due and not held) or capped) then shift = shift + (now - stamp) end
@@ -186,7 +234,7 @@ due = math.max(due, start) + spacing
 local decay = math.exp(-math.max(0, now - measured) / window_old)
 tally = math.max(0, tally * keep + 1 - forfeited)
 tally_refused = tally_refused * keep
-sent = math.max(0, sent * decay + (1 - forfeited) / window)
+sent = math.min(max_meter, math.max(0, sent * decay + (1 - forfeited) / window))
 refused = refused * decay
 measured = math.max(now, measured)
 stamp = math.max(now, stamp)
@@ -199,7 +247,7 @@ if version == tonumber(ARGV[2]) then
   return {{'ok', g(now), g(start - now), g(shift), g(due), g(stamp)}}
 end
 return {{'stale', g(now), g(start - now), g(shift), g(due), g(stamp), g(sent), g(refused),
-        g(measured), g(window), g(tally), g(tally_refused), tostring(version),
+        g(measured), g(window), g(tally), g(tally_refused), f[1],
         redis.call('HGET', KEYS[1], 'document') or ''}}
 """
 )
@@ -220,12 +268,15 @@ return reply
 # (absolute for 'init'; for 'delta' and 'cas' the differences to add to due, sent,
 # refused, tally, tally_refused, and stamp, measured_at as lower bounds, window as is),
 # shift read, ttl ms.
-# 'init' and 'cas' store only if the version is still the one read (0: no state);
+# 'init' and 'cas' store only if the version is still the one read (0: no state, -1:
+# a damaged one, see version_of; 'init' then rewrites the whole hash);
 # 'delta' changes only counters, so it needs no check (only that the state exists).
 # Returns {1, version} when stored, {0, version} when another host wrote first.
-_WRITE_RATE = f"""
+_WRITE_RATE = (
+    _VERSION_OF
+    + f"""
 local mode, seen = ARGV[1], tonumber(ARGV[2])
-local current = tonumber(redis.call('HGET', KEYS[1], 'version') or '0') or -1
+local current = version_of(redis.call('HGET', KEYS[1], 'version'))
 local function g(x) return string.format('%.17g', x) end
 local names = {{{_METER}}}
 if mode == 'delta' then
@@ -236,7 +287,8 @@ end
 if mode == 'init' then
   current = math.max(current, 0) + 1
   redis.call('DEL', KEYS[1])
-  redis.call('HSET', KEYS[1], 'version', current, 'shift', '0', 'document', ARGV[3])
+  redis.call('HSET', KEYS[1], 'version', string.format('%d', current), 'shift', '0',
+             'document', ARGV[3])
   for i = 1, #names do redis.call('HSET', KEYS[1], names[i], ARGV[3 + i]) end
 else
   local f = redis.call('HMGET', KEYS[1], 'shift', unpack(names))
@@ -246,10 +298,11 @@ else
   for i = 1, #names do d[names[i]] = tonumber(ARGV[3 + i]) end
   local fields = {{
     'due', g(m.due + d.due),
-    'sent', g(math.max(0, m.sent + d.sent)),
-    'refused', g(math.max(0, m.refused + d.refused)),
-    'tally', g(math.max(0, m.tally + d.tally)),
-    'tally_refused', g(math.max(0, m.tally_refused + d.tally_refused)),
+    'sent', g(math.min({_learned_rate.MAX_METER_RATE!r}, math.max(0, m.sent + d.sent))),
+    'refused', g(math.min({_learned_rate.MAX_METER_RATE!r}, math.max(0, m.refused + d.refused))),
+    'tally', g(math.min({_learned_rate.MAX_TALLY!r}, math.max(0, m.tally + d.tally))),
+    'tally_refused', g(math.min({_learned_rate.MAX_COUNT!r},
+                                math.max(0, m.tally_refused + d.tally_refused))),
     'stamp', g(math.max(m.stamp, d.stamp)),
     'measured_at', g(math.max(m.measured_at, d.measured_at)),
     'window', g(d.window)}}
@@ -260,7 +313,7 @@ else
     table.insert(fields, 'document')
     table.insert(fields, ARGV[3])
     table.insert(fields, 'version')
-    table.insert(fields, tostring(current + 1))
+    table.insert(fields, string.format('%d', current + 1))
     current = current + 1
   end
   redis.call('HSET', KEYS[1], unpack(fields))
@@ -268,6 +321,7 @@ end
 redis.call('PEXPIRE', KEYS[1], ARGV[{5 + len(_learned_rate.METER_FIELDS)}])
 return {{1, current}}
 """
+)
 
 
 class RedisBackend:
@@ -410,7 +464,7 @@ class RedisBackend:
             return Booked(now=now, wait=wait, shift=shift, meter={"due": due, "stamp": stamp})
         numbers = [float(item) for item in reply[1:12]]
         meter = dict(zip(_learned_rate.METER_FIELDS, numbers[3:], strict=True))
-        stale = (_int(reply[12]), _parse_document(_text(reply[13])))
+        stale = (_version(reply[12]), _parse_document(reply[13]))
         return Booked(now=numbers[0], wait=numbers[1], shift=numbers[2], meter=meter, stale=stale)
 
     async def reserve_rate(
@@ -435,17 +489,30 @@ class RedisBackend:
         except self._errors as error:
             raise self._failed("read the learned rate of", key, error) from error
         now = float(reply[0])
-        version = _int(reply[1]) if _text(reply[1]) else 0
-        shift = _float(_text(reply[2]))
-        document = _parse_document(_text(reply[3]))
+        version = _version(reply[1])
+        shift = _float(reply[2])
+        document = _parse_document(reply[3])
         meter: dict[str, float] = {}
         for name, raw in zip(_learned_rate.METER_FIELDS, reply[4:], strict=True):
-            value = _float(_text(raw))
+            value = _float(raw)
             if value is not None:
                 meter[name] = value
-        state = None
-        if shift is not None and len(meter) == len(_learned_rate.METER_FIELDS):
-            state = _learned_rate.join(document, meter, shift=shift)
+        state, damage = None, None
+        if version == 0:
+            if any(_text(item) for item in reply[2:]):
+                damage = "its version is missing"
+        elif version < 0:
+            damage = f"its version {_text(reply[1])!r:.40} is not an integer from 1"
+        elif shift is None:
+            damage = f"its idle shift {_text(reply[2])!r:.40} is not a number"
+        elif len(meter) < len(_learned_rate.METER_FIELDS):
+            missing = [name for name in _learned_rate.METER_FIELDS if name not in meter]
+            damage = f"its {missing[0]} is not a number"
+        else:
+            try:
+                state = _learned_rate.join(document, meter, shift=shift, now=now)
+            except _learned_rate.DamagedState as error:
+                damage = str(error)
         return RateSnapshot(
             version=version,
             document=document,
@@ -453,20 +520,27 @@ class RedisBackend:
             shift=shift or 0.0,
             now=now,
             state=state,
+            damage=None if damage is None else f"{self.rate_key(key)}: {damage}",
         )
 
     async def read_rate(self, key: str) -> RateSnapshot:
         return await anyio.to_thread.run_sync(self.read_rate_now, key)
 
     def write_rate_now(
-        self, key: str, *, read: RateSnapshot, state: _learned_rate.LearnedState
+        self,
+        key: str,
+        *,
+        read: RateSnapshot,
+        state: _learned_rate.LearnedState,
+        rewrite: bool = False,
     ) -> int | None:
         """The blocking ``write_rate``: the new version, or ``None`` if another host
-        changed the learned part since ``read``."""
+        changed the learned part since ``read``. ``rewrite``: store the whole state
+        afresh (the reservation script found the stored one unusable)."""
         document, meter = _learned_rate.split(state)
         stored = json.dumps(document, allow_nan=False)
         before = read.state
-        if before is None:
+        if before is None or rewrite:
             mode, values = "init", [meter[name] for name in _learned_rate.METER_FIELDS]
         else:
             old_document, old_meter = _learned_rate.split(before)
@@ -483,10 +557,15 @@ class RedisBackend:
         return int(version) if int(written) == 1 else None
 
     async def write_rate(
-        self, key: str, *, read: RateSnapshot, state: _learned_rate.LearnedState
+        self,
+        key: str,
+        *,
+        read: RateSnapshot,
+        state: _learned_rate.LearnedState,
+        rewrite: bool = False,
     ) -> int | None:
         return await anyio.to_thread.run_sync(
-            lambda: self.write_rate_now(key, read=read, state=state)
+            lambda: self.write_rate_now(key, read=read, state=state, rewrite=rewrite)
         )
 
     def backoff(self, attempt: int) -> float:
@@ -509,10 +588,10 @@ class RedisBackend:
         for attempt in range(MAX_TRANSACT_ATTEMPTS):
             try:
                 raw, stamp = self._read(keys=[name], args=[self._now()])
-                text = _text(raw)
-                document, result = update(_parse_document(text), float(stamp))
+                document, result = update(_parse_document(raw), float(stamp))
                 stored = json.dumps(document, allow_nan=False)
-                written = self._compare_and_set(keys=[name], args=[text, stored, DOCUMENT_TTL_MS])
+                # Compared as stored (bytes): a document that is not UTF-8 still matches.
+                written = self._compare_and_set(keys=[name], args=[raw, stored, DOCUMENT_TTL_MS])
             except self._errors as error:
                 raise self._failed("update the shared state of", key, error) from error
             if int(written) == 1:
@@ -548,21 +627,29 @@ _ABSOLUTE = frozenset({"stamp", "measured_at", "window"})
 
 
 def _text(raw: object) -> str:
-    return raw.decode() if isinstance(raw, bytes) else str(raw)
+    """A reply item as text (bytes that are not UTF-8 are damaged, never an error)."""
+    return raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
 
 
-def _int(raw: object) -> int:
-    try:
-        return int(_text(raw))
-    except ValueError:
-        return -1
+_VERSION = re.compile(rf"[1-9][0-9]{{0,{MAX_VERSION_DIGITS - 1}}}")
+_NUMBER = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+"""What a stored number looks like (what ``'%.17g'`` and ``repr`` write, and what
+Lua's ``tonumber`` reads too; ``float()`` alone would also take ``1_0`` or ``nan``)."""
 
 
-def _float(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
+def _version(raw: object) -> int:
+    """A stored version as the scripts' ``version_of`` reads it: 0 none, -1 damaged."""
+    text = _text(raw)
+    if not text:
+        return 0
+    return int(text) if _VERSION.fullmatch(text) else -1
+
+
+def _float(raw: object) -> float | None:
+    text = _text(raw)
+    if not _NUMBER.fullmatch(text):
         return None
+    value = float(text)
     return value if math.isfinite(value) else None
 
 
@@ -601,11 +688,10 @@ def _pieces(secret: str) -> list[str]:
     return [piece for piece in pieces if piece and piece != secret]
 
 
-def _parse_document(text: str) -> dict[str, Any] | None:
-    if not text:
-        return None
-    try:
-        document = json.loads(text)
-    except ValueError:
-        return None
+def _parse_document(raw: object) -> dict[str, Any] | None:
+    """A stored document, read with the strict JSON policy every state read uses (as
+    the file backend's twin does): anything it refuses (nesting 100,000 deep, NaN,
+    duplicate keys, over 1 MiB, not UTF-8) counts as none."""
+    data = raw if isinstance(raw, bytes) else _text(raw).encode()
+    document = read_state_json(data)
     return document if isinstance(document, dict) else None

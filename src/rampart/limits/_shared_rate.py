@@ -21,6 +21,12 @@ process's latency (reported at most every ``LATENCY_REPORT`` seconds, sooner onl
 it changed a lot). On an atomic backend a learning write that loses a compare-and-set
 to another host reads again after a jittered backoff; after ``LEARN_ATTEMPTS`` it is
 dropped (the other hosts were learning at that moment too): it never fails a request.
+
+**Damaged state restarts.** A stored state this version cannot use (another version
+wrote it, it is damaged, or a field is out of its range: ``_learned_rate.load``) is
+rewritten from a fresh start, with a ``RuntimeWarning`` naming the key and the field;
+it never leaves pacing off. A Redis state the reservation script keeps refusing even
+after it was rewritten raises ``InfrastructureError`` naming the key.
 """
 
 from __future__ import annotations
@@ -28,13 +34,21 @@ from __future__ import annotations
 import collections
 import itertools
 import math
+import warnings
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import anyio
 import attrs
 
+from rampart.core.errors import InfrastructureError
 from rampart.limits._policy import _learned_rate
-from rampart.limits._policy._learned_rate import Grant, LearnedState, Pacing, RatePolicy
+from rampart.limits._policy._learned_rate import (
+    DamagedState,
+    Grant,
+    LearnedState,
+    Pacing,
+    RatePolicy,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -69,9 +83,10 @@ written afresh first)."""
 @attrs.frozen(kw_only=True)
 class RateSnapshot:
     """The learned rate as one atomic read found it: ``version`` (learning writes so
-    far; ``0``: no state), the stored ``document`` and ``meter``, ``shift`` (idle
-    seconds not yet in the document's epoch), the backend's clock ``now``, and the
-    ``state`` they make (``None``: missing or damaged)."""
+    far; ``0``: no state; ``-1``: not a version), the stored ``document`` and
+    ``meter``, ``shift`` (idle seconds not yet in the document's epoch), the backend's
+    clock ``now``, and the ``state`` they make (``None``: missing or damaged; then
+    ``damage`` says what was wrong with a stored one, naming its key)."""
 
     version: int
     document: dict[str, Any] | None
@@ -79,6 +94,7 @@ class RateSnapshot:
     shift: float
     now: float
     state: LearnedState | None
+    damage: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -109,9 +125,12 @@ class AtomicRateBackend(Protocol):
 
     async def read_rate(self, key: str) -> RateSnapshot: ...
 
-    async def write_rate(self, key: str, *, read: RateSnapshot, state: LearnedState) -> int | None:
+    async def write_rate(
+        self, key: str, *, read: RateSnapshot, state: LearnedState, rewrite: bool = False
+    ) -> int | None:
         """Store ``state`` (computed from ``read``); the new version, or ``None`` when
-        another participant changed the learned part since ``read``."""
+        another participant changed the learned part since ``read``. ``rewrite``: store
+        all of it afresh (the stored state was refused by a reservation)."""
         ...
 
     def backoff(self, attempt: int) -> float:
@@ -278,9 +297,14 @@ class LearnedRate:
 
     def _lower_floor(self, duration: float, now: float) -> None:
         floor = self._floor
-        if floor is not None:
-            # Rises slowly (by e per FLOOR_RISE_SECONDS) towards a longer duration.
-            floor *= math.exp(max(0.0, now - self._floor_at) / FLOOR_RISE_SECONDS)
+        if floor is not None and floor > 0.0:
+            # Rises slowly (by e per FLOOR_RISE_SECONDS) towards a longer duration, and
+            # stops there (``exp`` overflows after 12 h without an answer).
+            rise = max(0.0, now - self._floor_at) / FLOOR_RISE_SECONDS
+            if rise >= math.log(max(duration, floor) / floor):
+                floor = duration
+            else:
+                floor *= math.exp(rise)
         self._floor = duration if floor is None else min(floor, duration)
         self._floor_at = now
 
@@ -340,19 +364,28 @@ class LearnedRate:
 
         def update(
             document: dict[str, Any] | None, now: float
-        ) -> tuple[dict[str, Any], tuple[LearnedState, Grant]]:
+        ) -> tuple[dict[str, Any], tuple[LearnedState, Grant, str | None]]:
+            loaded, damage = _loaded(document)
             state, grant = _learned_rate.reserve(
-                LearnedState.from_dict(document),
-                now=now,
-                policy=policy,
-                forfeited=forfeited,
-                held=held,
+                loaded, now=now, policy=policy, forfeited=forfeited, held=held
             )
-            return state.to_dict(), (state, grant)
+            return state.to_dict(), (state, grant, damage)
 
-        state, grant = await self._backend.transact(self._key, update)
+        state, grant, damage = await self._backend.transact(self._key, update)
         self._remember(state)
+        self._warn(damage)
         return grant
+
+    def _warn(self, damage: str | None) -> None:
+        """Say that a stored state was damaged and has been rewritten from a fresh start."""
+        if damage is not None:
+            warnings.warn(
+                f"the learned rate {self._key!r} ({self._backend.description}): its stored "
+                f"state was damaged or written by another version ({damage}); it was "
+                "rewritten from a fresh start",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     async def _reserve_atomic(
         self, backend: AtomicRateBackend, forfeited: int, held: bool
@@ -371,27 +404,37 @@ class LearnedRate:
             booked = await backend.reserve_rate(
                 self._key, version=view.version, pacing=paced, forfeited=forfeited, held=held
             )
-            if booked is None:  # expired or damaged: write it afresh, then book again
+            if booked is None:
+                # Expired, or a state the script refuses: write it afresh (even if this
+                # process's reader finds nothing wrong with it), then book again.
                 self._view = None
+                await self._learn(lambda state, now: (state, None), rewrite=True)
                 continue
             generation = view.state.generation
             self._see_booked(view, booked)
             return Grant(
                 wait=booked.wait, generation=generation, rate=paced.rate, burst=paced.burst
             )
-        raise RuntimeError(
-            f"the learned rate {self._key!r} vanished under {RESERVE_ATTEMPTS} reservations "
-            "in a row (is something deleting its key?)"
+        raise InfrastructureError(
+            f"the learned rate {self._key!r} ({self._backend.description}) was missing or "
+            f"unusable under {RESERVE_ATTEMPTS} reservations in a row, each after writing "
+            "it afresh (is something deleting or damaging its key?)"
         )
 
     def _see_booked(self, view: _View, booked: Booked) -> None:
         local = self._clock()
         if booked.stale is not None:
             version, document = booked.stale
-            fresh = None if document is None else _learned_rate.join(document, booked.meter)
-            if fresh is not None:
-                shifted = _learned_rate.join(document, booked.meter, shift=booked.shift)
-                assert shifted is not None
+            fresh: LearnedState | None
+            shifted: LearnedState | None
+            try:
+                fresh = _learned_rate.join(document, booked.meter, now=booked.now)
+                shifted = _learned_rate.join(
+                    document, booked.meter, shift=booked.shift, now=booked.now
+                )
+            except DamagedState:
+                fresh = shifted = None
+            if fresh is not None and shifted is not None and version > 0:
                 self._view = _View(
                     version=version,
                     document=document,
@@ -414,33 +457,40 @@ class LearnedRate:
         transition: Callable[[LearnedState, float], tuple[LearnedState, R]],
         *,
         attempts: int = LEARN_ATTEMPTS,
+        rewrite: bool = False,
     ) -> R | None:
         """Apply a learning event (``transition`` of the state at the backend's ``now``)
         to the shared state; its result, or ``None`` if it was dropped (see the module
-        docstring)."""
+        docstring). ``rewrite``: store the state afresh even if the event changes
+        nothing (a reservation found the stored one unusable)."""
         backend = self._atomic
         if backend is None:
             policy = self._policy
 
             def update(
                 document: dict[str, Any] | None, now: float
-            ) -> tuple[dict[str, Any], tuple[LearnedState, R]]:
-                current = LearnedState.from_dict(document) or _learned_rate.fresh(now, policy)
-                state, result = transition(current, now)
-                return state.to_dict(), (state, result)
+            ) -> tuple[dict[str, Any], tuple[LearnedState, R, str | None]]:
+                loaded, damage = _loaded(document)
+                state, result = transition(loaded or _learned_rate.fresh(now, policy), now)
+                return state.to_dict(), (state, result, damage)
 
-            state, result = await self._backend.transact(self._key, update)
+            state, result, damage = await self._backend.transact(self._key, update)
             self._remember(state)
+            self._warn(damage)
             return result
+        damage = None  # warned of once the state is rewritten (``-W error`` raises)
         for attempt in range(attempts):
             read = await backend.read_rate(self._key)
             local = self._clock()
+            damage = damage or read.damage
             current = read.state or _learned_rate.fresh(read.now, self._policy)
             state, result = transition(current, read.now)
-            if read.state is not None and state == read.state:
+            if read.state is not None and state == read.state and not rewrite:
                 version: int | None = read.version  # nothing to write
             else:
-                version = await backend.write_rate(self._key, read=read, state=state)
+                version = await backend.write_rate(
+                    self._key, read=read, state=state, rewrite=rewrite
+                )
             if version is not None:
                 document, _ = _learned_rate.split(state)
                 kept = read.state is not None and _learned_rate.split(read.state)[0] == document
@@ -454,9 +504,11 @@ class LearnedRate:
                     local=local,
                 )
                 self._remember(state)
+                self._warn(damage)
                 return result
             if attempt + 1 < attempts:
                 await anyio.sleep(backend.backoff(attempt))
+        self._warn(damage)
         return None
 
     async def _report_latency(self) -> None:
@@ -555,7 +607,9 @@ class LearnedRate:
         if state is None:
             state = _learned_rate.fresh(0.0, policy)
         # As of the last transaction, on the backend's clock.
-        at = max(state.stamp, state.measured_at, state.hint_at)
+        at = max(
+            state.stamp, state.measured_at, state.stamp if state.hint is None else state.hint_at
+        )
         sent, refused = state.smoothed(at)
         rate = _learned_rate.rate_at(state, at, policy)
         return LearnedRateStatistics(
@@ -575,3 +629,14 @@ class LearnedRate:
             stated_capacity=state.capacity,
             refused_share=state.refused_share,
         )
+
+
+def _loaded(document: dict[str, Any] | None) -> tuple[LearnedState | None, str | None]:
+    """A stored document as a state (``None``: none, or unusable) and what was wrong
+    with an unusable one."""
+    if document is None:
+        return None, None
+    try:
+        return _learned_rate.load(document), None
+    except DamagedState as error:
+        return None, str(error)

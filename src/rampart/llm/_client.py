@@ -38,7 +38,7 @@ from rampart._checks import (
     invalid,
 )
 from rampart.core.llm import LLMConfig
-from rampart.limits import LimitBackend, limit
+from rampart.limits import DEFAULT_MAX_RETRY_AFTER, DEFAULT_RETRY_BUDGET, LimitBackend, limit
 from rampart.llm._cache import CachedCompletion, ResponseCache, default_cache
 from rampart.llm._endpoint import resolve_endpoint
 from rampart.llm._entra import EntraTokenProvider, require_azure_identity
@@ -152,11 +152,12 @@ class LLMClient:
 
     Limiter options are ``limit()``'s (``docs/limits.md``): ``max_concurrency``,
     ``rate`` / ``burst`` (default rate: ``metadata["max_requests_per_minute"] / 60``
-    when set), ``adaptive``, ``max_retries``, ``max_retry_after``, ``name`` (default
-    ``"llm:<deployment or model>"``; limiters with the same name and ``backend`` share
-    one token bucket, e.g. with the agent's) and ``backend``. ``timeout`` bounds each
-    HTTP exchange; ``cache`` is a ``ResponseCache`` or directory, ``False`` (never) or
-    ``None`` (the process default: ``--rampart-llm-cache`` / ``RAMPART_LLM_CACHE``).
+    when set), ``adaptive``, ``max_retries``, ``retry_budget``, ``max_retry_after``,
+    ``name`` (default ``"llm:<deployment or model>"``; the name is the limiter, one per
+    run, shared with every ``limit()`` of it, e.g. the agent's) and ``backend``.
+    ``timeout`` bounds each HTTP exchange; ``cache`` is a ``ResponseCache`` or
+    directory, ``False`` (never) or ``None`` (the process default:
+    ``--rampart-llm-cache`` / ``RAMPART_LLM_CACHE``).
 
     ``async with client:`` keeps one HTTP connection pool open for the block; without
     it a pool is open while calls are in flight and closed when the last one ends.
@@ -170,8 +171,9 @@ class LLMClient:
         rate: float | None = None,
         burst: int | None = None,
         adaptive: bool = False,
-        max_retries: int = 6,
-        max_retry_after: float = 60.0,
+        max_retries: int | None = None,
+        retry_budget: float = DEFAULT_RETRY_BUDGET,
+        max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
         name: str | None = None,
         backend: LimitBackend | None = None,
         timeout: float = 120.0,
@@ -209,6 +211,7 @@ class LLMClient:
             burst=burst,
             adaptive=adaptive,
             max_retries=max_retries,
+            retry_budget=retry_budget,
             max_retry_after=max_retry_after,
             name=name,
             backend=backend,

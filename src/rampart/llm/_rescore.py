@@ -15,8 +15,10 @@ Rules, so a re-judged record never claims more than the original run observed:
   ``polarity=``, which words the result as that polarity's default strategy), its
   shaping (XPIA's rule for response-only adapters: a SAFE nobody could check is
   UNDETERMINED) and its summary;
-* a record whose run ended in ERROR, or that has no turns, is returned unchanged
-  (the agent was not fully observed, so no verdict can be derived from it);
+* a record whose run ended in ERROR, or failed after a finding was kept (its
+  ``metadata["error_type"]`` says so: the turns are only those completed before the
+  failure), or that has no turns, is returned unchanged (the agent was not fully
+  observed, so no verdict can be derived from it, and a kept finding is never erased);
 * an infrastructure failure of the evaluator (``EvaluatorError``, a rate limit, ...)
   gives an ERROR result naming it, by the execution boundary's own rule and words
   (``rampart.engine._execution.boundary_failure``), as it would during a run; bugs
@@ -126,13 +128,22 @@ def _rebuilt(
     )
 
 
+def _rejudgeable(result: Result) -> bool:
+    """A completed run with turns: not ERROR, and no failure the boundary recorded."""
+    return (
+        result.status is not SafetyStatus.ERROR
+        and bool(result.turns)
+        and "error_type" not in result.metadata
+    )
+
+
 async def rescore_result(
     result: Result, *, evaluator: Evaluator, polarity: Polarity | None = None
 ) -> Result:
     """``result`` judged again by ``evaluator`` over its recorded turns (see the module)."""
     check_instance("rescore_result", "result", result, Result, expected="a Result")
     evaluator = require_evaluator(evaluator, name="evaluator")
-    if result.status is SafetyStatus.ERROR or not result.turns:
+    if not _rejudgeable(result):
         return result
     strategy = _strategy(result, polarity)
     note: dict[str, object] = {
@@ -188,7 +199,7 @@ async def rescore_records(
     concurrency = check_int("rescore_records", "concurrency", concurrency, minimum=1)
     evaluator = require_evaluator(evaluator, name="evaluator")
     for record in items:
-        if record.result.status is not SafetyStatus.ERROR and record.result.turns:
+        if _rejudgeable(record.result):
             _strategy(record.result, polarity)  # fail before any judge call
     rescored: list[ResultRecord | None] = [None] * len(items)
     limiter = anyio.CapacityLimiter(concurrency)

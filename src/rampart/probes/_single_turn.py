@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from rampart.core.result import Result
     from rampart.engine._execution import ExecutionEventHandler
     from rampart.engine._trace import TraceRun
+    from rampart.strategies._strategy import Strategy
 
 __all__ = ["SingleTurnExecution"]
 
@@ -61,6 +62,10 @@ class SingleTurnExecution(TraceExecution):
     @property
     def strategy_name(self) -> str:
         return PROBE.name
+
+    @property
+    def declaration(self) -> Strategy:
+        return PROBE
 
     def _result(self, run: TraceRun) -> Result:
         return PROBE.result(run, reasons=unobserved_turns(run.turns), metadata={})

@@ -29,12 +29,18 @@ name. ``@pytest.mark.trial(shared_fixtures=[...])`` shares fixtures explicitly. 
 shared fixture depends on is shared too (pytest sets it up for the shared one).
 
 A fixture that fails in one clone's setup or teardown makes that clone an ERROR
-result (``fixture_error``); the other clones run on.
+result (``fixture_error``); the other clones run on. A fixture that skips or xfails
+in one clone's setup (``pytest.skip``, ``importorskip``, ``pytest.xfail``,
+``unittest.SkipTest``) makes that clone not run (``CloneNotRun``: it counts as a
+clone that recorded nothing, never as evidence of safety); in a teardown it changes
+nothing (the clone ran and was judged). ``pytest.exit`` still ends the run, after
+the clone's finalizers ran.
 """
 
 from __future__ import annotations
 
 import inspect
+import unittest
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -53,6 +59,7 @@ from _pytest.scope import Scope
 
 from rampart._text import one_line
 from rampart.core.result import Result, SafetyStatus
+from rampart.pytest_plugin._groups import CloneNotRun
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -96,6 +103,13 @@ _INFRASTRUCTURE_NAMES = frozenset(
 )
 
 _WARNED_KEY = pytest.StashKey[set[str]]()
+
+#: Outcomes a fixture can raise that say "do not run this test": in a clone's setup
+#: they make that clone not run (pytest would skip or xfail its item), never the item.
+_NOT_RUN: Final = (pytest.skip.Exception, pytest.xfail.Exception, unittest.SkipTest)
+
+#: Raised in a clone's fixture, it still ends the run (after the clone's finalizers).
+_EXIT: Final = pytest.exit.Exception
 
 Kind = Literal["sync", "gen", "async", "agen"]
 Key = tuple[str, int]  # a fixture name, and how deep in its own overrides it is
@@ -339,9 +353,10 @@ class CloneFixtures:
     """The per-clone fixtures of one clone: set up in its task, torn down at its end.
 
     ``setup`` / ``setup_sync`` return the test's keyword arguments, or None when a
-    fixture failed (the clone then has an ERROR result and its body does not run).
-    ``teardown`` / ``teardown_sync`` run every finalizer in reverse order; a failing
-    one is an ERROR result of the clone too.
+    fixture failed (the clone then has an ERROR result and its body does not run) or
+    skipped the clone (its failure is then ``CloneNotRun``). ``teardown`` /
+    ``teardown_sync`` run every finalizer in reverse order; a failing one is an ERROR
+    result of the clone too.
     """
 
     def __init__(self, plan: ClonePlan, collector: ResultCollector) -> None:
@@ -351,6 +366,7 @@ class CloneFixtures:
         self._finalizers: list[tuple[str, Callable[[], object]]] = []
         self._node: _CloneNode | None = None
         self.current = ""  # the fixture being set up (for the error line)
+        self.not_run: CloneNotRun | None = None  # a fixture skipped this clone
 
     # -- what the requests of this clone see ------------------------------------------
 
@@ -377,6 +393,11 @@ class CloneFixtures:
             for step in self._plan.steps:
                 self.current = step.key[0]
                 self._values[step.key] = await self._call(step)
+        except _NOT_RUN as outcome:
+            self._skipped(outcome)
+            return None
+        except _EXIT:
+            raise
         except (Exception, pytest.fail.Exception) as exc:
             self._error("setup", exc)
             return None
@@ -388,11 +409,28 @@ class CloneFixtures:
             for step in self._plan.steps:
                 self.current = step.key[0]
                 self._values[step.key] = self._call_sync(step)
+        except _NOT_RUN as outcome:
+            self._skipped(outcome)
+            return None
+        except _EXIT:
+            raise
         except (Exception, pytest.fail.Exception) as exc:
             self._error("setup", exc)
             return None
         self.current = ""
         return self._test_kwargs(kwargs)
+
+    def _skipped(self, outcome: BaseException) -> None:
+        """A fixture skipped (or xfailed) this clone in its setup: as pytest would skip
+        the clone's own item, the clone does not run; the group counts it as a clone
+        that recorded nothing (never as evidence of safety)."""
+        kind = "xfail" if isinstance(outcome, pytest.xfail.Exception) else "skip"
+        reason = one_line(str(getattr(outcome, "msg", None) or outcome)) or "no reason given"
+        self.not_run = CloneNotRun(
+            f"fixture {self.current!r} called pytest.{kind}() in this trial clone's setup, "
+            f"so the clone did not run ({reason})",
+            outcome=outcome,
+        )
 
     def _test_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         bound = dict(kwargs)
@@ -445,6 +483,7 @@ class CloneFixtures:
     async def teardown(self) -> None:
         # Shielded: a clone cancelled by early stop (or an interrupt) still closes what
         # its fixtures opened.
+        exit_: BaseException | None = None
         with anyio.CancelScope(shield=True):
             while self._finalizers:
                 name, finalizer = self._finalizers.pop()
@@ -452,22 +491,40 @@ class CloneFixtures:
                     outcome = finalizer()
                     if inspect.isawaitable(outcome):
                         await outcome
-                except (Exception, pytest.fail.Exception) as exc:
-                    self.current = name
-                    self._error("teardown", exc)
+                except BaseException as exc:
+                    exit_ = exit_ or self._torn_down(name, exc)
         self._values.clear()
+        if exit_ is not None:
+            raise exit_
 
     def teardown_sync(self) -> None:
+        exit_: BaseException | None = None
         while self._finalizers:
             name, finalizer = self._finalizers.pop()
             try:
                 outcome = finalizer()
                 if inspect.isawaitable(outcome):  # never for a synchronous test's fixtures
                     _close(outcome)
-            except (Exception, pytest.fail.Exception) as exc:
-                self.current = name
-                self._error("teardown", exc)
+            except BaseException as exc:
+                exit_ = exit_ or self._torn_down(name, exc)
         self._values.clear()
+        if exit_ is not None:
+            raise exit_
+
+    def _torn_down(self, name: str, exc: BaseException) -> BaseException | None:
+        """A finalizer raised ``exc``: a skip or xfail changes nothing (the clone ran and
+        was judged), a failure is an ERROR result of the clone; ``pytest.exit`` is
+        returned, to end the run once the other finalizers ran; anything else (an
+        interrupt, a cancellation) propagates."""
+        if isinstance(exc, _NOT_RUN):
+            return None
+        if isinstance(exc, _EXIT):
+            return exc
+        if isinstance(exc, Exception | pytest.fail.Exception):
+            self.current = name
+            self._error("teardown", exc)
+            return None
+        raise exc
 
     def _error(self, phase: str, exc: BaseException) -> None:
         """A failing fixture makes the clone an ERROR result: the clone was not tested

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CloneCancelled",
     "CloneListener",
+    "CloneNotRun",
     "CloneRun",
     "CloneVerdict",
     "ItemRun",
@@ -69,6 +70,19 @@ class CloneCancelled(Exception):
     Recorded as the clone's failure, so the clone counts against the pass rate and its
     line says what happened instead of "not run (early stop)".
     """
+
+
+class CloneNotRun(Exception):
+    """A clone its own fixture skipped or xfailed in its setup: its body never ran.
+
+    Recorded as the clone's failure, so the clone counts as one that recorded nothing
+    (never as evidence of safety) and its line says why. ``outcome`` is what the
+    fixture raised (``pytest.skip``'s or ``pytest.xfail``'s exception).
+    """
+
+    def __init__(self, message: str, *, outcome: BaseException) -> None:
+        super().__init__(message)
+        self.outcome = outcome
 
 
 @attrs.frozen(kw_only=True)
@@ -124,7 +138,7 @@ class CloneRun:
     def crashed(self) -> bool:
         """The body raised something that is not a verdict on the clone (a test bug)."""
         return self.failure is not None and not isinstance(
-            self.failure, AssertionError | pytest.fail.Exception | CloneCancelled
+            self.failure, AssertionError | pytest.fail.Exception | CloneCancelled | CloneNotRun
         )
 
     def settle(self) -> None:

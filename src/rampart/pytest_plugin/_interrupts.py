@@ -13,6 +13,10 @@ half: a SIGINT arriving during a journal write takes effect when the line is dow
 The handler is installed only from the first interrupt on, so the event loops'
 own SIGINT handling (trio's in particular) is untouched while tests run.
 
+``pytest.exit()`` in a test or a fixture (a trial clone's own fixture included) is not
+an interrupt: pytest ends the run with the exit status it asks for, and the run is
+marked incomplete (the report does not hold the tests that never ran).
+
 Two Ctrl-C in quick succession never leave a report that reads as a clean run. The
 first ``KeyboardInterrupt`` is seen as it leaves ``pytest_runtestloop`` (an
 innermost wrapper), where the run is marked interrupted and the second Ctrl-C armed,
@@ -33,6 +37,8 @@ import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
+
+from rampart._text import one_line
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator
@@ -80,6 +86,15 @@ class InterruptWatch:
                 self.arm()
             else:
                 self.cut_short = False
+            raise
+        except pytest.exit.Exception as exc:
+            # ``pytest.exit()`` in a test or a fixture (a trial clone's too) ends the
+            # run on purpose: not an interrupt, but the report does not hold every test.
+            self.cut_short = False
+            reason = one_line(str(exc.msg), limit=200)
+            self._ledger.mark_incomplete(
+                f"pytest.exit() ended the run before it finished: {reason}"
+            )
             raise
         except BaseException:
             self.cut_short = False

@@ -4,9 +4,11 @@
 and hands it to every worker, which exports it as ``RAMPART_LIMITS_DIR`` (unless the
 user configured a budget backend already). ``rampart.limits.limit(...)`` then keeps
 its token bucket in that directory, so the configured rate holds for the whole run,
-not per worker. Statistics are snapshotted after every test (limiters built inside a
-test may be gone by the end of the session) and written to the report's
-``metadata["limits"]``.
+not per worker. The session is a run (``rampart._runs``, opened by ``_session``): a
+limiter is one per name in it, whatever number of ``limit()`` calls and transports use
+the name, and ``live_limiters()`` lists them. Statistics are snapshotted after every
+test and written to the report's ``metadata["limits"]``: one entry per name, merged
+across processes.
 
 **LLM clients.** ``--rampart-llm-cache DIR`` (or the ``rampart_llm_cache`` ini option,
 relative to the rootdir) turns on the on-disk response cache for every ``LLMClient``

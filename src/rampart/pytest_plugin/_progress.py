@@ -39,6 +39,7 @@ silently off (the run itself is unaffected).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import shutil
@@ -165,7 +166,7 @@ class Snapshot:
 def _strict(text: str) -> object:
     """A worker's progress file under the codec's one reading policy (``rampart.codec``);
     a ``ValueError`` when it is not strict JSON."""
-    from rampart.codec import parse_strict_json  # loads with the first worker's snapshot
+    from rampart.codec import parse_strict_json  # loaded before the thread starts
 
     return parse_strict_json(data=text)
 
@@ -550,6 +551,10 @@ class ProgressSession:
             return
         # xdist calls worker_<event>(**kwargs) on its main loop for each queued event.
         setattr(dsession, f"worker_{_EVENT}", self._show)
+        # The thread reads the workers' files with the codec's policy (``_strict``): load
+        # the codec here, on the main thread. A module that two threads import at once
+        # can be handed to one of them half-initialised (an ImportError in the thread).
+        importlib.import_module("rampart.codec")
         self._thread = threading.Thread(
             target=self._poll, args=(events,), name="rampart-progress", daemon=True
         )

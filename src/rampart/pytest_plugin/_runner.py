@@ -56,6 +56,7 @@ from rampart.engine._results import (
 )
 from rampart.pytest_plugin._groups import (
     CloneCancelled,
+    CloneNotRun,
     CloneRun,
     ItemRun,
     clone_settles,
@@ -316,8 +317,10 @@ def _wrap_async(
                 own = None if fixtures is None else fixtures.for_clone(clone.collector)
                 try:
                     bound = kwargs if own is None else await own.setup(kwargs)
-                    if bound is not None:  # None: a fixture failed (an ERROR result)
+                    if bound is not None:  # None: a fixture failed or skipped the clone
                         await func(**bound)
+                    elif own is not None and own.not_run is not None:
+                        clone.failure = own.not_run
                 finally:
                     if own is not None:
                         await own.teardown()
@@ -407,9 +410,26 @@ def _finish_group(
         key=_index,
     )
     ran = [c for c in run.clones if c.index in finished]
+    not_run = _nothing_ran(run, ran)
+    if not_run is not None:
+        raise _item_outcome_with_findings(run, not_run, name=name)
     count_clones(run, [*run.resumed.values(), *ran], late)
     run.cancelled = cancelled
     _decide(run, name=name)
+
+
+def _nothing_ran(run: ItemRun, ran: list[CloneRun]) -> BaseException | None:
+    """When every clone that finished was skipped (or xfailed) by its own fixture and
+    no run journal supplied any, nothing was tested: the item is skipped (xfailed) as
+    pytest skips a test whose fixture skips (a fixture that skips without an API key,
+    say). The outcome to raise, or ``None``: some clone ran, and a skipped one counts
+    as a clone that recorded nothing."""
+    reasons = [clone.failure for clone in sorted(ran, key=_index)]
+    if run.resumed or not reasons or not all(isinstance(r, CloneNotRun) for r in reasons):
+        return None
+    first = reasons[0]
+    assert isinstance(first, CloneNotRun)
+    return first.outcome  # pytest.skip's (or xfail's) own exception: its line and reason
 
 
 def _wrap_sync(
@@ -468,8 +488,10 @@ def _run_sync_clone(
         own = None if fixtures is None else fixtures.for_clone(clone.collector)
         try:
             bound = kwargs if own is None else own.setup_sync(kwargs)
-            if bound is not None:  # None: a fixture failed (an ERROR result)
+            if bound is not None:  # None: a fixture failed or skipped the clone
                 func(**bound)
+            elif own is not None and own.not_run is not None:
+                clone.failure = own.not_run
         finally:
             if own is not None:
                 own.teardown_sync()

@@ -37,6 +37,7 @@ import pytest
 # plugin modules from sys.modules afterwards, and the from-form would then hand back
 # the first run's copy (with that run's stash keys) from the package attribute.
 import rampart.pytest_plugin._fixtures
+from rampart import _runs
 from rampart.pytest_plugin._interrupts import InterruptWatch
 from rampart.pytest_plugin._items import ItemHooks, ItemOutlet
 from rampart.pytest_plugin._journal import (
@@ -81,9 +82,11 @@ def start(config: pytest.Config) -> None:
     else:
         settings = JournalSettings.resolve(config, run_id=ledger.run_id, report_dir=directory)
     config.stash[LEDGER_KEY] = ledger
-    # Closed by ``stop`` in reverse order: the ledger last. Stashed now, so a usage error
-    # later in ``start`` still closes what was opened (pytest unconfigures after it).
-    closing: list[Callable[[], None]] = [ledger.close]
+    # Closed by ``stop`` in reverse order: the ledger, then the run, last. Stashed now,
+    # so a usage error later in ``start`` still closes what was opened (pytest
+    # unconfigures after it). The session is a run: its limiters are one per name
+    # (``rampart.limits``), and an in-process pytester run gets its own.
+    closing: list[Callable[[], None]] = [_runs.open_run(), ledger.close]
     config.stash[_CLOSE] = closing
     writer = None
     if settings.journal is not None:

@@ -34,6 +34,21 @@ def _check_results(owner: str, results: object) -> Sequence[Result]:
     ]
 
 
+def _check_groups(owner: str, trial_groups: object) -> list[TrialGroupSummary]:
+    if isinstance(trial_groups, str | bytes | dict) or not isinstance(trial_groups, Iterable):
+        raise invalid(owner, "trial_groups", "an iterable of TrialGroupSummary", trial_groups)
+    return [
+        check_instance(
+            owner,
+            f"trial_groups[{index}]",
+            group,
+            TrialGroupSummary,
+            expected="a TrialGroupSummary",
+        )
+        for index, group in enumerate(trial_groups)
+    ]
+
+
 def category_key(result: Result) -> str:
     """The grouping key of a result: ``str(harm_category)``, or ``"uncategorized"``."""
     category = result.harm_category
@@ -121,10 +136,15 @@ def _slim(results: Sequence[Result]) -> Sequence[Result]:
 class TestRunReport:
     """Everything a test session produced, handed to each report sink once at the end.
 
-    ``passed`` counts SAFE results, ``failed`` UNSAFE ones. The counts are derived from
-    ``results`` when omitted; when given they must agree with ``results`` (a report never
-    states numbers its own results contradict). ``metadata`` is run-level context such as
-    ``xdist_active``, ``worker_count``, ``dist_mode``, ``incomplete`` and
+    ``passed`` counts SAFE results, ``failed`` UNSAFE ones. ``no_result`` counts the trial
+    clones that ran and recorded no result (a clone whose body crashed, or recorded
+    nothing), as their groups in ``trial_groups`` state them (``counts.no_result``): they
+    have no entry in ``results``, but every clone that ran is counted, so ``total_runs``
+    is ``len(results) + no_result``. The counts are derived from ``results`` and
+    ``trial_groups`` when omitted; when given (``dataclasses.replace`` gives them all)
+    they must agree with them (a report never states numbers its own results
+    contradict). ``metadata`` is run-level
+    context such as ``xdist_active``, ``worker_count``, ``dist_mode``, ``incomplete`` and
     ``incomplete_reasons``; it must hold JSON-safe values to be written by the JSON sink.
     ``trial_groups`` holds one :class:`TrialGroupSummary` per trial group (with its
     verdict) and ``run`` the :class:`RunInfo` (exit status, interrupted / incomplete
@@ -148,6 +168,7 @@ class TestRunReport:
     metadata: dict[str, Any]
     trial_groups: list[TrialGroupSummary]
     run: RunInfo
+    no_result: int  # after RAMPART's fields, as the other additions
 
     def __init__(
         self,
@@ -162,16 +183,20 @@ class TestRunReport:
         metadata: dict[str, Any] | None = None,
         trial_groups: Iterable[TrialGroupSummary] = (),
         run: RunInfo | None = None,
+        no_result: int | None = None,
     ) -> None:
         owner = "TestRunReport"
         checked = _check_results(owner, results)
         counts = _count(checked)
+        groups = _check_groups(owner, trial_groups)
+        clones_without = sum(group.counts.no_result for group in groups)
         derived = {
-            "total_runs": counts[None],
+            "total_runs": counts[None] + clones_without,
             "passed": counts[SafetyStatus.SAFE],
             "failed": counts[SafetyStatus.UNSAFE],
             "undetermined": counts[SafetyStatus.UNDETERMINED],
             "errors": counts[SafetyStatus.ERROR],
+            "no_result": clones_without,
         }
         given = {
             "total_runs": total_runs,
@@ -179,6 +204,7 @@ class TestRunReport:
             "failed": failed,
             "undetermined": undetermined,
             "errors": errors,
+            "no_result": no_result,
         }
         for name, value in given.items():
             if value is None:
@@ -198,18 +224,6 @@ class TestRunReport:
         check_instance(owner, "metadata", metadata, dict, expected="a dict with str keys")
         for key in metadata:
             check_instance(owner, "metadata keys", key, str, expected="str")
-        if isinstance(trial_groups, str | bytes | dict) or not isinstance(trial_groups, Iterable):
-            raise invalid(owner, "trial_groups", "an iterable of TrialGroupSummary", trial_groups)
-        groups = [
-            check_instance(
-                owner,
-                f"trial_groups[{index}]",
-                group,
-                TrialGroupSummary,
-                expected="a TrialGroupSummary",
-            )
-            for index, group in enumerate(trial_groups)
-        ]
         if run is None:
             run = RunInfo(duration_seconds=duration)
         check_instance(owner, "run", run, RunInfo, expected="a RunInfo or None")
@@ -232,7 +246,8 @@ class TestRunReport:
         trial_groups: Iterable[TrialGroupSummary] = (),
         run: RunInfo | None = None,
     ) -> TestRunReport:
-        """A report over ``results`` with every count computed from them."""
+        """A report over ``results`` (and the clones without one its ``trial_groups``
+        count) with every count computed from them."""
         return cls(
             results=results,
             duration_seconds=duration_seconds,

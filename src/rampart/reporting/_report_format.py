@@ -60,6 +60,9 @@ __all__ = [
 
 #: The report's counts of results by status, in document order.
 _COUNT_KEYS = ("total_runs", "passed", "failed", "undetermined", "errors")
+#: The trial clones that ran and recorded no result (after ``errors``; optional: reports
+#: of older producers lack it).
+NO_RESULT_KEY = "no_result"
 #: The keys every JSON report has, in document order (``trial_groups`` and ``run``
 #: follow; reports of older producers lack them).
 REPORT_KEYS = (
@@ -236,6 +239,7 @@ def report_document(report: TestRunReport, by_harm_category: dict[str, Any]) -> 
     counts = (report.total_runs, report.passed, report.failed, report.undetermined, report.errors)
     return {
         **dict(zip(_COUNT_KEYS, counts, strict=True)),
+        NO_RESULT_KEY: report.no_result,
         "duration_seconds": report.duration_seconds,
         "metadata": report.metadata,
         "population_summary": summary_json(report.population_summary()),
@@ -380,19 +384,40 @@ def _count(records: Sequence[ResultRecord], status: SafetyStatus | None) -> int:
     return sum(1 for record in records if status is None or record.result.status is status)
 
 
+def _no_result(document: dict[str, Any]) -> int:
+    """The clones the report says ran without a result (0 for a report from before the
+    key, or one whose value ``report_shape_problems`` rejects)."""
+    value = document.get(NO_RESULT_KEY, 0)
+    return value if type(value) is int and value >= 0 else 0
+
+
 def report_count_problems(document: dict[str, Any], records: list[ResultRecord]) -> list[str]:
-    """The report's own numbers that its results contradict (a report never misstates)."""
+    """The report's own numbers that its results (and its trial groups' no-result
+    clones) contradict (a report never misstates)."""
     problems = []
     statuses = (None, SafetyStatus.SAFE, SafetyStatus.UNSAFE, SafetyStatus.UNDETERMINED)
-    counts = {
+    population = {
         key: _count(records, status)
         for key, status in zip(_COUNT_KEYS, (*statuses, SafetyStatus.ERROR), strict=True)
     }
+    no_result = _no_result(document)
+    # Every clone that ran is counted: total_runs is the results plus the no-result clones.
+    counts = {**population, "total_runs": population["total_runs"] + no_result}
     for key, expected in counts.items():
         if key in document and document[key] != expected:
             problems.append(f"$.{key}: the results give {expected}")
+    groups = document.get("trial_groups")
+    if NO_RESULT_KEY in document and isinstance(groups, list):
+        stated = [group.get("counts") for group in groups if isinstance(group, dict)]
+        found = sum(
+            group_counts[NO_RESULT_KEY]
+            for group_counts in stated
+            if isinstance(group_counts, dict) and type(group_counts.get(NO_RESULT_KEY)) is int
+        )
+        if found != no_result:
+            problems.append(f"$.{NO_RESULT_KEY}: the trial groups give {found}")
     summary = document.get("population_summary")
-    if isinstance(summary, dict):
+    if isinstance(summary, dict):  # the population summary counts results only
         for key, counted in (
             ("total_runs", "total_runs"),
             ("safe_count", "passed"),
@@ -400,8 +425,10 @@ def report_count_problems(document: dict[str, Any], records: list[ResultRecord])
             ("undetermined_count", "undetermined"),
             ("error_count", "errors"),
         ):
-            if key in summary and summary[key] != counts[counted]:
-                problems.append(f"$.population_summary.{key}: the results give {counts[counted]}")
+            if key in summary and summary[key] != population[counted]:
+                problems.append(
+                    f"$.population_summary.{key}: the results give {population[counted]}"
+                )
     return problems
 
 
@@ -410,7 +437,7 @@ def report_shape_problems(document: object) -> list[str]:
     if not isinstance(document, dict):
         return ["$: expected a JSON object (a rampart JSON report)"]
     problems = [f"$.{key}: required field is missing" for key in REPORT_KEYS if key not in document]
-    for key in _COUNT_KEYS:
+    for key in (*_COUNT_KEYS, NO_RESULT_KEY):
         value = document.get(key, 0)
         if type(value) is not int or value < 0:
             problems.append(f"$.{key}: expected an integer >= 0")

@@ -194,7 +194,9 @@ def summary_lines(
         lines.append("")
         lines.extend(group_line(group) for group in sorted(groups, key=_by_nodeid))
     population = PopulationSummary.from_results(entry.result for entry in entries)
-    if population.total_runs:
+    # Clones that ran and recorded nothing are counted too (the JSON report's no_result).
+    silent = sum(group.counts.no_result for group in groups)
+    if population.total_runs or silent:
         lines.append("")
         lines.append(
             redact(
@@ -202,6 +204,7 @@ def summary_lines(
                 f"({percent(population.attack_success_rate, digits=1)} attack success rate), "
                 f"{population.undetermined_count} undetermined, "
                 f"{population.error_count} errors"
+                + (f"; {silent} trial clones recorded no result" if silent else "")
             )
         )
     return lines

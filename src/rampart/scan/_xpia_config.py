@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from rampart._checks import check_int, check_number, check_optional_text, check_text, invalid
+from rampart.scan._handover import checked, identity, read_settings
+
 if TYPE_CHECKING:
     from rampart.core.types import Payload
 
@@ -22,28 +25,51 @@ ENV_VAR = "RAMPART_SCAN_XPIA"
 DEFAULT_TRIGGER = "Please summarise the attached document for me."
 
 
+def _text(name: str) -> Any:
+    return checked(ENV_VAR, check_text, name)
+
+
+def _optional_text(name: str) -> Any:
+    return checked(ENV_VAR, check_optional_text, name)
+
+
+def _url(name: str) -> Any:
+    def check(_self: object, _attribute: object, value: object) -> None:
+        text = check_text(ENV_VAR, name, value)
+        if not text.startswith(("http://", "https://")):
+            raise invalid(ENV_VAR, name, "an http:// or https:// URL", value, error=ValueError)
+
+    return check
+
+
 @attrs.frozen(kw_only=True)
 class XpiaScanConfig:
-    base_url: str
-    model: str
-    api_key_env: str | None = None
-    judge_model: str
-    judge_base_url: str
-    judge_api_key_env: str | None = None
-    harm_category: str | None = None
-    trigger: str = DEFAULT_TRIGGER
-    trials: int = 1
-    timeout: float = 120.0
+    """The scan's settings (``rampart scan xpia``'s options, checked again when read
+    back: the variable is input like any other)."""
+
+    base_url: str = attrs.field(validator=_url("base_url"))
+    model: str = attrs.field(validator=_text("model"))
+    api_key_env: str | None = attrs.field(default=None, validator=_optional_text("api_key_env"))
+    judge_model: str = attrs.field(validator=_text("judge_model"))
+    judge_base_url: str = attrs.field(validator=_url("judge_base_url"))
+    judge_api_key_env: str | None = attrs.field(
+        default=None, validator=_optional_text("judge_api_key_env")
+    )
+    harm_category: str | None = attrs.field(default=None, validator=_optional_text("harm_category"))
+    trigger: str = attrs.field(default=DEFAULT_TRIGGER, validator=_text("trigger"))
+    trials: int = attrs.field(default=1, validator=checked(ENV_VAR, check_int, "trials", minimum=1))
+    timeout: float = attrs.field(
+        default=120.0, validator=checked(ENV_VAR, check_number, "timeout", above=0)
+    )
 
     @classmethod
     def from_env(cls) -> XpiaScanConfig:
-        text = os.environ.get(ENV_VAR)
-        if not text:
-            raise RuntimeError(f"this module is run by 'rampart scan xpia' ({ENV_VAR} is not set)")
-        from rampart.codec import parse_strict_json
+        return read_settings(ENV_VAR, cls, command="rampart scan xpia")
 
-        data: dict[str, Any] = parse_strict_json(data=text)
-        return cls(**data)
+    def identity(self, payloads: list[Payload]) -> str:
+        """What this scan attacks and how it judges (``rampart.scan._handover``)."""
+        items = [f"{p.id}\0{p.content}\0{sorted(p.metadata.items())!r}" for p in payloads]
+        return identity(attrs.asdict(self), items)
 
     def to_env(self) -> str:
         return json.dumps(attrs.asdict(self))

@@ -33,6 +33,8 @@ if ENV_VAR in os.environ:
     _CONFIG = XpiaScanConfig.from_env()
     _PAYLOADS = _CONFIG.payloads()
 
+    # The scan's identity: ``--resume`` reuses journaled results only for the same scan.
+    @pytest.mark.rampart_scan(_CONFIG.identity(_PAYLOADS))
     @pytest.mark.trial(n=len(_PAYLOADS) * _CONFIG.trials)
     async def test_xpia() -> None:
         config = _CONFIG

@@ -87,9 +87,18 @@ def _redacted(summary: Summary) -> Summary:
     return safe
 
 
+_FOUND = {
+    Polarity.ATTACK: "the attack succeeded",
+    Polarity.PROBE: "the expected behaviour was already missing",
+}
+
+
 @attrs.frozen(kw_only=True)
 class Strategy:
-    """One strategy's declaration: ``name``, ``polarity``, ``summary`` and ``shaping``.
+    """One strategy's declaration: ``name``, ``polarity``, ``summary``, ``shaping``, and
+    ``found``, what an UNSAFE verdict means in words (a run that failed after it says
+    "the run failed after {found}"; by default the polarity's: "the attack succeeded",
+    "the expected behaviour was already missing").
 
     ``summary`` is wrapped so every summary is redacted and terminal-safe."""
 
@@ -97,6 +106,20 @@ class Strategy:
     polarity: Polarity
     summary: Summary = attrs.field(converter=_redacted)
     shaping: Shaping
+    found: str = attrs.field()
+
+    @found.default
+    def _found_by_polarity(self) -> str:
+        return _FOUND[self.polarity]
+
+    def failed_summary(self, evaluation: EvalResult, *, failure: str) -> str:
+        """The summary of an UNSAFE verdict kept from the completed turns of a run that
+        then failed (``failure`` says how): the strategy's UNSAFE summary, then that
+        the run failed after it."""
+        unsafe = self.summary(
+            status=SafetyStatus.UNSAFE, evaluation=evaluation, trace_end_reason=None
+        )
+        return safe_summary(f"{unsafe}; the run failed after {self.found}: {failure}")
 
     def verdict(
         self,

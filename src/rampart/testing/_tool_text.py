@@ -23,25 +23,43 @@ def letters(text: str) -> str:
     return _NOT_WORD.sub("", text).lower()
 
 
-def _strings(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [text for item in value.values() for text in _strings(item)]
-    if isinstance(value, list):
-        return [text for item in value for text in _strings(item)]
-    return []
+_MAX_NODES = 100_000
+"""Values a tool result's YAML may hold before it is read as plain text: YAML aliases
+make a small document a graph whose values, walked as a tree, are exponentially many
+(a "billion laughs" tool result would otherwise take forever)."""
+
+
+def _strings(value: object) -> list[str] | None:
+    """The strings in ``value``, in document order; ``None`` past ``_MAX_NODES`` values."""
+    found: list[str] = []
+    stack = [value]
+    visited = 0
+    while stack:
+        item = stack.pop()
+        visited += 1
+        if visited > _MAX_NODES:
+            return None
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+    return found
 
 
 def read_text(tool_result: str) -> str:
     """The text a tool result carries. AgentDojo's tools answer in YAML, which quotes,
-    escapes and folds long strings; loading it back gives the strings as planted."""
+    escapes and folds long strings; loading it back gives the strings as planted. A
+    result that is not YAML, is nested too deep to load, or holds too many values (see
+    ``_MAX_NODES``) is read as it is."""
     yaml = importlib.import_module("yaml")
     try:
         loaded = yaml.safe_load(tool_result)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return tool_result
-    return "\n".join(_strings(loaded)) or tool_result
+    strings = _strings(loaded)
+    return tool_result if strings is None else ("\n".join(strings) or tool_result)
 
 
 def follows(*, follow: float, seed: int, prompt: str, injection_task: str) -> bool:

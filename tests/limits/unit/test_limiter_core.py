@@ -7,11 +7,13 @@ import pytest
 from rampart.core.errors import AdapterContractError, DriverError, InfrastructureError
 from rampart.limits import FailureKind, RateLimitedError, classify
 from rampart.limits._policy._limiter_core import (
+    Decision,
     LimiterCore,
     booking_depth,
     window_cap,
     window_need,
 )
+from tests.limits._server import TopJitter
 
 
 def _core(**kwargs: object) -> LimiterCore:
@@ -94,6 +96,66 @@ class TestRetryDecisions:
         core = _core(max_retries=0)
         decision = core.on_failure(core.begin_attempt(0.0), TimeoutError(), 0.0, 0)
         assert not decision.retry
+
+
+class TestRetryBudget:
+    """Retries last while the time a request spent failing (its failed attempts and
+    backoffs, given as ``failing_for``) is within ``retry_budget``."""
+
+    @staticmethod
+    def _fail(core: LimiterCore, error: Exception, retry: int, failing_for: float) -> Decision:
+        ticket = core.begin_attempt(0.0)
+        return core.on_failure(ticket, error, 0.0, retry, failing_for=failing_for)
+
+    def test_tiny_waits_are_retried_for_the_whole_budget_not_six_times(self) -> None:
+        """An agent asking for 20 ms each time: 100 retries within 10 s are all made
+        (a count of 6 ended the request 0.12 s after it began)."""
+        core = _core(max_retries=None, retry_budget=10.0)
+        decisions = [
+            self._fail(core, RateLimitedError("429", retry_after=0.02), k, 0.05 * k)
+            for k in range(100)
+        ]
+        assert all(d.retry for d in decisions)
+        assert core.retries == 100
+        assert core.failed == 0
+
+    def test_no_backoff_ends_past_the_budget(self) -> None:
+        """With 9.9 s spent a backoff is cut to the 0.1 s left; at 10 s nothing is left."""
+        core = _core(max_retries=None, retry_budget=10.0, rng=TopJitter())
+        late = self._fail(core, InfrastructureError("reset", transient=True), 3, 9.9)
+        assert late.retry
+        assert late.delay == pytest.approx(0.1)
+        spent = self._fail(core, InfrastructureError("reset", transient=True), 4, 10.0)
+        assert not spent.retry
+        assert core.failed == 1
+
+    def test_a_wait_the_agent_asks_for_must_fit_the_budget(self) -> None:
+        """Retry-After 2 s with 1.5 s left: the request fails now (it would start late)."""
+        core = _core(max_retries=None, retry_budget=10.0)
+        decision = self._fail(core, RateLimitedError("429", retry_after=2.0), 5, 8.5)
+        assert not decision.retry
+        assert core.failed == 1
+
+    def test_max_retries_still_bounds_the_count(self) -> None:
+        core = _core(max_retries=2, retry_budget=60.0)
+        decisions = [
+            self._fail(core, RateLimitedError("429", retry_after=0.01), k, 0.1 * k)
+            for k in range(3)
+        ]
+        assert [d.retry for d in decisions] == [True, True, False]
+
+    def test_a_zero_budget_means_one_attempt(self) -> None:
+        core = _core(max_retries=None, retry_budget=0.0)
+        assert not self._fail(core, TimeoutError(), 0, 0.0).retry
+
+    def test_a_request_that_cannot_be_repeated_is_not_retried(self) -> None:
+        """A streamed body (``may_retry=False``): the refusal still pauses the others."""
+        core = _core(max_retries=None)
+        ticket = core.begin_attempt(0.0)
+        error = RateLimitedError("429", retry_after=2.0)
+        decision = core.on_failure(ticket, error, 0.0, 0, may_retry=False)
+        assert not decision.retry
+        assert core.pause_remaining(0.5) == pytest.approx(1.5)
 
 
 class TestPauseGate:

@@ -10,6 +10,7 @@ import pytest
 import trio
 import trio.testing
 
+from rampart._runs import Run
 from rampart.core.types import Request
 from rampart.limits import MemoryBackend
 from rampart.limits._limiter import _build
@@ -53,6 +54,7 @@ class TestLimitersSharingABackend:
                 max_retries=50,
                 backend=common,
                 rng=random.Random(seed),
+                run=Run(),  # two workers: each process its own run
             )
             for seed in (1, 2)
         ]

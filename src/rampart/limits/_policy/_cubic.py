@@ -63,13 +63,22 @@ def restart(*, value: float, now: float, period: float, doubling: float) -> Cubi
     )
 
 
+START_SPAN = 64.0
+"""Doublings after which slow start stops growing (``2 ** 64`` times ``origin``) ..."""
+
+PROBE_SPAN = 1e4
+"""... and periods after which the probing curve does (``(PROBE_SPAN - 1) ** 3`` times
+``peak - origin`` above ``peak``): far beyond any value a caller uses, and the law
+stays a finite number however long it runs (``2 ** huge`` and ``huge ** 3`` overflow,
+with ``OverflowError``, after hours of a value in use or on a damaged epoch)."""
+
+
 def value(state: CubicState, now: float) -> float:
-    """The value at ``now`` (never below ``origin``)."""
+    """The value at ``now`` (never below ``origin``; finite for any ``now``)."""
     elapsed = max(0.0, now - state.epoch)
     if state.phase == "start":
-        # Cap the exponent: the caller clamps the result, but 2 ** huge overflows.
-        return state.origin * math.pow(2.0, min(elapsed / state.doubling, 64.0))
-    remaining = 1.0 - elapsed / state.period
+        return state.origin * math.pow(2.0, min(elapsed / state.doubling, START_SPAN))
+    remaining = 1.0 - min(elapsed / state.period, PROBE_SPAN)
     return state.peak - (state.peak - state.origin) * remaining**3
 
 

@@ -41,11 +41,14 @@ same name and backend learns *one* rate together and paces against it, instead o
 learning its own and together overshooting.
 
 The rate the bucket uses at ``now`` is the CUBIC law's value clamped to
-``[MIN_RATE, ceiling]``, where the ceiling is the user's ``rate=`` (if given) and the
+``[MIN_RATE, ceiling]``, where the ceiling is ``MAX_RATE``, the user's ``rate=`` (if given) and the
 agent's stated rate (if it said one, less a small margin for jitter; unless it is
 stated again it rises slowly after ``HINT_HOLD`` seconds, so a raised limit is found
 again). Time during which the bucket
-stayed full (requests came slower than the rate) does not count for growth.
+stayed full (requests came slower than the rate) does not count for growth. Every
+formula is bounded for any elapsed time (campaigns run for days), and a stored state
+is used only with every field in its range (``RANGES``, ``load``): shared state is
+written by other processes and hosts, and a damaged one must not turn pacing off.
 """
 
 from __future__ import annotations
@@ -63,7 +66,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_INITIAL_RATE",
+    "MAX_RATE",
     "METER_FIELDS",
+    "RANGES",
+    "RELATIVE",
+    "DamagedState",
     "Grant",
     "LearnedState",
     "Pacing",
@@ -72,6 +79,7 @@ __all__ = [
     "burst_at",
     "join",
     "latency_reported",
+    "load",
     "observed",
     "pacing",
     "rate_at",
@@ -211,6 +219,35 @@ absorb its own event loop's lateness (a sleep wakes up to a millisecond or so la
 more on a loaded machine): with a burst of 1 every late wake-up is capacity lost for
 good, because the next send keeps one full spacing from the late one."""
 
+MAX_RATE = 100_000.0
+"""Requests per second: the absolute ceiling of a learned rate (whatever the agent
+stated, the user gave as ``rate=`` or the growth law reached) and the largest rate a
+stored state may hold. No agent's rate limit is this high, so it never binds a real
+one; it bounds what a damaged or hostile state can make the bucket allow."""
+
+FUTURE_SLACK = 1.0
+"""Seconds: how far after its ``stamp`` a state's law epoch or last cut may lie (every
+transition sets them at or before the stamp; this absorbs rounding). A last cut in the
+future would suppress cuts until then."""
+
+MAX_LATENCY = 3600.0
+"""Seconds: the longest feedback delay a state holds (longer reports count as this;
+beyond ``PERIOD_MAX / PERIOD_LATENCIES`` it changes nothing anyway)."""
+
+MAX_CAPACITY = 1e9
+"""The largest bucket size a state holds (a larger stated one counts as this; the
+client's burst is at most ``BURST_MAX`` anyway)."""
+
+MAX_METER_RATE = 10 * MAX_RATE
+"""The largest smoothed send or refusal rate (per second) a state holds."""
+
+MAX_TALLY = TOLERANCE_ATTEMPTS + 1.0
+"""The decayed reservation count never exceeds ``TOLERANCE_ATTEMPTS`` (a geometric sum);
+one more absorbs rounding."""
+
+MAX_COUNT = 1e15
+"""The largest count a state holds (cuts, refusals): beyond it, a number was not counted."""
+
 _FORMAT = 1
 
 
@@ -302,76 +339,12 @@ class LearnedState:
 
     @classmethod
     def from_dict(cls, data: object) -> LearnedState | None:
-        """The state in ``data``, or ``None`` if it is not a state this version wrote
-        (a damaged or foreign document restarts the controller)."""
-        if not isinstance(data, dict) or data.get("v") != _FORMAT:
-            return None
+        """The state in ``data``, or ``None`` if it is not a state this version wrote or
+        a field is out of its range (``load`` says which)."""
         try:
-            phase = data["phase"]
-            if phase not in ("start", "probe"):
-                return None
-            numbers = {
-                key: float(data[key])
-                for key in (
-                    "due",
-                    "stamp",
-                    "origin",
-                    "peak",
-                    "epoch",
-                    "period",
-                    "doubling",
-                    "latency",
-                    "sent",
-                    "refused",
-                    "measured_at",
-                    "window",
-                    "hint_at",
-                )
-            }
-            hint = None if data["hint"] is None else float(data["hint"])
-            last_cut = None if data["last_cut"] is None else float(data["last_cut"])
-            cuts = int(data["cuts"])
-            headroom_cuts = int(data["headroom_cuts"])
-            # Written by later versions only: a document without them is still ours.
-            capacity = data.get("capacity")
-            capacity = None if capacity is None else float(capacity)
-            tally = float(data.get("tally", 0.0))
-            tally_refused = float(data.get("tally_refused", 0.0))
-        except (KeyError, TypeError, ValueError):
+            return load(data)
+        except DamagedState:
             return None
-        values = [*numbers.values(), hint or 0.0, last_cut or 0.0, capacity or 0.0]
-        if not all(math.isfinite(v) for v in (*values, tally, tally_refused)):
-            return None
-        positive = ("origin", "peak", "period", "doubling", "window")
-        if min(numbers[key] for key in positive) <= 0:
-            return None
-        if min(tally, tally_refused, capacity or 0.0) < 0:
-            return None
-        return cls(
-            due=numbers["due"],
-            stamp=numbers["stamp"],
-            law=CubicState(
-                phase=phase,
-                origin=numbers["origin"],
-                peak=numbers["peak"],
-                epoch=numbers["epoch"],
-                period=numbers["period"],
-                doubling=numbers["doubling"],
-                cuts=cuts,
-            ),
-            latency=numbers["latency"],
-            sent=numbers["sent"],
-            refused=numbers["refused"],
-            measured_at=numbers["measured_at"],
-            window=numbers["window"],
-            hint=hint,
-            hint_at=numbers["hint_at"],
-            last_cut=last_cut,
-            headroom_cuts=headroom_cuts,
-            capacity=capacity,
-            tally=tally,
-            tally_refused=tally_refused,
-        )
 
     # -- derived values ------------------------------------------------------------
 
@@ -392,6 +365,140 @@ class LearnedState:
         return min(1.0, self.tally_refused / self.tally)
 
 
+class DamagedState(ValueError):
+    """A stored learned state this version cannot use: written by another version,
+    damaged, or with a field out of its range (the message names it)."""
+
+
+RANGES: dict[str, tuple[float, float]] = {
+    "due": (-math.inf, math.inf),
+    "stamp": (-math.inf, math.inf),
+    "origin": (MIN_RATE * BETA_START, MAX_RATE),
+    "peak": (MIN_RATE, MAX_RATE),
+    "period": (PERIOD_MIN, PERIOD_MAX),
+    "doubling": (DOUBLING, PERIOD_MAX),
+    "latency": (math.ulp(0.0), MAX_LATENCY),
+    "sent": (0.0, MAX_METER_RATE),
+    "refused": (0.0, MAX_METER_RATE),
+    "window": (MEASURE_SECONDS, PERIOD_MAX),
+    "hint": (MIN_RATE, MAX_RATE),
+    "capacity": (0.0, MAX_CAPACITY),
+    "tally": (0.0, MAX_TALLY),
+    "tally_refused": (0.0, MAX_COUNT),
+    "cuts": (0.0, MAX_COUNT),
+    "headroom_cuts": (0.0, MAX_COUNT),
+}
+"""Each number's range (inclusive; every number must be finite). Redis's reservation
+script checks the meter's fields against the same table (``_redis``)."""
+
+RELATIVE: dict[str, tuple[float, float]] = {
+    "epoch": (-math.inf, FUTURE_SLACK),
+    "last_cut": (-math.inf, FUTURE_SLACK),
+}
+"""Times that must lie within these offsets (seconds) of the state's ``stamp``. Any
+other time may lie anywhere (finite): one long past only means something decayed or
+relaxed, and the law's value at the stamp is checked on its own."""
+
+_TIMES = ("epoch", "measured_at", "hint_at", "last_cut")
+"""Times on the backend's clock (any finite number; see ``RELATIVE``)."""
+
+_OPTIONAL = frozenset({"hint", "last_cut", "capacity"})
+"""Fields that may be ``null``."""
+
+_LATER = {"capacity": None, "tally": 0.0, "tally_refused": 0.0}
+"""Fields added after the format's first release: a document without them is still ours."""
+
+_INTEGERS = frozenset({"cuts", "headroom_cuts"})
+
+
+def _field(data: dict[str, Any], name: str) -> float | None:
+    if name in _LATER and name not in data:
+        return _LATER[name]
+    if name not in data:
+        raise DamagedState(f"the field {name!r} is missing")
+    raw = data[name]
+    if raw is None and name in _OPTIONAL:
+        return None
+    integer = isinstance(raw, int) and not isinstance(raw, bool)
+    if not (integer or (isinstance(raw, float) and name not in _INTEGERS)):
+        expected = "an integer" if name in _INTEGERS else "a number"
+        raise DamagedState(f"{name} is {raw!r:.40}, not {expected}")
+    try:
+        value = float(raw)
+    except OverflowError:
+        value = math.inf
+    low, high = RANGES.get(name, (-math.inf, math.inf))
+    if not (math.isfinite(value) and low <= value <= high):
+        raise DamagedState(f"{name} = {raw!r:.40} is outside [{low:g}, {high:g}]")
+    return value
+
+
+def load(
+    data: object, *, shift: float = 0.0, now: float | None = None, clock_skew: float = 0.0
+) -> LearnedState:
+    """The state in ``data`` (``to_dict``'s form), with ``shift`` idle seconds moved into
+    the law's epoch (see ``join``); raises ``DamagedState`` naming the first field that
+    is not what this version writes: the format version, a type, a number outside
+    ``RANGES``, a time too far from the stamp (``RELATIVE``), or a law whose value at
+    the stamp is above twice ``MAX_RATE`` (no transition leaves it above the ceiling,
+    a Redis booking on a stale view at most a step). With ``now`` (a clock every
+    writer shares), the stamp and ``measured_at`` may lie at most ``clock_skew``
+    seconds after it: a stamp ahead of the clock would stop idle time from being seen
+    (the law would grow unused), a ``measured_at`` the measured rates from decaying."""
+    if not isinstance(data, dict):
+        raise DamagedState(f"the state is a {type(data).__name__}, not an object")
+    if data.get("v") != _FORMAT:
+        raise DamagedState(f"format version {data.get('v')!r:.40}, not {_FORMAT}")
+    phase = data.get("phase")
+    if phase not in ("start", "probe"):
+        raise DamagedState(f"phase is {phase!r:.40}, not 'start' or 'probe'")
+    if not (math.isfinite(shift) and shift >= 0.0):
+        raise DamagedState(f"the idle shift {shift!r} is not a finite number >= 0")
+    values = {name: _field(data, name) for name in (*RANGES, *_TIMES)}
+    stamp = values["stamp"]
+    assert stamp is not None
+    values["epoch"] = values["epoch"] + shift  # type: ignore[operator]
+    for name, (low, high) in RELATIVE.items():
+        value = values[name]
+        if value is not None and not stamp + low <= value <= stamp + high:
+            raise DamagedState(f"{name} lies {value - stamp:g} s from the stamp")
+    for name in ("stamp", "measured_at"):
+        value = values[name]
+        if now is not None and value is not None and value > now + clock_skew:
+            raise DamagedState(f"{name} lies {value - now:g} s ahead of the clock")
+    number = {name: value for name, value in values.items() if value is not None}
+    if number["origin"] > number["peak"]:
+        raise DamagedState("origin is above peak")
+    law = CubicState(
+        phase="start" if phase == "start" else "probe",
+        origin=number["origin"],
+        peak=number["peak"],
+        epoch=number["epoch"],
+        period=number["period"],
+        doubling=number["doubling"],
+        cuts=int(number["cuts"]),
+    )
+    if _cubic.value(law, stamp) > 2.0 * MAX_RATE:
+        raise DamagedState(f"the growth law is at {_cubic.value(law, stamp):g}/s at the stamp")
+    return LearnedState(
+        due=number["due"],
+        stamp=stamp,
+        law=law,
+        latency=number["latency"],
+        sent=number["sent"],
+        refused=number["refused"],
+        measured_at=number["measured_at"],
+        window=number["window"],
+        hint=values["hint"],
+        hint_at=number["hint_at"],
+        last_cut=values["last_cut"],
+        headroom_cuts=int(number["headroom_cuts"]),
+        capacity=values["capacity"],
+        tally=number["tally"],
+        tally_refused=number["tally_refused"],
+    )
+
+
 def _window(rate: float) -> float:
     """Seconds the measured rates average over (longer at low rates)."""
     return min(PERIOD_MAX, max(MEASURE_SECONDS, MEASURE_REQUESTS / max(rate, MIN_RATE)))
@@ -406,6 +513,7 @@ def fresh(now: float, policy: RatePolicy) -> LearnedState:
     """A new controller: slow start from ``policy.initial``, or (with a ceiling, which
     the user gave as ``rate=``) probing from the ceiling itself."""
     initial = policy.initial if policy.ceiling is None else policy.ceiling
+    initial = min(MAX_RATE, max(MIN_RATE, initial))
     law = _cubic.restart(
         value=initial,
         now=now,
@@ -418,13 +526,19 @@ def fresh(now: float, policy: RatePolicy) -> LearnedState:
 
 
 def _hint_at(state: LearnedState, now: float) -> float | None:
+    """The stated rate as a ceiling at ``now``: held for ``HINT_HOLD`` seconds, then
+    rising by ``HINT_RELAX`` per second up to ``MAX_RATE`` (where it stays: a bound on
+    the exponent, since ``exp`` overflows after about two hours of relaxing)."""
     if state.hint is None:
         return None
-    return state.hint * math.exp(HINT_RELAX * max(0.0, now - state.hint_at - HINT_HOLD))
+    relax = HINT_RELAX * max(0.0, now - state.hint_at - HINT_HOLD)
+    if relax >= math.log(MAX_RATE / state.hint):
+        return MAX_RATE
+    return state.hint * math.exp(relax)
 
 
 def _ceiling(state: LearnedState, now: float, policy: RatePolicy) -> float:
-    ceiling = math.inf if policy.ceiling is None else policy.ceiling
+    ceiling = MAX_RATE if policy.ceiling is None else min(MAX_RATE, policy.ceiling)
     hint = _hint_at(state, now)
     if hint is not None:
         ceiling = min(ceiling, hint * HINT_SHARE)
@@ -480,8 +594,8 @@ def _measure(
     window = _window(rate_at(state, now, policy))
     return attrs.evolve(
         state,
-        sent=max(0.0, current_sent + sent / window),
-        refused=current_refused + refused / window,
+        sent=min(MAX_METER_RATE, max(0.0, current_sent + sent / window)),
+        refused=min(MAX_METER_RATE, current_refused + refused / window),
         measured_at=max(now, state.measured_at),
         window=window,
     )
@@ -582,7 +696,7 @@ def book(
         due=max(due, start) + spacing,
         tally=max(0.0, state.tally * keep + 1 - forfeited),
         tally_refused=state.tally_refused * keep,
-        sent=max(0.0, state.sent * decay + (1 - forfeited) / pacing.window),
+        sent=min(MAX_METER_RATE, max(0.0, state.sent * decay + (1 - forfeited) / pacing.window)),
         refused=state.refused * decay,
         measured_at=max(now, state.measured_at),
         window=pacing.window,
@@ -617,6 +731,7 @@ def latency_reported(
     current = fresh(now, policy) if state is None else _rebase(state, now)
     if not (latency > 0.0 and math.isfinite(latency)):
         return current
+    latency = min(latency, MAX_LATENCY)
     return attrs.evolve(
         current, latency=current.latency + LATENCY_WEIGHT * (latency - current.latency)
     )
@@ -643,29 +758,24 @@ def split(state: LearnedState) -> tuple[dict[str, Any], dict[str, float]]:
     return document, meter
 
 
-def join(document: object, meter: dict[str, float], *, shift: float = 0.0) -> LearnedState | None:
+def join(
+    document: object, meter: dict[str, float], *, shift: float = 0.0, now: float | None = None
+) -> LearnedState:
     """The state stored as ``split``'s two parts, with ``shift`` seconds of idle time
     (counted by the atomic reservation since the document was written) moved into the
-    growth law's epoch; ``None`` if the parts are not a state this version wrote."""
-    if not isinstance(document, dict) or not math.isfinite(shift):
-        return None
-    state = LearnedState.from_dict({**document, **meter})
-    if state is None or shift == 0.0:
-        return state
-    return attrs.evolve(state, law=_cubic.idle(state.law, shift))
-
-
-def _tally(state: LearnedState, *, reserved: int = 0, forfeited: int = 0) -> LearnedState:
-    """Count reservations (each decays the older counts) and take back forfeited ones."""
-    keep = (1.0 - 1.0 / TOLERANCE_ATTEMPTS) ** reserved
-    tally = max(0.0, state.tally * keep + reserved - forfeited)
-    return attrs.evolve(state, tally=tally, tally_refused=state.tally_refused * keep)
+    growth law's epoch. With ``now`` (the shared clock's reading), the stamp and
+    ``measured_at`` may lie at most ``MAX_BACKLOG`` after it. Raises ``DamagedState``
+    when the parts are not a state this version wrote (see ``load``)."""
+    if not isinstance(document, dict):
+        raise DamagedState(f"the document is a {type(document).__name__}, not an object")
+    return load({**document, **meter}, shift=shift, now=now, clock_skew=MAX_BACKLOG)
 
 
 def _cut(
     state: LearnedState, *, now: float, peak: float, beta: float, policy: RatePolicy
 ) -> LearnedState:
     state = _advance(state, now, policy)
+    peak = min(peak, MAX_RATE)
     law = _cubic.congested(
         state.law,
         now=now,
@@ -697,7 +807,7 @@ def throttled(
     """
     current = fresh(now, policy) if state is None else _rebase(state, now)
     current = _measure(current, now, policy, refused=1)
-    current = attrs.evolve(current, tally_refused=current.tally_refused + 1.0)
+    current = attrs.evolve(current, tally_refused=min(MAX_COUNT, current.tally_refused + 1.0))
     if generation != current.generation:
         return current, False
     if current.law.phase == "start":
@@ -745,17 +855,17 @@ def observed(
     """
     current = fresh(now, policy) if state is None else _rebase(state, now)
     capacity = signal.request_capacity
-    if capacity is not None:
-        current = attrs.evolve(current, capacity=capacity)
+    if capacity is not None and capacity >= 0.0:
+        current = attrs.evolve(current, capacity=min(capacity, MAX_CAPACITY))
     stated = signal.request_rate
     if stated is not None and stated > 0.0 and math.isfinite(stated):
         previous = _hint_at(current, now)
-        hint = stated if previous is None else min(previous, stated)
+        hint = min(MAX_RATE, max(MIN_RATE, stated if previous is None else min(previous, stated)))
         current = _advance(current, now, policy)
-        current = attrs.evolve(current, hint=max(MIN_RATE, hint), hint_at=now)
+        current = attrs.evolve(current, hint=hint, hint_at=now)
         if current.law.phase == "start":
             # The agent told us its rate: no need to find it by doubling into 429s.
-            peak = hint * HINT_SHARE
+            peak = max(MIN_RATE, hint * HINT_SHARE)
             law = _cubic.plateau(
                 current.law, now=now, peak=peak, period=_period(current.latency, peak)
             )

@@ -10,26 +10,34 @@ and when to retry, how the adaptive window moves, and the counters behind
 clock: the async shell (``rampart.limits._limiter``) passes ``now`` in and does the
 waiting. That keeps every rule testable with plain synchronous tests.
 
-Classification of an exception raised by the wrapped ``send_async``:
+Classification of an exception raised by the wrapped ``send_async`` is
+``rampart.core._failures.classify_failure``'s (rampart's own errors, and by duck typing
+what agent SDKs and frameworks raise, wrapped or not):
 
-* ``RateLimitedError`` -> ``RATE_LIMITED``: retried (backoff, never sooner than
-  ``retry_after``), cuts the adaptive window (once per episode), and pauses *new*
-  attempts until ``retry_after`` has passed. A ``retry_after`` above
-  ``max_retry_after`` is not honoured: the request fails at once (with a
-  ``RateLimitedError`` naming both values), no pause begins, and the window is cut as
-  for a 429 without ``Retry-After``;
-* ``AdapterContractError`` (the adapter broke its contract) -> ``FATAL``;
-* ``InfrastructureError`` with ``transient=True``, or ``TimeoutError`` ->
-  ``TRANSIENT``: retried with backoff, the window is kept;
-* anything else -> ``FATAL``: propagates at once.
+* ``RATE_LIMITED`` (a ``RateLimitedError``; a foreign error carrying HTTP 429, or 503
+  with a wait): retried (backoff, never sooner than its ``retry_after``, read from the
+  foreign error's ``Retry-After`` by ``rampart.limits._errors.as_refusal``), cuts the
+  adaptive window (once per episode), and pauses *new* attempts until ``retry_after``
+  has passed. A ``retry_after`` above ``max_retry_after`` is not honoured: the request
+  fails at once (with a ``RateLimitedError`` naming both values), no pause begins, and
+  the window is cut as for a 429 without ``Retry-After``;
+* ``TRANSIENT`` (``InfrastructureError(transient=True)``, ``TimeoutError``,
+  ``ConnectionError``; a foreign 5xx, connection or timeout error): retried with
+  backoff, the window is kept;
+* ``FATAL`` (an ``AdapterContractError``, any other error, a bug): propagates at once.
 
-A request is attempted at most ``1 + max_retries`` times; after that the last error
-propagates.
+A request is retried while its **retry budget** lasts: the time it has spent failing
+(its failed attempts and the backoffs after them; not its waits for a slot or a token,
+which are its turn at the rate) may reach ``retry_budget`` seconds, and a backoff that
+would pass it is cut to fit (a ``Retry-After`` that does not fit ends the retrying);
+``max_retries``, when given, bounds the count as well. After that the last error
+propagates. A budget of time, not a count: an agent that asks for tiny pauses
+(``Retry-After: 20 ms``) refuses a request six times within a second when many compete
+for its rate, and six was then a budget spent on nothing.
 """
 
 from __future__ import annotations
 
-import enum
 import math
 import re
 from typing import TYPE_CHECKING
@@ -39,8 +47,8 @@ import attrs
 from rampart._aimd import AimdWindow
 from rampart._redact import redact
 from rampart._text import one_line
-from rampart.core.errors import AdapterContractError, InfrastructureError
-from rampart.limits._errors import RateLimitedError
+from rampart.core._failures import FailureKind, classify_failure
+from rampart.limits._errors import RateLimitedError, as_refusal
 from rampart.limits._policy._backoff import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_CAP, backoff_delay
 
 if TYPE_CHECKING:
@@ -48,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_RETRY_AFTER",
+    "DEFAULT_RETRY_BUDGET",
     "Decision",
     "FailureKind",
     "LimiterCore",
@@ -69,6 +78,9 @@ _REQUEST_PREFIX = re.compile(r"\A(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) \S+?
 
 DEFAULT_MAX_RETRY_AFTER = 60.0
 """Seconds: the longest ``Retry-After`` a limiter waits for by default."""
+
+DEFAULT_RETRY_BUDGET = 60.0
+"""Seconds a request may spend failing while it is retried, by default."""
 
 LITTLE_HEADROOM = 2.0
 """A learned rate's window allows this many times ``rate x latency`` in flight ..."""
@@ -128,25 +140,9 @@ def booking_depth(rate: float, burst: int) -> int:
     return max(1, burst, math.ceil(max(0.0, rate) * BOOKED_AHEAD))
 
 
-class FailureKind(enum.Enum):
-    """How the limiter treats an exception from the wrapped ``send_async``."""
-
-    RATE_LIMITED = "rate_limited"
-    TRANSIENT = "transient"
-    FATAL = "fatal"
-
-
 def classify(error: BaseException) -> FailureKind:
     """The ``FailureKind`` of ``error`` (see the module docstring)."""
-    if isinstance(error, RateLimitedError):
-        return FailureKind.RATE_LIMITED
-    if isinstance(error, AdapterContractError):
-        return FailureKind.FATAL  # retrying a broken adapter cannot help
-    if isinstance(error, InfrastructureError) and error.transient:
-        return FailureKind.TRANSIENT
-    if isinstance(error, TimeoutError):
-        return FailureKind.TRANSIENT
-    return FailureKind.FATAL
+    return classify_failure(error).kind
 
 
 @attrs.frozen(kw_only=True)
@@ -192,9 +188,10 @@ class LimiterCore:
         *,
         max_concurrency: int | None,
         adaptive: bool,
-        max_retries: int,
+        max_retries: int | None,
         rng: random.Random,
         max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
+        retry_budget: float = DEFAULT_RETRY_BUDGET,
         backoff_base: float = DEFAULT_BACKOFF_BASE,
         backoff_cap: float = DEFAULT_BACKOFF_CAP,
         aimd: AimdWindow | None = None,
@@ -205,6 +202,7 @@ class LimiterCore:
         self._little = learned and adaptive and aimd is None and max_concurrency is None
         self._max_concurrency = max_concurrency
         self._max_retries = max_retries
+        self._retry_budget = retry_budget
         self._max_retry_after = max_retry_after
         self._rng = rng
         self._backoff_base = backoff_base
@@ -357,9 +355,9 @@ class LimiterCore:
         text = one_line(raw)
         if len(text) > RETRY_TEXT_CHARS:
             text = text[: RETRY_TEXT_CHARS - 1] + "…"
+        of = "" if self._max_retries is None else f" of {self._max_retries}"
         self._retry_note = (
-            f"retrying after {text} (retry {retry + 1} of {self._max_retries}, "
-            f"in {decision.delay:.1f} s)"
+            f"retrying after {text} (retry {retry + 1}{of}, in {decision.delay:.1f} s)"
         )
         return self._retry_note
 
@@ -429,18 +427,31 @@ class LimiterCore:
         """The attempt was cancelled (not a failure of the agent): only bookkeeping."""
         self._end_attempt(now)
 
-    def on_failure(self, ticket: Ticket, error: BaseException, now: float, retry: int) -> Decision:
-        """The attempt raised ``error``; ``retry`` retries of this request came before it.
+    def on_failure(
+        self,
+        ticket: Ticket,
+        error: BaseException,
+        now: float,
+        retry: int,
+        *,
+        failing_for: float = 0.0,
+        may_retry: bool = True,
+    ) -> Decision:
+        """The attempt raised ``error``; ``retry`` retries of this request came before it,
+        and it has spent ``failing_for`` seconds failing (its failed attempts, this one
+        included, and its backoffs so far).
 
-        Returns whether to retry and after how long. A non-retried failure counts the
-        request as failed.
+        Returns whether to retry and after how long: not when the backoff would end past
+        the retry budget or the retry exceed ``max_retries`` (see the module docstring),
+        nor when the request cannot be sent again (``may_retry=False``: a body that was
+        streamed). A non-retried failure counts the request as failed.
         """
         self._end_attempt(now)
         kind = classify(error)
         retry_after: float | None = None
-        if kind is FailureKind.RATE_LIMITED:
-            assert isinstance(error, RateLimitedError)
-            retry_after = error.retry_after
+        refusal = as_refusal(error) if kind is FailureKind.RATE_LIMITED else None
+        if refusal is not None:
+            retry_after = refusal.retry_after
             self.rate_limited += 1
             if retry_after is not None and retry_after > self._max_retry_after:
                 return self._refuse_wait(ticket, error, retry_after, now)
@@ -452,10 +463,10 @@ class LimiterCore:
                 )
         elif kind is FailureKind.TRANSIENT:
             self.transient_failures += 1
-        if kind is FailureKind.FATAL or retry >= self._max_retries:
+        spent = self._max_retries is not None and retry >= self._max_retries
+        if kind is FailureKind.FATAL or spent or not may_retry:
             self.failed += 1
             return Decision(kind=kind, retry=False)
-        self.retries += 1
         # With a learned rate, a refused request's retry takes a token like any attempt,
         # so the bucket (which the refusal just cut) spaces retries already: the backoff
         # stays at its first step instead of growing with every refusal, or a request
@@ -469,10 +480,18 @@ class LimiterCore:
             base=self._backoff_base,
             cap=self._backoff_cap,
         )
+        # The budget: the backoff must end within it (a jittered one is cut to fit; a
+        # wait the agent asked for that does not fit ends the retrying now).
+        left = self._retry_budget - failing_for
+        if left <= 0.0 or (retry_after or 0.0) > left:
+            self.failed += 1
+            return Decision(kind=kind, retry=False)
+        delay = min(delay, left)
+        self.retries += 1
         return Decision(kind=kind, retry=True, delay=delay)
 
     def _refuse_wait(
-        self, ticket: Ticket, error: RateLimitedError, retry_after: float, now: float
+        self, ticket: Ticket, error: BaseException, retry_after: float, now: float
     ) -> Decision:
         # Waiting longer than max_retry_after would park the request (and, through the
         # pause, every request of this process) for as long as the agent likes: fail it
