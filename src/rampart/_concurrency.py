@@ -12,8 +12,9 @@ in one place too (``rampart.engine._fanout.bound``).
 plugin's when ``--rampart-concurrency`` is not given, the scans', and where an
 adaptive limit starts. A concurrency left out of ``execute_trials_async`` is
 ``default_concurrency()``: the setting of the run it is called in, when a run has
-declared one (``run_concurrency``), else unbounded (``None``), as a library call
-outside any run always was.
+declared one (``run_concurrency``: the pytest plugin does around every test body, with
+``--rampart-concurrency`` or a ``trial_config`` test's marker), else unbounded
+(``None``), as a library call outside any run always was.
 """
 
 from __future__ import annotations

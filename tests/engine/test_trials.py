@@ -735,7 +735,7 @@ class TestExecuteTrials:
                 r"^execute_trials_async: max_unsafe must be non-negative, got -1",
             ),
             (
-                {"early_stop": None},
+                {"early_stop": "yes"},
                 TypeError,
                 r"^execute_trials_async: early_stop must be a bool, got ",
             ),

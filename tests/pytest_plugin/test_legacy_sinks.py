@@ -41,7 +41,14 @@ def test_parameterless_fixture(pytester: pytest.Pytester, xdist: bool) -> None:
     result = pytester.runpytest_subprocess(*NO_ASYNCIO, "-W", "default::DeprecationWarning", *args)
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     assert only_report(pytester)["total_runs"] == 2
-    result.stdout.fnmatch_lines(["*rampart_sinks fixture is deprecated*"])
+    # One line that says what to write instead.
+    result.stdout.fnmatch_lines(
+        [
+            "*rampart_sinks fixture is deprecated*Use the pytest_rampart_sinks hook instead: "
+            "in conftest.py, replace the fixture with "
+            "`def pytest_rampart_sinks(config): return [[]...[]]` returning the same sinks."
+        ]
+    )
 
 
 def test_fixture_with_dependencies_is_skipped_with_a_warning(pytester: pytest.Pytester) -> None:

@@ -186,7 +186,7 @@ class TestConfidence:
                 "*@pytest.mark.trial(confidence=) must be a number or None in (0, 1), got 95*",
             ),
             ("n=5, max_unsafe=-1", "*@pytest.mark.trial(max_unsafe=) must be non-negative*"),
-            ("n=5, confidance=0.9", "*unexpected argument(s) ?'confidance'?*"),
+            ("n=5, confidance=0.9", "*unsupported argument(s) ?'confidance'?*"),
         ],
     )
     def test_bad_markers_are_usage_errors(

@@ -34,8 +34,6 @@ from rampart.reporting._run_data import INCOMPLETE, TrialGroupSummary
 
 if TYPE_CHECKING:
     from rampart.cli._inputs import SavedRun
-    from rampart.core._population import CloneOutcome
-    from rampart.core._trial_rule import TrialRule
 
 __all__ = [
     "contradiction",
@@ -48,10 +46,6 @@ __all__ = [
     "record_nodeid",
     "worst",
 ]
-
-# The outcome of a clone with records from several runs (a resumed one): a finished
-# run of it wins over one cut short, and a failed one over a passed one.
-_OUTCOME_ORDER = ("partial", "skipped", "passed", "failed")
 
 
 @attrs.frozen(kw_only=True)
@@ -106,65 +100,11 @@ def group_key(record: ResultRecord) -> tuple[str, int] | None:
     return nodeid.removesuffix(f"[trial-{population.index}]"), population.index
 
 
-def _clone_facts(
-    records: list[ResultRecord],
-) -> tuple[SafetyStatus, CloneOutcome | None]:
-    """A clone's status (its worst result; UNDETERMINED when its own assertions failed
-    although every result was SAFE, as the plugin counts it) and its outcome."""
-    from rampart.core._population import CloneOutcome
-
-    status = worst(record.result.status for record in records)
-    outcomes = {
-        record.result.population.outcome
-        for record in records
-        if record.result.population is not None
-    }
-    outcome = None
-    if None not in outcomes:
-        outcome = max(
-            (found for found in outcomes if found is not None),
-            key=lambda found: _OUTCOME_ORDER.index(found.value),
-        )
-    if outcome is CloneOutcome.FAILED and status is SafetyStatus.SAFE:
-        status = SafetyStatus.UNDETERMINED
-    return status, outcome
-
-
-def _group_facts(members: list[ResultRecord]) -> tuple[TrialRule | None, int | None, int | None]:
-    """The rule and the finished group's ``executed``/``no_result`` its records carry;
-    ``None`` where they are not recorded or the records disagree."""
-    from rampart.core._trial_rule import check_rule
-
-    populations = [r.result.population for r in members if r.result.population is not None]
-    rules = {(p.threshold, p.confidence, p.sequential, p.max_unsafe) for p in populations}
-    rule = None
-    if len(rules) == 1:
-        threshold, confidence, sequential, max_unsafe = rules.pop()
-        if max_unsafe is not None:
-            try:
-                rule = check_rule(
-                    "trace",
-                    threshold=threshold,
-                    confidence=confidence,
-                    sequential=sequential,
-                    max_unsafe=max_unsafe,
-                )
-            except (TypeError, ValueError):
-                rule = None
-    facts = {(p.executed, p.no_result) for p in populations if p.executed is not None}
-    if len(facts) == 1 and all(p.executed is not None for p in populations):
-        executed, no_result = facts.pop()
-        return rule, executed, no_result
-    return rule, None, None
-
-
 def derived_groups(records: list[ResultRecord]) -> dict[str, TrialGroupSummary]:
     """Each trial group judged again from its records (``rebuild_group``: the plugin's
     ``TrialTally``) and stated as the plugin states it, or INCOMPLETE when they do not
     hold what its verdict rests on."""
-    from rampart.core._group_outcome import rebuild_group
-    from rampart.core._population import CloneOutcome
-    from rampart.core._trial_rule import TrialRule
+    from rampart.core._group_outcome import rebuild_results
     from rampart.reporting._group_text import group_entry
 
     members: dict[str, dict[int, list[ResultRecord]]] = {}
@@ -177,31 +117,9 @@ def derived_groups(records: list[ResultRecord]) -> dict[str, TrialGroupSummary]:
     groups = {}
     for nodeid, by_index in members.items():
         every = [record for found in by_index.values() for record in found]
-        population = every[0].result.population
-        assert population is not None
-        rule, executed, no_result = _group_facts(every)
-        statuses: dict[int, SafetyStatus] = {}
-        partial = set()
-        skipped = False
-        for index, found in sorted(by_index.items()):
-            status, outcome = _clone_facts(found)
-            statuses[index] = status
-            if outcome is None:
-                rule = None  # a clone's outcome is not recorded: an older producer
-            elif outcome in (CloneOutcome.PARTIAL, CloneOutcome.SKIPPED):
-                partial.add(index)
-                skipped = skipped or outcome is CloneOutcome.SKIPPED
-        rebuilt = rebuild_group(
-            size=max(population.size, *(index + 1 for index in statuses)),
-            rule=rule,
-            clones=statuses,
-            partial=frozenset(partial),
-            skipped=skipped,
-            executed=executed,
-            no_result=no_result,
+        rebuilt = rebuild_results(
+            {index: [record.result for record in found] for index, found in by_index.items()}
         )
-        if rule is None:  # the records' own threshold, the rest unknown
-            rebuilt = attrs.evolve(rebuilt, rule=TrialRule(threshold=population.threshold))
         category = category_key(every[0].result)
         groups[nodeid] = group_entry(
             rebuilt,

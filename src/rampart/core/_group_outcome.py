@@ -28,7 +28,8 @@ from rampart.core._trial_rule import TrialRule, TrialTally, TrialVerdict
 from rampart.core.types import SafetyStatus
 
 if TYPE_CHECKING:
-    from rampart.core.result import PopulationResult
+    from rampart.core._population import CloneOutcome, PopulationRef
+    from rampart.core.result import PopulationResult, Result
 
 __all__ = [
     "RULE_NOT_RECORDED",
@@ -37,6 +38,7 @@ __all__ = [
     "TrialGroupOutcome",
     "population_outcome",
     "rebuild_group",
+    "rebuild_results",
     "tally_outcome",
 ]
 
@@ -289,3 +291,96 @@ def rebuild_group(
         why=f"{len(finished)} of {size} clones are recorded and clone {index} is not: the "
         "group was cut short (or its records are missing) before it was decided",
     )
+
+
+# The outcome of a clone with records from several runs (a resumed one): a finished
+# run of it wins over one cut short, and a failed one over a passed one.
+_OUTCOME_ORDER = ("partial", "skipped", "passed", "failed")
+
+
+def rebuild_results(clones: dict[int, list[Result]]) -> TrialGroupOutcome:
+    """A saved group's outcome from its clones' results (``clones`` maps each clone
+    index to its results, each carrying its ``PopulationRef``): the facts the refs
+    carry, fed to ``rebuild_group``. The one reading of saved clone results, for
+    ``rampart report`` / ``diff`` and for a resumed run.
+
+    A clone's status is its worst result (UNDETERMINED when its own assertions failed
+    although every result was SAFE, as the plugin counts it). A group whose records
+    disagree on the rule, or a clone whose outcome is not recorded (an older producer),
+    is INCOMPLETE, with the records' own threshold.
+    """
+    from rampart.core._population import CloneOutcome
+
+    every = [result for found in clones.values() for result in found]
+    refs = [result.population for result in every if result.population is not None]
+    if not refs:
+        raise ValueError("rebuild_results needs results that carry a PopulationRef")
+    rule, executed, no_result = _group_facts(refs)
+    statuses: dict[int, SafetyStatus] = {}
+    partial = set()
+    skipped = False
+    for index, found in sorted(clones.items()):
+        status, outcome = _clone_facts(found)
+        statuses[index] = status
+        if outcome is None:
+            rule = None  # a clone's outcome is not recorded: an older producer
+        elif outcome in (CloneOutcome.PARTIAL, CloneOutcome.SKIPPED):
+            partial.add(index)
+            skipped = skipped or outcome is CloneOutcome.SKIPPED
+    rebuilt = rebuild_group(
+        size=max(refs[0].size, *(index + 1 for index in statuses)),
+        rule=rule,
+        clones=statuses,
+        partial=frozenset(partial),
+        skipped=skipped,
+        executed=executed,
+        no_result=no_result,
+    )
+    if rule is None:  # the records' own threshold, the rest unknown
+        rebuilt = attrs.evolve(rebuilt, rule=TrialRule(threshold=refs[0].threshold))
+    return rebuilt
+
+
+def _clone_facts(results: list[Result]) -> tuple[SafetyStatus, CloneOutcome | None]:
+    """A clone's status and its outcome (see ``rebuild_results``)."""
+    from rampart.core._population import CloneOutcome
+    from rampart.core._severity import worst
+
+    status = worst(result.status for result in results)
+    outcomes = {result.population.outcome for result in results if result.population is not None}
+    outcome = None
+    if None not in outcomes:
+        outcome = max(
+            (found for found in outcomes if found is not None),
+            key=lambda found: _OUTCOME_ORDER.index(found.value),
+        )
+    if outcome is CloneOutcome.FAILED and status is SafetyStatus.SAFE:
+        status = SafetyStatus.UNDETERMINED
+    return status, outcome
+
+
+def _group_facts(refs: list[PopulationRef]) -> tuple[TrialRule | None, int | None, int | None]:
+    """The rule and the finished group's ``executed``/``no_result`` the refs carry;
+    ``None`` where they are not recorded or the refs disagree."""
+    from rampart.core._trial_rule import check_rule
+
+    rules = {(p.threshold, p.confidence, p.sequential, p.max_unsafe) for p in refs}
+    rule = None
+    if len(rules) == 1:
+        threshold, confidence, sequential, max_unsafe = rules.pop()
+        if max_unsafe is not None:
+            try:
+                rule = check_rule(
+                    "trace",
+                    threshold=threshold,
+                    confidence=confidence,
+                    sequential=sequential,
+                    max_unsafe=max_unsafe,
+                )
+            except (TypeError, ValueError):
+                rule = None
+    facts = {(p.executed, p.no_result) for p in refs if p.executed is not None}
+    if len(facts) == 1 and all(p.executed is not None for p in refs):
+        executed, no_result = facts.pop()
+        return rule, executed, no_result
+    return rule, None, None

@@ -23,7 +23,8 @@ Modules: ``_execution`` (lifecycle and the error boundary), ``_trace`` (the runn
 one-slot hand-off between them), ``_policies`` (stop
 scopes and their parameters), ``_strategy`` (the shared shape of attack and probe;
 what each strategy declares lives in ``rampart.strategies``), ``_results`` (the
-current result collector, which the pytest plugin sets), ``_trials``, ``_fanout``
+current result collector, which the pytest plugin sets), ``_populations`` (what a test
+declares to the populations it runs, and who watches them), ``_trials``, ``_fanout``
 and ``_auto_concurrency`` (concurrent trials, and the adaptive clone limit with its
 ``report_throttle`` channel), ``_exceptions`` (group plumbing). The names below load
 on first access, so importing one engine module does not load the others.

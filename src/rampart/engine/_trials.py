@@ -30,6 +30,12 @@ from rampart.core._population import CloneOutcome, PopulationRef
 from rampart.core._trial_rule import TrialTally, check_rule
 from rampart.core.result import PopulationResult, Result
 from rampart.engine._fanout import bound, fan_out
+from rampart.engine._populations import (
+    declared_trials,
+    no_population_context,
+    population_observer,
+)
+from rampart.engine._results import ResultCollector, TrialInfo, bind_collector
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -47,12 +53,12 @@ async def execute_trials_async(
     execution_factory: Callable[[], BaseExecution],
     adapter: AgentAdapter,
     n: int,
-    threshold: float = 1.0,
+    threshold: float | None = None,
     concurrency: int | Literal["auto"] | None = None,
-    early_stop: bool = False,
+    early_stop: bool | None = None,
     confidence: float | None = None,
-    sequential: bool = False,
-    max_unsafe: int = 0,
+    sequential: bool | None = None,
+    max_unsafe: int | None = None,
 ) -> PopulationResult:
     """Run ``n`` fresh executions concurrently and return their population verdict.
 
@@ -66,6 +72,12 @@ async def execute_trials_async(
     the result's ``concurrency``). ``None``: the setting of the run this is called in
     when a run declared one (``rampart._concurrency``), else no bound. Each result is stamped with
     ``PopulationRef(id, index, size=n, threshold)``.
+
+    ``threshold`` defaults to 1.0, ``early_stop``, ``sequential`` and ``max_unsafe`` to
+    False, False and 0, ``confidence`` to None; inside a ``@pytest.mark.trial`` test that
+    requests ``trial_config``, an option left out (or None) is the one the marker
+    declared instead (``rampart.engine._populations``). Inside a test, the population
+    is reported as a trial group (per-trial lines, a group line, ``trial_groups``).
 
     ``confidence`` (a number in (0, 1), with ``0 < threshold < 1``) makes the verdict
     confidence-aware; ``sequential=True`` (needs ``confidence``) makes ``n`` the most
@@ -87,24 +99,35 @@ async def execute_trials_async(
         expected="a zero-argument callable returning a fresh execution",
     )
     size = check_int(_OWNER, "n", n, minimum=1)
+    declared = declared_trials()
+
+    def given(value: Any, name: str, default: Any) -> Any:
+        # Left out: what the test declared, else the documented default.
+        if value is not None:
+            return value
+        return default if declared is None else getattr(declared, name)
+
     rule = check_rule(
         _OWNER,
-        threshold=threshold,
-        confidence=confidence,
-        sequential=sequential,
-        max_unsafe=max_unsafe,
+        threshold=given(threshold, "threshold", 1.0),
+        confidence=given(confidence, "confidence", None),
+        sequential=given(sequential, "sequential", False),
+        max_unsafe=given(max_unsafe, "max_unsafe", 0),
     )
     threshold = rule.threshold
     if concurrency is None:
         setting = default_concurrency()
     else:
         setting = check_concurrency(_OWNER, "concurrency", concurrency)
-    stop_early = check_bool(_OWNER, "early_stop", early_stop) or rule.sequential
+    stop_early = (
+        check_bool(_OWNER, "early_stop", given(early_stop, "early_stop", False)) or rule.sequential
+    )
 
     population_id = uuid.uuid4().hex
     limiter, controller = bound(setting, jobs=size)
+    observer = population_observer()
 
-    async def run_trial(index: int) -> Result:
+    async def run_execution() -> Result:
         execution: Any = execution_factory()
         execute = getattr(execution, "execute_async", None)
         if not callable(execute):
@@ -117,7 +140,26 @@ async def execute_trials_async(
         result = await execute(adapter=adapter)
         if not isinstance(result, Result):
             raise invalid(_OWNER, f"{type(execution).__name__}.execute_async()", "a Result", result)
-        ref = PopulationRef(
+        return result
+
+    async def run_trial(index: int) -> Result:
+        if observer is None:
+            result = await run_execution()
+            return attrs.evolve(result, population=stamp(index))
+        # Watched (inside a test): the trial records into its own collector, so what it
+        # recorded is reported as this trial's, and the observer gets it at once.
+        collector = ResultCollector()
+        with no_population_context(), bind_collector(collector, TrialInfo(index=index, n=size)):
+            result = await run_execution()
+        stamped = attrs.evolve(result, population=stamp(index))
+        observer.trial_finished(
+            results=_trial_results(collector, result, stamped),
+            adapters=list(collector.adapters.values()),
+        )
+        return stamped
+
+    def stamp(index: int) -> PopulationRef:
+        return PopulationRef(
             id=population_id,
             index=index,
             size=size,
@@ -127,7 +169,6 @@ async def execute_trials_async(
             max_unsafe=rule.max_unsafe,
             outcome=CloneOutcome.PASSED,
         )
-        return attrs.evolve(result, population=ref)
 
     tally = TrialTally(size=size, rule=rule)
 
@@ -136,6 +177,8 @@ async def execute_trials_async(
         tally.add(result.status)
         return tally.settled()
 
+    if observer is not None:
+        observer.population_started(population_id=population_id, size=size)
     fanned = await fan_out(
         run_trial,
         count=size,
@@ -145,7 +188,7 @@ async def execute_trials_async(
         units=_turns,
     )
     counted = [_decided(result, len(fanned.completed)) for _index, result in fanned.completed]
-    return PopulationResult(
+    population = PopulationResult(
         results=counted,
         threshold=threshold,
         population_id=population_id,
@@ -156,6 +199,23 @@ async def execute_trials_async(
         uncounted=[_decided(result, len(counted)) for _index, result in fanned.late],
         concurrency=None if fanned.concurrency is None else fanned.concurrency.as_dict(),
     )
+    if observer is not None:
+        observer.population_finished(population)
+    return population
+
+
+def _trial_results(collector: ResultCollector, result: Result, stamped: Result) -> list[Result]:
+    """What a trial recorded, in order, with the execution's own result stamped (added
+    when the execution did not record it: an object that only has ``execute_async``);
+    anything else it recorded carries the trial's population too."""
+    recorded = collector.results
+    if not any(found is result for found in recorded):
+        recorded.append(result)
+    ref = stamped.population
+    return [
+        stamped if found is result else attrs.evolve(found, population=found.population or ref)
+        for found in recorded
+    ]
 
 
 def _decided(result: Result, executed: int) -> Result:

@@ -4,7 +4,8 @@ It is auto-registered through the ``pytest11`` entry point (``rampart.pytest_plu
 which collects each feature module's options and wires the private parts at configure
 time (``_session``): the markers, their options and ``NoResultWarning`` (``_markers``),
 per-item hooks and state (``_items``), the test-function wrapper and trial fan-out
-(``_runner``), the group verdict (``_groups``), the run ledger every finished result is
+(``_runner``), the group verdict (``_groups``), the populations a test runs as trial
+groups (``_populations``), the run ledger every finished result is
 recorded on, with its spill store (``_ledger``), the run journal and its settings
 (``_journal``), resume (``_resume``), interrupts (``_interrupts``), the report, its sinks
 and the terminal summary (``_report``), live progress (``_progress``), the xdist
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 from rampart._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from rampart.engine._populations import TrialConfig
     from rampart.engine._results import (
         ResultCollectionHandler,
         ResultCollector,
@@ -43,6 +45,7 @@ __getattr__, __dir__ = lazy_attributes(
     {
         **dict.fromkeys(_NAMES, "rampart.engine._results"),
         "NoResultWarning": "rampart.pytest_plugin._markers",
+        "TrialConfig": "rampart.engine._populations",
     },
     uncached=frozenset(_NAMES),
 )
@@ -51,6 +54,7 @@ __all__ = [
     "NoResultWarning",
     "ResultCollectionHandler",
     "ResultCollector",
+    "TrialConfig",
     "TrialInfo",
     "current_trial",
     "record_result",

@@ -1,4 +1,6 @@
-"""Fixtures the plugin provides, and async tests on anyio by default.
+"""Fixtures the plugin provides (``rampart_trial``, ``trial_config``, the default
+``anyio_backend``, the deprecated ``rampart_sinks`` bootstrap), and async tests on anyio
+by default.
 
 This module is registered as a plugin at configure time. Plain ``async def`` tests run
 with no configuration, on anyio's pytest plugin: a coroutine test function gets anyio's
@@ -11,12 +13,17 @@ from __future__ import annotations
 
 import inspect
 import warnings
+from typing import TYPE_CHECKING
 
 import pytest
 
 from rampart.engine._results import TrialInfo, current_trial
 from rampart.pytest_plugin._ledger import LEDGER_KEY
+from rampart.pytest_plugin._markers import TRIAL_CONFIG_KEY
 from rampart.pytest_plugin._report import LEGACY_FIXTURE_WARNING, SINKS_KEY
+
+if TYPE_CHECKING:
+    from rampart.engine._populations import TrialConfig
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -81,6 +88,17 @@ class TrialView:
 def rampart_trial() -> TrialView:
     """Index and size of the running trial clone (0 of 1 outside trial tests)."""
     return TrialView()
+
+
+@pytest.fixture
+def trial_config(request: pytest.FixtureRequest) -> TrialConfig:
+    """What the test's ``@pytest.mark.trial`` declared (RAMPART's declaration form: the
+    marker does not clone the test, which runs its population itself)."""
+    config: TrialConfig | None = request.node.stash.get(TRIAL_CONFIG_KEY, None)
+    if config is None:
+        # Requested where collection could not see it (``getfixturevalue``).
+        pytest.fail(f"trial_config requires @pytest.mark.trial on {request.node.nodeid}")
+    return config
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -40,8 +40,9 @@ from rampart.engine._results import ResultCollector
 from rampart.pytest_plugin._markers import TrialSpec
 
 if TYPE_CHECKING:
-    # Only a (string) annotation of ``ItemRun``, which attrs never resolves.
+    # Only (string) annotations of ``ItemRun``, which attrs never resolves.
     from rampart.engine._auto_concurrency import ConcurrencyStatistics  # noqa: TC004
+    from rampart.pytest_plugin._populations import PopulationRecorder  # noqa: TC004
 
 __all__ = [
     "CloneCancelled",
@@ -205,7 +206,9 @@ class ItemRun:
     count in the verdict, in index order like the others, and are not run again.
     ``outcome`` is set once a trial group has finished; ``interrupted`` when a
     KeyboardInterrupt stopped it first. ``listeners`` are told about each clone whose
-    body finished, before the next checkpoint (``CloneListener``). ``fed`` and
+    body finished, before the next checkpoint (``CloneListener``). ``populations``
+    holds the populations a test body that is not a clone group ran
+    (``_populations``). ``fed`` and
     ``decided_at`` are the early-stop bookkeeping: the next clone index the tally
     expects, and the index at which the verdict settled.
     """
@@ -225,6 +228,7 @@ class ItemRun:
     skipped: bool = False  # a clone's pytest.skip()/xfail() ended the item
     listeners: list[CloneListener] = attrs.field(factory=list)
     concurrency: ConcurrencyStatistics | None = None  # what concurrency="auto" did
+    populations: PopulationRecorder | None = None
 
 
 class _Failed(AssertionError):

@@ -41,8 +41,11 @@ from rampart.pytest_plugin._ledger import (
     FinishedUnit,
     RecordedResult,
     UnitOutcome,
+    population_suffix,
 )
 from rampart.pytest_plugin._markers import (
+    TRIAL_CONFIG_FIXTURE,
+    TRIAL_CONFIG_KEY,
     NoResultWarning,
     TrialSpec,
     harm_category_of,
@@ -55,11 +58,13 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Sequence
     from contextlib import AbstractContextManager
 
-    # Only (string) annotations of ``ItemState``, which attrs never resolves: both load
+    # Only (string) annotations of ``ItemState``, which attrs never resolves: they load
     # when a run first needs them (a trial item, a resumed run).
+    from rampart.core._group_outcome import TrialGroupOutcome  # noqa: TC004
     from rampart.pytest_plugin._clone_fixtures import ClonePlan  # noqa: TC004
     from rampart.pytest_plugin._layers import LimitTracker
     from rampart.pytest_plugin._markers import MarkerOptions
+    from rampart.pytest_plugin._populations import PopulationRun
     from rampart.pytest_plugin._resume import ItemResume, ResumePlan  # noqa: TC004
     from rampart.reporting._run_data import TrialGroupSummary
 
@@ -77,9 +82,13 @@ class ItemOutlet(Protocol):
         """A unit whose results are final (a clone, or the rest of the test)."""
 
     def deliver(
-        self, item: pytest.Item, report: pytest.TestReport | None, group: TrialGroupSummary | None
+        self,
+        item: pytest.Item,
+        report: pytest.TestReport | None,
+        groups: Sequence[TrialGroupSummary],
     ) -> None:
-        """The item is over (``report`` is None when an interrupt stopped it)."""
+        """The item is over (``report`` is None when an interrupt stopped it); ``groups``
+        are its trial groups' entries (its clone group, or the populations it ran)."""
 
     def warn(self, message: str) -> None:
         """A ``RAMPART WARNING`` line for the reporting process."""
@@ -90,9 +99,14 @@ class ItemOutlet(Protocol):
 
 @attrs.define(eq=False)
 class ItemState:
-    """What the plugin knows about one item, kept in its stash."""
+    """What the plugin knows about one item, kept in its stash.
+
+    ``spec`` is the trial settings of a clone group; ``declared`` those of a trial test
+    that requests ``trial_config`` (it runs once, and its populations are its groups).
+    """
 
     spec: TrialSpec | None = None
+    declared: TrialSpec | None = None
     harm: str | None = None
     misuse: str | None = None  # a usage error to fail the item with (xdist workers)
     fixtures: ResultCollector = attrs.field(factory=ResultCollector)
@@ -102,6 +116,8 @@ class ItemState:
     test_hash: str = ""  # computed on first use (``hash_of``)
     resume: ItemResume | None = None
     resumed_clones: dict[int, CloneRun] = attrs.field(factory=dict)
+    # The groups of a test that ran populations, rebuilt from a resumed journal.
+    resumed_groups: list[tuple[int, TrialGroupOutcome]] = attrs.field(factory=list)
     population_id: str = attrs.field(factory=lambda: uuid.uuid4().hex)
     failure: str | None = None  # the first failing phase's one-line reason
     delivered: bool = False
@@ -117,7 +133,7 @@ class ItemState:
         if self.hashing and not self.test_hash:
             from rampart.pytest_plugin._resume import test_hash
 
-            self.test_hash = test_hash(item, self.spec)
+            self.test_hash = test_hash(item, self.spec or self.declared)
         return self.test_hash
 
     def note_released(self, results: Sequence[Result]) -> None:
@@ -147,15 +163,26 @@ class ItemState:
         )
 
     def as_recorded(
-        self, item: pytest.Item, clone_index: int | None, results: list[Result], start: int = 0
+        self,
+        item: pytest.Item,
+        clone_index: int | None,
+        results: list[Result],
+        start: int = 0,
+        *,
+        group: int = 0,
     ) -> tuple[RecordedResult, ...]:
-        """``results`` with their attribution, numbered from ``start`` within the clone."""
+        """``results`` with their attribution, numbered from ``start`` within the clone
+        (of the item's trial group ``group``)."""
         population = self.population(clone_index)
         return tuple(
             RecordedResult(
                 result=self._as_reported(result, population),
                 attribution=Attribution(
-                    nodeid=item.nodeid, name=item.name, clone=clone_index, index=start + position
+                    nodeid=item.nodeid,
+                    name=item.name,
+                    clone=clone_index,
+                    index=start + position,
+                    group=group,
                 ),
             )
             for position, result in enumerate(results)
@@ -170,6 +197,7 @@ class ItemState:
         detail: str = "",
         *,
         clone_outcome: CloneOutcome | None = None,
+        group: int = 0,
     ) -> FinishedUnit:
         """The unit of ``results``; a clone's records carry how its body ended
         (``PopulationRef.outcome``: ``outcome``'s, unless ``clone_outcome`` says more)."""
@@ -184,6 +212,7 @@ class ItemState:
             outcome=outcome,
             detail=detail,
             test_hash=self.hash_of(item),
+            group=group,
         )
 
     def _as_reported(self, result: Result, population: PopulationRef | None) -> Result:
@@ -264,6 +293,15 @@ class ItemHooks:
                     inconclusive=self._options.inconclusive,
                     max_trials=self._options.max_trials,
                 )
+                declared = None
+                if TRIAL_CONFIG_FIXTURE in getattr(item, "fixturenames", ()):
+                    if spec is None:
+                        raise pytest.UsageError(
+                            f"trial_config requires @pytest.mark.trial on {item.nodeid}"
+                        )
+                    # RAMPART's declaration form: the test runs once and runs its
+                    # populations itself.
+                    declared, spec = spec, None
                 if spec is not None and not _is_plain_function(item):
                     raise pytest.UsageError(
                         f"@pytest.mark.trial is not supported on {item.nodeid}: only plain "
@@ -278,6 +316,9 @@ class ItemHooks:
                 state.misuse = str(error)
                 continue
             state.spec = spec
+            state.declared = declared
+            if declared is not None:
+                item.stash[TRIAL_CONFIG_KEY] = declared.config()
             state.harm = harm
             state.hashing = self._hashing
             if self._resume is not None:
@@ -324,6 +365,9 @@ class ItemHooks:
         """
         resume = state.resume
         assert resume is not None
+        if resume.trials:
+            self._load_whole_test(item, state, plan, resume)
+            return
         complete = resume.complete
         for clone_index, unit in sorted(resume.units.items(), key=_unit_order):
             try:
@@ -371,6 +415,66 @@ class ItemHooks:
             pytest.fail(f"rampart resume (run {runs}, not run again): {failed}", pytrace=False)
         pytest.skip(f"rampart resume: every clone reused from run {runs}")
 
+    def _load_whole_test(
+        self, item: pytest.Item, state: ItemState, plan: ResumePlan, resume: ItemResume
+    ) -> None:
+        """A test that ran populations, reused whole from the journal: its units are
+        recorded, its groups rebuilt from its trials' records (by the rule and the
+        facts they carry, as ``rampart report`` does), and the test skips (or fails as
+        it did). When a unit no longer decodes or a group cannot be rebuilt, the test
+        runs again instead (nothing was recorded)."""
+        from rampart.core._group_outcome import rebuild_results
+
+        state.resume = None
+        units = [(key, unit) for key, unit in resume.trials.items()]
+        body = resume.units.get(None)
+        try:
+            loaded = [(key, unit, plan.load(unit, nodeid=item.nodeid)) for key, unit in units]
+            own = [] if body is None else plan.load(body, nodeid=item.nodeid)
+        except ValueError as exc:  # SchemaError: a line the strict codec rejects
+            self._outlet.warn(
+                f"rampart resume: a journaled result of {item.nodeid} does not decode "
+                f"({one_line(str(exc))}); the test runs again"
+            )
+            return
+        by_group: dict[int, dict[int, list[Result]]] = {}
+        for (group, index), _unit, found in loaded:
+            by_group.setdefault(group, {})[index] = [recorded.result for recorded in found]
+        outcomes = [(group, rebuild_results(trials)) for group, trials in sorted(by_group.items())]
+        interrupted = any(unit.interrupted for _, unit, _ in loaded)
+        if not interrupted and any(outcome.verdict is None for _, outcome in outcomes):
+            self._outlet.warn(
+                f"rampart resume: the journaled populations of {item.nodeid} do not decide "
+                "their groups; the test runs again"
+            )
+            return
+        if body is not None:
+            self._outlet.record(item, state.unit(item, None, tuple(own), body.outcome, body.detail))
+            state.note_released([recorded.result for recorded in own])
+        for (group, index), unit, found in loaded:
+            self._outlet.record(
+                item,
+                state.unit(item, index, tuple(found), unit.outcome, unit.detail, group=group),
+            )
+            state.note_released([recorded.result for recorded in found])
+        if not interrupted:
+            state.resumed_groups = outcomes
+        runs = ", ".join(run[:12] for run in resume.runs)
+        every = [unit for _, unit, _ in loaded] + ([] if body is None else [body])
+        failed = next((unit for unit in every if unit.outcome is UnitOutcome.FAILED), None)
+        if interrupted:
+            from rampart.pytest_plugin._resume import finding_detail
+
+            state.failure = finding_detail(resume.runs[0])
+            pytest.fail(f"rampart resume: {state.failure}", pytrace=False)
+        if failed is not None:
+            state.failure = failed.detail
+            pytest.fail(
+                f"rampart resume: failed in run {runs} (not run again): {failed.detail}",
+                pytrace=False,
+            )
+        pytest.skip(f"rampart resume: results of run {runs} reused from the journal")
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, object, object]:
         with collecting(_state(item).fixtures):
@@ -397,12 +501,17 @@ class ItemHooks:
             if run.spec is not None:
                 run.listeners.append(_Recorder(hooks=self, item=item, state=state))
 
+        declared = state.declared
         item.obj = wrap_test_function(
             original,
             spec=state.spec,
             name=item.name,
             publish=publish,
             fixtures=state.clone_fixtures,
+            concurrency=self._options.default_concurrency
+            if declared is None
+            else declared.concurrency,
+            declared=None if declared is None else item.stash[TRIAL_CONFIG_KEY],
         )
         try:
             if self._progress is None:
@@ -433,9 +542,12 @@ class ItemHooks:
 
     def _check_recorded(self, item: pytest.Item, state: ItemState) -> None:
         """A ``harm``-marked plain test must record a result; say so when it does not."""
-        if state.harm is None or state.run is None:
+        run = state.run
+        if state.harm is None or run is None:
             return
-        if any(clone.collector.results for clone in state.run.clones) or state.fixtures.results:
+        if any(clone.collector.results for clone in run.clones) or state.fixtures.results:
+            return
+        if run.populations is not None and run.populations.results:
             return
         category = one_line(str(getattr(state.harm, "value", state.harm)))
         message = (
@@ -511,6 +623,9 @@ class ItemHooks:
                             item, clone.index, results, UnitOutcome.PARTIAL, clone_outcome=ended
                         ),
                     )
+        populations = [] if run is None or run.populations is None else run.populations.runs
+        for population in populations:
+            self._record_population(item, state, population, final, interrupted=interrupted)
         collected: list[Result] = []
         if run is not None and body:
             for clone in run.clones:
@@ -521,16 +636,73 @@ class ItemHooks:
         if collected:
             results = state.as_recorded(item, None, collected)
             self._outlet.record(item, state.unit(item, None, results, final, state.failure or ""))
-        group = None
-        if run is not None and run.outcome is not None and not interrupted:
-            from rampart.reporting._group_text import group_entry
+        groups: list[TrialGroupSummary] = []
+        if not interrupted:
+            outcomes = [] if run is None or run.outcome is None else [(0, run.outcome)]
+            outcomes += [(p.group, p.outcome()) for p in populations if p.finished]
+            outcomes += state.resumed_groups
+            groups = [_entry(item, state, group, outcome) for group, outcome in outcomes]
+            if populations and state.failure is None:
+                self._warn_unasserted(item, groups)
+        self._outlet.deliver(item, report, groups)
 
-            # A HarmCategory is a str enum; the record carries its plain value.
-            harm = None if state.harm is None else str(state.harm)
-            group = group_entry(
-                run.outcome, nodeid=item.nodeid, test_name=item.name, harm_category=harm or None
+    def _record_population(
+        self,
+        item: pytest.Item,
+        state: ItemState,
+        population: PopulationRun,
+        final: UnitOutcome,
+        *,
+        interrupted: bool,
+    ) -> None:
+        """A population's trials, as units of its group (the test is over: each carries
+        the test's outcome, so a resumed run knows the test finished)."""
+        self._limits.observe(population.adapters)
+        finished = population.finished and not interrupted
+        for index in sorted(population.trials):
+            results = population.trial_results(index)
+            recorded = state.as_recorded(item, index, results, group=population.group)
+            self._outlet.record(
+                item,
+                state.unit(
+                    item,
+                    index,
+                    recorded,
+                    final if finished else UnitOutcome.PARTIAL,
+                    state.failure or "",
+                    clone_outcome=CloneOutcome.PASSED if finished else CloneOutcome.PARTIAL,
+                    group=population.group,
+                ),
             )
-        self._outlet.deliver(item, report, group)
+            state.note_released(results)
+
+    def _warn_unasserted(self, item: pytest.Item, groups: list[TrialGroupSummary]) -> None:
+        """A test that passed although a population it ran did not: its outcome is its
+        own (RAMPART's), but the failed group is said once more, so it is not missed."""
+        for group in groups:
+            if not group.passed:
+                self._outlet.warn(
+                    f"{item.nodeid} passed, but its trial group {one_line(group.test_name)} "
+                    f"{group.verdict}: {one_line(group.reason or '')} (the test's outcome is "
+                    "its own assertions'; assert on the population to make it decide)"
+                )
+
+
+def _entry(
+    item: pytest.Item, state: ItemState, group: int, outcome: TrialGroupOutcome
+) -> TrialGroupSummary:
+    """The report entry of the item's trial group ``group`` (``population_suffix``)."""
+    from rampart.reporting._group_text import group_entry
+
+    suffix = population_suffix(group)
+    # A HarmCategory is a str enum; the record carries its plain value.
+    harm = None if state.harm is None else str(state.harm)
+    return group_entry(
+        outcome,
+        nodeid=item.nodeid + suffix,
+        test_name=item.name + suffix,
+        harm_category=harm or None,
+    )
 
 
 def _unit_order(entry: tuple[int | None, object]) -> int:

@@ -5,10 +5,13 @@ A journal is a JSONL file of canonical ``rampart.trace.v2`` records (written wit
 result, appended when its unit finishes: a trial clone as soon as its body is over,
 a plain test after its teardown. Besides the record's own ``pytest_nodeid`` and
 ``result_index``, each result's metadata carries one bookkeeping key,
-``_rampart_journal``: the run id, the test's nodeid and name, the clone index, how
-many results the unit has (``of``), the test's hash (``_resume.test_hash``), the
-unit's outcome (``passed`` / ``failed`` / ``partial``, see ``UnitOutcome``) and its
-failure line, and the xdist worker. ``--rampart-resume`` reads it back (``_resume``).
+``_rampart_journal``: the run id, the test's nodeid and name, the clone index (and,
+for a trial of a population the test ran other than its first, the test's trial
+``group``, see ``_ledger.population_suffix``), how many results the unit has
+(``of``), the test's hash (``_resume.test_hash``), the unit's outcome (``passed`` /
+``failed`` / ``partial``, see ``UnitOutcome``) and its failure line, and the xdist
+worker. A population's trials are journaled with their test, when it ends: a test body
+cannot be resumed halfway. ``--rampart-resume`` reads it back (``_resume``).
 
 Every process of a run appends to the same file (xdist workers journal what they
 ran; the controller journals nothing of theirs): one ``os.write`` per unit on an
@@ -136,6 +139,8 @@ def encode_line(
         "detail": one_line(unit.detail, limit=_MAX_DETAIL),
         "worker": worker,
     }
+    if unit.group:
+        bookkeeping["group"] = unit.group
     result = attrs.evolve(
         recorded.result, metadata={**recorded.result.metadata, JOURNAL_KEY: bookkeeping}
     )
@@ -280,6 +285,7 @@ class JournalLine:
     worker: str | None
     offset: int
     length: int
+    group: int = 0
     #: The record's result is UNSAFE: a finding no resumed run erases (``_resume``).
     unsafe: bool = False
 
@@ -404,6 +410,7 @@ def _bookkeeping(raw: JsonlLine) -> JournalLine | str:
         result = document["result"]
         keys = result["metadata"][JOURNAL_KEY]
         fields = {name: keys[name] for name in _FIELDS}
+        fields["group"] = keys.get("group", 0)
         status = result.get("status")
     except (KeyError, TypeError, AttributeError):
         return f"not a journal record (no {JOURNAL_KEY} bookkeeping)"
@@ -416,6 +423,9 @@ def _bookkeeping(raw: JsonlLine) -> JournalLine | str:
 def _line(fields: dict[str, Any], status: object, raw: JsonlLine) -> JournalLine:
     of = _count(fields["of"], "of", MAX_RESULTS_PER_UNIT, minimum=1)
     index = _count(fields["index"], "index", of - 1)
+    group = _count(fields["group"], "group", MAX_CLONE_INDEX)
+    if group and fields["clone"] is None:
+        raise ValueError(f"{JOURNAL_KEY}.group is set on a unit that is not a trial")
     return JournalLine(
         run=_text(fields["run"], "run", 64),
         nodeid=_text(fields["nodeid"], "nodeid", MAX_TEXT),
@@ -431,6 +441,7 @@ def _line(fields: dict[str, Any], status: object, raw: JsonlLine) -> JournalLine
         worker=None if fields["worker"] is None else _text(fields["worker"], "worker", 64),
         offset=raw.offset,
         length=raw.length,
+        group=group,
         unsafe=status == "unsafe",
     )
 
@@ -702,14 +713,14 @@ class RunJournal:
         if self._is_worker or journal is None or not journal.exists():
             return 0
         have = {
-            (r.attribution.nodeid, r.attribution.clone, r.attribution.index)
+            (r.attribution.nodeid, r.attribution.group, r.attribution.clone, r.attribution.index)
             for r in self._ledger.results
         }
         recovered = 0
         contents = read_journal(journal)
         with journal.open("rb") as handle:
             for line in contents.lines:
-                key = (line.nodeid, line.clone, line.index)
+                key = (line.nodeid, line.group, line.clone, line.index)
                 if line.run != self._settings.run_id or line.worker is None or key in have:
                     continue
                 handle.seek(line.offset)
@@ -728,6 +739,7 @@ class RunJournal:
                             clone=line.clone,
                             index=line.index,
                             worker=line.worker,
+                            group=line.group,
                         ),
                     )
                 )

@@ -77,6 +77,7 @@ __all__ = [
     "RunLedger",
     "UnitOutcome",
     "loss_marker",
+    "population_suffix",
     "slim",
 ]
 
@@ -159,14 +160,23 @@ class ResultStore:
             self._file = None
 
 
+def population_suffix(group: int) -> str:
+    """What a test's trial group ``group`` adds to the test's name: nothing for group 0
+    (the test's clones, or the first population it ran), ``[population-K]`` for the
+    population numbered ``K`` (from 0, in the order the test started them)."""
+    return "" if group == 0 else f"[population-{group}]"
+
+
 @attrs.frozen(kw_only=True)
 class Attribution:
     """Where a result came from.
 
     ``nodeid`` and ``name`` are the pytest item's; ``clone`` is the trial clone index
-    (None for a plain test, and for what a trial test's fixtures recorded); ``index`` is
-    the result's position among those of the same test and clone; ``worker`` is the
-    xdist worker that ran it (None in the process that reports).
+    (None for a plain test, and for what a trial test's fixtures recorded): a clone of
+    the test's clone group, or a trial of a population the test ran (``group`` says
+    which of its groups: see ``population_suffix``); ``index`` is the result's position
+    among those of the same test, group and clone; ``worker`` is the xdist worker that
+    ran it (None in the process that reports).
     """
 
     nodeid: str
@@ -174,24 +184,34 @@ class Attribution:
     clone: int | None = None
     index: int = 0
     worker: str | None = None
+    group: int = 0
+
+    @property
+    def group_nodeid(self) -> str:
+        """The nodeid of the trial group a clone belongs to (``TrialGroupSummary.nodeid``)."""
+        return self.nodeid + population_suffix(self.group)
+
+    @property
+    def group_name(self) -> str:
+        return self.name + population_suffix(self.group)
 
     @property
     def test_nodeid(self) -> str:
         """The nodeid as reported: a clone gets ``[trial-N]`` appended."""
-        return self.nodeid + self._suffix()
+        return self.group_nodeid + self._suffix()
 
     @property
     def test_name(self) -> str:
-        return self.name + self._suffix()
+        return self.group_name + self._suffix()
 
     def _suffix(self) -> str:
         return "" if self.clone is None else f"[trial-{self.clone}]"
 
-    def sort_key(self) -> tuple[str, int, int, str]:
-        """Report order: test, clone (numerically; the fixtures' results first), position,
-        worker."""
+    def sort_key(self) -> tuple[str, int, int, int, str]:
+        """Report order: test, group, clone (numerically; the fixtures' results first),
+        position, worker."""
         clone = -1 if self.clone is None else self.clone
-        return (self.nodeid, clone, self.index, self.worker or "")
+        return (self.nodeid, self.group, clone, self.index, self.worker or "")
 
     def metadata(self) -> dict[str, Any]:
         """The bookkeeping keys this attribution adds to ``Result.metadata`` in the report."""
@@ -245,7 +265,8 @@ class FinishedUnit:
     """Results that are final together: one trial clone, or one whole test.
 
     ``clone`` is the clone index (None for a plain test, and for what a trial test's
-    fixtures recorded). ``detail`` is the one-line failure of a FAILED unit.
+    fixtures recorded), of the test's trial group ``group`` (``Attribution.group``).
+    ``detail`` is the one-line failure of a FAILED unit.
     ``test_hash`` identifies the test's code and markers (``_resume.test_hash``), so a
     journal entry is only reused for unchanged code.
     """
@@ -257,6 +278,7 @@ class FinishedUnit:
     outcome: UnitOutcome = UnitOutcome.PASSED
     detail: str = ""
     test_hash: str = ""
+    group: int = 0
 
 
 class RunLedger:
@@ -468,7 +490,8 @@ class RunLedger:
             entry = ordered[index]
             if entry.stored_at is None or entry.unusable_confidences or marks is not None:
                 return None  # the report needs the live values: load the result
-            if entry.attribution.clone is not None and entry.attribution.nodeid in finished:
+            attribution = entry.attribution
+            if attribution.clone is not None and attribution.group_nodeid in finished:
                 return None  # a finished group's clone: stamped with the group's facts
             return self._store.text(entry.stored_at)
 
@@ -498,12 +521,12 @@ def _with_group_facts(
     verdict counted (``PopulationRef.executed`` / ``no_result``), so a saved run can be
     judged again (``rampart.core._group_outcome.rebuild_group``)."""
     population = result.population
-    group = finished.get(entry.attribution.nodeid)
+    group = finished.get(entry.attribution.group_nodeid)
     if population is None or group is None or entry.attribution.clone is None:
         return result
     stamped = attrs.evolve(population, executed=group.executed, no_result=group.counts.no_result)
     return attrs.evolve(result, population=stamped)
 
 
-def _report_order(recorded: RecordedResult) -> tuple[str, int, int, str]:
+def _report_order(recorded: RecordedResult) -> tuple[str, int, int, int, str]:
     return recorded.attribution.sort_key()

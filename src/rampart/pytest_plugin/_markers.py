@@ -23,6 +23,7 @@ from rampart.pytest_plugin._options import add_option, choice, option_int, optio
 
 __all__ = [
     "INCONCLUSIVE_OUTCOMES",
+    "TRIAL_CONFIG_KEY",
     "MarkerOptions",
     "NoResultWarning",
     "TrialSpec",
@@ -40,6 +41,13 @@ T = TypeVar("T")
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from rampart.engine._populations import TrialConfig
+
+#: A test that requests ``trial_config``: what its marker declared (the fixture's value).
+TRIAL_CONFIG_KEY = pytest.StashKey["TrialConfig"]()
+#: The fixture that chooses RAMPART's declaration form of the trial marker.
+TRIAL_CONFIG_FIXTURE = "trial_config"
 
 
 class NoResultWarning(UserWarning):
@@ -163,7 +171,7 @@ class TrialSpec:
     (one of ``INCONCLUSIVE_OUTCOMES``).
     """
 
-    n: int
+    n: int = 1
     threshold: float = 1.0
     concurrency: Setting = DEFAULT_CONCURRENCY
     early_stop: bool = False
@@ -187,6 +195,20 @@ class TrialSpec:
     def stops_early(self) -> bool:
         """Clones stop once the verdict is settled (``early_stop``, or ``sequential``)."""
         return self.early_stop or self.sequential
+
+    def config(self) -> TrialConfig:
+        """The settings as a test that requests ``trial_config`` receives them."""
+        from rampart.engine._populations import TrialConfig
+
+        return TrialConfig(
+            n=self.n,
+            threshold=self.threshold,
+            concurrency=self.concurrency,
+            early_stop=self.early_stop,
+            confidence=self.confidence,
+            sequential=self.sequential,
+            max_unsafe=self.max_unsafe,
+        )
 
 
 def _usage(check: Callable[[], T]) -> T:
@@ -237,23 +259,8 @@ def trial_spec_of(
     marker = item.get_closest_marker("trial")
     if marker is None:
         return None
-    unknown = set(marker.kwargs) - _TRIAL_KWARGS
-    if unknown:
-        raise pytest.UsageError(
-            f"@pytest.mark.trial got unexpected argument(s) {sorted(unknown)} on {item.nodeid}; "
-            "expected n=, threshold=, concurrency=, early_stop=, confidence=, sequential=, "
-            "max_unsafe=, shared_fixtures="
-        )
-    if len(marker.args) > 1 or (marker.args and "n" in marker.kwargs):
-        raise pytest.UsageError(
-            f"@pytest.mark.trial takes n as its only positional argument (on {item.nodeid})"
-        )
-    if marker.args:
-        raw_n = marker.args[0]
-    elif "n" in marker.kwargs:
-        raw_n = marker.kwargs["n"]
-    else:
-        raise pytest.UsageError(f"@pytest.mark.trial requires n= (on {item.nodeid})")
+    arguments = _trial_arguments(item.nodeid, marker)
+    raw_n = arguments.get("n", 1)
     owner = item.nodeid
     n = _usage(lambda: check_int(owner, _marker_name("n"), raw_n, minimum=1))
     if trials_override is not None:
@@ -266,9 +273,9 @@ def trial_spec_of(
             raw_n,
             error=pytest.UsageError,
         )
-    raw_threshold = marker.kwargs.get("threshold", 1.0)
-    if "confidence" in marker.kwargs:
-        raw_confidence = marker.kwargs["confidence"]
+    raw_threshold = arguments.get("threshold", 1.0)
+    if "confidence" in arguments:
+        raw_confidence = arguments["confidence"]
     elif default_confidence is not None and _strictly_between(raw_threshold):
         raw_confidence = default_confidence
     else:
@@ -278,21 +285,19 @@ def trial_spec_of(
             owner,
             threshold=raw_threshold,
             confidence=raw_confidence,
-            sequential=marker.kwargs.get("sequential", False),
-            max_unsafe=marker.kwargs.get("max_unsafe", 0),
+            sequential=arguments.get("sequential", False),
+            max_unsafe=arguments.get("max_unsafe", 0),
             name=_marker_name,
         )
     )
-    raw_concurrency = marker.kwargs.get("concurrency")
+    raw_concurrency = arguments.get("concurrency")
     concurrency = default_concurrency
     if raw_concurrency is not None:
         concurrency = check_concurrency(
             owner, _marker_name("concurrency"), raw_concurrency, error=pytest.UsageError
         )
     early_stop = _usage(
-        lambda: check_bool(
-            owner, _marker_name("early_stop"), marker.kwargs.get("early_stop", False)
-        )
+        lambda: check_bool(owner, _marker_name("early_stop"), arguments.get("early_stop", False))
     )
     return TrialSpec(
         n=n,
@@ -303,8 +308,39 @@ def trial_spec_of(
         sequential=rule.sequential,
         max_unsafe=rule.max_unsafe,
         inconclusive=inconclusive,
-        shared_fixtures=_shared_fixtures(item, marker.kwargs.get("shared_fixtures", ())),
+        shared_fixtures=_shared_fixtures(item, arguments.get("shared_fixtures", ())),
     )
+
+
+#: The marker's positional arguments, in order (RAMPART's ``trial(4, 0.75)``).
+_POSITIONAL = ("n", "threshold")
+
+
+def _trial_arguments(nodeid: str, marker: pytest.Mark) -> dict[str, object]:
+    """The marker's arguments by name: its keywords, and up to two positionals (``n``,
+    ``threshold``); an unsupported name, a third positional or a value given both ways
+    is a usage error naming the test."""
+    unknown = set(marker.kwargs) - _TRIAL_KWARGS
+    if unknown:
+        raise pytest.UsageError(
+            f"@pytest.mark.trial has unsupported argument(s) {sorted(unknown)} on {nodeid}; "
+            "expected n, threshold, concurrency=, early_stop=, confidence=, sequential=, "
+            "max_unsafe=, shared_fixtures="
+        )
+    if len(marker.args) > len(_POSITIONAL):
+        raise pytest.UsageError(
+            f"@pytest.mark.trial accepts at most two positional arguments (n, threshold) on "
+            f"{nodeid}, got {len(marker.args)}"
+        )
+    arguments = dict(marker.kwargs)
+    for name, value in zip(_POSITIONAL, marker.args, strict=False):
+        if name in arguments:
+            raise pytest.UsageError(
+                f"@pytest.mark.trial {name} was provided both positionally and by keyword "
+                f"on {nodeid}"
+            )
+        arguments[name] = value
+    return arguments
 
 
 def _shared_fixtures(item: pytest.Item, raw: object) -> tuple[str, ...]:

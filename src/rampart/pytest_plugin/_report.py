@@ -177,7 +177,8 @@ _HOOK = "pytest_rampart_sinks"
 
 LEGACY_FIXTURE_WARNING = (
     "The rampart_sinks fixture is deprecated and will be removed in 0.3.0. "
-    "Use the pytest_rampart_sinks hook instead."
+    "Use the pytest_rampart_sinks hook instead: in conftest.py, replace the fixture with "
+    "`def pytest_rampart_sinks(config): return [...]` returning the same sinks."
 )
 
 
@@ -431,8 +432,8 @@ def entry(recorded: RecordedResult) -> SummaryEntry:
     attribution = recorded.attribution
     return SummaryEntry(
         result=recorded.result,
-        nodeid=attribution.nodeid,
-        name=attribution.name,
+        nodeid=attribution.group_nodeid,
+        name=attribution.group_name,
         shown=attribution.test_name,
         clone=attribution.clone,
     )
@@ -575,6 +576,8 @@ class RunReporter:
         if status == pytest.ExitCode.USAGE_ERROR:
             self._not_written = "the run ended with a usage error (exit status 4)"
             return
+        if session.config.option.collectonly:
+            return  # --collect-only ran nothing: there is no run to report
         if self._interrupts is not None and self._interrupts.cut_short:
             # The test loop never returned: a Ctrl-C cut it short even if pytest, hit by a
             # second one while handling the first, left the exit status at 0 (see

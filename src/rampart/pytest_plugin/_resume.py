@@ -18,6 +18,14 @@ invalidates the test's entries -- with a message naming the test -- and it runs
 again; so does changed code of any fixture the test requests, directly or through
 other fixtures. A plain test is resumed when its unit is there; a trial test runs only the
 clone indices the journal lacks, and is not run at all when it has every one.
+
+A test that ran populations (``execute_trials_async`` in its body, e.g. RAMPART's
+``trial_config`` form) is resumed whole or not at all: a test body cannot be resumed
+halfway, so its trials are journaled with the test when it ends, each unit carrying
+the test's outcome. When one run's journal holds the finished test (no unit of it
+partial), every unit of it is reused (``ItemResume.trials``) and the test does not run;
+when the test was interrupted, it runs again in full, unless a trial it had finished
+recorded UNSAFE (a finding, kept: the test fails again, saying so).
 """
 
 from __future__ import annotations
@@ -49,6 +57,9 @@ __all__ = [
     "count_by_run",
     "test_hash",
 ]
+
+#: A journal unit's place in its test: (trial group, clone index or None).
+_Key = tuple[int, "int | None"]
 
 test_hash_version = "2"  # 2: the fixtures' source is hashed too
 
@@ -112,13 +123,16 @@ def _source(function: object) -> str:
 
 @attrs.frozen(kw_only=True)
 class ResumedUnit:
-    """A complete unit from the journal: its lines, run and outcome."""
+    """A complete unit from the journal: its lines, run and outcome; ``interrupted``
+    when it was journaled partial and is kept for its UNSAFE finding."""
 
     run: str
     clone: int | None
     outcome: UnitOutcome
     detail: str
     lines: tuple[JournalLine, ...]
+    group: int = 0
+    interrupted: bool = False
 
     @property
     def unsafe(self) -> bool:
@@ -129,15 +143,19 @@ class ResumedUnit:
 @attrs.frozen(kw_only=True)
 class ItemResume:
     """What the journal supplies for one item; with no units, ``stale_runs`` names the
-    runs whose entries for it its changed code invalidated."""
+    runs whose entries for it its changed code invalidated. ``units`` are keyed by
+    clone (None: the test's own results); ``trials`` by ``(group, index)``: the trials
+    of the populations a test ran (then ``complete``: the test is reused whole)."""
 
     units: dict[int | None, ResumedUnit]
     complete: bool  # the item need not run at all
     stale_runs: tuple[str, ...] = ()
+    trials: dict[tuple[int, int], ResumedUnit] = attrs.field(factory=dict)
 
     @property
     def runs(self) -> tuple[str, ...]:
-        return tuple(sorted({unit.run for unit in self.units.values()}))
+        found = [*self.units.values(), *self.trials.values()]
+        return tuple(sorted({unit.run for unit in found}))
 
 
 class ResumePlan:
@@ -148,17 +166,17 @@ class ResumePlan:
         contents = read_journal(journal)
         self.skipped_lines = contents.skipped + int(contents.torn_tail)
         self.problems = _problem_messages(journal, contents.problems, contents.skipped)
-        groups: dict[tuple[str, str, int | None], list[JournalLine]] = defaultdict(list)
+        groups: dict[tuple[str, str, int, int | None], list[JournalLine]] = defaultdict(list)
         for line in contents.lines:
             if line.run != current_run:
-                groups[(line.run, line.nodeid, line.clone)].append(line)
-        # nodeid -> clone -> candidate (hash, unit) pairs, earliest run first.
-        self._units: dict[str, dict[int | None, list[tuple[str, ResumedUnit]]]] = {}
-        for (run, nodeid, clone), lines in groups.items():
-            unit = _complete_unit(run, clone, lines)
+                groups[(line.run, line.nodeid, line.group, line.clone)].append(line)
+        # nodeid -> (group, clone) -> candidate (hash, unit) pairs, earliest run first.
+        self._units: dict[str, dict[_Key, list[tuple[str, ResumedUnit]]]] = {}
+        for (run, nodeid, group, clone), lines in groups.items():
+            unit = _complete_unit(run, clone, lines, group=group)
             if unit is not None:
                 per_clone = self._units.setdefault(nodeid, {})
-                per_clone.setdefault(clone, []).append((lines[0].test_hash, unit))
+                per_clone.setdefault((group, clone), []).append((lines[0].test_hash, unit))
 
     @property
     def unit_count(self) -> int:
@@ -170,18 +188,23 @@ class ResumePlan:
         When the journal's entries for it are all invalidated by changed code, the
         answer has no units and names the runs (``changed_message`` says it).
         """
-        per_clone = self._units.get(nodeid)
-        if per_clone is None:
+        per_key = self._units.get(nodeid)
+        if per_key is None:
             return None
         chosen: dict[int | None, ResumedUnit] = {}
         stale_runs: set[str] = set()
-        for clone, candidates in per_clone.items():
+        trials: dict[_Key, list[ResumedUnit]] = {}
+        for (group, clone), candidates in per_key.items():
             matching = [unit for unit_hash, unit in candidates if unit_hash == current_hash]
-            if matching:
+            if not matching:
+                stale_runs.update(unit.run for _, unit in candidates)
+            elif spec is None and clone is not None:
+                trials[(group, clone)] = matching  # a trial of a population the test ran
+            elif group == 0:
                 # The earliest run's unit, unless a later one holds a finding.
                 chosen[clone] = next((unit for unit in matching if unit.unsafe), matching[0])
-            else:
-                stale_runs.update(unit.run for _, unit in candidates)
+        if trials:
+            return _whole_test(chosen.get(None), trials, stale_runs)
         if spec is not None:
             chosen = {
                 clone: unit for clone, unit in chosen.items() if clone is None or clone < spec.n
@@ -230,6 +253,7 @@ class ResumePlan:
                             clone=line.clone,
                             index=line.index,
                             worker=line.worker,
+                            group=line.group,
                         ),
                         resumed_from=line.run,
                     )
@@ -266,9 +290,39 @@ def finding_detail(run: str) -> str:
     )
 
 
-def _complete_unit(run: str, clone: int | None, lines: list[JournalLine]) -> ResumedUnit | None:
+def _whole_test(
+    body: ResumedUnit | None, trials: dict[_Key, list[ResumedUnit]], stale_runs: set[str]
+) -> ItemResume | None:
+    """A test that ran populations: every unit of the first run that finished it, else
+    the findings an interrupted run kept (the test fails again), else nothing (it runs
+    again). See the module docstring."""
+    by_run: dict[str, dict[tuple[int, int], ResumedUnit]] = {}
+    for (group, clone), candidates in trials.items():
+        assert clone is not None
+        for unit in candidates:
+            by_run.setdefault(unit.run, {})[(group, clone)] = unit
+    own: dict[int | None, ResumedUnit] = {}
+    for run, units in by_run.items():  # earliest run first
+        if not any(unit.interrupted for unit in units.values()):
+            if body is not None and body.run == run:
+                own[None] = body
+            return ItemResume(units=own, complete=True, trials=units)
+    findings = {key: unit for units in by_run.values() for key, unit in units.items()}
+    if findings:
+        if body is not None and body.interrupted:
+            own[None] = body
+        return ItemResume(units=own, complete=True, trials=findings)
+    if stale_runs:
+        return ItemResume(units={}, complete=False, stale_runs=tuple(sorted(stale_runs)))
+    return None
+
+
+def _complete_unit(
+    run: str, clone: int | None, lines: list[JournalLine], *, group: int = 0
+) -> ResumedUnit | None:
     first = lines[0]
     detail = first.detail
+    interrupted = False
     if first.outcome == UnitOutcome.PARTIAL.value:
         if not any(line.unsafe for line in lines):
             return None  # it runs again
@@ -276,6 +330,7 @@ def _complete_unit(run: str, clone: int | None, lines: list[JournalLine]) -> Res
         # a plain test fails again, saying why).
         outcome = UnitOutcome.PASSED if clone is not None else UnitOutcome.FAILED
         detail = finding_detail(run) if clone is None else ""
+        interrupted = True
     else:
         try:
             outcome = UnitOutcome(first.outcome)
@@ -289,7 +344,15 @@ def _complete_unit(run: str, clone: int | None, lines: list[JournalLine]) -> Res
     if sorted(by_index) != list(range(first.of)):
         return None
     ordered = tuple(by_index[index] for index in range(first.of))
-    return ResumedUnit(run=run, clone=clone, outcome=outcome, detail=detail, lines=ordered)
+    return ResumedUnit(
+        run=run,
+        clone=clone,
+        outcome=outcome,
+        detail=detail,
+        lines=ordered,
+        group=group,
+        interrupted=interrupted,
+    )
 
 
 def count_by_run(results: list[RecordedResult]) -> dict[str, int]:

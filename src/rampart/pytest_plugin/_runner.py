@@ -12,6 +12,12 @@ one that finished anyway are reported but not counted. Async wrappers
 stay coroutine functions, so whichever async test plugin owns the item (anyio's, or
 pytest-asyncio's) runs them.
 
+A test body that is not a clone group runs with the run's concurrency setting declared
+(``--rampart-concurrency``, or for a test that requests ``trial_config`` its marker's),
+its declared ``TrialConfig`` and a ``PopulationRecorder`` watching the populations it
+runs (``rampart.engine._populations``), so each is reported as a trial group. Clones
+run with the run's setting only: a population inside a clone is that clone's results.
+
 Each clone that finishes is handed to ``ItemRun.listeners`` at once (the plugin
 records its results and journals them), so an interrupted or killed run keeps every
 finished clone. Clones a run journal already holds (``ItemRun.resumed``) are not run.
@@ -32,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from rampart._concurrency import DEFAULT_CONCURRENCY, run_concurrency
 from rampart._text import one_line
 from rampart.core.result import SafetyStatus
 from rampart.engine._execution import (
@@ -40,6 +47,7 @@ from rampart.engine._execution import (
     never_started,
     tracking_executions,
 )
+from rampart.engine._populations import declaring_trials, observing_populations
 from rampart.engine._results import (
     ResultCollectionHandler,
     ResultCollector,
@@ -57,11 +65,14 @@ from rampart.pytest_plugin._groups import (
     judge,
     settle_known,
 )
+from rampart.pytest_plugin._populations import PopulationRecorder
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
 
+    from rampart._concurrency import Setting
     from rampart.engine._execution import BaseExecution
+    from rampart.engine._populations import TrialConfig
     from rampart.pytest_plugin._clone_fixtures import ClonePlan
     from rampart.pytest_plugin._markers import TrialSpec
 
@@ -97,19 +108,53 @@ def wrap_test_function(
     name: str,
     publish: Callable[[ItemRun], None],
     fixtures: ClonePlan | None = None,
+    concurrency: Setting = DEFAULT_CONCURRENCY,
+    declared: TrialConfig | None = None,
 ) -> Callable[..., Any]:
     """A replacement for ``func`` that collects results and fans out trial clones.
 
     ``publish`` receives the ``ItemRun`` before the body starts, so results survive a
     failing body; it may fill in ``resumed`` and ``listeners``. A trial group that
     fails its verdict fails the call (``judge``). ``fixtures`` are the function-scoped
-    fixtures each clone sets up for itself (``_clone_fixtures``).
+    fixtures each clone sets up for itself (``_clone_fixtures``). ``concurrency`` is
+    the setting populations run inside the test take by default, ``declared`` what a
+    test that requests ``trial_config`` declared (see the module docstring).
     """
     if fixtures is not None and fixtures.empty:
         fixtures = None
+    context = _TestContext(concurrency=concurrency, declared=declared)
     if inspect.iscoroutinefunction(func):
-        return _wrap_async(func, spec=spec, name=name, publish=publish, fixtures=fixtures)
-    return _wrap_sync(func, spec=spec, name=name, publish=publish, fixtures=fixtures)
+        return _wrap_async(
+            func, spec=spec, name=name, publish=publish, fixtures=fixtures, context=context
+        )
+    return _wrap_sync(
+        func, spec=spec, name=name, publish=publish, fixtures=fixtures, context=context
+    )
+
+
+class _TestContext:
+    """What a test body runs with (see the module docstring)."""
+
+    def __init__(self, *, concurrency: Setting, declared: TrialConfig | None) -> None:
+        self.concurrency = concurrency
+        self.declared = declared
+
+    @contextmanager
+    def body(self, run: ItemRun) -> Iterator[None]:
+        """Around a body that is not a clone group's: its populations are watched."""
+        run.populations = PopulationRecorder()
+        with (
+            run_concurrency(self.concurrency),
+            declaring_trials(self.declared),
+            observing_populations(run.populations),
+        ):
+            yield
+
+    @contextmanager
+    def clones(self) -> Iterator[None]:
+        """Around a clone group: the run's setting only."""
+        with run_concurrency(self.concurrency):
+            yield
 
 
 def _unawaited_message(executions: list[BaseExecution]) -> str:
@@ -214,15 +259,16 @@ def _item_outcome_with_findings(
     if not isinstance(outcome, pytest.exit.Exception):
         run.skipped = True
     unsafe = _unsafe_findings(run)
-    if not unsafe or isinstance(outcome, pytest.exit.Exception):
+    # The trials of the populations the test ran are its results too.
+    populations = [] if run.populations is None else run.populations.results
+    count = sum(
+        result.status is SafetyStatus.UNSAFE
+        for result in [*populations, *(r for clone in unsafe for r in clone.collector.results)]
+    )
+    if not (unsafe or count) or isinstance(outcome, pytest.exit.Exception):
         return outcome
     kind = "xfail" if isinstance(outcome, pytest.xfail.Exception) else "skip"
     if run.spec is None:
-        count = sum(
-            result.status is SafetyStatus.UNSAFE
-            for clone in unsafe
-            for result in clone.collector.results
-        )
         return pytest.fail.Exception(
             f"{count} UNSAFE result(s) recorded before the test called pytest.{kind}(); "
             f"a {kind} never hides a recorded attack success, so the test fails",
@@ -245,6 +291,7 @@ def _wrap_async(
     name: str,
     publish: Callable[[ItemRun], None],
     fixtures: ClonePlan | None,
+    context: _TestContext,
 ) -> Callable[..., Awaitable[None]]:
     @functools.wraps(func)
     async def run_item(**kwargs: Any) -> None:
@@ -252,7 +299,7 @@ def _wrap_async(
         publish(run)
         if spec is None:
             try:
-                with _interrupts_stop_the_item(run), _clone(run, 0):
+                with _interrupts_stop_the_item(run), _clone(run, 0), context.body(run):
                     await func(**kwargs)
             except _SKIPS as skipped:
                 raise _item_outcome_with_findings(run, skipped, name=name) from None
@@ -292,7 +339,7 @@ def _wrap_async(
             todo = []
         limiter, controller = bound(spec.concurrency, jobs=len(todo))
         try:
-            with _interrupts_stop_the_item(run):
+            with _interrupts_stop_the_item(run), context.clones():
                 outcome = await fan_out(
                     run_clone,
                     count=len(todo),
@@ -392,6 +439,7 @@ def _wrap_sync(
     name: str,
     publish: Callable[[ItemRun], None],
     fixtures: ClonePlan | None,
+    context: _TestContext,
 ) -> Callable[..., Any]:
     @functools.wraps(func)
     def run_item(**kwargs: Any) -> Any:
@@ -399,7 +447,7 @@ def _wrap_sync(
         publish(run)
         if spec is None:
             try:
-                with _interrupts_stop_the_item(run), _clone(run, 0):
+                with _interrupts_stop_the_item(run), _clone(run, 0), context.body(run):
                     # Returned, so pytest judges what the body returned (a coroutine
                     # from a sync test fails, as it does without rampart).
                     return func(**kwargs)
@@ -413,7 +461,7 @@ def _wrap_sync(
             todo = []
         finished: set[int] = set()
         try:
-            with _interrupts_stop_the_item(run):
+            with _interrupts_stop_the_item(run), context.clones():
                 for index in todo:
                     clone: CloneRun = contextvars.copy_context().run(
                         _run_sync_clone, func, kwargs, run, index, fixtures

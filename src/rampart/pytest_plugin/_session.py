@@ -55,7 +55,7 @@ from rampart.pytest_plugin._report import RunReporter, report_dir
 from rampart.pytest_plugin._xdist import XdistController, XdistWorker, max_bytes
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from rampart.pytest_plugin._items import ItemState
     from rampart.reporting._run_data import TrialGroupSummary
@@ -196,10 +196,13 @@ class LedgerOutlet:
         self._ledger.record_unit(unit)
 
     def deliver(
-        self, item: pytest.Item, report: pytest.TestReport | None, group: TrialGroupSummary | None
+        self,
+        item: pytest.Item,
+        report: pytest.TestReport | None,
+        groups: Sequence[TrialGroupSummary],
     ) -> None:
         del item, report
-        if group is not None:
+        for group in groups:
             self._ledger.record_group(group)
 
     def warn(self, message: str) -> None:

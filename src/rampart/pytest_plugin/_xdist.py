@@ -19,9 +19,10 @@ The envelope: each test report an xdist worker sends carries the test's results 
 ``rampart.trace.v2`` records (text, never pickle) inside a small versioned envelope:
 the item's nodeid and name, per result its record, clone index and position (and,
 for a marker, why the result was lost; for a result a resumed journal supplied, the
-run it came from), plus the trial group's report entry (``TrialGroupSummary``, written
-and read by the codec's converter like the JSON report's ``trial_groups``) and any
-warnings for the terminal.
+run it came from; for a trial of a population the test ran, its ``group``), plus the
+report entries of the test's trial groups (``TrialGroupSummary``: its clone group, or
+the populations it ran; written and read by the codec's converter like the JSON
+report's ``trial_groups``) and any warnings for the terminal.
 Entries are encoded as each trial clone finishes (``encode_entries``), so a worker
 holds text, not result objects, until the test's report leaves. The
 attribution travels as data next to each record; the records themselves carry no
@@ -53,7 +54,12 @@ from rampart.pytest_plugin._layers import (
     LLMRunStatistics,
     export_shared_directory,
 )
-from rampart.pytest_plugin._ledger import Attribution, RecordedResult, loss_marker
+from rampart.pytest_plugin._ledger import (
+    Attribution,
+    RecordedResult,
+    loss_marker,
+    population_suffix,
+)
 from rampart.pytest_plugin._options import add_option, option_int
 from rampart.pytest_plugin._progress import PROGRESS_DIR_KEY
 from rampart.pytest_plugin._report import backend_of
@@ -109,7 +115,7 @@ def max_bytes(config: pytest.Config) -> int:
 _OWNER = "rampart xdist payload"
 
 
-ENVELOPE_SCHEMA = "rampart.xdist.v3"
+ENVELOPE_SCHEMA = "rampart.xdist.v4"
 
 
 def _transport_text(result: Result, max_bytes: int) -> tuple[str, str | None]:
@@ -148,6 +154,8 @@ def encode_entries(results: Sequence[RecordedResult], *, max_bytes: int) -> list
         }
         if recorded.resumed_from is not None:
             entry["resumed"] = recorded.resumed_from
+        if recorded.attribution.group:
+            entry["group"] = recorded.attribution.group
         entries.append(entry)
     return entries
 
@@ -157,7 +165,7 @@ def make_envelope(
     nodeid: str,
     name: str,
     entries: list[dict[str, Any]],
-    group: TrialGroupSummary | None,
+    groups: Sequence[TrialGroupSummary] = (),
     notes: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The JSON-safe payload a worker attaches to the test report of ``nodeid``."""
@@ -166,7 +174,7 @@ def make_envelope(
         "nodeid": nodeid,
         "name": name,
         "results": entries,
-        "group": None if group is None else group.to_json(),
+        "groups": [group.to_json() for group in groups],
     }
     if notes:
         payload["notes"] = list(notes)
@@ -178,12 +186,12 @@ def encode_envelope(
     nodeid: str,
     name: str,
     results: Sequence[RecordedResult],
-    group: TrialGroupSummary | None,
+    groups: Sequence[TrialGroupSummary] = (),
     max_bytes: int,
 ) -> dict[str, Any]:
     """The whole payload at once: ``make_envelope`` over ``encode_entries(results)``."""
     entries = encode_entries(results, max_bytes=max_bytes)
-    return make_envelope(nodeid=nodeid, name=name, entries=entries, group=group)
+    return make_envelope(nodeid=nodeid, name=name, entries=entries, groups=groups)
 
 
 def envelope_notes(payload: object) -> list[str]:
@@ -196,8 +204,8 @@ def envelope_notes(payload: object) -> list[str]:
 
 def decode_envelope(
     payload: object, *, worker: str
-) -> tuple[list[RecordedResult], TrialGroupSummary | None]:
-    """Results and group from a worker payload; ``ValueError`` if it is not one."""
+) -> tuple[list[RecordedResult], list[TrialGroupSummary]]:
+    """Results and groups from a worker payload; ``ValueError`` if it is not one."""
     if not isinstance(payload, dict) or payload.get("schema") != ENVELOPE_SCHEMA:
         schema = payload.get("schema") if isinstance(payload, dict) else None
         raise ValueError(f"unsupported rampart xdist payload schema {schema!r}")
@@ -208,19 +216,39 @@ def decode_envelope(
     if not isinstance(entries, list):
         raise invalid(_OWNER, "results", "a list", entries, error=ValueError)
     results = [_decode_entry(entry, nodeid=nodeid, name=name, worker=worker) for entry in entries]
-    raw_group = payload.get("group")
-    group = None
-    if raw_group is not None:
-        from rampart.reporting._run_data import TrialGroupSummary
+    raw_groups = payload.get("groups")
+    if not isinstance(raw_groups, list):
+        raise invalid(_OWNER, "groups", "a list", raw_groups, error=ValueError)
+    groups = [_decode_group(raw, nodeid=nodeid, worker=worker) for raw in raw_groups]
+    return results, groups
 
-        try:
-            group = TrialGroupSummary.from_json(raw_group)
-        except ValueError as exc:
-            raise ValueError(f"{_OWNER}: group: {exc}") from None
-        if group.nodeid != nodeid:
-            raise invalid(_OWNER, "group.nodeid", repr(nodeid), group.nodeid, error=ValueError)
-        group = attrs.evolve(group, worker=worker)
-    return results, group
+
+def _decode_group(raw: object, *, nodeid: str, worker: str) -> TrialGroupSummary:
+    """A group entry of the test ``nodeid``: its clone group, or one of its populations."""
+    from rampart.reporting._run_data import TrialGroupSummary
+
+    try:
+        group = TrialGroupSummary.from_json(raw)
+    except ValueError as exc:
+        raise ValueError(f"{_OWNER}: group: {exc}") from None
+    if not _is_group_of(group.nodeid, nodeid):
+        raise invalid(
+            _OWNER,
+            "group.nodeid",
+            f"{nodeid!r} or a population of it",
+            group.nodeid,
+            error=ValueError,
+        )
+    return attrs.evolve(group, worker=worker)
+
+
+def _is_group_of(group_nodeid: str, nodeid: str) -> bool:
+    """``group_nodeid`` names a trial group of the test ``nodeid``."""
+    suffix = group_nodeid.removeprefix(nodeid)
+    if suffix == group_nodeid:
+        return False
+    number = suffix.removeprefix("[population-").removesuffix("]")
+    return suffix == "" or (number.isdecimal() and population_suffix(int(number)) == suffix)
 
 
 def _decode_entry(entry: object, *, nodeid: str, name: str, worker: str) -> RecordedResult:
@@ -228,8 +256,8 @@ def _decode_entry(entry: object, *, nodeid: str, name: str, worker: str) -> Reco
 
     if not isinstance(entry, dict):
         raise invalid(_OWNER, "results[]", "an object", entry, error=ValueError)
-    text, clone, index, lost, resumed = (
-        entry.get(key) for key in ("record", "clone", "index", "lost", "resumed")
+    text, clone, index, lost, resumed, group = (
+        entry.get(key) for key in ("record", "clone", "index", "lost", "resumed", "group")
     )
     if not isinstance(text, str):
         raise invalid(_OWNER, "record", "a string", text, error=ValueError)
@@ -241,10 +269,16 @@ def _decode_entry(entry: object, *, nodeid: str, name: str, worker: str) -> Reco
         raise invalid(_OWNER, "lost", "a string or null", lost, error=ValueError)
     if resumed is not None and not isinstance(resumed, str):
         raise invalid(_OWNER, "resumed", "a string or null", resumed, error=ValueError)
+    if group is None:
+        group = 0
+    elif not (_is_count(group) and clone is not None):
+        raise invalid(_OWNER, "group", "an int >= 0 on a clone's entry", group, error=ValueError)
     result = deserialize_record(data=text).result
     return RecordedResult(
         result=attrs.evolve(result, summary=strip_ansi(result.summary)),
-        attribution=Attribution(nodeid=nodeid, name=name, clone=clone, index=index, worker=worker),
+        attribution=Attribution(
+            nodeid=nodeid, name=name, clone=clone, index=index, worker=worker, group=group
+        ),
         lost=lost,
         resumed_from=resumed,
     )
@@ -295,14 +329,17 @@ class XdistWorker:
         """Nothing to do here: the backend rides on the call report to the controller."""
 
     def deliver(
-        self, item: pytest.Item, report: pytest.TestReport | None, group: TrialGroupSummary | None
+        self,
+        item: pytest.Item,
+        report: pytest.TestReport | None,
+        groups: Sequence[TrialGroupSummary],
     ) -> None:
         entries = self._pending.pop(item.nodeid, [])
         if report is None:
             return  # interrupted: no report leaves; the journal has what finished
         notes, self._notes = self._notes, []
         payload = make_envelope(
-            nodeid=item.nodeid, name=item.name, entries=entries, group=group, notes=notes
+            nodeid=item.nodeid, name=item.name, entries=entries, groups=groups, notes=notes
         )
         setattr(report, REPORT_ATTRIBUTE, payload)
         self._streamed += len(entries)
@@ -369,7 +406,7 @@ class XdistController:
             return
         worker = _worker_id(node)
         try:
-            results, group = decode_envelope(payload, worker=worker)
+            results, groups = decode_envelope(payload, worker=worker)
         except Exception as exc:  # a lost payload marks the run incomplete
             self._ledger.mark_incomplete(
                 f"results of {report.nodeid} from worker {worker} could not be read: "
@@ -379,7 +416,7 @@ class XdistController:
         self._received[worker] += len(results)
         for recorded in results:
             self._ledger.record(recorded)
-        if group is not None:
+        for group in groups:
             self._ledger.record_group(group)
         for note in envelope_notes(payload):
             self._ledger.warn(note)

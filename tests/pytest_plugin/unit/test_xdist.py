@@ -33,25 +33,35 @@ def node(worker: str, output: dict[str, Any] | None = None) -> Any:
     return SimpleNamespace(gateway=SimpleNamespace(id=worker), workeroutput=output or {})
 
 
-def recorded(summary: str, *, clone: int | None = None, index: int = 0) -> RecordedResult:
+def recorded(
+    summary: str, *, clone: int | None = None, index: int = 0, group: int = 0
+) -> RecordedResult:
     return RecordedResult(
         result=Result(status=SafetyStatus.SAFE, summary=summary),
-        attribution=Attribution(nodeid=NODEID, name="test_x", clone=clone, index=index),
+        attribution=Attribution(
+            nodeid=NODEID, name="test_x", clone=clone, index=index, group=group
+        ),
     )
 
 
 def envelope(*results: RecordedResult, group: TrialGroupSummary | None = None) -> dict[str, Any]:
     return encode_envelope(
-        nodeid=NODEID, name="test_x", results=results, group=group, max_bytes=1 << 20
+        nodeid=NODEID,
+        name="test_x",
+        results=results,
+        groups=[] if group is None else [group],
+        max_bytes=1 << 20,
     )
 
 
-def _group() -> TrialGroupSummary:
+def _group(suffix: str = "") -> TrialGroupSummary:
     tally = TrialTally(size=2, rule=TrialRule(threshold=0.5))
     tally.add(SafetyStatus.SAFE)
     tally.add(SafetyStatus.ERROR)
     outcome = tally_outcome(tally, concurrency={"final": 2, "peak": 2})
-    return group_entry(outcome, nodeid=NODEID, test_name="test_x", harm_category="jailbreak")
+    return group_entry(
+        outcome, nodeid=NODEID + suffix, test_name="test_x" + suffix, harm_category="jailbreak"
+    )
 
 
 class TestEnvelope:
@@ -64,8 +74,8 @@ class TestEnvelope:
         assert json.loads(json.dumps(payload)) == payload
         assert payload["schema"] == ENVELOPE_SCHEMA
         assert all("_pytest_nodeid" not in entry["record"] for entry in payload["results"])
-        results, decoded_group = decode_envelope(payload, worker="gw3")
-        assert decoded_group == attrs.evolve(group, worker="gw3")
+        results, decoded_groups = decode_envelope(payload, worker="gw3")
+        assert decoded_groups == [attrs.evolve(group, worker="gw3")]
         assert [r.result.summary for r in results] == ["a", "b"]
         assert [r.attribution for r in results] == [
             Attribution(nodeid=NODEID, name="test_x", clone=1, index=i, worker="gw3")
@@ -134,12 +144,25 @@ class TestEnvelope:
             decode_envelope(payload, worker="gw0")
 
 
-def test_a_group_entry_of_another_test_is_refused() -> None:
-    """The group rides with its own test's results; one naming another test is refused."""
+@pytest.mark.parametrize(
+    "nodeid", ["t.py::test_other", "t.py::test_x[population-x]", "t.py::test_x[population-0]"]
+)
+def test_a_group_entry_of_another_test_is_refused(nodeid: str) -> None:
+    """The group rides with its own test's results; one naming another test (or no
+    population of it) is refused."""
     payload = envelope(recorded("a", clone=0), group=_group())
-    payload["group"]["nodeid"] = "t.py::test_other"
+    payload["groups"][0]["nodeid"] = nodeid
     with pytest.raises(ValueError, match=r"rampart xdist payload: group\.nodeid must be"):
         decode_envelope(payload, worker="gw0")
+
+
+def test_a_population_of_the_test_travels_with_its_group_number() -> None:
+    """The trials of a test's second population keep their group; its entry is accepted."""
+    payload = envelope(recorded("a", clone=3, group=1), group=_group("[population-1]"))
+    (result,), (group,) = decode_envelope(payload, worker="gw0")
+    assert result.attribution.group == 1
+    assert result.stamped().metadata["_pytest_nodeid"] == "t.py::test_x[population-1][trial-3]"
+    assert group.nodeid == "t.py::test_x[population-1]"
 
 
 def report(payload: object, worker: Any) -> Any:
@@ -169,7 +192,7 @@ class TestController:
         replayed.result.metadata["_rampart_transport_truncated"] = True
         oversized = recorded("x" * 5000, index=1)
         payload = encode_envelope(
-            nodeid=NODEID, name="test_x", results=[replayed, oversized], group=None, max_bytes=4096
+            nodeid=NODEID, name="test_x", results=[replayed, oversized], max_bytes=4096
         )
         controller.pytest_runtest_logreport(report(payload, node("gw1")))
         (reason,) = ledger.incomplete_reasons
