@@ -221,7 +221,7 @@ class TestFiltersAndDrillDown:
 
 
 class TestRowsSayWhatTheyTested:
-    """Issue 36: full test ids, worst first, a chip shows only its status, no stray null."""
+    """Full test ids, worst first, a chip shows only its status, no stray null."""
 
     def test_the_clone_and_its_case_are_never_cut_off(self, open_report: Any) -> None:
         """A long path shortens; the test name with ``[trial-N:<case>]`` stays whole."""
