@@ -6,6 +6,7 @@ entries and their metadata, resume, and xdist with ``-n 2``.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
@@ -147,7 +148,7 @@ def test_clone_names_cross_xdist(pytester: pytest.Pytester) -> None:
     write_ini(pytester)
     pytester.makeconftest(REPORT_HOOK)
     pytester.makepyfile(test_cases=CASES_SUITE)
-    result = pytester.runpytest_subprocess(*NO_ASYNCIO, "-n", "2")
+    result = pytester.runpytest_subprocess(*NO_ASYNCIO, "-n", "2", "--rampart-sarif", "out.sarif")
     result.assert_outcomes(passed=1, failed=1)
     assert "  FAIL  test_scan[trial-2:exfil-email-api-key] -- clone 2 (response_only)" in (
         result.stdout.str().splitlines()
@@ -163,6 +164,18 @@ def test_clone_names_cross_xdist(pytester: pytest.Pytester) -> None:
         "test_marked[trial-1:plain-name]",
     }
     assert entries["test_cases.py::test_scan[trial-4:odd-one]"]["harm_category"] == "my_own_risk"
+    # The controller's SARIF log has a result per case, from what the workers sent.
+    sarif = json.loads((pytester.path / "out.sarif").read_text())
+    levels = {
+        result["properties"]["rampart"]["case"]: result["level"]
+        for result in sarif["runs"][0]["results"]
+        if "case" in result["properties"]["rampart"] and "test_scan" in result["message"]["text"]
+    }
+    assert levels == {
+        "leak-system-prompt": "none",
+        "exfil-email-api-key": "error",
+        "odd-one": "none",
+    }
 
 
 @pytest.mark.parametrize(

@@ -210,20 +210,20 @@ class _Builder:
         from rampart._version import __version__
 
         report = self.report
-        results = list(_slim(report.results))
         groups = {group.nodeid: group for group in report.trial_groups}
+        clones: dict[str, list[Result]] = {}
         cases: dict[tuple[str, str], list[Result]] = {}
-        for index, result in enumerate(results):
+        for index, result in enumerate(_slim(report.results)):
             test = owning_test(result)
             if result.population is not None and test in groups:
+                clones.setdefault(test, []).append(result)
                 case = result.metadata.get(CASE_KEY)
                 if isinstance(case, str) and case:
                     cases.setdefault((test, case), []).append(result)
                 continue
             self._plain(result, index)
         for group in report.trial_groups:
-            members = [result for result in results if owning_test(result) == group.nodeid]
-            self._group(group, members)
+            self._group(group, clones.get(group.nodeid, []))
         for (test, case), members in cases.items():
             self._case(groups[test], case, members)
         run = report.run
