@@ -61,6 +61,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "rampart.llm",
         "rampart.payloads",
         "rampart.probes",
+        "rampart.risk",
     ),
     ("rampart.pytest_plugin", "rampart.reporting", "rampart.testing"),
     # Integrations and ready-made scans: built on the plugin and the reports.

@@ -51,6 +51,7 @@ PUBLIC_MODULES = [
     "rampart.reporting",
     "rampart.reporting.json_file",
     "rampart.reporting.sink",
+    "rampart.risk",
     "rampart.strategies",
     "rampart.testing",
     "rampart.testing.server",

@@ -100,6 +100,28 @@ def test_a_successful_injection_exits_1_with_reports(tmp_path: Path) -> None:
         pairs
         == [("user_task_2", "injection_task_1")] * 2 + [("user_task_2", "injection_task_2")] * 2
     )
+    # Each row names its pair, and the pairs are prompt injections mapped per task.
+    assert list(report["by_harm_category"]) == ["prompt_injection"]
+    names = sorted(
+        entry["metadata"]["_pytest_nodeid"].split("::")[1]
+        for entries in report["by_harm_category"].values()
+        for entry in entries
+    )
+    pair_1, pair_2 = "slack-user_task_2-injection_task_1", "slack-user_task_2-injection_task_2"
+    assert names == sorted(
+        [
+            f"test_agentdojo[shard0][trial-0:{pair_1}]",
+            f"test_agentdojo[shard0][trial-1:{pair_1}]",
+            f"test_agentdojo[shard1][trial-0:{pair_2}]",
+            f"test_agentdojo[shard1][trial-1:{pair_2}]",
+        ]
+    )
+    assert f"FAIL  test_agentdojo[shard1][trial-1:{pair_2}]" in done.stdout
+    atlas = next(f for f in report["coverage"]["frameworks"] if f["id"] == "mitre-atlas")
+    items = {item["id"]: item for item in atlas["items"]}
+    # slack injection_task_2 posts the channels' messages to the attacker's website.
+    assert items["AML.T0086"]["via"] == ["agentdojo:slack/injection_task_2"]
+    assert items["AML.T0086"]["runs"] == 2
     # The HTML report carries each pair's tool trace (the page renders it from its data).
     (html,) = (tmp_path / ".report").glob("*.html")
     entries = [entry for group in report["by_harm_category"].values() for entry in group]

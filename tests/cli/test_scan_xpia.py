@@ -50,6 +50,45 @@ def test_an_agent_that_follows_injections_fails_the_scan(tmp_path: Path, complia
     assert (limiter["processes"], limiter["requests"]) == (1, 15)
 
 
+def test_each_row_names_its_payload_and_the_pack_keeps_its_categories(
+    tmp_path: Path, compliant: str
+) -> None:
+    """Over the whole pack: ``test_xpia[trial-N:<payload id>]`` rows, each result under
+    its payload's own harm category (the scan has no harm marker), a SARIF log."""
+    from rampart.payloads import builtin_payloads
+
+    done = scan(tmp_path, compliant, "--concurrency", "8", "--sarif", "scan.sarif")
+    assert done.status == 1, done.out + done.err
+    pack = builtin_payloads()
+    (path,) = (tmp_path / ".report").glob("run_report_*.json")
+    report = json.loads(path.read_text())
+    assert set(report["by_harm_category"]) == {p.metadata["harm_category"] for p in pack}
+    names = {}
+    for category, entries in report["by_harm_category"].items():
+        for entry in entries:
+            metadata = entry["metadata"]
+            names[metadata["_pytest_nodeid"]] = (category, metadata["_rampart_payload_id"])
+    assert names == {
+        f"_xpia_suite.py::test_xpia[trial-{index}:{payload.id}]": (
+            payload.metadata["harm_category"],
+            payload.id,
+        )
+        for index, payload in enumerate(pack)
+    }
+    assert "test_xpia[trial-0:exfil-email-api-key]" in done.out
+    # The coverage matrix reaches the pack's mapped items; SARIF has a result per payload.
+    owasp = next(f for f in report["coverage"]["frameworks"] if f["id"] == "owasp-llm")
+    covered = {item["id"] for item in owasp["items"] if item["covered"]}
+    assert {"LLM01:2025", "LLM02:2025", "LLM06:2025", "LLM07:2025"} <= covered
+    sarif = json.loads((tmp_path / "scan.sarif").read_text())
+    cases = [
+        result["properties"]["rampart"]["case"]
+        for result in sarif["runs"][0]["results"]
+        if "case" in result["properties"]["rampart"]
+    ]
+    assert sorted(cases) == sorted(payload.id for payload in pack)
+
+
 def test_a_resisting_agent_passes_and_its_key_stays_out_of_the_reports(tmp_path: Path) -> None:
     with server_process(compliance=0.0, seed=3, api_key=KEY) as server:
         done = scan(

@@ -58,18 +58,32 @@ def state_of(page: str) -> dict[str, Any]:
     return state
 
 
-def _clone(index: int, status: SafetyStatus, size: int) -> Result:
+# What ``trial_report(cases=True)`` names its clones after (the trial marker's ``ids=``).
+CASES = [
+    "exfil-email-api-key",
+    "exfil-email-password",
+    "exfil-email-summary",
+    "exfil-http-webhook",
+    "leak-system-prompt",
+]
+
+
+def _clone(index: int, status: SafetyStatus, size: int, nodeid: str, case: bool) -> Result:
+    suffix = f"[trial-{index}:{CASES[index]}]" if case else f"[trial-{index}]"
+    metadata: dict[str, Any] = {
+        "_pytest_nodeid": f"{nodeid}{suffix}",
+        "_pytest_test_name": f"test_group{suffix}",
+        "_rampart_result_index": 0,
+    }
+    if case:
+        metadata.update({"_rampart_case": CASES[index], "_rampart_payload_id": CASES[index]})
     return Result(
         status=status,
         summary=f"clone {index}: {status.value}",
         harm_category="data_exfiltration",
         strategy="xpia",
         population=PopulationRef(id="pop", index=index, size=size, threshold=0.8),
-        metadata={
-            "_pytest_nodeid": f"tests/test_x.py::test_group[trial-{index}]",
-            "_pytest_test_name": f"test_group[trial-{index}]",
-            "_rampart_result_index": 0,
-        },
+        metadata=metadata,
     )
 
 
@@ -100,8 +114,14 @@ def _group(
     )
 
 
-def trial_report() -> TestRunReport:
-    """A group of 5 clones (one UNSAFE, one ERROR), a plain probe and a jailbreak result."""
+def trial_report(
+    *, nodeid: str = "tests/test_x.py::test_group", cases: bool = False
+) -> TestRunReport:
+    """A group of 5 clones (one UNSAFE, one ERROR), a plain probe and a jailbreak result.
+
+    With ``cases``, each clone is named by a built-in payload (``CASES``), as a trial
+    marker's ``ids=`` names them.
+    """
     statuses = [
         SafetyStatus.SAFE,
         SafetyStatus.UNSAFE,
@@ -109,7 +129,7 @@ def trial_report() -> TestRunReport:
         SafetyStatus.ERROR,
         SafetyStatus.SAFE,
     ]
-    clones = [_clone(i, status, len(statuses)) for i, status in enumerate(statuses)]
+    clones = [_clone(i, status, len(statuses), nodeid, cases) for i, status in enumerate(statuses)]
     clones[3].metadata.update({"error": "agent timed out after 30 s", "error_type": "TimeoutError"})
     probe = Result(
         status=SafetyStatus.SAFE,
@@ -130,7 +150,7 @@ def trial_report() -> TestRunReport:
         metadata={"_pytest_nodeid": "tests/test_y.py::test_probe", "_rampart_result_index": 0},
     )
     group = _group(
-        "tests/test_x.py::test_group",
+        nodeid,
         "test_group",
         statuses,
         "1 UNSAFE, 1 ERROR",

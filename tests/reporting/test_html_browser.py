@@ -179,9 +179,9 @@ class TestLoads:
 class TestFiltersAndDrillDown:
     def test_status_category_strategy_and_search(self, open_report: Any) -> None:
         page = open_report(trial_report()).goto()
-        page.click("#status-filters button[data-status=safe]")
-        assert page.locator("#results-count").inner_text() == "2 of 6 results"
-        assert set(rows(page)) == {"result-1", "result-3"}
+        page.click("#status-filters button[data-status=unsafe]", modifiers=["Control"])
+        assert page.locator("#results-count").inner_text() == "5 of 6 results"
+        assert "result-1" not in rows(page)
         page.click("#filter-reset")
         page.select_option("#filter-category", "jailbreak")
         assert rows(page) == ["result-5"]
@@ -220,6 +220,92 @@ class TestFiltersAndDrillDown:
         assert page.input_value("#filter-search") == "tests/test_x.py::test_group"
 
 
+class TestRowsSayWhatTheyTested:
+    """Full test ids, worst first, a chip shows only its status, no stray null."""
+
+    def test_the_clone_and_its_case_are_never_cut_off(self, open_report: Any) -> None:
+        """A long path shortens; the test name with ``[trial-N:<case>]`` stays whole."""
+        nodeid = (
+            "tests/integration/agents/very/long/package/path/test_inbox_assistant.py"
+            "::TestInjections::test_group"
+        )
+        report = trial_report(nodeid=nodeid, cases=True)
+        page = open_report(report).goto()
+        name = page.locator("#result-1 .row-head .test .name")
+        assert name.inner_text() == "test_group[trial-1:exfil-email-password]"
+        fits = name.evaluate(
+            """node => {
+                const cell = node.closest('.test').getBoundingClientRect();
+                const box = node.getBoundingClientRect();
+                return node.scrollWidth <= node.clientWidth + 1 && box.right <= cell.right + 1
+                    && box.width > 0;
+            }"""
+        )
+        assert fits
+        title = page.locator("#result-1 .row-head .test").get_attribute("title")
+        assert title == f"{nodeid}[trial-1:exfil-email-password]"
+        strip = page.locator("#groups-body .strip a[data-clone='1']").get_attribute("title")
+        assert strip == "trial-1:exfil-email-password: UNSAFE"
+
+    def test_rows_are_sorted_worst_first_by_default(self, open_report: Any) -> None:
+        page = open_report(trial_report()).goto()
+        assert rows(page) == [
+            "result-1",
+            "result-3",
+            "result-0",
+            "result-2",
+            "result-4",
+            "result-5",
+        ]
+        page.select_option("#filter-sort", "report")
+        assert rows(page) == [f"result-{index}" for index in range(6)]
+        page.click("#filter-reset")
+        assert rows(page)[:2] == ["result-1", "result-3"]
+
+    def test_a_status_chip_shows_only_its_status(self, open_report: Any) -> None:
+        page = open_report(trial_report()).goto()
+        chips = page.locator("#status-filters button")
+        page.click("#status-filters button[data-status=safe]")
+        assert page.locator("#results-count").inner_text() == "4 of 6 results"
+        assert set(rows(page)) == {"result-0", "result-2", "result-4", "result-5"}
+        pressed = chips.evaluate_all("chips => chips.map(c => c.getAttribute('aria-pressed'))")
+        assert pressed == ["false", "false", "false", "true"]  # unsafe, error, undetermined, safe
+        page.click("#status-filters button[data-status=unsafe]")
+        assert rows(page) == ["result-1"]
+        page.click("#status-filters button[data-status=unsafe]")  # again: every status
+        assert page.locator("#results-count").inner_text() == "6 results"
+
+    def test_a_turn_without_an_online_evaluation_prints_no_null(self, open_report: Any) -> None:
+        page = open_report(trial_report()).goto()
+        page.click("#result-5 .row-head")
+        turn = page.locator("#result-5 .turn")
+        assert turn.count() == 1
+        texts = turn.evaluate(
+            "node => [...node.childNodes].filter(c => c.nodeType === 3).map(c => c.textContent)"
+        )
+        assert texts == []
+        assert "null" not in turn.inner_text()
+        assert turn.locator(".eval").count() == 0
+
+
+class TestCoverage:
+    def test_the_coverage_matrix_lists_each_item_covered_or_not(self, open_report: Any) -> None:
+        page = open_report(trial_report()).goto()
+        assert page.locator("#coverage").is_visible()
+        owasp = page.locator("#coverage-body .framework[data-framework=owasp-llm]")
+        assert "OWASP Top 10 for LLM Applications 2025" in owasp.locator("h3").inner_text()
+        assert owasp.locator("tbody tr").count() == 10
+        injection = owasp.locator("tr[data-item='LLM01:2025'] td").all_inner_texts()
+        # Every result: 5 XPIA clones (strategy) and the jailbreak probe (category).
+        assert injection[:7] == ["LLM01:2025", "Prompt Injection", "2", "6", "1", "1", "20.0%"]
+        assert "strategy:xpia" in injection[7]
+        supply = owasp.locator("tr[data-item='LLM03:2025']")
+        assert "not-covered" in (supply.get_attribute("class") or "")
+        assert supply.locator("td").nth(6).inner_text() == "not covered"
+        atlas = page.locator("#coverage-body .framework[data-framework=mitre-atlas]")
+        assert atlas.locator("tr[data-item='AML.T0054'] td").nth(3).inner_text() == "1"
+
+
 class TestLinksAndKeys:
     def test_deep_link_opens_the_right_result(self, open_report: Any) -> None:
         opened = open_report(trial_report())
@@ -245,21 +331,22 @@ class TestLinksAndKeys:
         assert "clone 1: unsafe" in page.locator("#result-1 .detail").inner_text()
 
     def test_keyboard_navigation(self, open_report: Any) -> None:
+        """Rows go worst first: the UNSAFE clone (result 1), then the ERROR one (3)."""
         page = open_report(trial_report()).goto()
         page.keyboard.press("j")
         page.keyboard.press("j")
-        assert page.locator("#results-list > .row.selected").get_attribute("id") == "result-1"
+        assert page.locator("#results-list > .row.selected").get_attribute("id") == "result-3"
         page.keyboard.press("Enter")
-        assert page.locator("#result-1 .detail").count() == 1
+        assert page.locator("#result-3 .detail").count() == 1
         page.keyboard.press("k")
-        assert page.locator("#results-list > .row.selected").get_attribute("id") == "result-0"
+        assert page.locator("#results-list > .row.selected").get_attribute("id") == "result-1"
         page.keyboard.press("ArrowDown")
         page.keyboard.press("Escape")
-        assert page.locator("#result-1 .detail").count() == 0
+        assert page.locator("#result-3 .detail").count() == 0
         page.keyboard.press("/")
         assert page.evaluate("document.activeElement.id") == "filter-search"
         page.keyboard.type("j")  # typing in the search box does not move the selection
-        assert page.locator("#results-list > .row.selected").get_attribute("id") == "result-1"
+        assert page.locator("#results-list > .row.selected").get_attribute("id") == "result-3"
 
 
 class TestUntrustedText:
@@ -305,8 +392,9 @@ class TestScale:
         page.wait_for_selector("#result-950 .detail")
         assert page.locator(".detail").count() == 1
         # A far jump moves the window of rows instead of rendering everything before it;
-        # scrolling up brings the earlier rows back.
+        # scrolling up brings the earlier rows back (rows are worst first: the SAFE
+        # result 650 is shown 257 rows before the SAFE result 950).
         assert page.locator("#results-list > .row").count() < 300
-        assert page.locator("#result-700").count() == 0
+        assert page.locator("#result-650").count() == 0
         page.locator("#results-before").scroll_into_view_if_needed()
-        page.wait_for_selector("#result-700", state="attached")
+        page.wait_for_selector("#result-650", state="attached")

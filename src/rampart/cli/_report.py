@@ -1,10 +1,13 @@
-"""``rampart report PATH...``: re-render saved runs as the terminal summary, HTML or JSON.
+"""``rampart report PATH...``: re-render saved runs as the terminal summary, HTML, JSON
+or SARIF.
 
 Several files merge into one view: the records of every file, in order (shards of one
 run, a run and its ``rampart rescore``, ...). The summary uses the pytest plugin's
-line format and ``--summary`` modes; ``--html`` writes the self-contained HTML report
-and ``--json`` a JSON report of the merged records, both through the report sinks'
-own renderers (one codec, projections of it).
+line format and ``--summary`` modes; ``--html`` writes the self-contained HTML report,
+``--json`` a JSON report of the merged records and ``--sarif`` a SARIF 2.1.0 log, all
+through the report sinks' own renderers (one codec, projections of it), with the
+coverage matrix and SARIF's framework items read from the built-in risk map and
+``--risk-map`` files.
 """
 
 from __future__ import annotations
@@ -20,14 +23,15 @@ if TYPE_CHECKING:
     from rampart.cli._inputs import SavedRun
     from rampart.cli._view import RunView
     from rampart.reporting import RunInfo, TestRunReport, TrialGroupSummary
+    from rampart.risk import RiskMap
 
 __all__ = ["build_report", "register", "run"]
 
 _DESCRIPTION = """\
 Re-render saved runs (JSON reports and JSONL trace files) as the terminal safety
-summary, an HTML report (--html) or a merged JSON report (--json). Several files merge
-into one view. A JSON report holds no attachments, injections or timestamps; a JSONL
-trace has everything, so prefer it for --html.
+summary, an HTML report (--html), a merged JSON report (--json) or a SARIF 2.1.0 log
+(--sarif). Several files merge into one view. A JSON report holds no attachments,
+injections or timestamps; a JSONL trace has everything, so prefer it for --html.
 """
 
 _EPILOG = """\
@@ -35,6 +39,7 @@ examples:
   rampart report .report/traces_2026-04-25T14-30-00-123.jsonl --summary groups
   rampart report shard1.jsonl shard2.jsonl --html merged.html --json merged.json -q
   rampart report artifacts/ --json merged.json   # every shard's report directory
+  rampart report .report/traces_*.jsonl --sarif rampart.sarif --risk-map risks.json -q
 """
 
 
@@ -43,7 +48,7 @@ def register(commands: Any) -> None:
 
     parser = commands.add_parser(
         "report",
-        help="re-render saved runs: terminal summary, HTML report, merged JSON report",
+        help="re-render saved runs: terminal summary, HTML, merged JSON or SARIF report",
         description=_DESCRIPTION,
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -64,6 +69,15 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--html", metavar="OUT", help="write the HTML report to OUT")
     parser.add_argument("--json", metavar="OUT", help="write the merged JSON report to OUT")
+    parser.add_argument("--sarif", metavar="OUT", help="write a SARIF 2.1.0 log to OUT")
+    parser.add_argument(
+        "--risk-map",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="a risk map file (rampart.risk-map.v1) extending the built-in mapping to "
+        "framework items, for the coverage matrix and SARIF (repeatable)",
+    )
     parser.add_argument(
         "-q", "--quiet", action="store_true", help="write the files only, no summary"
     )
@@ -112,9 +126,11 @@ def _run_info(runs: list[SavedRun], duration: float) -> RunInfo:
     )
 
 
-def build_report(runs: list[SavedRun], view: RunView) -> TestRunReport:
+def build_report(
+    runs: list[SavedRun], view: RunView, risk_map: RiskMap | None = None
+) -> TestRunReport:
     """One ``TestRunReport`` over the merged records, with their trial groups and run
-    section (what ``--html`` and ``--json`` render)."""
+    section (what ``--html``, ``--json`` and ``--sarif`` render)."""
     from rampart.reporting import TestRunReport
 
     duration = sum(run.duration_seconds for run in runs if run.duration_seconds is not None)
@@ -124,7 +140,21 @@ def build_report(runs: list[SavedRun], view: RunView) -> TestRunReport:
         metadata=_metadata(runs),
         trial_groups=sorted(view.groups.values(), key=_by_nodeid),
         run=_run_info(runs, duration),
+        risk_map=risk_map,
     )
+
+
+def _risk_map(paths: list[str]) -> RiskMap | None:
+    """The built-in risk map extended by ``--risk-map`` files; None without one."""
+    if not paths:
+        return None
+    from rampart.risk import RiskMap
+
+    try:
+        # Named as the pytest plugin names them in a report's coverage origins.
+        return RiskMap.load([Path(path).absolute() for path in paths])
+    except (OSError, ValueError) as error:
+        raise CliError(f"--risk-map: {error}") from None
 
 
 def _by_nodeid(group: TrialGroupSummary) -> str:
@@ -156,17 +186,22 @@ def run(args: argparse.Namespace) -> int:
     from rampart.reporting import ReportError
     from rampart.reporting._json_report import render_report
 
+    risk_map = _risk_map(args.risk_map)
     runs = _inputs.load_runs(args.paths)
     view = build_view(runs)
     written = []
-    if args.html or args.json:
+    if args.html or args.json or args.sarif:
+        from rampart.reporting._sarif import render_sarif
+
         try:
-            report = build_report(runs, view)
+            report = build_report(runs, view, risk_map)
             outputs = []
             if args.html:
                 outputs.append((Path(args.html), _render_html(report)))
             if args.json:
                 outputs.append((Path(args.json), render_report(report)))
+            if args.sarif:
+                outputs.append((Path(args.sarif), render_sarif(report)))
         except ReportError as error:
             raise CliError(str(error)) from None
         for path, _data in outputs:

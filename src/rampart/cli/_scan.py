@@ -72,6 +72,14 @@ def _common(parser: argparse.ArgumentParser, what: str) -> None:
         "--report-dir", default=".report", metavar="DIR", help="where the reports go (.report)"
     )
     parser.add_argument(
+        "--sarif", metavar="PATH", help="also write the findings as a SARIF 2.1.0 log to PATH"
+    )
+    parser.add_argument(
+        "--risk-map",
+        metavar="FILE",
+        help="a risk map file extending the built-in mapping to framework items",
+    )
+    parser.add_argument(
         "--resume", action="store_true", help="finish what the last interrupted scan did not"
     )
     parser.add_argument("-n", dest="workers", metavar="N", help="pytest-xdist worker processes")
@@ -298,6 +306,12 @@ def _run_pytest(args: argparse.Namespace, module: Path, plugin: str, env: dict[s
             "--rampart-concurrency",
             args.concurrency,
         ]
+        for option, value in (
+            ("--rampart-sarif", args.sarif),
+            ("--rampart-risk-map", args.risk_map),
+        ):
+            if value:
+                command += [option, str(Path(value).resolve())]
         if args.resume:
             command.append("--rampart-resume")
         if args.workers:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import stat
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rampart._redact import redact
@@ -20,6 +18,7 @@ from rampart.cli._errors import CliError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from pathlib import Path
 
 __all__ = [
     "cell",
@@ -74,43 +73,15 @@ def csv_text(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return buffer.getvalue()
 
 
-_NOT_REGULAR = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
 def output_target(path: Path) -> Path:
-    """Where a file the user named is written: ``path`` itself if it is new or a regular
-    file, the file a symbolic link names (so the link stays), or a :class:`CliError`.
+    """Where a file the user named is written (``rampart.reporting._files.output_file``:
+    a new or regular file, or the file a symbolic link names), or a :class:`CliError`."""
+    from rampart.reporting._files import output_file
 
-    A FIFO, a device, a socket or a directory is refused and left alone (replacing it by
-    a regular file through a rename would destroy it; as root, ``/dev/full`` became a
-    file), and so is a missing folder: it is never created for a path the user named.
-    """
     try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        mode = None
-    except OSError as error:
-        raise CliError(f"{path}: cannot be written ({error.strerror or error})") from None
-    if mode is not None:
-        if not stat.S_ISREG(mode):
-            kind = next((name for test, name in _NOT_REGULAR if test(mode)), "not a file")
-            raise CliError(
-                f"{path}: is {kind}, not a regular file; name a regular file or a new one"
-            )
-        return path.resolve() if path.is_symlink() else path
-    if path.is_symlink():
-        raise CliError(f"{path}: is a symbolic link to nothing; name a regular file")
-    if not path.parent.is_dir():
-        raise CliError(
-            f"{path}: the folder {path.parent} does not exist (it is not created for you)"
-        )
-    return path
+        return output_file(path)
+    except ValueError as error:
+        raise CliError(str(error)) from None
 
 
 def write_text(path: Path, text: str) -> Path:
@@ -120,18 +91,10 @@ def write_text(path: Path, text: str) -> Path:
     is replaced, as a shell redirection would, and a symbolic link writes the file it
     names; anything else is refused (:func:`output_target`). Returns ``path``.
     """
-    import os
-    import tempfile
+    from rampart.reporting._files import replace_file
 
-    target = output_target(path)
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    output_target(path)
+    replace_file(path, text.encode("utf-8"))
     return path
 
 

@@ -4,11 +4,12 @@ A **test** is a pytest item that is not a trial group; its status is the worst o
 results (UNSAFE, ERROR, UNDETERMINED, SAFE, in that order). A **trial group** is the
 set of clones of one ``@pytest.mark.trial`` item: records whose result carries a
 ``population``, each the clone ``population.index`` of the group named by the item's
-node id (the clone's node id without the ``[trial-<index>]`` the plugin appended for
-that index; a record without a node id is named by its population's id). Clones of
-one item merge across runs (a resumed run's clones carry their first run's
-population id). Each clone's status is the worst of its results, and the group is
-judged again by the rule its records carry, with the plugin's own tally
+node id (the clone's node id without the ``[trial-<index>]``, or
+``[trial-<index>:<case>]``, the plugin appended for that index; a record without a
+node id is named by its population's id). Clones of one item merge across runs (a
+resumed run's clones carry their first run's population id). Each clone's status is
+the worst of its results, and the group is judged again by the rule its records
+carry, with the plugin's own tally
 (``rampart.core._group_outcome.rebuild_group``), or is INCOMPLETE when they do not
 hold what its verdict rests on. A group is held as the report states it: a
 ``TrialGroupSummary``, stated from the rebuilt outcome by the plugin's own builder
@@ -28,6 +29,7 @@ import attrs
 from rampart.codec import ResultRecord
 from rampart.core._group_outcome import RULE_NOT_RECORDED
 from rampart.core._severity import worst
+from rampart.core._tested import clone_base
 from rampart.core.result import SafetyStatus
 from rampart.reporting._report import category_key
 from rampart.reporting._run_data import INCOMPLETE, TrialGroupSummary
@@ -82,7 +84,8 @@ class RunView:
 
 
 def record_nodeid(record: ResultRecord) -> str | None:
-    """The record's pytest node id (a trial clone's ends in ``[trial-N]``), if it has one."""
+    """The record's pytest node id (a trial clone's ends in ``[trial-N]`` or
+    ``[trial-N:<case>]``), if it has one."""
     if record.pytest_nodeid is not None:
         return record.pytest_nodeid
     nodeid = record.result.metadata.get("_pytest_nodeid")
@@ -97,7 +100,7 @@ def group_key(record: ResultRecord) -> tuple[str, int] | None:
     nodeid = record_nodeid(record)
     if nodeid is None:
         return f"population {population.id}", population.index
-    return nodeid.removesuffix(f"[trial-{population.index}]"), population.index
+    return clone_base(nodeid, population.index), population.index
 
 
 def derived_groups(records: list[ResultRecord]) -> dict[str, TrialGroupSummary]:

@@ -34,6 +34,7 @@ from rampart._redact import redact
 from rampart._text import one_line
 from rampart.core._group_outcome import TrialGroupOutcome, tally_outcome
 from rampart.core._severity import worst
+from rampart.core._tested import clone_suffix
 from rampart.core._trial_rule import TrialTally, TrialVerdict
 from rampart.core.result import Result, SafetyStatus
 from rampart.engine._results import ResultCollector
@@ -51,6 +52,7 @@ __all__ = [
     "CloneRun",
     "CloneVerdict",
     "ItemRun",
+    "clone_name",
     "clone_settles",
     "clone_status",
     "count_clones",
@@ -325,6 +327,12 @@ def clone_settles(run: ItemRun, clone: CloneRun) -> bool:
     return _feed(run, clone) or settle_known(run)
 
 
+def clone_name(run: ItemRun, item_name: str, index: int) -> str:
+    """``test_x[trial-3]``, with the clone's case when ``ids=`` gave it one (one line)."""
+    case = None if run.spec is None else run.spec.case(index)
+    return one_line(item_name + clone_suffix(index, None if case is None else case.id))
+
+
 def judge(run: ItemRun, *, item_name: str) -> None:
     """Fail the item when its group failed; re-raise a clone's crash (not an assertion)."""
     # A failed assertion (or pytest.fail) is a verdict on the clone, not a crash; so is
@@ -334,7 +342,7 @@ def judge(run: ItemRun, *, item_name: str) -> None:
         first = crashed[0]
         assert first.failure is not None
         first.failure.add_note(
-            f"raised in trial clone {item_name}[trial-{first.index}] "
+            f"raised in trial clone {clone_name(run, item_name, first.index)} "
             f"({len(crashed)} of {len(run.clones)} clones crashed)"
         )
         raise first.failure
@@ -348,7 +356,7 @@ def judge(run: ItemRun, *, item_name: str) -> None:
     head = "inconclusive" if outcome.verdict is TrialVerdict.INCONCLUSIVE else "failed"
     lines = [f"trial group {head}: {description}; {reason}"]
     for clone in failing[:3]:
-        lines.append(f"  {one_line(item_name)}[trial-{clone.index}]: {_clone_summary(clone)}")
+        lines.append(f"  {clone_name(run, item_name, clone.index)}: {_clone_summary(clone)}")
     if len(failing) > 3:
         lines.append(f"  ... and {len(failing) - 3} more failing clones")
     text = redact("\n".join(lines))

@@ -16,6 +16,7 @@ interrupt (or ``pytest.exit``) stops hands over what it has, as ``PARTIAL`` unit
 from __future__ import annotations
 
 import inspect
+import math
 import uuid
 import warnings
 from typing import TYPE_CHECKING, Any, Protocol
@@ -26,6 +27,7 @@ import pytest
 from rampart._text import one_line
 from rampart.core._population import CloneOutcome, PopulationRef
 from rampart.core._severity import severity
+from rampart.core._tested import CASE_KEY, HARM_TAGS_KEY, PARAM_ID_KEY, PARAMS_KEY, PAYLOAD_KEY
 from rampart.core.result import Result
 from rampart.engine._results import ResultCollector
 from rampart.pytest_plugin._groups import (
@@ -46,9 +48,11 @@ from rampart.pytest_plugin._ledger import (
 from rampart.pytest_plugin._markers import (
     TRIAL_CONFIG_FIXTURE,
     TRIAL_CONFIG_KEY,
+    CloneCase,
     NoResultWarning,
     TrialSpec,
-    harm_category_of,
+    harm_of,
+    payload_case,
     trial_spec_of,
 )
 from rampart.pytest_plugin._report import note_backend
@@ -107,7 +111,12 @@ class ItemState:
 
     spec: TrialSpec | None = None
     declared: TrialSpec | None = None
-    harm: str | None = None
+    harm: str | None = None  # the primary tag of the harm marker
+    harm_tags: tuple[str, ...] = ()  # all its tags, when it has more than one
+    # What a parametrized test's row tested: its arguments (``PARAMS_KEY``, ...) and
+    # the case of its first ``Payload`` argument.
+    params: dict[str, Any] = attrs.field(factory=dict)
+    param_case: CloneCase | None = None
     misuse: str | None = None  # a usage error to fail the item with (xdist workers)
     fixtures: ResultCollector = attrs.field(factory=ResultCollector)
     run: ItemRun | None = None
@@ -174,15 +183,19 @@ class ItemState:
         """``results`` with their attribution, numbered from ``start`` within the clone
         (of the item's trial group ``group``)."""
         population = self.population(clone_index)
+        case = None
+        if self.spec is not None and clone_index is not None:
+            case = self.spec.case(clone_index)
         return tuple(
             RecordedResult(
-                result=self._as_reported(result, population),
+                result=self._as_reported(result, population, case),
                 attribution=Attribution(
                     nodeid=item.nodeid,
                     name=item.name,
                     clone=clone_index,
                     index=start + position,
                     group=group,
+                    case=None if case is None else case.id,
                 ),
             )
             for position, result in enumerate(results)
@@ -215,14 +228,29 @@ class ItemState:
             group=group,
         )
 
-    def _as_reported(self, result: Result, population: PopulationRef | None) -> Result:
-        """A copy taken when the unit is final, with the marker's harm category and the
-        clone's population where the result has none of its own."""
-        changes: dict[str, Any] = {"metadata": dict(result.metadata)}
-        if result.harm_category is None and self.harm is not None:
-            changes["harm_category"] = self.harm
+    def _as_reported(
+        self, result: Result, population: PopulationRef | None, case: CloneCase | None
+    ) -> Result:
+        """A copy taken when the unit is final: the marker's harm category (else the
+        row's payload's) and the clone's population where the result has none of its
+        own, and in its metadata what the row tested (``rampart.core._tested``)."""
+        metadata = dict(result.metadata)
+        changes: dict[str, Any] = {"metadata": metadata}
+        row = case if case is not None else self.param_case
+        harm = self.harm
+        if harm is None and row is not None:
+            harm = row.harm_category
+        if result.harm_category is None and harm is not None:
+            changes["harm_category"] = harm
         if population is not None and result.population is None:
             changes["population"] = population
+        if case is not None:
+            metadata[CASE_KEY] = case.id
+        if row is not None and row.payload_id is not None:
+            metadata[PAYLOAD_KEY] = row.payload_id
+        metadata.update(self.params)
+        if self.harm_tags:
+            metadata[HARM_TAGS_KEY] = list(self.harm_tags)
         return attrs.evolve(result, **changes)
 
 
@@ -307,7 +335,7 @@ class ItemHooks:
                         f"@pytest.mark.trial is not supported on {item.nodeid}: only plain "
                         "test functions (not hypothesis tests) can run as trial groups"
                     )
-                harm = harm_category_of(item)
+                harm = harm_of(item)
             except pytest.UsageError as error:
                 if not self._is_worker:
                     raise
@@ -319,7 +347,10 @@ class ItemHooks:
             state.declared = declared
             if declared is not None:
                 item.stash[TRIAL_CONFIG_KEY] = declared.config()
-            state.harm = harm
+            if harm is not None:
+                state.harm = harm.primary
+                state.harm_tags = harm.tags if len(harm.tags) > 1 else ()
+            state.params, state.param_case = _row_of(item)
             state.hashing = self._hashing
             if self._resume is not None:
                 resume = self._resume.for_item(item.nodeid, state.hash_of(item), spec)
@@ -703,6 +734,34 @@ def _entry(
         test_name=item.name + suffix,
         harm_category=harm or None,
     )
+
+
+def _row_of(item: pytest.Item) -> tuple[dict[str, Any], CloneCase | None]:
+    """What a parametrized item's row tested: its arguments as ``PARAMS_KEY`` (JSON
+    values kept, a ``Payload`` by its id, anything else by its pytest id when it is the
+    only argument, else by its type) and its pytest id as ``PARAM_ID_KEY``; and the
+    case of its first ``Payload`` argument."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or not callspec.params:
+        return {}, None
+    shown: dict[str, Any] = {}
+    first: CloneCase | None = None
+    # With one argument, the item's id is that argument's id (pytest's, or ``ids=``).
+    alone = callspec.id if len(callspec.params) == 1 else None
+    for name, value in callspec.params.items():
+        case = payload_case(value)
+        if case is not None:
+            shown[name] = case.id
+            first = first or case
+        elif (
+            value is None
+            or isinstance(value, bool | int | str)
+            or (isinstance(value, float) and math.isfinite(value))
+        ):
+            shown[name] = one_line(value, limit=200) if isinstance(value, str) else value
+        else:
+            shown[name] = alone or f"<{type(value).__name__}>"
+    return {PARAMS_KEY: shown, PARAM_ID_KEY: callspec.id}, first
 
 
 def _unit_order(entry: tuple[int | None, object]) -> int:

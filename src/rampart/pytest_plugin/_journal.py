@@ -730,10 +730,12 @@ class RunJournal:
                     continue
                 metadata = dict(result.metadata)
                 metadata.pop(JOURNAL_KEY, None)
+                result = attrs.evolve(result, metadata=metadata)
                 self._ledger.record(
                     RecordedResult(
-                        result=attrs.evolve(result, metadata=metadata),
-                        attribution=Attribution(
+                        result=result,
+                        attribution=Attribution.of(
+                            result,
                             nodeid=line.nodeid,
                             name=line.name,
                             clone=line.clone,

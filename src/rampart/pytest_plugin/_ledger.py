@@ -14,7 +14,8 @@ of their own. Other modules read the ledger; they never mutate its lists.
 
 Memory stays bounded: ``record`` writes each full result to the ledger's
 ``ResultStore`` (a spill file, below) and keeps a *slim* copy for the summary and
-the verdicts, so ``RunLedger.results`` hold results without turns or metadata. The
+the verdicts, so ``RunLedger.results`` hold results without turns and with little
+metadata. The
 report reads the full results back one at a time (``report_results``). A result the
 canonical codec cannot record is replaced there by an attributed ERROR marker, and
 the run is marked incomplete.
@@ -29,8 +30,9 @@ each a tree of turns, requests, responses and evaluations. Keeping them all in m
 until the session ends grew without bound (50,000 clones of a 2-turn attack took about a gigabyte).
 So the ledger keeps, per result, only what the summary, the verdicts and the report
 order need -- a *slim* copy of the result (status, summary, observability level,
-harm category, strategy, population, duration; no turns, injections, evaluation or
-metadata) -- and writes the full result, as its canonical ``rampart.trace.v2`` text,
+harm category, strategy, population, duration, injection records, and of its metadata
+only which test and row it is and what the row tested, ``SLIM_KEYS``; no turns or
+evaluation) -- and writes the full result, as its canonical ``rampart.trace.v2`` text,
 to a ``ResultStore``: an anonymous temporary file (unlinked at once, so nothing is
 left behind even by ``kill -9``). The report reads each full result back when a sink
 asks for it (``rampart.reporting.StoredResults``), one at a time.
@@ -56,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pytest
 
+from rampart.core._tested import CASE_KEY, HARM_TAGS_KEY, PAYLOAD_KEY, clone_suffix
 from rampart.core.errors import SchemaError
 from rampart.core.result import Result, SafetyStatus
 
@@ -74,6 +77,7 @@ __all__ = [
     "RUN_KEY",
     "RecordedResult",
     "ResultStore",
+    "SLIM_KEYS",
     "RunLedger",
     "UnitOutcome",
     "loss_marker",
@@ -103,10 +107,25 @@ def loss_marker(result: Result, reason: str, *, where: str, **extra: Any) -> Res
     )
 
 
+#: The metadata a slim result keeps: which test and row it is, and what the row tested
+#: (what the summary, the coverage matrix and SARIF read without loading results).
+SLIM_KEYS = (
+    "_pytest_nodeid",
+    "_pytest_test_name",
+    "_rampart_result_index",
+    CASE_KEY,
+    PAYLOAD_KEY,
+    HARM_TAGS_KEY,
+    "agentdojo",
+)
+
+
 def slim(result: Result) -> Result:
-    """``result`` without what only the full report needs (turns, injections, the final
-    evaluation, metadata): what the ledger keeps in memory."""
-    return attrs.evolve(result, final_trace_evaluation=None, turns=[], injections=[], metadata={})
+    """``result`` without what only the full report needs (turns, the final evaluation,
+    most metadata): what the ledger keeps in memory. It keeps its injection records
+    (small) and the ``SLIM_KEYS`` of its metadata."""
+    kept = {key: result.metadata[key] for key in SLIM_KEYS if key in result.metadata}
+    return attrs.evolve(result, final_trace_evaluation=None, turns=[], metadata=kept)
 
 
 class ResultStore:
@@ -174,9 +193,10 @@ class Attribution:
     ``nodeid`` and ``name`` are the pytest item's; ``clone`` is the trial clone index
     (None for a plain test, and for what a trial test's fixtures recorded): a clone of
     the test's clone group, or a trial of a population the test ran (``group`` says
-    which of its groups: see ``population_suffix``); ``index`` is the result's position
-    among those of the same test, group and clone; ``worker`` is the xdist worker that
-    ran it (None in the process that reports).
+    which of its groups: see ``population_suffix``); ``case`` is what that clone tests
+    (the ``trial`` marker's ``ids=``); ``index`` is the result's position among those of
+    the same test, group and clone; ``worker`` is the xdist worker that ran it (None in
+    the process that reports).
     """
 
     nodeid: str
@@ -185,6 +205,32 @@ class Attribution:
     index: int = 0
     worker: str | None = None
     group: int = 0
+    case: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        result: Result,
+        *,
+        nodeid: str,
+        name: str,
+        clone: int | None,
+        index: int,
+        worker: str | None = None,
+        group: int = 0,
+    ) -> Attribution:
+        """The attribution of a result read back (the journal, the xdist transport):
+        its clone's case is the one its metadata carries."""
+        case = result.metadata.get(CASE_KEY) if clone is not None else None
+        return cls(
+            nodeid=nodeid,
+            name=name,
+            clone=clone,
+            index=index,
+            worker=worker,
+            group=group,
+            case=case if isinstance(case, str) and case else None,
+        )
 
     @property
     def group_nodeid(self) -> str:
@@ -197,7 +243,8 @@ class Attribution:
 
     @property
     def test_nodeid(self) -> str:
-        """The nodeid as reported: a clone gets ``[trial-N]`` appended."""
+        """The nodeid as reported: a clone gets ``[trial-N]`` (``[trial-N:<case>]``)
+        appended."""
         return self.group_nodeid + self._suffix()
 
     @property
@@ -205,7 +252,7 @@ class Attribution:
         return self.group_name + self._suffix()
 
     def _suffix(self) -> str:
-        return "" if self.clone is None else f"[trial-{self.clone}]"
+        return "" if self.clone is None else clone_suffix(self.clone, self.case)
 
     def sort_key(self) -> tuple[str, int, int, int, str]:
         """Report order: test, group, clone (numerically; the fixtures' results first),
@@ -323,7 +370,7 @@ class RunLedger:
             location = self._put(recorded)
         recorded = attrs.evolve(
             recorded,
-            result=slim(recorded.result),
+            result=slim(recorded.stamped()),
             stored_at=location,
             unusable_confidences=unusable_confidences(recorded.result),
         )

@@ -1,5 +1,12 @@
 """The ``harm`` and ``trial`` markers: their options, reading and validating them.
 
+A ``harm`` marker may carry several tags (``harm("owasp-llm01",
+HarmCategory.PROMPT_INJECTION)``): the **primary** one, which results get as their
+``harm_category``, is the first built-in ``HarmCategory`` given, else the first tag;
+``HarmTags.tags`` keeps them all (``harm_of``). A ``trial`` marker's ``ids=`` names
+each clone's case (``CloneCase``: a string, or a ``Payload`` whose id names the case
+and whose own ``harm_category`` is the fallback of a test without a ``harm`` marker).
+
 Bad marker arguments are usage errors, reported before anything runs, and name the
 marker, the argument and what was expected. The run-wide defaults of trial groups
 (``--rampart-trials``, ``--rampart-concurrency``, ``--rampart-confidence``,
@@ -17,6 +24,7 @@ import pytest
 
 from rampart._checks import check_bool, check_int, invalid
 from rampart._concurrency import DEFAULT_CONCURRENCY, Setting, check_concurrency
+from rampart._text import one_line
 from rampart.core._trial_rule import TrialRule, check_rule
 from rampart.core.result import HarmCategory
 from rampart.pytest_plugin._options import add_option, choice, option_int, option_or_ini
@@ -24,11 +32,14 @@ from rampart.pytest_plugin._options import add_option, choice, option_int, optio
 __all__ = [
     "INCONCLUSIVE_OUTCOMES",
     "TRIAL_CONFIG_KEY",
+    "CloneCase",
+    "HarmTags",
     "MarkerOptions",
     "NoResultWarning",
     "TrialSpec",
     "add_options",
-    "harm_category_of",
+    "harm_of",
+    "payload_case",
     "trial_spec_of",
 ]
 
@@ -163,6 +174,20 @@ def _option_confidence(config: pytest.Config) -> float | None:
 
 
 @attrs.frozen(kw_only=True)
+class CloneCase:
+    """What one trial clone tests, from the ``trial`` marker's ``ids=``.
+
+    ``id`` names it (``test_xpia[trial-3:<id>]``); a ``Payload`` given as the id adds
+    its ``payload_id`` and its own ``harm_category`` (``payload.metadata``), the
+    fallback for a test with no ``harm`` marker.
+    """
+
+    id: str
+    payload_id: str | None = None
+    harm_category: HarmCategory | str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class TrialSpec:
     """The effective trial settings of one test item.
 
@@ -181,6 +206,12 @@ class TrialSpec:
     inconclusive: str = "fail"
     # Function-scoped fixtures the clones share instead of each setting up its own.
     shared_fixtures: tuple[str, ...] = ()
+    # What each clone tests (``ids=``); clone ``i`` has ``cases[i]`` when there is one.
+    cases: tuple[CloneCase, ...] = ()
+
+    def case(self, index: int) -> CloneCase | None:
+        """Clone ``index``'s case, if ``ids=`` gave it one."""
+        return self.cases[index] if 0 <= index < len(self.cases) else None
 
     @property
     def rule(self) -> TrialRule:
@@ -229,6 +260,7 @@ _TRIAL_KWARGS = frozenset(
         "sequential",
         "max_unsafe",
         "shared_fixtures",
+        "ids",
     }
 )
 
@@ -260,9 +292,20 @@ def trial_spec_of(
     if marker is None:
         return None
     arguments = _trial_arguments(item.nodeid, marker)
-    raw_n = arguments.get("n", 1)
     owner = item.nodeid
+    cases = _clone_cases(owner, arguments["ids"]) if "ids" in arguments else ()
+    # RAMPART's default is one trial; with ids= there is one clone per id.
+    raw_n = arguments.get("n", len(cases) or 1)
     n = _usage(lambda: check_int(owner, _marker_name("n"), raw_n, minimum=1))
+    if cases and len(cases) != n:
+        raise invalid(
+            owner,
+            _marker_name("ids"),
+            f"one id per clone ({n}, as n= says)",
+            f"{len(cases)} ids",
+            shown=f"{len(cases)} ids",
+            error=pytest.UsageError,
+        )
     if trials_override is not None:
         n = trials_override
     elif n > max_trials:
@@ -309,6 +352,7 @@ def trial_spec_of(
         max_unsafe=rule.max_unsafe,
         inconclusive=inconclusive,
         shared_fixtures=_shared_fixtures(item, arguments.get("shared_fixtures", ())),
+        cases=cases,
     )
 
 
@@ -325,7 +369,7 @@ def _trial_arguments(nodeid: str, marker: pytest.Mark) -> dict[str, object]:
         raise pytest.UsageError(
             f"@pytest.mark.trial has unsupported argument(s) {sorted(unknown)} on {nodeid}; "
             "expected n, threshold, concurrency=, early_stop=, confidence=, sequential=, "
-            "max_unsafe=, shared_fixtures="
+            "max_unsafe=, shared_fixtures=, ids="
         )
     if len(marker.args) > len(_POSITIONAL):
         raise pytest.UsageError(
@@ -341,6 +385,57 @@ def _trial_arguments(nodeid: str, marker: pytest.Mark) -> dict[str, object]:
             )
         arguments[name] = value
     return arguments
+
+
+#: The longest clone id ``ids=`` may give (it is part of the clone's reported name).
+MAX_CASE_ID = 200
+
+
+def payload_case(payload: object) -> CloneCase | None:
+    """The case a ``Payload`` stands for (its id, and its own harm category), or None
+    for anything else."""
+    from rampart.core.types import Payload
+
+    if not isinstance(payload, Payload):
+        return None
+    category = payload.metadata.get("harm_category")
+    harm: HarmCategory | str | None = None
+    if isinstance(category, str) and category.strip():
+        try:
+            harm = HarmCategory(category)
+        except ValueError:
+            harm = category
+    return CloneCase(id=payload.id, payload_id=payload.id, harm_category=harm)
+
+
+def _clone_cases(owner: str, raw: object) -> tuple[CloneCase, ...]:
+    """``ids=``: a list of clone ids, each a one-line string or a ``Payload``."""
+    argument = _marker_name("ids")
+    if isinstance(raw, str) or not isinstance(raw, list | tuple):
+        raise invalid(
+            owner,
+            argument,
+            "a list of clone ids (strings or Payloads)",
+            raw,
+            error=pytest.UsageError,
+        )
+    cases = []
+    expected = f"a one-line string of at most {MAX_CASE_ID} characters, or a Payload"
+    for index, value in enumerate(raw):
+        case = payload_case(value)
+        if case is None:
+            if (
+                not isinstance(value, str)
+                or not value.strip()
+                or len(value) > MAX_CASE_ID
+                or one_line(value) != value
+            ):
+                raise invalid(
+                    owner, f"{argument}[{index}]", expected, value, error=pytest.UsageError
+                )
+            case = CloneCase(id=value)
+        cases.append(case)
+    return tuple(cases)
 
 
 def _shared_fixtures(item: pytest.Item, raw: object) -> tuple[str, ...]:
@@ -383,27 +478,43 @@ def _strictly_between(threshold: object) -> bool:
     return 0.0 < threshold < 1.0
 
 
-def harm_category_of(item: pytest.Item) -> str | None:
-    """The harm category from the closest ``harm`` marker (its first argument)."""
-    marker = item.get_closest_marker("harm")
-    if marker is None:
-        return None
-    if not marker.args:
-        raise pytest.UsageError(
-            f"@pytest.mark.harm needs at least one category (on {item.nodeid}), "
-            'e.g. @pytest.mark.harm(HarmCategory.DATA_EXFILTRATION) or @pytest.mark.harm("my_risk")'
-        )
-    for index, category in enumerate(marker.args):
-        if not isinstance(category, str) or not category.strip():
-            raise invalid(
-                item.nodeid,
-                f"@pytest.mark.harm category {index}",
-                "a HarmCategory or a non-empty string",
-                category,
-                error=pytest.UsageError,
+@attrs.frozen(kw_only=True)
+class HarmTags:
+    """A test's ``harm`` tags: the ``primary`` one its results get as their
+    ``harm_category`` (the first built-in ``HarmCategory``, else the first tag) and
+    all of them, in the order given (the closest marker's first), each once."""
+
+    primary: HarmCategory | str
+    tags: tuple[str, ...]
+
+
+def harm_of(item: pytest.Item) -> HarmTags | None:
+    """The test's ``harm`` tags, from every ``harm`` marker on it (closest first), or
+    None without one."""
+    tags: dict[str, HarmCategory | str] = {}
+    for marker in item.iter_markers("harm"):
+        if not marker.args:
+            raise pytest.UsageError(
+                f"@pytest.mark.harm needs at least one category (on {item.nodeid}), "
+                "e.g. @pytest.mark.harm(HarmCategory.DATA_EXFILTRATION) or "
+                '@pytest.mark.harm("my_risk")'
             )
-    category = marker.args[0]
-    try:
-        return HarmCategory(category)
-    except ValueError:
-        return str(category)
+        for index, category in enumerate(marker.args):
+            if not isinstance(category, str) or not category.strip():
+                raise invalid(
+                    item.nodeid,
+                    f"@pytest.mark.harm category {index}",
+                    "a HarmCategory or a non-empty string",
+                    category,
+                    error=pytest.UsageError,
+                )
+            try:
+                tag: HarmCategory | str = HarmCategory(category)
+            except ValueError:
+                tag = str(category)
+            tags.setdefault(str(tag), tag)
+    if not tags:
+        return None
+    builtin = [tag for tag in tags.values() if isinstance(tag, HarmCategory)]
+    primary = builtin[0] if builtin else next(iter(tags.values()))
+    return HarmTags(primary=primary, tags=tuple(tags))

@@ -1,7 +1,10 @@
 """The run's report: its options, where it goes (the sinks), what it says, and when.
 
-**Options** (``add_options``): ``--rampart-report-dir DIR`` / ini ``rampart_report_dir``
-and ``--rampart-summary`` / ini ``rampart_summary``.
+**Options** (``add_options``): ``--rampart-report-dir DIR`` / ini ``rampart_report_dir``,
+``--rampart-summary`` / ini ``rampart_summary``, ``--rampart-sarif PATH`` / ini
+``rampart_sarif`` (a SARIF 2.1.0 log, ``sarif_sinks``) and ``--rampart-risk-map FILE`` /
+ini ``rampart_risk_map`` (the risk map the reports' coverage matrix and SARIF use,
+``risk_map``).
 
 **The sinks** (``ReportSinks``): from the ``pytest_rampart_sinks`` hook (its spec is
 here; the entry point registers it), else the deprecated fixture. Resolved once, at
@@ -79,6 +82,7 @@ if TYPE_CHECKING:
     from rampart.pytest_plugin._resume import ResumePlan
     from rampart.reporting import ReportSink, RunInfo, TestRunReport, TrialGroupSummary
     from rampart.reporting._terminal import SummaryEntry
+    from rampart.risk import RiskMap
 
 __all__ = [
     "BACKEND_ATTRIBUTE",
@@ -95,7 +99,9 @@ __all__ = [
     "note_backend",
     "pytest_rampart_sinks",
     "report_dir",
+    "risk_map",
     "run_info",
+    "sarif_sinks",
     "summary_lines",
 ]
 
@@ -129,8 +135,19 @@ _SUMMARY_HELP = (
 )
 
 
+_SARIF_HELP = (
+    "Write the run's findings as a SARIF 2.1.0 log to PATH (replaced atomically), for "
+    "code-scanning UIs."
+)
+_RISK_MAP_HELP = (
+    "A risk map file (rampart.risk-map.v1) that extends or overrides the built-in "
+    "mapping to OWASP LLM, OWASP Agentic and MITRE ATLAS items (docs/risk-mapping.md)."
+)
+
+
 def add_options(parser: pytest.Parser) -> None:
-    """``--rampart-report-dir`` and ``--rampart-summary``, with their ini options."""
+    """``--rampart-report-dir``, ``--rampart-summary``, ``--rampart-sarif`` and
+    ``--rampart-risk-map``, with their ini options."""
     add_option(
         parser,
         "rampart_report_dir",
@@ -140,26 +157,73 @@ def add_options(parser: pytest.Parser) -> None:
         "(default: none).",
     )
     add_option(parser, "rampart_summary", metavar="MODE", help=_SUMMARY_HELP, ini=_SUMMARY_HELP)
+    add_option(
+        parser,
+        "rampart_sarif",
+        metavar="PATH",
+        help=_SARIF_HELP,
+        ini="File for the SARIF 2.1.0 log, relative to the rootdir (default: none).",
+    )
+    add_option(
+        parser,
+        "rampart_risk_map",
+        metavar="FILE",
+        help=_RISK_MAP_HELP,
+        ini="Risk map file, relative to the rootdir (default: the built-in map only).",
+    )
+
+
+def _path_option(config: pytest.Config, name: str, expected: str) -> Path | None:
+    """``--name`` (relative to the current directory), else the ini option ``name``
+    (relative to the rootdir); None when neither is set."""
+    value = config.getoption(name, None)
+    if value is not None:
+        if not str(value).strip():
+            option = f"--{name.replace('_', '-')}"
+            raise invalid("rampart", option, expected, value, error=pytest.UsageError)
+        return Path(value).absolute()
+    raw = config.getini(name)
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    return (config.rootpath / raw.strip()).absolute()
+
+
+def sarif_sinks(config: pytest.Config) -> list[ReportSink]:
+    """``--rampart-sarif PATH`` (or ini ``rampart_sarif``): the SARIF sink, checked when
+    pytest configures the run (a folder that does not exist, a directory or a device at
+    PATH is a usage error before any test runs)."""
+    path = _path_option(config, "rampart_sarif", "a file path")
+    if path is None:
+        return []
+    from rampart.reporting._files import output_file
+    from rampart.reporting._sarif import SarifReportSink
+
+    try:
+        output_file(path)
+    except ValueError as exc:
+        raise pytest.UsageError(f"rampart: --rampart-sarif / rampart_sarif: {exc}") from None
+    return [SarifReportSink(path=path)]
+
+
+def risk_map(config: pytest.Config) -> RiskMap | None:
+    """``--rampart-risk-map FILE`` (or ini ``rampart_risk_map``) applied over the built-in
+    map; None without one (the reports use the built-in map). A file that cannot be read
+    or is not a valid map is a usage error naming the option and the entry."""
+    path = _path_option(config, "rampart_risk_map", "a file path")
+    if path is None:
+        return None
+    from rampart.risk import RiskMap
+
+    try:
+        return RiskMap.load([path])
+    except (OSError, ValueError, TypeError) as exc:
+        raise pytest.UsageError(f"rampart: --rampart-risk-map / rampart_risk_map: {exc}") from None
 
 
 def report_dir(config: pytest.Config) -> Path | None:
     """``--rampart-report-dir`` (relative to the current directory), else the ini option
     (relative to the rootdir); None when neither is set."""
-    value = config.getoption("rampart_report_dir", None)
-    if value is not None:
-        if not str(value).strip():
-            raise invalid(
-                "rampart",
-                "--rampart-report-dir",
-                "a directory path",
-                value,
-                error=pytest.UsageError,
-            )
-        return Path(value).absolute()
-    raw = config.getini("rampart_report_dir")
-    if not isinstance(raw, str) or not raw.strip():
-        return None
-    return (config.rootpath / raw.strip()).absolute()
+    return _path_option(config, "rampart_report_dir", "a directory path")
 
 
 # -- the sinks -------------------------------------------------------------------------
@@ -495,7 +559,8 @@ class RunReporter:
         self._llm = llm
         self._summary = choice(config, "rampart_summary", SUMMARY_MODES)
         self._directory = directory
-        self._report_dir_sinks = report_dir_sinks(directory)
+        self._report_dir_sinks = report_dir_sinks(directory) + sarif_sinks(config)
+        self._risk_map = risk_map(config)
         self._journal = journal
         self._plan = plan
         self._interrupts = interrupts
@@ -532,6 +597,7 @@ class RunReporter:
             run=run_info(
                 ledger=ledger, metadata=metadata, duration_seconds=duration, exit_status=exit_status
             ),
+            risk_map=self._risk_map,
         )
 
     def _run_metadata(self) -> dict[str, Any]:

@@ -244,10 +244,12 @@ class ResumePlan:
                 result = deserialize_record(data=text).result
                 metadata = dict(result.metadata)
                 metadata.pop(JOURNAL_KEY, None)
+                result = attrs.evolve(result, metadata=metadata)
                 loaded.append(
                     RecordedResult(
-                        result=attrs.evolve(result, metadata=metadata),
-                        attribution=Attribution(
+                        result=result,
+                        attribution=Attribution.of(
+                            result,
                             nodeid=nodeid,
                             name=line.name,
                             clone=line.clone,

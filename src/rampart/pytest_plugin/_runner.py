@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from rampart._concurrency import DEFAULT_CONCURRENCY, run_concurrency
-from rampart._text import one_line
 from rampart.core.result import SafetyStatus
 from rampart.engine._execution import (
     current_framework_handlers,
@@ -59,6 +58,7 @@ from rampart.pytest_plugin._groups import (
     CloneNotRun,
     CloneRun,
     ItemRun,
+    clone_name,
     clone_settles,
     count_clones,
     group_outcome,
@@ -274,7 +274,7 @@ def _item_outcome_with_findings(
             f"a {kind} never hides a recorded attack success, so the test fails",
             pytrace=False,
         )
-    indices = ", ".join(f"{one_line(name)}[trial-{clone.index}]" for clone in unsafe[:3])
+    indices = ", ".join(clone_name(run, name, clone.index) for clone in unsafe[:3])
     more = f" and {len(unsafe) - 3} more" if len(unsafe) > 3 else ""
     message = (
         f"trial group failed: {len(unsafe)} clone(s) recorded UNSAFE results "

@@ -276,8 +276,8 @@ def _decode_entry(entry: object, *, nodeid: str, name: str, worker: str) -> Reco
     result = deserialize_record(data=text).result
     return RecordedResult(
         result=attrs.evolve(result, summary=strip_ansi(result.summary)),
-        attribution=Attribution(
-            nodeid=nodeid, name=name, clone=clone, index=index, worker=worker, group=group
+        attribution=Attribution.of(
+            result, nodeid=nodeid, name=name, clone=clone, index=index, worker=worker, group=group
         ),
         lost=lost,
         resumed_from=resumed,

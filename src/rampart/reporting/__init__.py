@@ -1,9 +1,10 @@
 """Report sinks and the run report they receive.
 
 ``TestRunReport`` is what a pytest session produced; a ``ReportSink`` receives it once
-at the end. Three sinks ship: ``JsonFileReportSink`` (a flat, timestamped JSON report),
-``JsonlTraceSink`` (canonical ``rampart.trace`` records, one per line) and
-``HtmlReportSink`` (one self-contained page for people). All are projections of the
+at the end. Four sinks ship: ``JsonFileReportSink`` (a flat, timestamped JSON report),
+``JsonlTraceSink`` (canonical ``rampart.trace`` records, one per line),
+``HtmlReportSink`` (one self-contained page for people) and ``SarifReportSink`` (a
+SARIF 2.1.0 log for code-scanning UIs). All are projections of the
 canonical codec in ``rampart.codec._record``. The terminal safety summary
 (``_terminal``), which the pytest plugin prints and ``rampart report`` re-renders from
 saved runs, is one more projection of the same data.
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from rampart.reporting._jsonl import JsonlTraceSink
     from rampart.reporting._report import PopulationSummary, TestRunReport
     from rampart.reporting._run_data import GroupInterval, RunInfo, StatusCounts, TrialGroupSummary
+    from rampart.reporting._sarif import SarifReportSink
     from rampart.reporting._sink import ReportSink
     from rampart.reporting._stored import StoredResults
 
@@ -34,6 +36,7 @@ _LAZY = {
     "ReportError": "rampart.reporting._errors",
     "ReportSink": "rampart.reporting._sink",
     "RunInfo": "rampart.reporting._run_data",
+    "SarifReportSink": "rampart.reporting._sarif",
     "StatusCounts": "rampart.reporting._run_data",
     "StoredResults": "rampart.reporting._stored",
     "TestRunReport": "rampart.reporting._report",
@@ -50,6 +53,7 @@ __all__ = [
     "ReportError",
     "ReportSink",
     "RunInfo",
+    "SarifReportSink",
     "StatusCounts",
     "StoredResults",
     "TestRunReport",

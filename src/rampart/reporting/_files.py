@@ -23,21 +23,30 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
+import tempfile
 import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rampart._checks import message
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
-    from pathlib import Path
 
     #: File content: the bytes, or a function giving them in chunks (called again if
     #: the content must be written a second time).
     Content = bytes | Callable[[], Iterable[bytes]]
 
-__all__ = ["check_output_dir", "remove_stale_temporaries", "utc_timestamp", "write_new_file"]
+__all__ = [
+    "check_output_dir",
+    "output_file",
+    "remove_stale_temporaries",
+    "replace_file",
+    "utc_timestamp",
+    "write_new_file",
+]
 
 _OUTPUT_DIR = "a directory, or a path where one can be created"
 
@@ -246,3 +255,62 @@ def write_new_file(
         final = _publish_exclusive(directory, names, data)
     _fsync_directory(directory)
     return final
+
+
+# -- a file the user names (--rampart-sarif PATH, rampart report --json OUT) ------------
+
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def output_file(path: Path) -> Path:
+    """Where a file the user named is written: ``path`` itself if it is new or a regular
+    file, the file a symbolic link names (so the link stays), else a ``ValueError``.
+
+    A FIFO, a device, a socket or a directory is refused and left alone (replacing it by
+    a regular file through a rename would destroy it; as root, ``/dev/full`` became a
+    file), and so is a missing folder: it is never created for a path the user named.
+    """
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as error:
+        raise ValueError(f"{path}: cannot be written ({error.strerror or error})") from None
+    if mode is not None:
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _NOT_REGULAR if test(mode)), "not a file")
+            raise ValueError(
+                f"{path}: is {kind}, not a regular file; name a regular file or a new one"
+            )
+        return path.resolve() if path.is_symlink() else path
+    if path.is_symlink():
+        raise ValueError(f"{path}: is a symbolic link to nothing; name a regular file")
+    if not path.parent.is_dir():
+        raise ValueError(
+            f"{path}: the folder {path.parent} does not exist (it is not created for you)"
+        )
+    return path
+
+
+def replace_file(path: Path, data: bytes) -> Path:
+    """Write ``data`` to the file the user named at ``path`` atomically: a temporary
+    file in the same folder, renamed over it (a reader sees the old file or the new
+    one, never a part). ``output_file`` decides what may be written."""
+    target = output_file(path)
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rampart.core._severity import severity
+from rampart.core._tested import CASE_KEY, owning_test
 from rampart.reporting._canonical import canonical_body, check_run_metadata
 from rampart.reporting._report import PopulationSummary, category_key, summary_json
 from rampart.reporting._stored import confidence_unusable
@@ -29,39 +30,41 @@ STATE_FORMAT = "rampart.html-state.v1"
 
 def _clone_cells(
     group: TrialGroupSummary,
-    by_nodeid: dict[tuple[str, str | None], list[int]],
+    by_clone: dict[tuple[str, int, str | None], list[int]],
     results: list[Result],
 ) -> list[list[Any]]:
-    """One ``[status or None, first result index or -1]`` per clone index.
+    """One ``[status or None, first result index or -1, case or None]`` per clone index.
 
     ``None`` is a clone that left no result (it recorded nothing, or early stop
-    cancelled it before it did).
+    cancelled it before it did); the case is what the clone tested (``ids=``).
     """
     cells: list[list[Any]] = []
     for clone in range(group.n):
-        indices = by_nodeid.get((f"{group.nodeid}[trial-{clone}]", group.worker), [])
+        indices = by_clone.get((group.nodeid, clone, group.worker), [])
         if not indices:
-            cells.append([None, -1])
+            cells.append([None, -1, None])
             continue
         worst = min(indices, key=lambda i: severity(results[i].status))
-        cells.append([results[worst].status.value, worst])
+        case = results[worst].metadata.get(CASE_KEY)
+        cells.append([results[worst].status.value, worst, case if isinstance(case, str) else None])
     return cells
 
 
 def _attribution_index(
     results: list[Result], groups: list[TrialGroupSummary]
-) -> dict[tuple[str, str | None], list[int]]:
-    """Result indices by (reported nodeid, worker); the worker only where groups need it."""
+) -> dict[tuple[str, int, str | None], list[int]]:
+    """Clone result indices by (group nodeid, clone index, worker); the worker only where
+    groups need it."""
     workers = {group.worker for group in groups}
-    keyed: dict[tuple[str, str | None], list[int]] = {}
+    keyed: dict[tuple[str, int, str | None], list[int]] = {}
     for index, result in enumerate(results):
         metadata = result.metadata if isinstance(result.metadata, dict) else {}
-        nodeid = metadata.get("_pytest_nodeid")
-        if not isinstance(nodeid, str):
+        group = owning_test(result)
+        if group is None or result.population is None:
             continue
         worker = metadata.get("_rampart_source_worker")
         worker = worker if isinstance(worker, str) and worker in workers else None
-        keyed.setdefault((nodeid, worker), []).append(index)
+        keyed.setdefault((group, result.population.index, worker), []).append(index)
     return keyed
 
 
@@ -111,5 +114,6 @@ def html_state(report: TestRunReport) -> dict[str, Any]:
         "totals": summary_json(report.population_summary()),
         "categories": categories,
         "groups": groups,
+        "coverage": report.coverage().to_json(),
         "results": bodies,
     }

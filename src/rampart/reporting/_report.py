@@ -13,6 +13,7 @@ from rampart.core._dataclass import dataclass_compatible
 from rampart.core.result import HarmCategory, Result, SafetyStatus
 from rampart.reporting._run_data import RunInfo, TrialGroupSummary
 from rampart.reporting._stored import StoredResults
+from rampart.risk import RiskCoverage, RiskMap, risk_coverage
 
 __all__ = ["PopulationSummary", "TestRunReport", "summary_json"]
 
@@ -154,6 +155,10 @@ class TestRunReport:
     ``results`` is a read-only sequence. The pytest plugin hands sinks a
     ``StoredResults``, which loads each result from disk when it is read, so a report
     of a very long run does not need every result in memory at once.
+
+    ``risk_map`` is the risk-framework map the run was configured with (``None``: the
+    built-in one); ``coverage()`` is the coverage matrix the JSON and HTML reports and
+    SARIF read from it (``docs/risk-mapping.md``).
     """
 
     __test__ = False  # not a pytest test class, despite the name
@@ -169,6 +174,7 @@ class TestRunReport:
     trial_groups: list[TrialGroupSummary]
     run: RunInfo
     no_result: int  # after RAMPART's fields, as the other additions
+    risk_map: RiskMap | None
 
     def __init__(
         self,
@@ -184,6 +190,7 @@ class TestRunReport:
         trial_groups: Iterable[TrialGroupSummary] = (),
         run: RunInfo | None = None,
         no_result: int | None = None,
+        risk_map: RiskMap | None = None,
     ) -> None:
         owner = "TestRunReport"
         checked = _check_results(owner, results)
@@ -227,12 +234,15 @@ class TestRunReport:
         if run is None:
             run = RunInfo(duration_seconds=duration)
         check_instance(owner, "run", run, RunInfo, expected="a RunInfo or None")
+        if risk_map is not None:
+            check_instance(owner, "risk_map", risk_map, RiskMap, expected="a RiskMap or None")
         self.__attrs_init__(
             results=checked,
             duration_seconds=duration,
             metadata=metadata,
             trial_groups=groups,
             run=run,
+            risk_map=risk_map,
             **derived,
         )
 
@@ -245,6 +255,7 @@ class TestRunReport:
         metadata: dict[str, Any] | None = None,
         trial_groups: Iterable[TrialGroupSummary] = (),
         run: RunInfo | None = None,
+        risk_map: RiskMap | None = None,
     ) -> TestRunReport:
         """A report over ``results`` (and the clones without one its ``trial_groups``
         count) with every count computed from them."""
@@ -254,7 +265,13 @@ class TestRunReport:
             metadata=metadata,
             trial_groups=trial_groups,
             run=run,
+            risk_map=risk_map,
         )
+
+    def coverage(self) -> RiskCoverage:
+        """The risk-framework coverage matrix of the results under ``risk_map``, read
+        without loading stored results."""
+        return risk_coverage(_slim(self.results), self.risk_map)
 
     def by_harm_category(self) -> dict[str, list[Result]]:
         """Results grouped by ``str(harm_category)`` (``"uncategorized"`` for none).

@@ -14,7 +14,8 @@ request needs a prompt or an attachment); the JSONL trace has everything.
 
 The document's top level (``report_document``) is the counts, the run metadata, the
 population summary, the results by harm category, the trial groups
-(``TrialGroupSummary``) and the run section (``RunInfo``), in that order
+(``TrialGroupSummary``), the run section (``RunInfo``) and the risk-framework
+coverage matrix (``rampart.risk.RiskCoverage``), in that order
 (``REPORT_KEYS`` are the ones every report has). ``report_shape_problems`` and
 ``report_count_problems`` check a parsed report's top level against the format and
 against its own results.
@@ -246,6 +247,7 @@ def report_document(report: TestRunReport, by_harm_category: dict[str, Any]) -> 
         "by_harm_category": by_harm_category,
         "trial_groups": [group.to_json() for group in report.trial_groups],
         "run": report.run.to_json(),
+        "coverage": report.coverage().to_json(),
     }
 
 

@@ -24,6 +24,7 @@ from rampart._redact import redact
 from rampart._text import one_line
 from rampart.core._severity import severity
 from rampart.core._stats import percent
+from rampart.core._tested import harm_labels
 from rampart.core.result import Result, SafetyStatus
 from rampart.reporting._group_text import group_description
 from rampart.reporting._report import UNCATEGORIZED, PopulationSummary, category_key
@@ -63,7 +64,8 @@ class SummaryEntry:
     """One result as the summary lists it.
 
     ``nodeid`` and ``name`` are its test's (a trial clone's: its group's, the pytest
-    item's); ``shown`` is the name its line shows (a clone's ends in ``[trial-N]``);
+    item's); ``shown`` is the name its line shows (a clone's ends in ``[trial-N]``, or
+    ``[trial-N:<case>]`` when its marker named what it tests);
     ``clone`` is the trial clone index, ``None`` for a result that is not a clone's.
     """
 
@@ -102,10 +104,20 @@ def _plural(count: int, noun: str) -> str:
 
 
 def category_header(category: str, members: Sequence[SummaryEntry]) -> str:
-    """``DATA_EXFILTRATION (3 tests, 52 runs)``: tests are pytest items, runs results."""
+    """``DATA_EXFILTRATION (3 tests, 52 runs)``: tests are pytest items, runs results.
+
+    Results group by their primary category; the other tags of their tests' ``harm``
+    markers follow: ``PROMPT_INJECTION (1 test, 3 runs; also tagged owasp-llm01)``.
+    """
     tests = len({entry.nodeid for entry in members})
     name = one_line(category).upper()
-    return redact(f"{name} ({_plural(tests, 'test')}, {_plural(len(members), 'run')})")
+    others: dict[str, None] = {}
+    for entry in members:
+        for label in harm_labels(entry.result):
+            if label != category:
+                others[one_line(label)] = None
+    tagged = f"; also tagged {', '.join(others)}" if others else ""
+    return redact(f"{name} ({_plural(tests, 'test')}, {_plural(len(members), 'run')}{tagged})")
 
 
 def _group_categories(

@@ -1,7 +1,9 @@
 """The test module ``rampart scan xpia`` runs: the built-in payload pack, as one trial group.
 
 Clone ``i`` sends payload ``i // trials`` inline (as an attachment to the trigger) to an
-OpenAI-compatible agent endpoint, paced by a learned rate (``limit(adaptive=True)``),
+OpenAI-compatible agent endpoint (the marker's ``ids=`` names each clone by its payload,
+``test_xpia[trial-13:leak-system-prompt]``, and gives its results the payload's own harm
+category), paced by a learned rate (``limit(adaptive=True)``),
 and an ``LLMJudge`` decides from the payload's own objective whether the agent did
 what the injection asked (a payload that names a tool is also checked with
 ``ToolCalled``). Clones run concurrently under ``--rampart-concurrency``; any payload
@@ -35,7 +37,7 @@ if ENV_VAR in os.environ:
 
     # The scan's identity: ``--resume`` reuses journaled results only for the same scan.
     @pytest.mark.rampart_scan(_CONFIG.identity(_PAYLOADS))
-    @pytest.mark.trial(n=len(_PAYLOADS) * _CONFIG.trials)
+    @pytest.mark.trial(ids=[payload for payload in _PAYLOADS for _ in range(_CONFIG.trials)])
     async def test_xpia() -> None:
         config = _CONFIG
         trial = current_trial()

@@ -269,8 +269,9 @@
         g.reason ? el("span", { class: "group-reason" }, g.reason) : null,
       );
       const strip = el("div", { class: "strip", "aria-label": "clones of " + g.test_name });
-      g.clones.forEach(([status, index], clone) => {
-        const title = "trial-" + clone + ": " + (status ? LABELS[status] : "no result (not run, or recorded nothing)");
+      g.clones.forEach(([status, index, testCase], clone) => {
+        const title = "trial-" + clone + (testCase ? ":" + testCase : "") + ": " +
+          (status ? LABELS[status] : "no result (not run, or recorded nothing)");
         if (index >= 0) {
           strip.append(el("a", { class: "bg-" + status, href: "#result-" + index, title, "data-clone": clone }));
         } else {
@@ -278,6 +279,38 @@
         }
       });
       body.append(el("div", { class: "group", "data-verdict": g.verdict }, head, strip));
+    }
+  }
+
+  // ---------------------------------------------------------------- risk coverage
+
+  function renderCoverage() {
+    const coverage = STATE.coverage;
+    if (!coverage || !coverage.frameworks || !coverage.frameworks.length) return;
+    byId("coverage").hidden = false;
+    const body = byId("coverage-body");
+    for (const f of coverage.frameworks) {
+      const head = el("tr", null, ...["Item", "Name", "Tests", "Runs", "Unsafe", "Errors", "Attack success", "Reached through"]
+        .map((text, at) => el("th", { class: at >= 2 && at <= 6 ? "num" : null }, text)));
+      const rowsOf = el("tbody");
+      for (const item of f.items) {
+        rowsOf.append(el("tr", { class: item.covered ? "covered" : "not-covered", "data-item": item.id },
+          el("td", { class: "mono" }, item.id),
+          el("td", null, item.name),
+          el("td", { class: "num" }, item.tests),
+          el("td", { class: "num" }, item.runs),
+          el("td", { class: "num" }, item.unsafe),
+          el("td", { class: "num" }, item.errors),
+          el("td", { class: "num" }, item.covered ? pct(item.attack_success_rate) : "not covered"),
+          el("td", { class: "muted" }, (item.via || []).join(", ")),
+        ));
+      }
+      body.append(el("div", { class: "framework", "data-framework": f.id },
+        el("h3", null, f.name + " " + f.version + " — " + f.covered + " of " + f.items.length + " items covered"),
+        el("div", { class: "scroll-x" }, el("table", { class: "grid" }, el("thead", null, head), rowsOf))));
+    }
+    if (coverage.origins && coverage.origins.length > 1) {
+      body.append(el("p", { class: "hint" }, "Risk map: " + coverage.origins.join(", ")));
     }
   }
 
@@ -318,8 +351,8 @@
 
   // ---------------------------------------------------------------- filters
 
-  const filter = { statuses: new Set(STATUSES), category: "", strategy: "", query: "" };
-  let visible = []; // indices into RESULTS that pass the filters, in report order
+  const filter = { statuses: new Set(STATUSES), category: "", strategy: "", query: "", sort: "worst" };
+  let visible = []; // indices into RESULTS that pass the filters, in the chosen order
   // The rows in the DOM are a window [winStart, winEnd) of `visible`, grown a chunk at a
   // time as the list scrolls either way, and moved (not grown) for a far jump.
   let winStart = 0;
@@ -366,12 +399,20 @@
     }
     const group = byId("status-filters");
     for (const status of STATUSES) {
-      const button = el("button", { type: "button", class: status, "aria-pressed": "true", "data-status": status },
+      const button = el("button", { type: "button", class: status, "aria-pressed": "true", "data-status": status,
+        title: "Show only " + LABELS[status] + " results (click again for all; Ctrl-click adds or removes it)" },
         LABELS[status] + " " + (counts[status] || 0));
-      button.addEventListener("click", () => {
-        if (filter.statuses.has(status)) filter.statuses.delete(status);
-        else filter.statuses.add(status);
-        button.setAttribute("aria-pressed", String(filter.statuses.has(status)));
+      button.addEventListener("click", (event) => {
+        const only = filter.statuses.size === 1 && filter.statuses.has(status);
+        if (event.ctrlKey || event.metaKey || event.shiftKey) {
+          if (filter.statuses.has(status)) filter.statuses.delete(status);
+          else filter.statuses.add(status);
+        } else {
+          filter.statuses = only ? new Set(STATUSES) : new Set([status]);
+        }
+        for (const chip of group.children) {
+          chip.setAttribute("aria-pressed", String(filter.statuses.has(chip.dataset.status)));
+        }
         applyFilters();
       });
       group.append(button);
@@ -384,6 +425,7 @@
     fill(byId("filter-strategy"), strategies);
     byId("filter-category").addEventListener("change", applyFilters);
     byId("filter-strategy").addEventListener("change", applyFilters);
+    byId("filter-sort").addEventListener("change", applyFilters);
     let timer = 0;
     byId("filter-search").addEventListener("input", () => {
       clearTimeout(timer);
@@ -399,14 +441,24 @@
     byId("filter-category").value = "";
     byId("filter-strategy").value = "";
     byId("filter-search").value = "";
+    byId("filter-sort").value = "worst";
   }
+
+  // Worst first, as the terminal summary lists them: UNSAFE, ERROR, UNDETERMINED, SAFE;
+  // report order within a status.
+  const rank = (i) => {
+    const at = STATUSES.indexOf(RESULTS[i].status);
+    return at === -1 ? STATUSES.length : at;
+  };
 
   function applyFilters() {
     filter.category = byId("filter-category").value;
     filter.strategy = byId("filter-strategy").value;
     filter.query = byId("filter-search").value.trim().toLowerCase();
+    filter.sort = byId("filter-sort").value;
     visible = [];
     for (let i = 0; i < RESULTS.length; i++) if (matches(i)) visible.push(i);
+    if (filter.sort === "worst") visible.sort((a, b) => rank(a) - rank(b) || a - b);
     selected = -1;
     moveWindow(0);
     byId("results-count").textContent = visible.length === RESULTS.length ?
@@ -453,11 +505,22 @@
     return byId("result-" + visible[pos]);
   }
 
+  /** The test's id: its file and class (shortened when the column is narrow) and its
+   *  name with the parameters and the clone (`test_x[trial-3:case]`), always whole. */
+  function testCell(r) {
+    const nodeid = nodeidOf(r);
+    const cut = nodeid.lastIndexOf("::", nodeid.indexOf("[") === -1 ? nodeid.length : nodeid.indexOf("["));
+    const path = cut === -1 ? "" : nodeid.slice(0, cut + 2);
+    return el("span", { class: "test mono", title: nodeid },
+      path ? el("span", { class: "path" }, path) : null,
+      el("span", { class: "name" }, nodeid.slice(path.length)));
+  }
+
   function row(i) {
     const r = RESULTS[i];
     const head = el("div", { class: "row-head" },
       badge(r.status),
-      el("span", { class: "mono", title: nodeidOf(r) }, nodeidOf(r)),
+      testCell(r),
       el("span", { class: "muted" }, r.category),
       el("span", { class: "muted" }, r.strategy || ""),
       el("span", { title: r.summary }, r.summary),
@@ -555,7 +618,8 @@
       box.append(el("div", { class: "label" }, "response metadata"), pre(json(response.metadata), needles));
     }
     if (turn.driver_reasoning) box.append(el("div", { class: "label" }, "driver reasoning"), pre(turn.driver_reasoning, needles));
-    box.append(evaluation(turn.eval_result, "Online evaluation" + (turn.eval_purpose ? " (" + turn.eval_purpose + ")" : ""), "", needles));
+    const online = evaluation(turn.eval_result, "Online evaluation" + (turn.eval_purpose ? " (" + turn.eval_purpose + ")" : ""), "", needles);
+    if (online) box.append(online); // a turn without an online evaluation shows none
     return box;
   }
 
@@ -685,6 +749,7 @@
   renderTotals();
   renderCategories();
   renderGroups();
+  renderCoverage();
   renderStatistics();
   setupFilters();
   applyFilters();
