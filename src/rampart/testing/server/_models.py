@@ -156,7 +156,7 @@ def _turns(transcript: str) -> list[dict[str, Any]]:
     transcript is not what ``LLMJudge`` renders, and the judge says so (``400``).
     """
     turns: list[dict[str, Any]] = []
-    for number, line in enumerate(transcript.splitlines(), start=1):
+    for number, line in enumerate(transcript.strip().splitlines(), start=1):
         line = line.strip()
         if not line.startswith("{"):
             continue
