@@ -25,6 +25,7 @@ from rampart.core.types import Request
 from rampart.testing import SimulatedAgent
 from rampart.testing._instructions import SEND_EMAIL, analyse
 from rampart.testing._memo import TextMemo
+from rampart.testing._tool_text import read_text
 from rampart.testing.server._agentdojo import _between
 from rampart.testing.server._models import MAX_INDICATORS, _indicators
 from rampart.testing.server._tool_model import _identifiers, _injections
@@ -92,6 +93,17 @@ class TestLinearParsing:
         real = "Subject: " + " and " * (N // 5)
         assert _between(parts, real) is None
         assert _cpu(lambda: _between(parts, real)) < BOUND_SECONDS
+
+    def test_a_yaml_alias_bomb_is_read_as_it_is(self) -> None:
+        """A tool result of a few hundred characters whose aliases would load as 43
+        million strings (``sim-agentdojo`` reads what a client sends) is read as its own
+        text; ordinary YAML is still loaded back."""
+        bomb = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+        for name, previous in zip("bcdefghi", "abcdefgh", strict=True):
+            bomb += f"{name}: &{name} [" + ",".join([f"*{previous}"] * 9) + "]\n"
+        assert read_text(bomb) == bomb
+        assert _cpu(lambda: read_text(bomb)) < BOUND_SECONDS
+        assert read_text("subject: 'Hello\n  world'\nbody: x") == "Hello world\nx"
 
 
 _JSON_STRING = r'"(?:[^"\\\n]|\\.)*"'
