@@ -40,9 +40,9 @@ from rampart.testing.server._model_names import model_settings, probability
 from rampart.testing.server._wire import BadModelInput, ChatMessage
 
 __all__ = [
-    "MODEL",
     "AgentDojoModelError",
     "AgentDojoSettings",
+    "MODEL",
     "agentdojo_reply",
     "is_agentdojo_model",
     "settings_for",

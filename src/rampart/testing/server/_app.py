@@ -102,9 +102,9 @@ if TYPE_CHECKING:
     from rampart.testing.server._tool_policy import ToolPolicy
 
 __all__ = [
+    "ChatCompletionsApp",
     "INLINE_BYTES",
     "STORED_RESPONSE_CHARS",
-    "ChatCompletionsApp",
     "go_duration",
     "ietf_quota_headers",
     "openai_quota_headers",
@@ -256,10 +256,6 @@ _NEEDS_VERSION = "the api-version query parameter is required"
 def _digest(seed: int | None, messages: tuple[ChatMessage, ...]) -> str:
     encoded = json.dumps([seed, messages], separators=(",", ":"))
     return hashlib.sha256(encoded.encode()).hexdigest()
-
-
-def _chars(messages: tuple[ChatMessage, ...]) -> int:
-    return sum(len(text) + sum(len(call[2]) for call in calls) for _, text, calls in messages)
 
 
 def _tool_loop(model: str) -> bool:

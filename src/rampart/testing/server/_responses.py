@@ -30,6 +30,7 @@ from rampart.testing.server._wire import (
     BadRequest,
     Call,
     ChatMessage,
+    chars,
     read_tool_choice,
     read_tools,
     words,
@@ -68,8 +69,7 @@ class ResponsesInput:
     @property
     def size(self) -> int:
         """Characters of text in the new items and the instructions."""
-        size = len(self.instructions or "")
-        return size + sum(len(t) + sum(len(c[2]) for c in calls) for _, t, calls in self.items)
+        return len(self.instructions or "") + chars(self.items)
 
 
 def _string(item: dict[str, Any], key: str, path: str) -> str:
@@ -287,8 +287,7 @@ class Stored:
     def __init__(self, parent: Stored | None, messages: tuple[ChatMessage, ...]) -> None:
         self.parent = parent
         self.messages = messages
-        own = sum(len(text) + sum(len(c[2]) for c in calls) for _, text, calls in messages)
-        self.size: int = own + (parent.size if parent is not None else 0)
+        self.size: int = chars(messages) + (parent.size if parent is not None else 0)
 
     def history(self) -> tuple[ChatMessage, ...]:
         """The whole conversation up to and including this response's answer."""

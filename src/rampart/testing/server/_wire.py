@@ -19,10 +19,6 @@ from rampart.testing.server._tool_policy import DeclaredTool
 
 __all__ = [
     "ASGIApp",
-    "check_ending",
-    "read_json_object",
-    "read_tool_choice",
-    "read_tools",
     "Answer",
     "BadModelInput",
     "BadRequest",
@@ -33,7 +29,12 @@ __all__ = [
     "Reply",
     "Scope",
     "Send",
+    "chars",
+    "check_ending",
     "error_body",
+    "read_json_object",
+    "read_tool_choice",
+    "read_tools",
     "send_json",
     "words",
 ]
@@ -89,11 +90,6 @@ class ModelRequest:
     messages: tuple[ChatMessage, ...]
     tools: tuple[DeclaredTool, ...] = ()
     tool_choice: str | None = None
-
-    @property
-    def size(self) -> int:
-        """Characters of text in the conversation (what per-character work scales with)."""
-        return sum(len(text) + sum(len(c[2]) for c in calls) for _, text, calls in self.messages)
 
 
 @attrs.frozen(kw_only=True)
@@ -184,6 +180,11 @@ def check_ending(
     role = messages[-1][0] if messages else None
     if role != "user" and not (tool_loop and role == "tool"):
         raise BadRequest(400, expected, param=param)
+
+
+def chars(messages: tuple[ChatMessage, ...]) -> int:
+    """Characters of text (and tool-call arguments) in ``messages``."""
+    return sum(len(text) + sum(len(call[2]) for call in calls) for _, text, calls in messages)
 
 
 def words(text: str | None) -> int:
