@@ -19,9 +19,9 @@ run it. Per ``POST /v1/chat/completions`` or ``POST /v1/responses`` it:
 5. writes the ``Answer`` in the request's API form, with word-count usage.
 
 So rate limits, quotas, faults, latency and statistics are one code path for both
-APIs. A request of more than ``INLINE_BYTES`` is read and answered in a worker thread,
-so a large body never stalls the event loop (and with it every other client and
-``/stats``).
+APIs. A body of more than ``INLINE_BYTES`` is read, and a conversation of more
+characters answered, in a worker thread, so a large request never stalls the event
+loop (and with it every other client and ``/stats``).
 
 Azure OpenAI paths are served too (``/openai/deployments/{name}/chat/completions``,
 which needs an ``api-version`` query parameter and answers as model ``name``,
@@ -89,6 +89,7 @@ from rampart.testing.server._wire import (
     Reply,
     Scope,
     Send,
+    chars,
     check_ending,
     error_body,
     read_json_object,
@@ -119,7 +120,8 @@ _AZURE_RESPONSES = "/openai/responses"
 _TEXT_FORMATS = {fmt.value: fmt for fmt in PayloadFormat if fmt.is_text}
 _MAX_AGENTS = 4096
 INLINE_BYTES = 64 * 1024
-"""A request body larger than this is read and answered in a worker thread."""
+"""A request body larger than this is read in a worker thread, and a request whose
+conversation holds more characters than this is answered in one."""
 STORED_RESPONSE_CHARS = 64 * 1024 * 1024
 """Characters of history the stored Responses API chains may keep in all (at least
 twice ``max_body_bytes``); the least recently used are forgotten first."""
@@ -508,6 +510,9 @@ class ChatCompletionsApp:
             if await self._hang(receive):
                 return 503, error_body("server shutting down", "server_error"), []
             return None
+        # A short follow-up may continue a long stored chain: the answer's work scales
+        # with the whole conversation.
+        large = large or chars(request.messages) > INLINE_BYTES
         answer = await self._answer(request, scope, large)
         if not isinstance(answer, Answer):
             return answer
