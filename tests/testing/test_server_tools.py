@@ -461,3 +461,22 @@ class TestRuleOptions:
         )
         options = ServerOptions(tool_rules=rules)
         assert _options(parser().parse_args(cli_arguments(options))) == options
+
+    @pytest.mark.parametrize(
+        ("text", "message"),
+        [
+            ("x", "--tool-rules must be a JSON array of"),
+            ("[1]", "--tool-rules[0] must be an object, got 1"),
+            ('[{"when": "a"}]', "--tool-rules[0]: ToolRule: tool must be given exactly when"),
+            ('[{"when": "a", "why": 1}]', "--tool-rules[0]: ToolRule.__init__() got an unexpected"),
+        ],
+    )
+    def test_bad_rules_on_the_command_line_are_a_usage_error(
+        self, text: str, message: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        from rampart.testing.server._cli import main
+
+        with pytest.raises(SystemExit) as stopped:
+            main(["--tool-rules", text])
+        assert stopped.value.code == 2
+        assert message in capsys.readouterr().err

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from rampart._checks import invalid
 from rampart.codec import parse_strict_json
 from rampart.testing.server._options import BROKEN_BODIES, RATE_LIMIT_HEADER_STYLES, ServerOptions
 from rampart.testing.server._pauses import freeze_survivors
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = ["main", "parser"]
+
+_PROGRAM = "python -m rampart.testing.server"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -103,19 +106,20 @@ def _tool_rules(text: str | None) -> tuple[ToolRule, ...]:
     """``--tool-rules``: a JSON array of rule objects, read by the one JSON policy."""
     if text is None:
         return ()
+    expected = 'a JSON array of {"when", "tool", "arguments"} or {"when", "text"} objects'
     try:
         rules = parse_strict_json(data=text)
-    except ValueError as error:
-        raise ValueError(f"--tool-rules must be a JSON array of rules ({error})") from None
+    except ValueError:
+        rules = None
     if not isinstance(rules, list):
-        raise ValueError("--tool-rules must be a JSON array of rules")
+        raise invalid(_PROGRAM, "--tool-rules", expected, text, error=ValueError)
     parsed = []
     for index, rule in enumerate(rules):
         if not isinstance(rule, dict):
-            raise ValueError(f"--tool-rules[{index}] must be a JSON object")
+            raise invalid(_PROGRAM, f"--tool-rules[{index}]", "an object", rule, error=ValueError)
         try:
             parsed.append(ToolRule(**rule))
-        except TypeError as error:
+        except (TypeError, ValueError) as error:
             raise ValueError(f"--tool-rules[{index}]: {error}") from None
     return tuple(parsed)
 
