@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from rampart.testing.server import ServerOptions, serve, server_process
-from rampart.testing.server._pauses import _after_full_collection
+from rampart.testing.server._pauses import _around_full_collection
 
 COMPLETION = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hello"}]}).encode()
 
@@ -92,14 +92,14 @@ class TestShortPauses:
             "import gc, sys\n"
             "import rampart.testing.server._cli as cli\n"
             "from rampart.testing.server._pauses import freeze_survivors,"
-            " _after_full_collection\n"
+            " _around_full_collection\n"
             "def fake_run(*args, **kwargs):\n"
             "    assert gc.get_freeze_count() == 0\n"
             "    freeze_survivors()\n"
             "    gc.collect(1)\n"
             "    young = gc.get_freeze_count()\n"
             "    gc.collect()\n"
-            "    print(gc.callbacks.count(_after_full_collection), young,"
+            "    print(gc.callbacks.count(_around_full_collection), young,"
             " gc.get_freeze_count() > 0)\n"
             "cli.anyio.run = fake_run\n"
             "sys.exit(cli.main(['--port', '0']))\n"
@@ -110,6 +110,39 @@ class TestShortPauses:
         assert done.returncode == 0, done.stderr
         assert done.stdout.split() == ["1", "0", "True"]
 
+    def test_dead_frozen_cycles_are_freed_once_the_frozen_set_doubles(self) -> None:
+        """A cycle frozen while alive (a connection's objects) stays when it dies, but
+        only until the frozen set has doubled since the last full walk: then the next
+        full collection walks everything and frees it, so memory stays bounded."""
+        code = (
+            "import gc, weakref\n"
+            "from rampart.testing.server._pauses import freeze_survivors\n"
+            "class Node: pass\n"
+            "def cycles(count):\n"
+            "    nodes = [Node() for _ in range(count)]\n"
+            "    for node in nodes: node.me = node\n"
+            "    return nodes\n"
+            "freeze_survivors()\n"
+            "gc.collect()\n"
+            "base = gc.get_freeze_count()\n"
+            "few = cycles(base // 8)\n"
+            "gc.collect()\n"
+            "probe = weakref.ref(few[0])\n"
+            "del few\n"
+            "gc.collect()\n"
+            "pinned = probe() is not None\n"
+            "many = cycles(base)\n"
+            "gc.collect()\n"
+            "del many\n"
+            "gc.collect()\n"
+            "print(pinned, probe() is None, gc.get_freeze_count() < 1.5 * base)\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["True", "True", "True"]
+
     def test_serving_inside_a_process_leaves_its_collector_alone(self) -> None:
         """``serve(...)`` in someone else's process (a test) installs nothing."""
 
@@ -118,4 +151,4 @@ class TestShortPauses:
                 await anyio.to_thread.run_sync(_post, server.url)
 
         anyio.run(main)
-        assert _after_full_collection not in gc.callbacks
+        assert _around_full_collection not in gc.callbacks

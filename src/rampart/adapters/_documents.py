@@ -16,6 +16,7 @@ wrote it. ``split_documents`` is the inverse the test server uses.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from typing import TYPE_CHECKING, NamedTuple
@@ -26,12 +27,11 @@ if TYPE_CHECKING:
 __all__ = ["Document", "render_user_content", "split_documents"]
 
 _JSON_STRING = r'"(?:[^"\\\n]|\\.)*"'
-_BLOCK = re.compile(
-    rf"^----- BEGIN DOCUMENT id=(?P<id>{_JSON_STRING}) format=(?P<format>{_JSON_STRING}) -----\n"
-    r"(?P<content>.*?)\n"
-    r"----- END DOCUMENT id=(?P=id) -----$",
-    re.MULTILINE | re.DOTALL,
+_BEGIN = re.compile(
+    rf"^----- BEGIN DOCUMENT id=(?P<id>{_JSON_STRING}) format=(?P<format>{_JSON_STRING}) -----\n",
+    re.MULTILINE,
 )
+_END = re.compile(rf"^----- END DOCUMENT id=(?P<id>{_JSON_STRING}) -----$", re.MULTILINE)
 
 
 class Document(NamedTuple):
@@ -67,18 +67,43 @@ def render_user_content(request: Request) -> str:
 
 
 def split_documents(text: str) -> tuple[str, list[Document]]:
-    """``(prompt, documents)``: the text outside document blocks (stripped) and the blocks."""
-    documents: list[Document] = []
+    """``(prompt, documents)``: the text outside document blocks (stripped) and the blocks.
 
-    def take(match: re.Match[str]) -> str:
+    A block runs from its BEGIN line to the first END line with the same id after it
+    (a BEGIN line without one is prompt text). Linear time on any text: the END lines
+    are indexed in one pass, so a message of many unclosed BEGIN lines is not searched
+    to its end once per line.
+    """
+    ends: dict[str, list[int]] = {}
+    for end in _END.finditer(text):
+        ends.setdefault(end["id"], []).append(end.start())
+    documents: list[Document] = []
+    prompt: list[str] = []
+    kept = 0
+    begin = _BEGIN.search(text)
+    while begin is not None:
+        starts = ends.get(begin["id"], [])
+        # The content may be empty: the END line then starts one newline after BEGIN's.
+        found = bisect.bisect_left(starts, begin.end() + 1)
+        if found == len(starts):
+            begin = _BEGIN.search(text, begin.start() + 1)
+            continue
+        end_at = starts[found]
         documents.append(
             Document(
-                id=json.loads(match["id"]),
-                format=json.loads(match["format"]),
-                content=match["content"],
+                id=json.loads(begin["id"]),
+                format=json.loads(begin["format"]),
+                content=text[begin.end() : end_at - 1],
             )
         )
-        return ""
+        prompt.append(text[kept : begin.start()])
+        kept = _line_end(text, end_at)
+        begin = _BEGIN.search(text, kept)
+    prompt.append(text[kept:])
+    return "".join(prompt).strip(), documents
 
-    prompt = _BLOCK.sub(take, text)
-    return prompt.strip(), documents
+
+def _line_end(text: str, start: int) -> int:
+    """Where the line starting at ``start`` ends (its newline stays in the text)."""
+    end = text.find("\n", start)
+    return len(text) if end < 0 else end

@@ -33,10 +33,12 @@ defines, so it cannot drift::
     │                                   disagree (a TypeError and a ValueError)
     ├── BadRequest                      rampart.testing.server: a 4xx answer of the test
     │                                   server (never leaves the server)
-    ├── UnknownModelMode                rampart.testing.server: a sim-* model name with
-    │                                   an unknown mode suffix (a 400 answer)
-    ├── AgentDojoModelError (ValueError)    rampart.testing.server: a request the
-    │                                   sim-agentdojo model cannot answer (a 400 answer)
+    ├── BadModelInput (ValueError)      rampart.testing.server: a request a simulated
+    │   │                               model cannot answer (a 400 answer saying why)
+    │   ├── UnknownModelMode            a sim-* model name with an unknown mode suffix
+    │   └── AgentDojoModelError         a request sim-agentdojo cannot answer
+    ├── _PolicyFailed                   rampart.testing.server (internal): a user's
+    │                                   tool_policy raised (a 500 answer saying so)
     ├── InvalidAnswer                   rampart.evaluators (internal): an LLM judge's reply
     │                                   is not a verdict; surfaces as UNDETERMINED
     ├── CliError                        rampart.cli (internal): a command line input problem

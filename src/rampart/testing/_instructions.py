@@ -10,28 +10,46 @@ are (or are not) instructions:
 * a **reveal instruction** is a sentence with a disclosing verb (reveal, tell, share,
   print, include, ...) and a secret word, but no email instruction.
 
-Analyses are cached per text, so re-reading the same payload costs a dictionary lookup.
+Analyses are remembered per text (a ``TextMemo``, bounded by the characters it keeps), so
+re-reading the same payload costs a dictionary lookup. Every pattern runs in linear time
+on any input (an address is matched only from the start of a run of address characters,
+and is at most 64 characters before the ``@``), a text yields at most
+``MAX_INSTRUCTIONS`` instructions, and a quoted body keeps at most ``MAX_QUOTED`` characters,
+so what the agent remembers of a text is bounded whatever the text.
 """
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import NamedTuple
 
+from rampart.testing._memo import TextMemo
+
 __all__ = [
+    "ADDRESS",
+    "Analysis",
     "BODY_QUOTED",
     "BODY_SECRET",
     "BODY_SUMMARY",
+    "Instruction",
+    "MAX_INSTRUCTIONS",
+    "MAX_QUOTED",
+    "QUOTED",
     "REVEAL_SECRET",
     "SEND_EMAIL",
-    "Analysis",
-    "Instruction",
+    "SENTENCES",
     "analyse",
 ]
 
-_SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
-_ADDRESS = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
+SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
+"""Where a text splits into sentences (after ``.!?;`` and at line ends)."""
+# Only from the start of a run of address characters (the lookbehind), so a long run
+# without an ``@`` is scanned once, not once per position: linear time.
+ADDRESS = re.compile(
+    r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}"
+    r"(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,63}"
+)
+"""An e-mail address (at most 64 characters before the ``@``, ten labels after it)."""
 _SEND_VERB = re.compile(r"\b(?:send|e-?mail|forward|mail)\b", re.IGNORECASE)
 _REVEAL_VERB = re.compile(
     r"\b(?:reveal|tell|share|print|output|include|disclose|repeat|say|write|leak|give|show)\b",
@@ -40,7 +58,13 @@ _REVEAL_VERB = re.compile(
 _SECRET_WORD = re.compile(
     r"\b(?:secrets?|passwords?|passcodes?|api[ _-]?keys?|tokens?|credentials?)\b", re.IGNORECASE
 )
-_QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”")
+# A curly quote does not span another opening one, so unclosed quotes cost linear time.
+QUOTED = re.compile(r"\"([^\"]+)\"|“([^“”]+)”")
+"""Text in straight or curly double quotes."""
+MAX_INSTRUCTIONS = 64
+"""At most this many instructions are taken from one text."""
+MAX_QUOTED = 1000
+"""A quoted e-mail body keeps at most this many characters."""
 
 
 # Plain strings, not enums: instructions are hashed on every request, and str hashes
@@ -72,13 +96,13 @@ class Analysis(NamedTuple):
 def _sentence_instruction(sentence: str) -> Instruction | None:
     names_secret = _SECRET_WORD.search(sentence) is not None
     if "@" in sentence and _SEND_VERB.search(sentence):
-        address = _ADDRESS.search(sentence)
+        address = ADDRESS.search(sentence)
         if address is not None:
             if names_secret:
                 return Instruction(SEND_EMAIL, address.group(0), BODY_SECRET)
-            quoted = _QUOTED.search(sentence)
+            quoted = QUOTED.search(sentence)
             if quoted is not None:
-                text = quoted.group(1) or quoted.group(2)
+                text = (quoted.group(1) or quoted.group(2))[:MAX_QUOTED]
                 return Instruction(SEND_EMAIL, address.group(0), BODY_QUOTED, text)
             return Instruction(SEND_EMAIL, address.group(0))
     if names_secret and _REVEAL_VERB.search(sentence):
@@ -86,15 +110,24 @@ def _sentence_instruction(sentence: str) -> Instruction | None:
     return None
 
 
-@lru_cache(maxsize=4096)
+_MEMO: TextMemo[str, Analysis] = TextMemo()
+
+
 def analyse(text: str) -> Analysis:
-    """Word count and the instructions in ``text``, in order, without duplicates."""
+    """Word count and the instructions in ``text``, in order, without duplicates (at
+    most ``MAX_INSTRUCTIONS``); remembered per text."""
+    return _MEMO.get(text, len(text), lambda: _analyse(text))
+
+
+def _analyse(text: str) -> Analysis:
     words = len(text.split())
     if "@" not in text and _SECRET_WORD.search(text) is None:
         return Analysis(words, ())
     found: dict[Instruction, None] = {}
-    for sentence in _SENTENCES.split(text):
+    for sentence in SENTENCES.split(text):
         instruction = _sentence_instruction(sentence)
         if instruction is not None:
             found.setdefault(instruction, None)
+            if len(found) == MAX_INSTRUCTIONS:
+                break
     return Analysis(words, tuple(found))

@@ -1,8 +1,11 @@
 """``SimulatedAgent``: a seeded, tool-using toy agent that may follow injected instructions.
 
 It is the agent the demo, the benchmarks and the engine tests run against, so a send
-does little work: instruction analysis is cached per text, the surface caches its
-document list, and randomness is drawn only where a setting actually needs it.
+does little work: what it works out from a text is remembered per text (in memos
+bounded by the characters they keep, shared by every agent in the process), the
+surface caches its document list, and randomness is drawn only where a setting
+actually needs it. A send whose texts hold more than ``INLINE_CHARS`` characters
+reads them in a worker thread, so a huge prompt never stalls the event loop.
 
 Per request a session:
 
@@ -27,6 +30,7 @@ import secrets
 from typing import Self, TypedDict, Unpack
 
 import anyio
+import anyio.to_thread
 import attrs
 
 from rampart._checks import (
@@ -56,10 +60,12 @@ from rampart.testing._instructions import (
     analyse,
 )
 from rampart.testing._latency import Latency, LatencySpec, as_latency
+from rampart.testing._memo import TextMemo
 from rampart.testing._surface import InMemorySurface
 
 __all__ = [
     "DEFAULT_SECRET",
+    "INLINE_CHARS",
     "SimulatedAgent",
     "SimulatedAgentOptions",
     "SimulatedAgentStatistics",
@@ -70,7 +76,9 @@ DEFAULT_SECRET = "SIMULATED-SECRET-7731"
 """The secret a ``SimulatedAgent`` guards unless told otherwise."""
 
 _OWNER = "SimulatedAgent"
-_CACHE_LIMIT = 4096
+INLINE_CHARS = 64 * 1024
+"""A send whose prompt, attachments and new documents hold more characters than this
+reads them in a worker thread."""
 
 
 class SimulatedAgentOptions(TypedDict, total=False):
@@ -202,9 +210,6 @@ class SimulatedAgent:
         self._errors_raised = 0
         self._hangs = 0
         self._latency_seconds = 0.0
-        # Pre-digested sources and search calls; bounded, cleared when full.
-        self._views: dict[tuple[str, str], _SourceView] = {}
-        self._search_calls: dict[tuple[str, tuple[str, ...]], ToolCall] = {}
 
     @classmethod
     def vulnerable(cls, **overrides: Unpack[SimulatedAgentOptions]) -> Self:
@@ -268,25 +273,24 @@ class SimulatedAgent:
     def name(self) -> str:
         return self._name
 
+    def _views(self, sources: list[tuple[str, str]]) -> list[_SourceView]:
+        """The pre-digested view of each ``(label, content)`` source (pure, so it may
+        run in a worker thread; remembered per text, process-wide)."""
+        return [self._view(label, content) for label, content in sources]
+
     def _view(self, label: str, content: str) -> _SourceView:
-        key = (label, content)
-        view = self._views.get(key)
-        if view is None:
-            if len(self._views) >= _CACHE_LIMIT:
-                self._views.clear()
-            view = self._views[key] = _build_view(label, content, self._secret)
-        return view
+        secret = self._secret
+        return _VIEWS.get(
+            (label, content, secret), len(content), lambda: _build_view(label, content, secret)
+        )
 
     def _search_call(self, query: str, documents: list[Payload]) -> ToolCall:
         ids = tuple(document.id for document in documents)
-        key = (query, ids)
-        call = self._search_calls.get(key)
-        if call is None:
-            if len(self._search_calls) >= _CACHE_LIMIT:
-                self._search_calls.clear()
-            call = ToolCall(name="search", arguments={"query": query}, result=", ".join(ids))
-            self._search_calls[key] = call
-        return call
+        return _SEARCH_CALLS.get(
+            (query, ids),
+            len(query),
+            lambda: ToolCall(name="search", arguments={"query": query}, result=", ".join(ids)),
+        )
 
     async def create_session_async(self) -> SimulatedSession:
         index = self._sessions_created
@@ -371,18 +375,18 @@ class SimulatedSession(GuardedSession):
                 f"request {number} (error_rate={agent._error_rate})",
                 transient=True,
             )
-        return self._respond(request)
+        documents = self._unread_documents()
+        sources = self._sources(request, documents)
+        if sum(len(content) for _, content in sources) > INLINE_CHARS:
+            views = await anyio.to_thread.run_sync(agent._views, sources)
+        else:
+            views = agent._views(sources)
+        return self._respond(request, documents, views)
 
-    def _respond(self, request: Request) -> Response:
+    def _unread_documents(self) -> list[Payload]:
+        """The newest documents this session has not read (up to ``search_limit``),
+        marked read on the surface."""
         agent = self._agent
-        sees_tools = agent._sees_tools
-        sees_effects = agent._sees_effects
-        views: list[_SourceView] = []
-        prompt = request.prompt
-        if prompt:
-            views.append(agent._view(_PROMPT_LABEL, prompt))
-        for attachment in request.attachments:
-            views.append(agent._view(f"attachment {attachment.id}", attachment.content))
         documents = []
         read = self._read
         surface = agent._surface
@@ -393,14 +397,28 @@ class SimulatedSession(GuardedSession):
                 surface.mark_read(document)
                 if len(documents) == agent._search_limit:
                     break
+        return documents
+
+    @staticmethod
+    def _sources(request: Request, documents: list[Payload]) -> list[tuple[str, str]]:
+        """``(label, content)`` of every text a send reads, in order."""
+        sources = []
+        if request.prompt:
+            sources.append((_PROMPT_LABEL, request.prompt))
+        sources += [(f"attachment {item.id}", item.content) for item in request.attachments]
+        sources += [(f"document {document.id}", document.content) for document in documents]
+        return sources
+
+    def _respond(
+        self, request: Request, documents: list[Payload], views: list[_SourceView]
+    ) -> Response:
+        agent = self._agent
+        sees_tools = agent._sees_tools
+        sees_effects = agent._sees_effects
         tool_calls: list[ToolCall] = []
         if sees_tools:
-            tool_calls.append(agent._search_call(prompt or "", documents))
-        for document in documents:
-            view = agent._view(f"document {document.id}", document.content)
-            views.append(view)
-            if sees_tools:
-                tool_calls.append(view.read_call)
+            tool_calls.append(agent._search_call(request.prompt or "", documents))
+            tool_calls += [view.read_call for view in views[len(views) - len(documents) :]]
         read_lines = [view.read_line for view in views if view.read_line]
         agent._documents_read += len(read_lines)
         if read_lines:
@@ -432,6 +450,11 @@ class SimulatedSession(GuardedSession):
 
 
 _PROMPT_LABEL = "your message"
+# What the agents worked out from each text, shared by every agent in the process and
+# bounded by the characters the texts hold (a stream of distinct huge prompts must not
+# grow them): views by (label, content, secret), search calls by (query, ids).
+_VIEWS: TextMemo[tuple[str, str, str], _SourceView] = TextMemo()
+_SEARCH_CALLS: TextMemo[tuple[str, tuple[str, ...]], ToolCall] = TextMemo()
 
 
 @attrs.frozen

@@ -23,23 +23,22 @@ def letters(text: str) -> str:
     return _NOT_WORD.sub("", text).lower()
 
 
-_MAX_NODES = 100_000
-"""Values a tool result's YAML may hold before it is read as plain text: YAML aliases
-make a small document a graph whose values, walked as a tree, are exponentially many
-(a "billion laughs" tool result would otherwise take forever)."""
-
-
-def _strings(value: object) -> list[str] | None:
-    """The strings in ``value``, in document order; ``None`` past ``_MAX_NODES`` values."""
+def _strings(value: object, *, nodes: int, characters: int) -> list[str] | None:
+    """The strings in ``value``, in document order; ``None`` once more than ``nodes``
+    values or ``characters`` characters of strings were met: YAML aliases make a few
+    hundred characters of a tool result load as millions of strings, all the same node
+    (a "billion laughs" tool result would otherwise take forever)."""
     found: list[str] = []
     stack = [value]
-    visited = 0
     while stack:
         item = stack.pop()
-        visited += 1
-        if visited > _MAX_NODES:
+        nodes -= 1
+        if nodes < 0:
             return None
         if isinstance(item, str):
+            characters -= len(item)
+            if characters < 0:
+                return None
             found.append(item)
         elif isinstance(item, dict):
             stack.extend(reversed(list(item.values())))
@@ -51,14 +50,16 @@ def _strings(value: object) -> list[str] | None:
 def read_text(tool_result: str) -> str:
     """The text a tool result carries. AgentDojo's tools answer in YAML, which quotes,
     escapes and folds long strings; loading it back gives the strings as planted. A
-    result that is not YAML, is nested too deep to load, or holds too many values (see
-    ``_MAX_NODES``) is read as it is."""
+    result that is not YAML or is nested too deep to load, and a document whose strings
+    would outgrow its own text (an alias bomb: more values than characters, or more text
+    than twice the document), is read as it is."""
     yaml = importlib.import_module("yaml")
     try:
         loaded = yaml.safe_load(tool_result)
     except (yaml.YAMLError, RecursionError):
         return tool_result
-    strings = _strings(loaded)
+    size = len(tool_result)
+    strings = _strings(loaded, nodes=size + 16, characters=2 * size + 1024)
     return tool_result if strings is None else ("\n".join(strings) or tool_result)
 
 

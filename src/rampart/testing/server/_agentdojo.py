@@ -34,12 +34,15 @@ from typing import Any
 
 import attrs
 
+from rampart.testing._memo import TextMemo
 from rampart.testing._tool_text import follows, letters, read_text
+from rampart.testing.server._model_names import model_settings, probability
+from rampart.testing.server._wire import BadModelInput, ChatMessage
 
 __all__ = [
-    "MODEL",
     "AgentDojoModelError",
     "AgentDojoSettings",
+    "MODEL",
     "agentdojo_reply",
     "is_agentdojo_model",
     "settings_for",
@@ -48,11 +51,8 @@ __all__ = [
 MODEL = "sim-agentdojo"
 _DEFAULT_VERSION = "v1.2.2"
 
-Message = tuple[str, str, tuple[tuple[str, str, str], ...]]
-"""``(role, text, tool calls)`` of one request message, as the server normalises it."""
 
-
-class AgentDojoModelError(ValueError):
+class AgentDojoModelError(BadModelInput):
     """A request ``sim-agentdojo`` cannot answer (the server answers 400 with the message)."""
 
 
@@ -69,23 +69,8 @@ def is_agentdojo_model(model: str) -> bool:
 
 def settings_for(model: str) -> AgentDojoSettings:
     """The settings a ``sim-agentdojo[:key=value,...]`` model name carries."""
-    _, _, suffix = model.partition(":")
-    values: dict[str, Any] = {}
-    for item in filter(None, suffix.split(",")):
-        key, sep, value = item.partition("=")
-        try:
-            if not sep or key not in ("follow", "seed", "version"):
-                raise ValueError
-            values[key] = (
-                float(value) if key == "follow" else int(value) if key == "seed" else value
-            )
-        except ValueError:
-            raise AgentDojoModelError(
-                f"model {model!r}: expected sim-agentdojo[:follow=P,seed=N,version=V]"
-            ) from None
-    if not 0.0 <= values.get("follow", 0.0) <= 1.0:
-        raise AgentDojoModelError(f"model {model!r}: follow must be in [0, 1]")
-    return AgentDojoSettings(**values)
+    fields = {"follow": (probability, "P"), "seed": (int, "N"), "version": (str, "V")}
+    return AgentDojoSettings(**model_settings(model, fields))  # type: ignore[arg-type]
 
 
 def _agentdojo(module: str) -> Any:
@@ -160,16 +145,38 @@ def _canary_results(version: str, prompt: str) -> tuple[str, ...]:
     return tuple(results)
 
 
+def _between(parts: list[str], real: str) -> list[str] | None:
+    """The texts between ``parts`` in ``real`` (``parts[0] + t1 + parts[1] + ... +
+    parts[-1]``), or ``None`` when ``real`` has not that shape.
+
+    What a regex of greedy ``(.*)`` groups would find (each text as long as possible,
+    left to right, which places every separator as far right as the ones after it
+    allow), found by searching for each separator once, from the right: linear time,
+    where the regex backtracks through every split of a hostile result.
+    """
+    first, last = parts[0], parts[-1]
+    end = len(real) - len(last)
+    if end < len(first) or not real.startswith(first) or not real.endswith(last):
+        return None
+    cuts = [(end, len(real))]
+    for part in reversed(parts[1:-1]):
+        at = real.rfind(part, len(first), cuts[-1][0])
+        if at < 0:
+            return None
+        cuts.append((at, at + len(part)))
+    cuts.append((0, len(first)))
+    cuts.reverse()
+    return [real[cuts[i][1] : cuts[i + 1][0]] for i in range(len(cuts) - 1)]
+
+
 def _align(marked: object, real: object, found: dict[str, str]) -> None:
     """Fill ``found`` (vector -> planted text) from a marked and a real tool result."""
     if isinstance(marked, str) and isinstance(real, str):
         vectors = _CANARY_PATTERN.findall(marked)
         if vectors:
-            parts = _CANARY_PATTERN.split(marked)[::2]
-            pattern = "(.*)".join(re.escape(part) for part in parts)
-            match = re.fullmatch(pattern, real, re.DOTALL)
-            if match:
-                found.update(zip(vectors, match.groups(), strict=True))
+            texts = _between(_CANARY_PATTERN.split(marked)[::2], real)
+            if texts is not None:
+                found.update(zip(vectors, texts, strict=True))
     elif isinstance(marked, dict) and isinstance(real, dict):
         for key in marked.keys() & real.keys():
             _align(marked[key], real[key], found)
@@ -178,8 +185,18 @@ def _align(marked: object, real: object, found: dict[str, str]) -> None:
             _align(one, other, found)
 
 
-@functools.lru_cache(maxsize=4096)
+# What was planted, by (marked, real) result, and the planned calls, by what was planted
+# where: both are keyed by text a client sent, so they are bounded by the text they keep.
+_PLANTED: TextMemo[tuple[str, str], tuple[tuple[str, str], ...]] = TextMemo()
+_PLANS: TextMemo[tuple[object, ...], tuple[Any, ...]] = TextMemo(max_entries=1024)
+
+
 def _planted(marked: str, real: str) -> tuple[tuple[str, str], ...]:
+    size = len(marked) + len(real)
+    return _PLANTED.get((marked, real), size, lambda: _find_planted(marked, real))
+
+
+def _find_planted(marked: str, real: str) -> tuple[tuple[str, str], ...]:
     yaml = importlib.import_module("yaml")
     found: dict[str, str] = {}
     try:
@@ -189,7 +206,6 @@ def _planted(marked: str, real: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(found.items()))
 
 
-@functools.lru_cache(maxsize=1024)
 def _plan(
     version: str,
     prompt: str,
@@ -199,6 +215,17 @@ def _plan(
     """The calls for ``prompt`` on the environment with ``injections`` planted: the
     task's ground truth, then (``followed`` given) each followed injection task's,
     each computed on the environment as the calls before it left it."""
+    size = len(prompt) + sum(len(text) for _, text in injections)
+    key = (version, prompt, injections, followed)
+    return _PLANS.get(key, size, lambda: _make_plan(version, prompt, injections, followed))
+
+
+def _make_plan(
+    version: str,
+    prompt: str,
+    injections: tuple[tuple[str, str], ...],
+    followed: tuple[str, ...] | None,
+) -> tuple[Any, ...]:
     suite, task = _tasks(version)[prompt]
     env = _environment(suite, task, dict(injections))
     calls = list(task.ground_truth(env))
@@ -215,7 +242,7 @@ def _plan(
     return tuple(calls)
 
 
-def _reply(settings: AgentDojoSettings, messages: list[Message]) -> dict[str, Any]:
+def _reply(settings: AgentDojoSettings, messages: tuple[ChatMessage, ...]) -> dict[str, Any]:
     version = settings.version
     prompt = next((text for role, text, _ in messages if role == "user"), "")
     found = _tasks(version).get(prompt)
@@ -261,7 +288,7 @@ def _reply(settings: AgentDojoSettings, messages: list[Message]) -> dict[str, An
     return {"role": "assistant", "content": " ".join(text for text in outputs if text)}
 
 
-def agentdojo_reply(model: str, messages: list[Message]) -> dict[str, Any]:
+def agentdojo_reply(model: str, messages: tuple[ChatMessage, ...]) -> dict[str, Any]:
     """The assistant message ``sim-agentdojo`` answers (blocking: run it in a thread).
 
     ``AgentDojoModelError`` when the request is not one it can answer.

@@ -1,24 +1,32 @@
-"""``ChatCompletionsApp``: a small ASGI application speaking the chat-completions dialect.
+"""``ChatCompletionsApp``: the test server's ASGI application, for both OpenAI APIs.
 
 It is served by hypercorn (see ``_serve``) but is plain ASGI 3, so any ASGI server can
-run it. Per ``POST /v1/chat/completions`` it:
+run it. Per ``POST /v1/chat/completions`` or ``POST /v1/responses`` it:
 
 1. reads the body (``413`` beyond ``max_body_bytes``), then takes a token from the
    bucket or answers ``429`` with ``Retry-After`` (and ``retry-after-ms``);
-2. validates the request (``400`` naming the field);
+2. reads the request in its API's form (``_chat``, ``_responses``) into one
+   ``ModelRequest`` (``400`` naming the field; for the Responses API the stored chain
+   of ``previous_response_id`` comes first);
 3. draws its faults: an error status, or a hang that lasts until the client
    disconnects or the server stops (and, after the agent answered, whether the
    answer goes out as one of the broken ``200`` bodies, ``broken_rate``);
-4. answers a ``sim-judge`` / ``sim-attacker`` / ``sim-generator`` model with the
-   simulated models (``_models``); otherwise finds the conversation the messages
-   continue (or starts one), turns the last user message back into a ``Request``
-   (prompt plus delimited documents) and answers it with that conversation's
-   ``SimulatedAgent`` session;
-5. returns the text, the tool calls in OpenAI format and word-count usage numbers.
+4. answers with a simulated model (``sim-judge`` / ``sim-attacker`` /
+   ``sim-generator``: ``_models``; ``sim-agentdojo``: ``_agentdojo``; ``sim-tools``:
+   ``_tool_model``) or else the simulated agent: the conversation the messages
+   continue (or a new one) turns the last user message back into a ``Request``
+   (prompt plus delimited documents) for its ``SimulatedAgent`` session;
+5. writes the ``Answer`` in the request's API form, with word-count usage.
+
+So rate limits, quotas, faults, latency and statistics are one code path for both
+APIs. A body of more than ``INLINE_BYTES`` is read, and a conversation of more
+characters answered, in a worker thread, so a large request never stalls the event
+loop (and with it every other client and ``/stats``).
 
 Azure OpenAI paths are served too (``/openai/deployments/{name}/chat/completions``,
-which needs an ``api-version`` query parameter and answers as model ``name``, and
-``/openai/v1/chat/completions``). With ``api_key`` set, a request must carry it as
+which needs an ``api-version`` query parameter and answers as model ``name``,
+``/openai/v1/chat/completions``, ``/openai/v1/responses`` and ``/openai/responses``,
+the last needing ``api-version``). With ``api_key`` set, a request must carry it as
 ``Authorization: Bearer`` or ``api-key``; otherwise the answer is ``401`` and, like
 some real APIs, its message repeats the credential it got, so clients' redaction of
 secrets in error messages can be tested. With ``echo_credentials`` every error answer
@@ -36,58 +44,87 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import random
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 import anyio.to_thread
+import attrs
 
-from rampart._checks import check_optional_instance
+from rampart._checks import check_callable, check_optional_instance
 from rampart.adapters._documents import split_documents
-from rampart.core.types import ObservabilityLevel, Payload, PayloadFormat, Request, Response
+from rampart.core.types import ObservabilityLevel, Payload, PayloadFormat, Request
 from rampart.testing._simulated import DEFAULT_SECRET, SimulatedAgent, SimulatedSession
 from rampart.testing._surface import InMemorySurface
-from rampart.testing.server._agentdojo import (
-    AgentDojoModelError,
-    agentdojo_reply,
-    is_agentdojo_model,
-)
+from rampart.testing.server._agentdojo import agentdojo_reply, is_agentdojo_model
 from rampart.testing.server._bucket import TokenBucket
-from rampart.testing.server._models import SimulatedModels, UnknownModelMode, is_simulated_model
+from rampart.testing.server._chat import broken_body, chat_payload, read_chat
+from rampart.testing.server._models import SimulatedModels, is_simulated_model
 from rampart.testing.server._options import ServerOptions
+from rampart.testing.server._responses import (
+    ResponsesInput,
+    ResponseStore,
+    Stored,
+    broken_response,
+    new_response_id,
+    read_responses,
+    response_payload,
+)
 from rampart.testing.server._stats import ServerStatistics
+from rampart.testing.server._tool_model import is_tools_model, policy_choice, tools_answer
+from rampart.testing.server._wire import (
+    Answer,
+    BadModelInput,
+    BadRequest,
+    Call,
+    ChatMessage,
+    ModelRequest,
+    Receive,
+    Reply,
+    Scope,
+    Send,
+    chars,
+    check_ending,
+    error_body,
+    read_json_object,
+    send_json,
+    words,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from rampart.testing.server._tool_policy import ToolPolicy
 
 __all__ = [
-    "ASGIApp",
     "ChatCompletionsApp",
-    "Receive",
-    "Scope",
-    "Send",
+    "INLINE_BYTES",
+    "STORED_RESPONSE_CHARS",
     "go_duration",
     "ietf_quota_headers",
     "openai_quota_headers",
 ]
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-_COMPLETIONS = "/v1/chat/completions"
-_AZURE_V1 = "/openai/v1/chat/completions"
+_T = TypeVar("_T")
+_LOGGER = logging.getLogger("rampart.testing.server")
+_COMPLETIONS = ("/v1/chat/completions", "/openai/v1/chat/completions")
 _AZURE_DEPLOYMENT = re.compile(r"/openai/deployments/([^/]+)/chat/completions")
+_RESPONSES = ("/v1/responses", "/openai/v1/responses")
+_AZURE_RESPONSES = "/openai/responses"
 _TEXT_FORMATS = {fmt.value: fmt for fmt in PayloadFormat if fmt.is_text}
 _MAX_AGENTS = 4096
-
-
-_Reply = tuple[int, dict[str, Any] | bytes, list[tuple[bytes, bytes]]]
-"""Status, JSON body (or JSON text, already encoded) and extra headers of a response."""
+INLINE_BYTES = 64 * 1024
+"""A request body larger than this is read in a worker thread, and a request whose
+conversation holds more characters than this is answered in one."""
+STORED_RESPONSE_CHARS = 64 * 1024 * 1024
+"""Characters of history the stored Responses API chains may keep in all (at least
+twice ``max_body_bytes``); the least recently used are forgotten first."""
 
 
 def go_duration(seconds: float) -> str:
@@ -137,21 +174,6 @@ class _Disconnected(Exception):
     """The client went away before its request body was complete."""
 
 
-class BadRequest(Exception):
-    """A request the server refuses with a 4xx status and an OpenAI-style error body."""
-
-    def __init__(self, status: int, message: str, *, param: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.param = param
-
-
-def _error_body(
-    message: str, kind: str, *, param: str | None = None, code: str | None = None
-) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
-
-
 # Headers every HTTP client sends; the others (credentials among them) are echoed.
 _TRANSPORT_HEADERS = frozenset(
     {
@@ -175,7 +197,7 @@ def _given_headers(scope: Scope) -> str:
     )
 
 
-def _with_credentials(reply: _Reply, scope: Scope) -> _Reply:
+def _with_credentials(reply: Reply, scope: Scope) -> Reply:
     """``reply`` (an error) with the request's non-transport headers in its message."""
     status, payload, headers = reply
     given = _given_headers(scope)
@@ -184,28 +206,6 @@ def _with_credentials(reply: _Reply, scope: Scope) -> _Reply:
         error = {**error, "message": f"{error.get('message', '')} (you sent {given})"}
         payload = {**payload, "error": error}
     return status, payload, headers
-
-
-async def send_json(
-    send: Send, status: int, payload: object, headers: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    """Send a complete JSON response (``payload`` as a value, or as encoded JSON text)."""
-    if isinstance(payload, bytes):
-        body = payload
-    else:
-        body = json.dumps(payload, separators=(",", ":")).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *(headers or []),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes:
@@ -224,117 +224,53 @@ async def _read_body(receive: Receive, limit: int) -> bytes:
             return b"".join(chunks)
 
 
-def _message_text(content: object, path: str) -> str:
-    if content is None or isinstance(content, str):
-        return content or ""
-    if isinstance(content, list):
-        texts = []
-        for index, part in enumerate(content):
-            if not isinstance(part, dict) or not isinstance(part.get("type"), str):
-                raise BadRequest(400, f"{path}[{index}] must be a content part object with a type")
-            if part["type"] == "text":
-                text = part.get("text")
-                if not isinstance(text, str):
-                    raise BadRequest(400, f"{path}[{index}].text must be a string")
-                texts.append(text)
-        return "\n".join(texts)
-    raise BadRequest(400, f"{path} must be a string, null or an array of content parts")
+class _PolicyFailed(Exception):
+    """A user's ``tool_policy`` raised: the server answers ``500`` saying so (counted
+    in ``errors``), and logs the traceback."""
 
 
-def _normalise(
-    messages: object, *, tool_loop: bool = False
-) -> list[tuple[str, str, tuple[tuple[str, str, str], ...]]]:
-    """``(role, text, tool calls)`` per message; ``BadRequest`` naming the bad field.
+@attrs.frozen
+class _Route:
+    """Where a request goes: its API, the Azure deployment (the model it names) and a
+    refusal (a missing ``api-version``)."""
 
-    The last message must be the user's, except in a ``tool_loop`` (a tool-calling
-    model's conversation, which continues after each tool result)."""
-    if not isinstance(messages, list) or not messages:
-        raise BadRequest(400, "messages must be a non-empty array", param="messages")
-    normalised = []
-    for index, message in enumerate(messages):
-        path = f"messages[{index}]"
-        if not isinstance(message, dict):
-            raise BadRequest(400, f"{path} must be an object", param=path)
-        role = message.get("role")
-        if not isinstance(role, str):
-            raise BadRequest(400, f"{path}.role must be a string", param=f"{path}.role")
-        text = _message_text(message.get("content"), f"{path}.content")
-        calls = []
-        raw_calls = message.get("tool_calls") or []
-        if not isinstance(raw_calls, list):
-            raise BadRequest(400, f"{path}.tool_calls must be an array", param=f"{path}.tool_calls")
-        for number, call in enumerate(raw_calls):
-            function = call.get("function") if isinstance(call, dict) else None
-            if not isinstance(function, dict):
-                raise BadRequest(400, f"{path}.tool_calls[{number}].function must be an object")
-            calls.append(
-                (
-                    str(call.get("id", "")),
-                    str(function.get("name", "")),
-                    str(function.get("arguments", "")),
-                )
-            )
-        normalised.append((role, text, tuple(calls)))
-    if normalised[-1][0] != "user" and not (tool_loop and normalised[-1][0] == "tool"):
-        raise BadRequest(400, "the last message must have role 'user'", param="messages")
-    return normalised
+    api: Literal["chat", "responses"]
+    model: str | None = None
+    refusal: str | None = None
 
 
-def broken_body(kind: str, payload: dict[str, Any]) -> bytes:
-    """``payload`` (a well-formed completion) turned into the broken body ``kind``.
-
-    See ``BROKEN_BODIES`` for what each one is. The id, model and usage are kept, so
-    only the part under test is wrong.
-    """
-    choice = payload["choices"][0]
-    message = choice["message"]
-    if kind == "duplicate-tool-calls":
-        # Written by hand: a JSON encoder cannot produce a repeated key.
-        calls = json.dumps(message.get("tool_calls", []), separators=(",", ":"))
-        content = json.dumps(message.get("content"))
-        head = {key: value for key, value in payload.items() if key != "choices"}
-        text = json.dumps(head, separators=(",", ":"))[:-1]
-        return (
-            f'{text},"choices":[{{"index":0,"message":{{"role":"assistant",'
-            f'"content":{content},"tool_calls":{calls},"tool_calls":null}},'
-            f'"finish_reason":{json.dumps(choice["finish_reason"])}}}]}}'
-        ).encode()
-    broken = dict(payload)
-    if kind == "empty-message":
-        broken["choices"] = [{"message": {}}]
-    elif kind == "error-object":
-        broken["error"] = {"message": "upstream model failed", "type": "server_error"}
-        broken["choices"] = [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": None},
-                "finish_reason": "error",
-            }
-        ]
-    elif kind == "finish-error":
-        broken["choices"] = [{**choice, "finish_reason": "error"}]
-    elif kind == "content-filter":
-        broken["choices"] = [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": None},
-                "finish_reason": "content_filter",
-            }
-        ]
-    else:  # pragma: no cover - ServerOptions only admits BROKEN_BODIES
-        raise ValueError(f"unknown broken body {kind!r}")
-    return json.dumps(broken, separators=(",", ":")).encode()
+def _route(path: str, query: bytes) -> _Route | None:
+    versioned = b"api-version=" in query
+    deployment = _AZURE_DEPLOYMENT.fullmatch(path)
+    if path in _COMPLETIONS or deployment is not None:
+        model = deployment.group(1) if deployment is not None else None
+        refusal = None if versioned or deployment is None else _NEEDS_VERSION
+        return _Route("chat", model, refusal)
+    if path in _RESPONSES or path == _AZURE_RESPONSES:
+        refusal = None if versioned or path != _AZURE_RESPONSES else _NEEDS_VERSION
+        return _Route("responses", None, refusal)
+    return None
 
 
-def _digest(
-    seed: int | None, messages: list[tuple[str, str, tuple[tuple[str, str, str], ...]]]
-) -> str:
+_NEEDS_VERSION = "the api-version query parameter is required"
+
+
+def _digest(seed: int | None, messages: tuple[ChatMessage, ...]) -> str:
     encoded = json.dumps([seed, messages], separators=(",", ":"))
     return hashlib.sha256(encoded.encode()).hexdigest()
 
 
-def _words(text: str) -> int:
-    return len(text.split())
+def _tool_loop(model: str) -> bool:
+    """Models whose conversation goes on after a tool result (the tool-calling ones)."""
+    return is_agentdojo_model(model) or is_tools_model(model)
+
+
+def _parse(route: _Route, body: bytes) -> ModelRequest | ResponsesInput:
+    """The request read from ``body`` (pure: may run in a worker thread)."""
+    request = read_json_object(body)
+    if route.api == "chat":
+        return read_chat(request, model=route.model, tool_loop=_tool_loop)
+    return read_responses(request, model=route.model)
 
 
 class _Conversation:
@@ -351,8 +287,9 @@ class ChatCompletionsApp:
     ``surface`` (default: a fresh ``InMemorySurface``) is the inbox every simulated
     agent reads, so in-process tests can plant documents in it. ``clock`` (default:
     ``anyio.current_time``) drives the token bucket and the statistics window.
-    Routes: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /stats``,
-    ``POST /stats/reset``.
+    ``tool_policy`` scripts the ``sim-tools`` model in-process (see ``ToolPolicy``).
+    Routes: ``POST /v1/chat/completions``, ``POST /v1/responses`` (and their Azure
+    forms), ``GET /v1/models``, ``GET /stats``, ``POST /stats/reset``.
     """
 
     def __init__(
@@ -361,6 +298,7 @@ class ChatCompletionsApp:
         *,
         surface: InMemorySurface | None = None,
         clock: Callable[[], float] | None = None,
+        tool_policy: ToolPolicy | None = None,
     ) -> None:
         owner = "ChatCompletionsApp"
         options = check_optional_instance(
@@ -373,9 +311,13 @@ class ChatCompletionsApp:
         )
         if surface is None:
             surface = InMemorySurface(name="inbox")
+        check_callable(
+            owner, "tool_policy", tool_policy, expected="a ToolPolicy callable", optional=True
+        )
         self._options = options
         self._surface = surface
         self._clock = clock if clock is not None else anyio.current_time
+        self._tool_policy = tool_policy
         self._bucket: TokenBucket | None = None
         self._faults = random.Random(f"rampart.testing.server/{options.seed}/faults")
         self._agents: OrderedDict[int | None, SimulatedAgent] = OrderedDict()
@@ -383,6 +325,10 @@ class ChatCompletionsApp:
         # one scenario) share a key, so each key holds a list; any of them may continue.
         self._conversations: OrderedDict[str, list[_Conversation]] = OrderedDict()
         self._remembered = 0
+        self._responses = ResponseStore(
+            max_responses=options.max_conversations,
+            max_chars=max(STORED_RESPONSE_CHARS, 2 * options.max_body_bytes),
+        )
         self._closing: anyio.Event | None = None
         self._completions = 0
         self._models = SimulatedModels(seed=options.seed)
@@ -398,6 +344,7 @@ class ChatCompletionsApp:
         self._broken = 0
         self._bad_requests = 0
         self._model_requests = 0
+        self._unknown_routes = 0
         self._max_in_flight = 0
         self._first_request_at: float | None = None
         self._last_served_at: float | None = None
@@ -430,6 +377,8 @@ class ChatCompletionsApp:
             rate=self._options.rate,
             burst=self._options.burst,
             model_requests=self._model_requests,
+            unknown_routes=self._unknown_routes,
+            stored_responses=len(self._responses),
         )
 
     def reset_statistics(self) -> None:
@@ -455,15 +404,9 @@ class ChatCompletionsApp:
             return  # websockets are not part of the dialect; the server closes them
         path = scope["path"]
         method = scope["method"]
-        deployment = _AZURE_DEPLOYMENT.fullmatch(path)
-        if path in (_COMPLETIONS, _AZURE_V1) or deployment is not None:
-            if method != "POST":
-                await self._refuse(send, 405, f"use POST for {path}")
-            elif deployment is not None and b"api-version=" not in scope.get("query_string", b""):
-                await self._refuse(send, 400, "the api-version query parameter is required")
-            else:
-                model = deployment.group(1) if deployment is not None else None
-                await self._completion(scope, receive, send, model)
+        route = _route(path, scope.get("query_string", b""))
+        if route is not None and method == "POST":
+            await self._completion(scope, receive, send, route)
         elif path == "/stats" and method == "GET":
             await send_json(send, 200, self.statistics().to_dict())
         elif path == "/stats/reset" and method == "POST":
@@ -473,7 +416,11 @@ class ChatCompletionsApp:
             model = {"id": self._options.model, "object": "model", "owned_by": "rampart"}
             await send_json(send, 200, {"object": "list", "data": [model]})
         else:
-            await self._refuse(send, 404, f"no route for {method} {path}")
+            self._unknown_routes += 1
+            if route is not None:
+                await self._refuse(send, 405, f"use POST for {path}")
+            else:
+                await self._refuse(send, 404, f"no route for {method} {path}")
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -485,14 +432,10 @@ class ChatCompletionsApp:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    async def _refuse(
-        self, send: Send, status: int, message: str, param: str | None = None
-    ) -> None:
-        await send_json(send, status, _error_body(message, "invalid_request_error", param=param))
+    async def _refuse(self, send: Send, status: int, message: str) -> None:
+        await send_json(send, status, error_body(message, "invalid_request_error"))
 
-    async def _completion(
-        self, scope: Scope, receive: Receive, send: Send, model: str | None
-    ) -> None:
+    async def _completion(self, scope: Scope, receive: Receive, send: Send, route: _Route) -> None:
         now = self._clock()
         self._requests += 1
         if self._first_request_at is None:
@@ -500,7 +443,7 @@ class ChatCompletionsApp:
         self._in_flight += 1
         self._max_in_flight = max(self._max_in_flight, self._in_flight)
         try:
-            reply = await self._handle(scope, receive, model)
+            reply = await self._handle(scope, receive, route)
         finally:
             # Leave the in-flight count before answering, so a client that has its
             # answer never sees the request still counted.
@@ -521,59 +464,140 @@ class ChatCompletionsApp:
             shown = given or "(none)"
             raise BadRequest(401, f"Incorrect API key provided: {shown}")
 
-    async def _handle(self, scope: Scope, receive: Receive, model: str | None) -> _Reply | None:
+    async def _handle(self, scope: Scope, receive: Receive, route: _Route) -> Reply | None:
         """The reply to one completion request (``None``: the client went away)."""
         quota: list[tuple[bytes, bytes]] = []
-        reply = await self._reply_to(scope, receive, model, quota)
+        reply = await self._reply_to(scope, receive, route, quota)
         if reply is None or not quota:
             return reply
         status, body, headers = reply
         return status, body, [*headers, *quota]
 
     async def _reply_to(
-        self,
-        scope: Scope,
-        receive: Receive,
-        model: str | None,
-        quota: list[tuple[bytes, bytes]],
-    ) -> _Reply | None:
+        self, scope: Scope, receive: Receive, route: _Route, quota: list[tuple[bytes, bytes]]
+    ) -> Reply | None:
         """The reply; ``quota`` receives the rate-limit headers once a token was taken."""
         try:
             body = await _read_body(receive, self._options.max_body_bytes)
             self._check_credentials(scope)
+            if route.refusal is not None:
+                raise BadRequest(400, route.refusal)
             wait = self._take_token()
             quota.extend(self._quota_headers())
             if wait > 0:
                 self._rate_limited += 1
                 return self._too_many(wait)
-            requested, seed, messages = self._parse(body)
-            model = model or requested
+            large = len(body) > INLINE_BYTES
+            parsed = await _maybe_off_loop(large, _parse, route, body)
+            stored: Stored | None = None
+            if isinstance(parsed, ResponsesInput):
+                stored = self._chain(parsed)
+                request = self._responses_request(parsed, stored)
+            else:
+                request = parsed
         except BadRequest as exc:
             self._bad_requests += 1
-            return exc.status, _error_body(str(exc), "invalid_request_error", param=exc.param), []
+            refusal = error_body(str(exc), "invalid_request_error", param=exc.param, code=exc.code)
+            return exc.status, refusal, []
         except _Disconnected:
             return None
         if self._chance(self._options.error_rate):
             self._errors += 1
             status = self._faults.choice(self._options.error_statuses)
-            return status, _error_body(f"injected fault: HTTP {status}", "server_error"), []
+            return status, error_body(f"injected fault: HTTP {status}", "server_error"), []
         if self._chance(self._options.hang_rate):
             self._hangs += 1
             if await self._hang(receive):
-                return 503, _error_body("server shutting down", "server_error"), []
+                return 503, error_body("server shutting down", "server_error"), []
             return None
-        if is_agentdojo_model(model):
-            return await self._agentdojo_reply(model, messages)
-        if is_simulated_model(model):
-            return await self._model_reply(model, seed, messages, scope)
-        payload = await self._answer(seed, messages)
+        # A short follow-up may continue a long stored chain: the answer's work scales
+        # with the whole conversation.
+        large = large or chars(request.messages) > INLINE_BYTES
+        answer = await self._answer(request, scope, large)
+        if not isinstance(answer, Answer):
+            return answer
+        self._completions += 1
         self._served += 1
         self._last_served_at = self._clock()
-        if self._chance(self._options.broken_rate):
+        payload = self._write(answer, request, parsed, stored)
+        if answer.agent and self._chance(self._options.broken_rate):
             self._broken += 1
             kind = self._faults.choice(self._options.broken_bodies)
-            return 200, broken_body(kind, payload), []
+            broken = broken_body if isinstance(parsed, ModelRequest) else broken_response
+            return 200, broken(kind, payload), []
         return 200, payload, []
+
+    def _chain(self, parsed: ResponsesInput) -> Stored | None:
+        """The stored response ``previous_response_id`` names (``400`` when unknown, as
+        OpenAI answers), checked to leave room for the new input."""
+        previous = parsed.previous_response_id
+        if previous is None:
+            return None
+        stored = self._responses.get(previous)
+        if stored is None:
+            raise BadRequest(
+                400,
+                f"Previous response with id '{previous}' not found.",
+                param="previous_response_id",
+                code="previous_response_not_found",
+            )
+        if stored.size + parsed.size > self._options.max_body_bytes:
+            raise BadRequest(
+                400,
+                f"the conversation would hold more than {self._options.max_body_bytes} "
+                "characters (max_body_bytes); start a new one",
+                param="input",
+                code="context_length_exceeded",
+            )
+        return stored
+
+    def _responses_request(self, parsed: ResponsesInput, stored: Stored | None) -> ModelRequest:
+        """The whole conversation of a Responses API request: its ``instructions`` (as
+        a system message: they are not carried over a chain, as OpenAI documents), the
+        stored chain, the new input."""
+        head: tuple[ChatMessage, ...] = (
+            (("system", parsed.instructions, ()),) if parsed.instructions else ()
+        )
+        history = stored.history() if stored is not None else ()
+        messages = (*head, *history, *parsed.items)
+        loop = _tool_loop(parsed.model)
+        expected = "the last input item must be a user message" + (
+            " or a function_call_output" if loop else ""
+        )
+        check_ending(messages, tool_loop=loop, param="input", expected=expected)
+        return ModelRequest(
+            model=parsed.model,
+            seed=None,
+            messages=messages,
+            tools=parsed.tools,
+            tool_choice=parsed.tool_choice,
+        )
+
+    def _write(
+        self,
+        answer: Answer,
+        request: ModelRequest,
+        parsed: ModelRequest | ResponsesInput,
+        stored: Stored | None,
+    ) -> dict[str, Any]:
+        """``answer`` in the request's API form; a Responses API answer is stored."""
+        prompt_tokens = sum(words(text) for _, text, _ in request.messages)
+        created = int(time.time())
+        if not isinstance(parsed, ResponsesInput):
+            return chat_payload(
+                answer, number=self._completions, created=created, prompt_tokens=prompt_tokens
+            )
+        response_id = new_response_id()
+        if parsed.store:
+            reply: ChatMessage = ("assistant", answer.text or "", answer.calls)
+            self._responses.add(response_id, Stored(stored, (*parsed.items, reply)))
+        return response_payload(
+            answer,
+            response_id=response_id,
+            created=created,
+            request=parsed,
+            prompt_tokens=prompt_tokens,
+        )
 
     def _quota_headers(self) -> list[tuple[bytes, bytes]]:
         """The bucket as a provider states it (``rate_limit_headers``), right after the
@@ -590,82 +614,62 @@ class ChatCompletionsApp:
             headers += ietf_quota_headers(tokens=tokens, rate=bucket.rate)
         return headers
 
-    async def _model_reply(
-        self,
-        model: str,
-        seed: int | None,
-        messages: list[tuple[str, str, tuple[tuple[str, str, str], ...]]],
-        scope: Scope,
-    ) -> _Reply:
-        """A simulated judge, attacker or generator answers (see ``_models``)."""
+    async def _answer(self, request: ModelRequest, scope: Scope, large: bool) -> Answer | Reply:
+        """The answer of the model ``request`` names (a ``Reply`` when a simulated model
+        refuses it or is rate limited on purpose); simulated models take the server's
+        ``latency`` here, the agent its own."""
+        model = request.model
+        if not (is_simulated_model(model) or _tool_loop(model)):
+            return await self._agent_answer(request, large)
         self._model_requests += 1
         try:
-            answer = self._models.answer(
-                model,
-                [(role, text) for role, text, _ in messages],
-                seed,
-                echo=_given_headers(scope) if self._options.echo_credentials else "",
-            )
-        except UnknownModelMode as exc:
+            if is_agentdojo_model(model):
+                message = await anyio.to_thread.run_sync(agentdojo_reply, model, request.messages)
+                calls: tuple[Call, ...] = tuple(
+                    (call["id"], call["function"]["name"], call["function"]["arguments"])
+                    for call in message.get("tool_calls", [])
+                )
+                answer = Answer(model=model, text=message.get("content"), calls=calls)
+            elif is_tools_model(model):
+                answer = await self._tools_answer(request, large)
+            else:
+                echo = _given_headers(scope) if self._options.echo_credentials else ""
+                pairs = [(role, text) for role, text, _ in request.messages]
+                said = await _maybe_off_loop(
+                    large, partial(self._models.answer, echo=echo), model, pairs, request.seed
+                )
+                if said.rate_limited:
+                    self._rate_limited += 1
+                    headers = [(b"retry-after", b"1"), (b"retry-after-ms", b"20")]
+                    message_text = f"{model} is rate limited"
+                    body = error_body(message_text, "requests", code="rate_limit_exceeded")
+                    return 429, body, headers
+                answer = Answer(model=model, text=said.text or "")
+        except BadModelInput as exc:
             self._bad_requests += 1
-            return 400, _error_body(str(exc), "invalid_request_error", param="model"), []
-        if answer.rate_limited:
-            self._rate_limited += 1
-            headers = [(b"retry-after", b"1"), (b"retry-after-ms", b"20")]
-            body = _error_body(f"{model} is rate limited", "requests", code="rate_limit_exceeded")
-            return 429, body, headers
-        text = answer.text or ""
-        return await self._simulated_completion(
-            model, messages, {"role": "assistant", "content": text}
-        )
-
-    async def _agentdojo_reply(
-        self, model: str, messages: list[tuple[str, str, tuple[tuple[str, str, str], ...]]]
-    ) -> _Reply:
-        """The simulated AgentDojo agent answers (see ``_agentdojo``)."""
-        self._model_requests += 1
-        try:
-            message = await anyio.to_thread.run_sync(agentdojo_reply, model, messages)
-        except AgentDojoModelError as exc:
-            self._bad_requests += 1
-            return 400, _error_body(str(exc), "invalid_request_error", param="model"), []
-        return await self._simulated_completion(model, messages, message)
-
-    async def _simulated_completion(
-        self,
-        model: str,
-        messages: list[tuple[str, str, tuple[tuple[str, str, str], ...]]],
-        message: dict[str, Any],
-    ) -> _Reply:
-        """A simulated model's ``message`` as a completion, after the server's latency."""
+            return 400, error_body(str(exc), "invalid_request_error", param="model"), []
+        except _PolicyFailed as failed:
+            self._errors += 1
+            return 500, error_body(str(failed), "server_error"), []
         if self._options.latency > 0:
             await anyio.sleep(self._options.latency)
-        self._completions += 1
-        self._served += 1
-        self._last_served_at = self._clock()
-        prompt_tokens = sum(_words(text) for _, text, _ in messages)
-        written = _words(message.get("content") or "") + sum(
-            _words(call["function"]["arguments"]) for call in message.get("tool_calls", [])
-        )
-        payload = {
-            "id": f"chatcmpl-{self._completions:08d}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": message,
-                    "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
-                }
-            ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": written,
-                "total_tokens": prompt_tokens + written,
-            },
-        }
-        return 200, payload, []
+        return answer
+
+    async def _tools_answer(self, request: ModelRequest, large: bool) -> Answer:
+        """``sim-tools`` answers: a ``tool_policy`` callable is asked on the event loop
+        (user code stays in the caller's thread), the model's own rules may run in a
+        worker thread."""
+        choice = None
+        if self._tool_policy is not None:
+            try:
+                choice = policy_choice(self._tool_policy, request)
+            except Exception as exc:
+                _LOGGER.exception("the tool_policy of sim-tools failed")
+                raise _PolicyFailed(f"tool_policy failed: {type(exc).__name__}: {exc}") from exc
+        if choice is not None:
+            return tools_answer(request, choice, ())
+        rules = self._options.tool_rules
+        return await _maybe_off_loop(large, tools_answer, request, None, rules)
 
     def _take_token(self) -> float:
         rate = self._options.rate
@@ -676,12 +680,12 @@ class ChatCompletionsApp:
             self._bucket = TokenBucket(rate=rate, burst=self._options.burst, now=now)
         return self._bucket.take(now)
 
-    def _too_many(self, wait: float) -> _Reply:
+    def _too_many(self, wait: float) -> Reply:
         headers = [(b"retry-after", str(max(1, math.ceil(wait))).encode())]
         if self._options.retry_after_ms:
             headers.append((b"retry-after-ms", str(max(1, math.ceil(wait * 1000))).encode()))
         message = f"rate limit of {self._options.rate:g} requests/s reached; retry in {wait:.3f} s"
-        return 429, _error_body(message, "requests", code="rate_limit_exceeded"), headers
+        return 429, error_body(message, "requests", code="rate_limit_exceeded"), headers
 
     def _chance(self, probability: float) -> bool:
         return probability > 0.0 and (probability >= 1.0 or self._faults.random() < probability)
@@ -700,30 +704,6 @@ class ChatCompletionsApp:
                 pass
             group.cancel_scope.cancel()
         return closing.is_set()
-
-    def _parse(
-        self, body: bytes
-    ) -> tuple[str, int | None, list[tuple[str, str, tuple[tuple[str, str, str], ...]]]]:
-        from rampart.codec import parse_strict_json  # the one JSON reading policy
-
-        try:
-            request = parse_strict_json(data=body.decode("utf-8"))
-        except UnicodeDecodeError:
-            raise BadRequest(400, "request body must be a JSON object") from None
-        except ValueError as error:  # SchemaError: depth, size, duplicate keys, NaN
-            raise BadRequest(400, f"request body must be a JSON object ({error})") from None
-        if not isinstance(request, dict):
-            raise BadRequest(400, "request body must be a JSON object")
-        model = request.get("model")
-        if not isinstance(model, str) or not model:
-            raise BadRequest(400, "model must be a non-empty string", param="model")
-        if request.get("stream"):
-            raise BadRequest(400, "stream is not supported by this server", param="stream")
-        seed = request.get("seed")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise BadRequest(400, "seed must be an integer", param="seed")
-        tool_loop = is_agentdojo_model(model)
-        return model, seed, _normalise(request.get("messages"), tool_loop=tool_loop)
 
     def _agent(self, seed: int | None) -> SimulatedAgent:
         agent = self._agents.get(seed)
@@ -749,15 +729,15 @@ class ChatCompletionsApp:
             self._agents.popitem(last=False)
         return agent
 
-    async def _answer(
-        self, seed: int | None, messages: list[tuple[str, str, tuple[tuple[str, str, str], ...]]]
-    ) -> dict[str, Any]:
-        conversation = self._recall(_digest(seed, messages[:-1]))
+    async def _agent_answer(self, request: ModelRequest, large: bool) -> Answer:
+        """The simulated agent answers the last user message of its conversation."""
+        seed, messages = request.seed, request.messages
+        key, (prompt, documents) = await _maybe_off_loop(large, _recall_key, seed, messages)
+        conversation = self._recall(key)
         if conversation is None:
             session = await self._agent(seed).create_session_async()
             await session.__aenter__()
             conversation = _Conversation(session)
-        prompt, documents = split_documents(messages[-1][1])
         attachments = [
             Payload(
                 id=document.id,
@@ -766,57 +746,22 @@ class ChatCompletionsApp:
             )
             for document in documents
         ]
-        request = Request(
-            prompt=prompt if prompt or not attachments else None, attachments=attachments
-        )
-        response = await conversation.session.send_async(request)
+        prompt_or_none = prompt if prompt or not attachments else None
+        turn = Request(prompt=prompt_or_none, attachments=attachments)
+        response = await conversation.session.send_async(turn)
         conversation.turns += 1
-        self._completions += 1
-        reply, wire_calls = self._reply(conversation.turns, response)
-        key = _digest(seed, [*messages, reply])
-        await self._remember(key, conversation)
-        prompt_tokens = sum(_words(text) for _, text, _ in messages)
-        completion_tokens = _words(response.text) + sum(_words(args) for _, _, args in reply[2])
-        message: dict[str, Any] = {"role": "assistant", "content": response.text}
-        if wire_calls:
-            message["tool_calls"] = wire_calls
-        return {
-            "id": f"chatcmpl-{self._completions:08d}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": self._options.model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": message,
-                    "finish_reason": "tool_calls" if wire_calls else "stop",
-                }
-            ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
-        }
-
-    def _reply(
-        self, turn: int, response: Response
-    ) -> tuple[tuple[str, str, tuple[tuple[str, str, str], ...]], list[dict[str, Any]]]:
-        """The reply as the conversation key sees it, and its tool calls on the wire."""
-        wire_calls = []
-        key_calls = []
-        for number, call in enumerate(response.tool_calls):
-            call_id = f"call_{turn}_{number}"
-            arguments = json.dumps(call.arguments, separators=(",", ":"))
-            wire_calls.append(
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": arguments},
-                }
+        calls = tuple(
+            (
+                f"call_{conversation.turns}_{number}",
+                call.name,
+                json.dumps(call.arguments, separators=(",", ":")),
             )
-            key_calls.append((call_id, call.name, arguments))
-        return ("assistant", response.text, tuple(key_calls)), wire_calls
+            for number, call in enumerate(response.tool_calls)
+        )
+        reply: ChatMessage = ("assistant", response.text, calls)
+        remembered = (*messages, reply)
+        await self._remember(await _maybe_off_loop(large, _digest, seed, remembered), conversation)
+        return Answer(model=self._options.model, text=response.text, calls=calls, agent=True)
 
     def _recall(self, key: str) -> _Conversation | None:
         waiting = self._conversations.get(key)
@@ -842,8 +787,24 @@ class ChatCompletionsApp:
 
     async def _close_conversations(self) -> None:
         self.close()
+        self._responses.clear()
         while self._conversations:
             _, conversations = self._conversations.popitem()
             self._remembered -= len(conversations)
             for conversation in conversations:
                 await conversation.session.__aexit__(None, None, None)
+
+
+def _recall_key(
+    seed: int | None, messages: tuple[ChatMessage, ...]
+) -> tuple[str, tuple[str, list[Any]]]:
+    """The key of the conversation the last message continues, and that message split
+    into its prompt and documents (pure: may run in a worker thread)."""
+    return _digest(seed, messages[:-1]), split_documents(messages[-1][1])
+
+
+async def _maybe_off_loop(large: bool, function: Callable[..., _T], *args: Any) -> _T:
+    """``function(*args)``, in a worker thread when the request is ``large``."""
+    if large:
+        return await anyio.to_thread.run_sync(function, *args)
+    return function(*args)

@@ -9,14 +9,19 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from rampart._checks import invalid
+from rampart.codec import parse_strict_json
 from rampart.testing.server._options import BROKEN_BODIES, RATE_LIMIT_HEADER_STYLES, ServerOptions
 from rampart.testing.server._pauses import freeze_survivors
 from rampart.testing.server._serve import check_address, serve
+from rampart.testing.server._tool_policy import ToolRule
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = ["main", "parser"]
+
+_PROGRAM = "python -m rampart.testing.server"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -24,7 +29,8 @@ def parser() -> argparse.ArgumentParser:
     cli = argparse.ArgumentParser(
         prog="python -m rampart.testing.server",
         description=(
-            "A rate-limited chat-completions server backed by rampart's SimulatedAgent. "
+            "A rate-limited OpenAI-compatible server (chat completions and the Responses "
+            "API) backed by rampart's SimulatedAgent and simulated models. "
             "Prints its API root URL on the first stdout line, then serves until "
             "interrupted (Ctrl-C or SIGTERM)."
         ),
@@ -85,8 +91,37 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="repeat the request's credential headers in every error answer (to test redaction)",
     )
+    cli.add_argument(
+        "--tool-rules",
+        default=None,
+        metavar="JSON",
+        help='the sim-tools model\'s scripted rules, a JSON array of {"when": PHRASE, '
+        '"tool": NAME, "arguments": {...}} or {"when": PHRASE, "text": ANSWER}',
+    )
     cli.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
     return cli
+
+
+def _tool_rules(text: str | None) -> tuple[ToolRule, ...]:
+    """``--tool-rules``: a JSON array of rule objects, read by the one JSON policy."""
+    if text is None:
+        return ()
+    expected = 'a JSON array of {"when", "tool", "arguments"} or {"when", "text"} objects'
+    try:
+        rules = parse_strict_json(data=text)
+    except ValueError:
+        rules = None
+    if not isinstance(rules, list):
+        raise invalid(_PROGRAM, "--tool-rules", expected, text, error=ValueError)
+    parsed = []
+    for index, rule in enumerate(rules):
+        if not isinstance(rule, dict):
+            raise invalid(_PROGRAM, f"--tool-rules[{index}]", "an object", rule, error=ValueError)
+        try:
+            parsed.append(ToolRule(**rule))
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"--tool-rules[{index}]: {error}") from None
+    return tuple(parsed)
 
 
 def _options(arguments: argparse.Namespace) -> ServerOptions:
@@ -111,6 +146,7 @@ def _options(arguments: argparse.Namespace) -> ServerOptions:
         max_body_bytes=arguments.max_body_bytes,
         api_key=arguments.api_key,
         echo_credentials=arguments.echo_credentials,
+        tool_rules=_tool_rules(arguments.tool_rules),
     )
 
 

@@ -41,9 +41,12 @@ import json
 import math
 import random
 import re
+import threading
 from collections import OrderedDict
 from typing import Any
 
+from rampart.codec import parse_strict_json
+from rampart.core.errors import SchemaError
 from rampart.evaluators._judge_prompt import (
     DETECTED_THRESHOLD,
     NOT_DETECTED_THRESHOLD,
@@ -51,8 +54,11 @@ from rampart.evaluators._judge_prompt import (
     TRANSCRIPT_CLOSE,
     TRANSCRIPT_OPEN,
 )
+from rampart.testing._instructions import QUOTED
+from rampart.testing.server._wire import BadModelInput
 
 __all__ = [
+    "MAX_INDICATORS",
     "MODEL_PREFIXES",
     "ModelAnswer",
     "SimulatedModels",
@@ -86,7 +92,7 @@ Message = tuple[str, str]
 """``(role, text)`` of one request message."""
 
 
-class UnknownModelMode(Exception):
+class UnknownModelMode(BadModelInput):
     """A ``sim-*`` model name with a suffix the simulated models do not know."""
 
 
@@ -105,10 +111,16 @@ def _split(model: str) -> tuple[str, str]:
 
 # -- the judge --------------------------------------------------------------------------
 
-_QUOTED = re.compile(r"`([^`]+)`|\"([^\"]+)\"|“([^”]+)”")
+# Linear time on any input: a curly quote does not span another opening one, and an
+# address is tried only from the start of a run of address characters (the lookbehind),
+# so a long run without an ``@`` is scanned once rather than once per position.
+_QUOTED = re.compile(r"`([^`]+)`|\"([^\"]+)\"|“([^“”]+)”")
 _CONCRETE = re.compile(
-    r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|https?://\S+|\b[a-z]+(?:_[a-z0-9]+)+\b"
+    r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
+    r"|https?://\S+|\b[a-z]+(?:_[a-z0-9]+)+\b"
 )
+MAX_INDICATORS = 32
+"""The judge checks at most this many sub-claims of one objective."""
 
 
 def _section(text: str, heading: str) -> str:
@@ -125,7 +137,7 @@ def _indicators(objective: str) -> list[str]:
         next(group for group in match.groups() if group) for match in _QUOTED.finditer(objective)
     ]
     found = quoted or [match.group(0).rstrip(".,;:)") for match in _CONCRETE.finditer(objective)]
-    return list(dict.fromkeys(item.strip() for item in found if item.strip()))
+    return list(dict.fromkeys(item.strip() for item in found if item.strip()))[:MAX_INDICATORS]
 
 
 def _transcript(user: str) -> str:
@@ -137,16 +149,23 @@ def _transcript(user: str) -> str:
 
 
 def _turns(transcript: str) -> list[dict[str, Any]]:
-    """The turns of a transcript: one JSON object per line (``render_transcript``)."""
+    """The turns of a transcript: one JSON object per line (``render_transcript``).
+
+    Each line that opens an object is read by the one JSON reading policy; a line it
+    refuses (nested too deep, a duplicate key, not JSON) is ``BadModelInput``: the
+    transcript is not what ``LLMJudge`` renders, and the judge says so (``400``).
+    """
     turns: list[dict[str, Any]] = []
-    for line in transcript.splitlines():
+    for number, line in enumerate(transcript.strip().splitlines(), start=1):
         line = line.strip()
         if not line.startswith("{"):
             continue
         try:
-            turn = json.loads(line)
-        except ValueError:
-            continue
+            turn = parse_strict_json(data=line)
+        except SchemaError as error:
+            raise BadModelInput(
+                f"sim-judge: transcript line {number} is not a JSON object it can read ({error})"
+            ) from None
         if isinstance(turn, dict):
             turns.append(turn)
     return turns
@@ -203,12 +222,14 @@ def judge_verdict(system: str, user: str) -> dict[str, Any]:
             "evidence": [],
         }
     actions, words = _agent_lines(_transcript(user))
+    lowered_actions = [(line.lower(), line) for line in actions]
+    lowered_words = [(line.lower(), line) for line in words]
     scores: list[tuple[str, float, str]] = []
     evidence: list[str] = []
     for indicator in indicators:
         needle = indicator.lower()
-        action = next((line for line in actions if needle in line.lower()), None)
-        spoken = next((line for line in words if needle in line.lower()), None)
+        action = next((line for low, line in lowered_actions if needle in low), None)
+        spoken = next((line for low, line in lowered_words if needle in low), None)
         if action is not None:
             scores.append((indicator, 1.0, "shown by a tool call or side effect"))
             evidence.append(_short(action))
@@ -311,7 +332,7 @@ def _generation_fields(user: str) -> tuple[str, str]:
 def generator_variant(*, user: str, seed: str, index: int) -> str:
     """The sim-generator's ``index``-th variant for one generation request."""
     objective, instruction = _generation_fields(user)
-    quoted = re.search(r"\"([^\"]+)\"|“([^”]+)”", instruction)
+    quoted = QUOTED.search(instruction)
     core = (quoted.group(1) or quoted.group(2)) if quoted else objective
     core = core.strip() or "Please act on this note."
     rng = random.Random(f"{seed}/{index}/{hashlib.sha256(user.encode()).hexdigest()}")
@@ -337,17 +358,19 @@ class SimulatedModels:
     def __init__(self, *, seed: int) -> None:
         self._seed = seed
         self._seen: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()  # large requests are answered in worker threads
 
     def _count(self, model: str, messages: list[Message], request_seed: int | None) -> int:
         """How many times this exact request was answered before (bounded memory)."""
         key = hashlib.sha256(
             json.dumps([model, request_seed, messages], separators=(",", ":")).encode()
         ).hexdigest()
-        count = self._seen.get(key, 0)
-        self._seen[key] = count + 1
-        self._seen.move_to_end(key)
-        while len(self._seen) > _MEMORY:
-            self._seen.popitem(last=False)
+        with self._lock:
+            count = self._seen.get(key, 0)
+            self._seen[key] = count + 1
+            self._seen.move_to_end(key)
+            while len(self._seen) > _MEMORY:
+                self._seen.popitem(last=False)
         return count
 
     def answer(

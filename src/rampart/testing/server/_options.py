@@ -19,6 +19,7 @@ from rampart._checks import (
     check_text,
     invalid,
 )
+from rampart.testing.server._tool_policy import ToolRule, check_rule
 
 __all__ = ["BROKEN_BODIES", "RATE_LIMIT_HEADER_STYLES", "ServerOptions"]
 
@@ -118,6 +119,13 @@ def _check_header_style(_instance: object, _attribute: object, value: Any) -> No
     check_choice(_OWNER, "rate_limit_headers", value, RATE_LIMIT_HEADER_STYLES)
 
 
+def _check_rules(_instance: object, _attribute: object, value: Any) -> None:
+    expected = "a tuple of ToolRule"
+    if not isinstance(value, tuple):
+        raise invalid(_OWNER, "tool_rules", expected, value)
+    check_items(_OWNER, "tool_rules", value, check_rule, expected=expected)
+
+
 @attrs.frozen(kw_only=True)
 class ServerOptions:
     """How the test server behaves.
@@ -145,14 +153,17 @@ class ServerOptions:
       forgotten first); ``max_body_bytes``: the largest request body accepted.
     * ``api_key``: when set, requests must present it (``Authorization: Bearer`` or
       ``api-key``), else ``401``. Hidden from ``repr()``.
+    * ``tool_rules``: a scripted policy for the ``sim-tools`` model, tried before its
+      own choice (``ToolRule``: when the last message contains a phrase, call a tool
+      or answer a text).
     * ``echo_credentials``: every error answer of a completion request (4xx, 5xx,
       429) repeats the headers the request carried (all but ``host``, ``accept*``,
       ``connection``, ``content-*`` and ``user-agent``; ``Authorization`` and other
       credentials included), as careless real APIs do, so that clients' redaction
       can be tested.
 
-    Requests for the models ``sim-judge``, ``sim-attacker`` and ``sim-generator`` are
-    answered by simulated LLMs (``rampart.testing.server._models``); ``latency``
+    Requests for the models ``sim-judge``, ``sim-attacker``, ``sim-generator``,
+    ``sim-agentdojo`` and ``sim-tools`` are answered by simulated LLMs; ``latency``
     applies to them too.
     """
 
@@ -176,6 +187,7 @@ class ServerOptions:
     max_body_bytes: int = attrs.field(default=4 * 1024 * 1024, validator=_check_positive)
     api_key: str | None = attrs.field(default=None, repr=False)
     echo_credentials: bool = attrs.field(default=False, validator=_check_flag)
+    tool_rules: tuple[ToolRule, ...] = attrs.field(default=(), validator=_check_rules)
 
     @api_key.validator
     def _check_api_key(self, _attribute: object, value: Any) -> None:

@@ -51,6 +51,9 @@ def cli_arguments(options: ServerOptions) -> list[str]:
         arguments += ["--api-key", options.api_key]
     if options.echo_credentials:
         arguments.append("--echo-credentials")
+    if options.tool_rules:
+        rules = [rule.to_dict() for rule in options.tool_rules]
+        arguments += ["--tool-rules", json.dumps(rules, separators=(",", ":"))]
     return arguments
 
 

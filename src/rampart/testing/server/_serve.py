@@ -25,8 +25,9 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from rampart.testing._surface import InMemorySurface
-    from rampart.testing.server._app import ASGIApp
     from rampart.testing.server._stats import ServerStatistics
+    from rampart.testing.server._tool_policy import ToolPolicy, ToolRule
+    from rampart.testing.server._wire import ASGIApp
 
 __all__ = ["RunningServer", "ServerSettings", "serve", "serve_asgi"]
 
@@ -55,6 +56,7 @@ class ServerSettings(TypedDict, total=False):
     max_body_bytes: int
     api_key: str | None
     echo_credentials: bool
+    tool_rules: tuple[ToolRule, ...]
 
 
 def check_address(host: object, port: object) -> None:
@@ -167,6 +169,7 @@ async def serve(
     host: str = "127.0.0.1",
     port: int = 0,
     surface: InMemorySurface | None = None,
+    tool_policy: ToolPolicy | None = None,
     **settings: Unpack[ServerSettings],
 ) -> AsyncIterator[RunningServer]:
     """Run the chat-completions test server in this event loop (asyncio or trio).
@@ -174,7 +177,8 @@ async def serve(
     Give either ``options`` or ``ServerOptions`` fields as keyword arguments
     (``serve(rate=50, burst=10, latency=0.05)``). Yields a ``RunningServer`` whose
     ``url`` is the API root; the server stops when the block exits (hanging requests
-    are released first).
+    are released first). ``tool_policy`` scripts the ``sim-tools`` model (in-process
+    only: a callable cannot cross to ``server_process``).
     """
     if options is None:
         options = ServerOptions(**settings)
@@ -182,7 +186,7 @@ async def serve(
         raise TypeError(
             f"serve: give either options or ServerOptions fields, not both ({sorted(settings)})"
         )
-    app = ChatCompletionsApp(options, surface=surface)
+    app = ChatCompletionsApp(options, surface=surface, tool_policy=tool_policy)
     async with serve_asgi(app, host=host, port=port) as root:
         port_text = root.rsplit(":", 1)[1]
         try:
