@@ -84,10 +84,10 @@ AREAS: dict[str, list[list[str]]] = {
     "10 a skip in one clone's fixture hides nothing": [
         ["tests/pytest_plugin/test_clone_fixture_outcomes.py"],
     ],
-    # The test server's bounded work per request is another engineer's: add its
-    # test selections here (e.g. ["tests/testing/test_server.py",
-    # "-k", "..."]); until then the area counts nothing.
-    "11 the test server's work per request is bounded": [],
+    "11 the test server's work per request is bounded": [
+        ["tests/testing/unit/test_bounded_work.py"],
+        ["tests/testing/test_server_bounds.py"],
+    ],
     "12 AgentDojo, scans and sweep under hostile input": [
         ["tests/agentdojo/test_hostile_pipelines.py"],
         [
