@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rampart._concurrency import (
+from rampart._pacing import (
     AUTO,
     DEFAULT_CONCURRENCY,
     check_concurrency,

@@ -35,14 +35,12 @@ CORE_COMPAT_SHIMS = {
 # the layer of its longest listed prefix; ``rampart`` itself is the top.
 LAYERS: tuple[tuple[str, ...], ...] = (
     (
-        "rampart._aimd",
         "rampart._checks",
-        "rampart._concurrency",
         "rampart._lazy",
+        "rampart._pacing",
         "rampart._planted",
         "rampart._redact",
         "rampart._runs",
-        "rampart._slowdown",
         "rampart._text",
         "rampart._version",
         "rampart.common",

@@ -337,7 +337,7 @@ class TestTrialGroups:
         assert auto.status is fixed.status
         assert fixed.concurrency is None
 
-    # "AUTO " is a setting here as on the command line (one reader: rampart._concurrency).
+    # "AUTO " is a setting here as on the command line (one reader: rampart._pacing).
     @pytest.mark.parametrize("bad", ["fast", "0", 0, 1.5, True])
     def test_bad_concurrency_is_rejected(self, bad: object) -> None:
         with pytest.raises((TypeError, ValueError), match="execute_trials_async: concurrency"):

@@ -451,7 +451,7 @@ class TestExecuteTrials:
     async def test_left_out_it_is_the_run_setting(self) -> None:
         """A population given no concurrency runs at the setting of the run it is in
         (``run_concurrency``); an explicit one still wins."""
-        from rampart._concurrency import run_concurrency
+        from rampart._pacing import run_concurrency
 
         for given, expected in ((None, 2), (3, 3)):
             harness = _Harness([SAFE] * 6, gated=set(range(6)))

@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rampart._concurrency import (
+from rampart._pacing import (
     AUTO,
     CONCURRENCY_EXPECTED,
     DEFAULT_CONCURRENCY,

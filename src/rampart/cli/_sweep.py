@@ -28,7 +28,7 @@ from typing import Any
 
 import attrs
 
-from rampart._concurrency import parse_concurrency
+from rampart._pacing import parse_concurrency
 from rampart.cli import _table
 from rampart.cli._errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, CliError
 from rampart.cli._inputs import SavedRun

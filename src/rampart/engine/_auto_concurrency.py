@@ -2,7 +2,7 @@
 channel rate-limit signals reach it through.
 
 **The controller** (``AutoConcurrency``) is rampart's one AIMD window
-(``rampart._aimd.AimdWindow``, the limiter's too) fed with finished jobs instead of
+(``rampart._pacing.AimdWindow``, the limiter's too) fed with finished jobs instead of
 requests; this module decides only what counts as a clean or a slow window:
 
 * The limit starts at ``initial`` (10, today's fixed default, so ``auto`` starts no
@@ -23,7 +23,7 @@ requests; this module decides only what counts as a clean or a slow window:
   before a cut describe the old, larger limit, so they never cut again: one cut per
   episode, however many jobs were throttled.
 
-**The channel** is rampart's one "slow down" channel (``rampart._slowdown``): each
+**The channel** is rampart's one "slow down" channel (``rampart._pacing.slowdown``): each
 job listens on it (``running_job``) for refusals, which ``rampart.limits`` reports for
 every rate-limited answer, the engine's error boundary for a refusal that ended a
 request as an ERROR result, and a custom adapter with ``report_throttle()``. Outside
@@ -40,10 +40,8 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from rampart import _slowdown
-from rampart._aimd import AimdWindow
 from rampart._checks import check_int, check_number
-from rampart._concurrency import DEFAULT_CONCURRENCY
+from rampart._pacing import DEFAULT_CONCURRENCY, AimdWindow, slowdown
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -230,11 +228,11 @@ def running_job(controller: AutoConcurrency, ticket: JobTicket) -> Iterator[None
     """Route the refusals reported in this context to ``controller`` (see the module
     docstring)."""
 
-    def hear(event: _slowdown.SlowDown) -> None:
+    def hear(event: slowdown.SlowDown) -> None:
         if event.refused:
             controller.throttled(ticket)
 
-    with _slowdown.listen(hear):
+    with slowdown.listen(hear):
         yield
 
 
@@ -243,4 +241,4 @@ def report_throttle() -> None:
 
     A no-op outside a ``concurrency="auto"`` trial group, so adapters may always call it.
     """
-    _slowdown.report(_slowdown.SlowDown(refused=True))
+    slowdown.report(slowdown.SlowDown(refused=True))

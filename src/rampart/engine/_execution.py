@@ -72,8 +72,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
-from rampart import _slowdown
 from rampart._checks import check_callable, check_optional_seconds, invalid
+from rampart._pacing import slowdown
 from rampart._redact import redact, safe_summary
 from rampart._text import safe_str
 from rampart.core._dataclass import dataclass_compatible
@@ -446,7 +446,7 @@ class BaseExecution(abc.ABC):
                     raise
                 if failure.kind is FailureKind.RATE_LIMITED:
                     # A 429 that ended the run slows an adaptive group down.
-                    _slowdown.report(_slowdown.SlowDown(refused=True))
+                    slowdown.report(slowdown.SlowDown(refused=True))
                 error = _reported(raised)
                 result = await self._failure_result(
                     error, failure=failure, adapter=adapter, observation=observation

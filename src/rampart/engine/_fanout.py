@@ -20,7 +20,7 @@ and after every job ends (before its token is released, so a lowered limit holds
 once). Each job runs with ``report_throttle()`` routed to it. Only the speed changes:
 ``settled`` still sees outcomes in index order.
 
-``bound`` is the one mapping of a ``concurrency`` setting (``rampart._concurrency``) to
+``bound`` is the one mapping of a ``concurrency`` setting (``rampart._pacing``) to
 the limiter and controller a fan-out runs under, for both of them.
 """
 
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 import anyio
 import attrs
 
-from rampart._concurrency import AUTO
+from rampart._pacing import AUTO
 from rampart.engine._auto_concurrency import (
     AUTO_CONCURRENCY_CAP,
     AutoConcurrency,
@@ -44,7 +44,7 @@ from rampart.engine._auto_concurrency import (
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from rampart._concurrency import Setting
+    from rampart._pacing import Setting
 
 __all__ = ["FanOutResult", "bound", "fan_out"]
 

@@ -10,7 +10,7 @@ reads them:
   (or passes as ``None``) from them, so the marker's ``max_unsafe=``, ``confidence=``,
   ``sequential=`` and ``early_stop=`` apply when the test passes only ``n`` and
   ``threshold``, as a test written for RAMPART does. (Concurrency is the run's setting,
-  ``rampart._concurrency``, which the plugin sets to the marker's for such a test.)
+  ``rampart._pacing``, which the plugin sets to the marker's for such a test.)
 - a ``PopulationObserver`` (``observing_populations``): told when a population starts,
   as each of its trials finishes (with what the trial recorded), and when it ends,
   so the plugin reports the population as a trial group. Inside a trial neither is set:
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from rampart._checks import check_bool, check_int, check_optional_number, check_probability
-from rampart._concurrency import Setting, check_concurrency
+from rampart._pacing import Setting, check_concurrency
 from rampart.core._dataclass import dataclass_compatible
 from rampart.core._trial_rule import TrialRule, check_rule
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 
 from rampart._checks import check_bool, check_callable, check_int, invalid
-from rampart._concurrency import check_concurrency, default_concurrency
+from rampart._pacing import check_concurrency, default_concurrency
 from rampart.core._population import CloneOutcome, PopulationRef
 from rampart.core._trial_rule import TrialTally, check_rule
 from rampart.core.result import PopulationResult, Result
@@ -70,7 +70,7 @@ async def execute_trials_async(
     adapts, growing while the trials' per-turn latency stays flat and no rate-limit
     signal arrives, cut when either changes; see ``docs/trials.md``; what it did is in
     the result's ``concurrency``). ``None``: the setting of the run this is called in
-    when a run declared one (``rampart._concurrency``), else no bound. Each result is stamped with
+    when a run declared one (``rampart._pacing``), else no bound. Each result is stamped with
     ``PopulationRef(id, index, size=n, threshold)``.
 
     ``threshold`` defaults to 1.0, ``early_stop``, ``sequential`` and ``max_unsafe`` to

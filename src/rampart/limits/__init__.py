@@ -14,8 +14,8 @@ they need httpx). See ``docs/limits.md`` and ``docs/real-agents.md``.
 
 from typing import TYPE_CHECKING
 
-from rampart._aimd import DEFAULT_ADAPTIVE_CAP, AimdWindow
 from rampart._lazy import lazy_attributes
+from rampart._pacing import DEFAULT_ADAPTIVE_CAP, AimdWindow
 from rampart._runs import new_run
 from rampart.limits._backends import (
     LIMITS_DIR_ENV,

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, TypeVar, final
 import anyio
 import anyio.lowlevel
 
-from rampart import _slowdown
+from rampart._pacing import slowdown
 from rampart._redact import redact
 from rampart.limits._backends import StateBackend
 from rampart.limits._clock import RUN_CLOCK
@@ -379,7 +379,7 @@ class Limiter:
                         refusal = as_refusal(error)
                         if refusal is not None:
                             # An adaptive trial group around us backs off too.
-                            _slowdown.report(_slowdown.SlowDown(refused=True))
+                            slowdown.report(slowdown.SlowDown(refused=True))
                         decision = core.on_failure(
                             ticket,
                             error,
@@ -418,7 +418,7 @@ class Limiter:
                 # Say why we wait (the progress line shows it): a down agent is retried for
                 # a while, and without a word the run looks stuck.
                 note = core.on_retry(failure, decision, retry)
-                _slowdown.report(_slowdown.SlowDown(retrying=f"{self._settings.name}: {note}"))
+                slowdown.report(slowdown.SlowDown(retrying=f"{self._settings.name}: {note}"))
                 backoff_from = clock()
                 await anyio.sleep(decision.delay)
                 backed_off = clock() - backoff_from

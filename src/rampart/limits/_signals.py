@@ -1,7 +1,7 @@
 """The channel adapters use to tell the limiter what an agent said about its rate limit.
 
 Inside a limited ``send_async`` the limiter listens on rampart's one "slow down"
-channel (``rampart._slowdown``); an adapter reports what it read with
+channel (``rampart._pacing.slowdown``); an adapter reports what it read with
 ``report_rate_limit_headers(headers)`` (or ``report_rate_limit(signal)``) after a
 successful answer, and attaches the signal of a refusal to the ``RateLimitedError`` it
 raises (``signal=``). Outside a limiter a report is a no-op, so an adapter can always
@@ -15,7 +15,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from rampart import _slowdown
+from rampart._pacing import slowdown
 from rampart.limits._policy._headers import (
     HEADROOM_MIN_LIMIT,
     Headers,
@@ -45,13 +45,13 @@ __all__ = [
 def report_rate_limit(signal: RateLimitSignal | None) -> None:
     """Pass ``signal`` to the limiter whose ``send_async`` is running, if any."""
     if signal:
-        _slowdown.report(_slowdown.SlowDown(signal=signal))
+        slowdown.report(slowdown.SlowDown(signal=signal))
 
 
 def report_rate_limit_headers(headers: Headers) -> None:
     """Read ``headers`` and report what they say about the rate limit (see the module
     docstring). Cheap when nobody listens: nothing is parsed."""
-    if not _slowdown.listening():
+    if not slowdown.listening():
         return
     report_rate_limit(parse_rate_limit_headers(headers))
 
@@ -61,9 +61,9 @@ def collect_signals(listener: Callable[[RateLimitSignal], None]) -> Iterator[Non
     """Within the block, reports of what the agent said go to ``listener`` and then to
     any outer listener (a limiter wrapped in another limiter: both hear the agent)."""
 
-    def hear(event: _slowdown.SlowDown) -> None:
+    def hear(event: slowdown.SlowDown) -> None:
         if isinstance(event.signal, RateLimitSignal):
             listener(event.signal)
 
-    with _slowdown.listen(hear):
+    with slowdown.listen(hear):
         yield

@@ -23,7 +23,7 @@ import attrs
 import pytest
 
 from rampart._checks import check_bool, check_int, invalid
-from rampart._concurrency import DEFAULT_CONCURRENCY, Setting, check_concurrency
+from rampart._pacing import DEFAULT_CONCURRENCY, Setting, check_concurrency
 from rampart._text import one_line
 from rampart.core._trial_rule import TrialRule, check_rule
 from rampart.core.result import HarmCategory

@@ -52,8 +52,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 import pytest
 
-from rampart import _slowdown
 from rampart._checks import invalid
+from rampart._pacing import slowdown
 from rampart._redact import redact
 from rampart._text import one_line
 from rampart.pytest_plugin._groups import clone_status
@@ -241,7 +241,7 @@ class GroupTracker:
         self._note = ""
         self._note_at = -float("inf")
 
-    def heard(self, event: _slowdown.SlowDown) -> None:
+    def heard(self, event: slowdown.SlowDown) -> None:
         """News on the "slow down" channel: a limiter backing off before a retry says
         why (a down agent's refused connection), and the line shows it, even while no
         clone finishes."""
@@ -464,7 +464,7 @@ class ProgressTracking:
         tracker = GroupTracker(key=key, name=item.name, n=state.spec.n, sink=sink)
         state.listeners.append(tracker)
         try:
-            with _slowdown.listen(tracker.heard):
+            with slowdown.listen(tracker.heard):
                 yield
         finally:
             state.listeners.remove(tracker)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from rampart._concurrency import DEFAULT_CONCURRENCY, run_concurrency
+from rampart._pacing import DEFAULT_CONCURRENCY, run_concurrency
 from rampart.core.result import SafetyStatus
 from rampart.engine._execution import (
     current_framework_handlers,
@@ -70,7 +70,7 @@ from rampart.pytest_plugin._populations import PopulationRecorder
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
 
-    from rampart._concurrency import Setting
+    from rampart._pacing import Setting
     from rampart.engine._execution import BaseExecution
     from rampart.engine._populations import TrialConfig
     from rampart.pytest_plugin._clone_fixtures import ClonePlan

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from rampart._aimd import AimdWindow
+from rampart._pacing import AimdWindow
 from rampart._redact import redact
 from rampart._text import one_line
 from rampart.core._failures import FailureKind, classify_failure
