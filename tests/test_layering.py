@@ -45,7 +45,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "rampart._version",
         "rampart.common",
     ),
-    ("rampart.core", "rampart._session"),
+    ("rampart.core",),
     ("rampart.codec",),
     ("rampart.engine",),
     ("rampart.strategies",),

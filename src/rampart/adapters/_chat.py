@@ -50,10 +50,10 @@ from rampart._redact import (
     register_secret,
     register_url_secrets,
 )
-from rampart._session import GuardedSession
 from rampart.adapters._documents import render_user_content
 from rampart.adapters._http import ClientUsers, close_client, new_client, post_json
 from rampart.adapters._parse import parse_completion
+from rampart.adapters._session import GuardedSession
 from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Request, Response
 
