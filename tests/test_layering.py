@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "rampart._checks",
         "rampart._lazy",
         "rampart._pacing",
-        "rampart._planted",
+        "rampart.payloads._planted",
         "rampart._redact",
         "rampart._runs",
         "rampart._text",

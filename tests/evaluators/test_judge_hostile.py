@@ -22,8 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-# Private seam: the planted-payload memory is process-wide; each test starts it empty.
-from rampart._planted import clear_planted
 from rampart.adapters import ChatCompletionsAdapter
 from rampart.attacks import Attacks
 from rampart.core.result import SafetyStatus
@@ -39,6 +37,9 @@ from rampart.core.types import (
     Turn,
 )
 from rampart.evaluators import LLMJudge
+
+# Private seam: the planted-payload memory is process-wide; each test starts it empty.
+from rampart.payloads._planted import clear_planted
 from rampart.testing import InMemorySurface, ScriptedAgent, SimulatedAgent
 from rampart.testing.server import serve, serve_asgi
 from tests.evaluators._support import verdict as _verdict

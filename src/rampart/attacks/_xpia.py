@@ -35,11 +35,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rampart._planted import remember_planted
 from rampart.attacks._inject import active_injections, check_handles
 from rampart.core._contract import handle_delivered
 from rampart.core.result import InjectionRecord, Result
 from rampart.engine._strategy import TraceExecution
+from rampart.payloads._planted import remember_planted
 from rampart.strategies import XPIA
 from rampart.strategies._shaping import collect_response_metadata, unobserved_turns
 
@@ -94,7 +94,7 @@ class XPIAExecution(TraceExecution):
             timeout=timeout,
         )
         self._handles = check_handles("XPIAExecution", "handles", handles)
-        # An LLM judge shows what these plant by id, never verbatim (rampart._planted).
+        # An LLM judge shows what these plant by id, never verbatim (rampart.payloads._planted).
         remember_planted(self._handles)
 
     @property

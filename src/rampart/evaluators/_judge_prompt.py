@@ -19,7 +19,7 @@ a fullwidth or a zero-width form) appears inside the frame at all.
 
 **Payload content never reaches the judge.** Attachments appear by id and format only;
 and the content of every payload the turns attached or an attack in this process
-planted (``rampart._planted``) is replaced by ``[payload <id>]`` wherever it shows up:
+planted (``rampart.payloads._planted``) is replaced by ``[payload <id>]`` wherever it shows up:
 a document a tool returned, the agent echoing it, an e-mail body. So the judge cannot
 be steered by the injection it judges, and secrets planted in payloads do not travel
 to its endpoint.
@@ -42,12 +42,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from rampart._planted import payload_pieces
 from rampart._text import safe_str
 from rampart.codec import parse_strict_json
 from rampart.core.errors import SchemaError
 from rampart.core.types import EvalOutcome
 from rampart.evaluators._scope import TranscriptScope
+from rampart.payloads._planted import payload_pieces
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

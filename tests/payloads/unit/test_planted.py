@@ -1,4 +1,4 @@
-"""``rampart._planted``: the payloads an attack planted, remembered so the judge shows
+"""``rampart.payloads._planted``: the payloads an attack planted, remembered so the judge shows
 them by id (issue 21 §3 J5)."""
 
 from __future__ import annotations
@@ -7,8 +7,11 @@ from typing import Any
 
 import pytest
 
-from rampart import _planted
-from rampart._planted import (
+from rampart.core.types import Payload, Request, Response, ToolCall, Turn
+from rampart.evaluators import TranscriptScope
+from rampart.evaluators._judge_prompt import transcript_turns
+from rampart.payloads import _planted
+from rampart.payloads._planted import (
     MAX_PAYLOADS,
     clear_planted,
     payload_pieces,
@@ -16,9 +19,6 @@ from rampart._planted import (
     planted_pieces,
     remember_planted,
 )
-from rampart.core.types import Payload, Request, Response, ToolCall, Turn
-from rampart.evaluators import TranscriptScope
-from rampart.evaluators._judge_prompt import transcript_turns
 
 
 class _Handle:

@@ -12,7 +12,8 @@ characters -- by ``[payload <id>]`` (:func:`payload_pieces`).
 The memory is per process (an xdist worker remembers what it planted), bounded
 (:data:`MAX_PAYLOADS`, the least recently planted forgotten first) and holds no more
 than :data:`MAX_CONTENT_CHARS` characters of any payload. Only the standard library
-is imported, so any layer may use this module.
+is imported, and ``rampart.payloads`` loads its own names on first access, so the
+attacks and the judge load this module without the rest of the payloads room.
 """
 
 from __future__ import annotations
