@@ -145,10 +145,10 @@ def _prompt_benchmark(turns: int, planted: int) -> int:
     import json
     import timeit
 
-    from rampart._planted import clear_planted, remember_planted
     from rampart.core.types import Response, ToolCall, Turn
     from rampart.evaluators import TranscriptScope
     from rampart.evaluators._judge_prompt import render_transcript, transcript_turns
+    from rampart.payloads._planted import clear_planted, remember_planted
 
     clear_planted()
 
