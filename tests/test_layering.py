@@ -62,8 +62,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "rampart.risk",
     ),
     ("rampart.pytest_plugin", "rampart.reporting", "rampart.testing"),
-    # Integrations and ready-made scans: built on the plugin and the reports.
-    ("rampart.agentdojo", "rampart.scan"),
+    # The AgentDojo integration: built on the plugin and the reports.
+    ("rampart.agentdojo",),
+    # The ready-made scans (``rampart scan``): test modules on all of the above.
+    ("rampart.scan",),
     # The command line runs all of the above (``rampart scan`` runs the scans).
     ("rampart.cli",),
     ("rampart", "rampart.__main__"),

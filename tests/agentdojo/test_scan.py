@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rampart.agentdojo._scan_config import ScanConfig, build_pipeline
 from rampart.cli import main
+from rampart.scan._agentdojo_config import ScanConfig, build_pipeline
 from rampart.testing.server import server_process
 from tests.cli._cli import Outcome, run_scan_process
 
@@ -260,14 +260,14 @@ def test_a_pipeline_that_hangs_ends_at_the_timeout(tmp_path: Path) -> None:
 def _scan_process(tmp_path: Path, settings: str) -> Outcome:
     """The scan's pytest process with a hand-written settings variable (it is input
     like any other)."""
-    from rampart.agentdojo import _scan_suite_path
-    from rampart.agentdojo._scan_config import ENV_VAR
+    from rampart.scan import _agentdojo_suite_path
+    from rampart.scan._agentdojo_config import ENV_VAR
 
     (tmp_path / "my_agents.py").write_text(PIPELINES)
     return run_scan_process(
         tmp_path,
-        module=_scan_suite_path(),
-        plugin="rampart.agentdojo._scan_plugin",
+        module=_agentdojo_suite_path(),
+        plugin="rampart.scan._agentdojo_plugin",
         settings={ENV_VAR: settings, "PYTHONPATH": str(tmp_path)},
     )
 

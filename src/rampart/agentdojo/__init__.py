@@ -7,8 +7,6 @@ model through ``rampart.llm``) on AgentDojo's environment and tools, and judges 
 with AgentDojo's own checks (``Result.metadata["agentdojo"]``). See ``docs/agentdojo.md``.
 """
 
-from pathlib import Path
-
 from rampart.agentdojo._agent import AgentDojoAgent
 from rampart.agentdojo._evaluators import InjectionTaskSucceeded, UserTaskSucceeded
 from rampart.agentdojo._llm_pipeline import LLMPipeline
@@ -44,8 +42,3 @@ __all__ = [
     "parametrize_pairs",
     "summarise",
 ]
-
-
-def _scan_suite_path() -> Path:
-    """The test module ``rampart scan agentdojo`` runs."""
-    return Path(__file__).with_name("_scan_suite.py")

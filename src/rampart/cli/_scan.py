@@ -6,7 +6,7 @@ the terminal summary, the JSON, JSONL and HTML reports, the journal, ``--resume`
 variable:
 
 * ``agentdojo``: AgentDojo's injection suites against an AgentDojo pipeline or an
-  OpenAI-compatible model (``rampart.agentdojo._scan_suite``);
+  OpenAI-compatible model (``rampart.scan._agentdojo_suite``);
 * ``xpia``: the built-in payload pack against an OpenAI-compatible agent endpoint,
   judged by an LLM judge (``rampart.scan._xpia_suite``).
 
@@ -198,8 +198,8 @@ def _agentdojo_config(args: argparse.Namespace) -> Any:
     """The checks that need no AgentDojo import; the scan's pytest process makes the
     rest (tasks, attack, the pipeline itself) before it collects anything, so the
     command pays AgentDojo's import (seconds: it loads every model SDK) once."""
-    from rampart.agentdojo._scan_config import ScanConfig
     from rampart.agentdojo._suites import DEFAULT_ATTACK, DEFAULT_VERSION, SUITE_NAMES, VERSIONS
+    from rampart.scan._agentdojo_config import ScanConfig
 
     concurrency = _check_common(args)
     if args.suite not in SUITE_NAMES:
@@ -235,12 +235,12 @@ def _agentdojo_config(args: argparse.Namespace) -> Any:
 
 
 def run_agentdojo(args: argparse.Namespace) -> int:
-    from rampart.agentdojo import _scan_suite_path
-    from rampart.agentdojo._scan_config import ENV_VAR
+    from rampart.scan import _agentdojo_suite_path
+    from rampart.scan._agentdojo_config import ENV_VAR
 
     config = _agentdojo_config(args)
-    plugin = "rampart.agentdojo._scan_plugin"
-    return _run_pytest(args, _scan_suite_path(), plugin, {ENV_VAR: config.to_env()})
+    plugin = "rampart.scan._agentdojo_plugin"
+    return _run_pytest(args, _agentdojo_suite_path(), plugin, {ENV_VAR: config.to_env()})
 
 
 def run_xpia(args: argparse.Namespace) -> int:

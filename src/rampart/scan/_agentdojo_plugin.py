@@ -1,4 +1,4 @@
-"""The pytest plugin ``rampart scan agentdojo`` loads (``-p rampart.agentdojo._scan_plugin``).
+"""The pytest plugin ``rampart scan agentdojo`` loads (``-p rampart.scan._agentdojo_plugin``).
 
 It builds the agent once per process (from ``--pipeline module:factory``, or
 ``--model`` at ``--base-url`` as an ``LLMPipeline``) and prints
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from rampart.agentdojo._agent import AgentDojoAgent
-from rampart.agentdojo._scan_config import ScanConfig, build_pipeline
 from rampart.agentdojo._summary import AgentDojoSummarySink
+from rampart.scan._agentdojo_config import ScanConfig, build_pipeline
 from rampart.scan._handover import register_marker
 
 if TYPE_CHECKING:

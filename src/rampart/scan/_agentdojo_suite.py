@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from rampart.agentdojo._scan_config import ENV_VAR, ScanConfig
 from rampart.core.result import HarmCategory
 from rampart.engine._results import current_trial
+from rampart.scan._agentdojo_config import ENV_VAR, ScanConfig
 
 if TYPE_CHECKING:
     from rampart.agentdojo._agent import AgentDojoAgent
