@@ -36,6 +36,7 @@ CORE_COMPAT_SHIMS = {
 LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "rampart._checks",
+        "rampart._http",
         "rampart._lazy",
         "rampart._pacing",
         "rampart.payloads._planted",

@@ -1,11 +1,10 @@
 """The asyncio client: httpx's API over aiohttp (``httpx-aiohttp``), without cookie jars,
 and a direct path for rampart's own requests.
 
-Imported only when that transport is chosen (``_transports.choose_transport``), since
-``httpx-aiohttp`` comes with the ``http`` and ``llm`` extras. httpx-aiohttp's transport
-opens an ``aiohttp.ClientSession`` with aiohttp's default cookie jar; this one opens it
-with ``DummyCookieJar`` (the httpx side keeps none either: ``JarlessClient``), with the
-same connector settings.
+Imported only when that transport is chosen (``rampart._http.choose_transport``),
+since ``httpx-aiohttp`` comes with the ``http`` and ``llm`` extras. Its transport keeps
+no cookie jar (``rampart._http._aiohttp.jarless``; the httpx side keeps none either:
+``JarlessClient``).
 
 ``AiohttpClient.post_bytes`` is what ``_http.post_json`` calls for every chat request:
 the same aiohttp session, headers, authentication and timeouts, but no httpx request
@@ -28,43 +27,17 @@ import yarl
 from httpx_aiohttp import HttpxAiohttpClient
 from httpx_aiohttp.transport import AiohttpTransport
 
+from rampart._http import JarlessClient
+from rampart._http._aiohttp import jarless
 from rampart.adapters._parse import read_bounded
-from rampart.adapters._transports import JarlessClient
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["AiohttpClient", "jarless_transport"]
+__all__ = ["AiohttpClient"]
 
 #: What the direct path reads at a time, as httpx-aiohttp's response stream does.
 _CHUNK = 16 * 1024
-
-
-def _session(transport: AiohttpTransport) -> aiohttp.ClientSession:
-    """The session httpx-aiohttp would open for ``transport``, without a cookie jar."""
-    limit = transport.limits.max_connections
-    connector = aiohttp.TCPConnector(
-        limit=0 if limit is None else limit,  # httpx's None and aiohttp's 0: no bound
-        keepalive_timeout=transport.limits.keepalive_expiry,
-        ssl=transport.ssl_context,
-    )
-    return aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar())
-
-
-def _jarless(transport: httpx.AsyncBaseTransport) -> httpx.AsyncBaseTransport:
-    if isinstance(transport, AiohttpTransport) and transport.client is None:
-        # Called on the transport's first request, inside the running event loop.
-        transport.client = functools.partial(_session, transport)
-    return transport
-
-
-def jarless_transport(*, max_connections: int, verify: Any) -> httpx.AsyncBaseTransport:
-    """httpx-aiohttp's transport as ``AiohttpClient`` uses it (no cookie jar), for an
-    ``httpx.AsyncClient`` someone else makes (``rampart.limits.LimitedTransport``)."""
-    limits = httpx.Limits(
-        max_connections=max_connections, max_keepalive_connections=max_connections
-    )
-    return _jarless(AiohttpTransport(verify=verify, limits=limits))
 
 
 class _Hidden(dict[str, str]):
@@ -87,10 +60,10 @@ class AiohttpClient(JarlessClient, HttpxAiohttpClient):
     """httpx-aiohttp's client, keeping no cookies on either side."""
 
     def _init_transport(self, *args: Any, **kwargs: Any) -> httpx.AsyncBaseTransport:
-        return _jarless(super()._init_transport(*args, **kwargs))
+        return jarless(super()._init_transport(*args, **kwargs))
 
     def _init_proxy_transport(self, *args: Any, **kwargs: Any) -> httpx.AsyncBaseTransport:
-        return _jarless(super()._init_proxy_transport(*args, **kwargs))
+        return jarless(super()._init_proxy_transport(*args, **kwargs))
 
     async def post_bytes(
         self,

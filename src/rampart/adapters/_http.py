@@ -102,29 +102,29 @@ def new_client(
 ) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` configured the way rampart talks to chat endpoints.
 
-    Its transport is chosen for the running event loop (``_transports``): aiohttp on
+    Its transport is chosen for the running event loop (``rampart._http``): aiohttp on
     asyncio when ``httpx-aiohttp`` is installed, else several small httpcore pools side
     by side; httpx's own single pool for ``http2``. Call it inside the event loop that
     will use the client.
     No redirects are followed (a redirected POST is a misconfiguration worth seeing),
-    and no cookies are kept (``_transports.JarlessClient``).
+    and no cookies are kept (``rampart._http.JarlessClient``).
     ``http2`` on an ``http://`` URL means prior knowledge (h2c), so HTTP/1.1 is off.
     ``auth`` is a (user, password) pair sent as Basic authentication.
     """
     import httpx
 
-    from rampart.adapters import _transports
+    from rampart import _http
 
-    kind = _transports.choose_transport(http2=http2)
+    kind = _http.choose_transport(http2=http2)
     if verify is True:
-        verify = _transports.default_ssl_context(trust_env)
-    client_class: type[httpx.AsyncClient] = _transports.JarlessClient
+        verify = _http.default_ssl_context(trust_env)
+    client_class: type[httpx.AsyncClient] = _http.JarlessClient
     if kind == "aiohttp":
         from rampart.adapters._aiohttp import AiohttpClient
 
         client_class = AiohttpClient
     elif kind == "sharded":
-        client_class = _transports.ShardedClient
+        client_class = _http.ShardedClient
     return client_class(
         headers=dict(headers),
         timeout=httpx.Timeout(timeout),
@@ -224,7 +224,7 @@ def _transport_error(
     itself when it is no transport failure (a bug, or a ``MalformedResponseError``)."""
     import httpx
 
-    from rampart.adapters._transports import transport_failure
+    from rampart._http import transport_failure
 
     failure = transport_failure(exc)
     if failure is not None:

@@ -40,7 +40,7 @@ from (``_http``), and makes its default inner transport from it on the first req
 
 The inner transport defaults to what rampart's own HTTP clients use: aiohttp's
 (``httpx-aiohttp``) on asyncio, several small httpcore pools on trio
-(``rampart.adapters._transports``), ``httpx.HTTPTransport`` for the sync one; under an
+(``rampart._http``), ``httpx.HTTPTransport`` for the sync one; under an
 ``httpx2`` client, ``httpx2``'s own. This module imports httpx: ``rampart.limits`` loads
 it on first access of the transports.
 """
@@ -467,20 +467,20 @@ def _on_event_loop() -> bool:
 
 def _default_async_transport(http: Any) -> httpx.AsyncBaseTransport:
     """What rampart's own clients use on the running event loop (see
-    ``rampart.adapters._transports``); under an httpx2 client, httpx2's own."""
+    ``rampart._http``); under an httpx2 client, httpx2's own."""
     if http is not httpx:
         made: httpx.AsyncBaseTransport = http.AsyncHTTPTransport(limits=_limits(http))
         return made
-    from rampart.adapters import _transports
+    from rampart._http import ShardedTransport, choose_transport, default_ssl_context
 
-    verify = _transports.default_ssl_context(True)
-    kind = _transports.choose_transport(http2=False)
+    verify = default_ssl_context(True)
+    kind = choose_transport(http2=False)
     if kind == "aiohttp":
-        from rampart.adapters._aiohttp import jarless_transport
+        from rampart._http._aiohttp import jarless_transport
 
         return jarless_transport(max_connections=DEFAULT_MAX_CONNECTIONS, verify=verify)
     if kind == "sharded":
-        return _transports.ShardedTransport(max_connections=DEFAULT_MAX_CONNECTIONS, verify=verify)
+        return ShardedTransport(max_connections=DEFAULT_MAX_CONNECTIONS, verify=verify)
     return httpx.AsyncHTTPTransport(verify=verify, limits=_limits(httpx))
 
 
@@ -488,9 +488,9 @@ def _default_sync_transport(http: Any) -> httpx.BaseTransport:
     if http is not httpx:
         made: httpx.BaseTransport = http.HTTPTransport(limits=_limits(http))
         return made
-    from rampart.adapters import _transports
+    from rampart._http import default_ssl_context
 
-    verify = _transports.default_ssl_context(True)
+    verify = default_ssl_context(True)
     return httpx.HTTPTransport(verify=verify, limits=_limits(httpx))
 
 

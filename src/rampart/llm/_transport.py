@@ -52,7 +52,7 @@ class ChatRequest(Request):
 
 def _ssl_context(trust_env: bool) -> ssl.SSLContext:
     """One verifying TLS context per process: building one costs tens of milliseconds."""
-    from rampart.adapters._transports import default_ssl_context
+    from rampart._http import default_ssl_context
 
     return default_ssl_context(trust_env)
 

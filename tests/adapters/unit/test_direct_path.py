@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from httpx_aiohttp.transport import AiohttpTransport
 
+from rampart import _http as transports
 from rampart.adapters import ChatCompletionsAdapter
-from rampart.adapters import _transports as transports
 from rampart.adapters._aiohttp import AiohttpClient
 from rampart.adapters._http import new_client
 from rampart.adapters._parse import MalformedResponseError

@@ -12,8 +12,8 @@ import anyio.abc
 import httpx
 import pytest
 
+from rampart import _http as transports
 from rampart.adapters import ChatCompletionsAdapter
-from rampart.adapters import _transports as transports
 from rampart.adapters._aiohttp import AiohttpClient
 from rampart.adapters._http import new_client
 from rampart.core.errors import InfrastructureError

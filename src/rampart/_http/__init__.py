@@ -1,0 +1,33 @@
+"""HTTP transports: which one an ``httpx`` client of rampart's gets, on the ground floor.
+
+The adapters' client (``rampart.adapters``), the LLM client (``rampart.llm``) and the
+rate-limited transport (``rampart.limits.LimitedTransport``) all choose their transport
+here, so none of them reaches into another for it. This module is the room's face;
+importing it imports httpx (the rooms above import it where a client is made).
+``_aiohttp.jarless_transport`` (httpx-aiohttp's transport without a cookie jar) is
+imported only when that transport is chosen.
+"""
+
+from rampart._http._transports import (
+    SHARD_SIZE,
+    TRANSPORT_ENV,
+    TRANSPORTS,
+    JarlessClient,
+    ShardedClient,
+    ShardedTransport,
+    choose_transport,
+    default_ssl_context,
+    transport_failure,
+)
+
+__all__ = [
+    "SHARD_SIZE",
+    "TRANSPORTS",
+    "TRANSPORT_ENV",
+    "JarlessClient",
+    "ShardedClient",
+    "ShardedTransport",
+    "choose_transport",
+    "default_ssl_context",
+    "transport_failure",
+]
