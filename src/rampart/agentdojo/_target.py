@@ -32,7 +32,7 @@ from rampart.core.types import (
     SideEffect,
     ToolCall,
 )
-from rampart.testing._tool_text import letters
+from rampart.payloads._tool_text import letters
 
 if TYPE_CHECKING:
     from types import TracebackType

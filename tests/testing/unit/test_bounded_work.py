@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 
 from rampart.adapters._documents import Document, split_documents
 from rampart.core.types import Request
+from rampart.payloads._tool_text import read_text
 from rampart.testing import SimulatedAgent
 from rampart.testing._instructions import SEND_EMAIL, analyse
 from rampart.testing._memo import TextMemo
-from rampart.testing._tool_text import read_text
 from rampart.testing.server._agentdojo import _between
 from rampart.testing.server._models import MAX_INDICATORS, _indicators
 from rampart.testing.server._tool_model import _identifiers, _injections

@@ -5,6 +5,10 @@ planted injection is found by loading the YAML back and comparing letters and di
 only, so re-flowing and quoting cannot hide it. ``follows`` is the one rule by which
 the scripted agents (``ScriptedPipeline`` and the test server's ``sim-agentdojo``
 model) decide whether to carry out an injection they read, so both decide alike.
+
+It lives with the payloads (beside ``_planted``, the payloads planted in this process):
+the AgentDojo integration and the test server both read planted text back here, and
+neither reaches into the other's room for it.
 """
 
 from __future__ import annotations
