@@ -4,7 +4,8 @@ Every import counts: at module level, inside a function, and under ``TYPE_CHECKI
 (a typing-only import is still a dependency, and it hides a cycle rather than removing
 it). No module of rampart takes part in an import cycle; no module imports from a
 higher layer except the compatibility re-exports, which say so with ``COMPAT_MARK``;
-the model imports no engine, codec or anyio, and the codec no engine.
+the model imports no engine, codec or anyio, and the codec no engine; and a room reaches
+into another only through its internal face (``INTERNAL_FACES``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "rampart._http",
         "rampart._lazy",
         "rampart._pacing",
-        "rampart.payloads._planted",
         "rampart._redact",
         "rampart._runs",
         "rampart._text",
@@ -71,6 +71,71 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rampart.cli",),
     ("rampart", "rampart.__main__"),
 )
+
+
+# Each room's internal face: the private modules the other rooms may import (as trio's
+# ``_core/__init__`` is the face of its core for the rest of trio). Everything else in a
+# room is its own inside; a room whose ``__init__`` is its face (``rampart._pacing``,
+# ``rampart._http``) lists only what that face loads on demand. Tests may import any
+# module; this table is about rampart's own rooms.
+INTERNAL_FACES: dict[str, frozenset[str]] = {
+    "rampart._http": frozenset({"_aiohttp"}),
+    "rampart.adapters": frozenset({"_documents", "_http", "_parse", "_session"}),
+    "rampart.agentdojo": frozenset({"_agent", "_llm_pipeline", "_suites", "_summary"}),
+    "rampart.cli": frozenset({"_main"}),
+    "rampart.codec": frozenset({"_json", "_jsonl", "_record", "_sections"}),
+    "rampart.converters": frozenset({"_chain"}),
+    "rampart.core": frozenset(
+        {
+            "_contract",
+            "_dataclass",
+            "_failures",
+            "_gaps",
+            "_group_outcome",
+            "_population",
+            "_protocols",
+            "_severity",
+            "_stats",
+            "_tested",
+            "_trial_rule",
+            "_verdicts",
+        }
+    ),
+    "rampart.engine": frozenset(
+        {
+            "_auto_concurrency",
+            "_exceptions",
+            "_execution",
+            "_fanout",
+            "_pipeline",
+            "_populations",
+            "_results",
+            "_strategy",
+            "_trace",
+        }
+    ),
+    "rampart.evaluators": frozenset({"_judge_prompt"}),
+    "rampart.limits": frozenset({"_signals"}),
+    "rampart.llm": frozenset({"_client"}),
+    "rampart.payloads": frozenset({"_planted", "_tool_text"}),
+    "rampart.reporting": frozenset(
+        {
+            "_canonical",
+            "_files",
+            "_group_text",
+            "_html",
+            "_json_report",
+            "_report",
+            "_report_format",
+            "_run_data",
+            "_sarif",
+            "_stored",
+            "_terminal",
+        }
+    ),
+    "rampart.scan": frozenset({"_agentdojo_config", "_xpia_config"}),
+    "rampart.strategies": frozenset({"_shaping", "_strategy"}),
+}
 
 
 def _module_name(path: Path) -> str:
@@ -239,6 +304,67 @@ def test_the_compatibility_modules_are_marked() -> None:
     for name in CORE_COMPAT_SHIMS:
         targets = _imports(MODULES[name]) & set(MODULES)
         assert any(_layer(target) > _layer(name) for target in targets), name
+
+
+def _room(module: str) -> str:
+    """The room ``module`` lives in: its longest prefix listed in ``LAYERS``."""
+    return max(
+        (prefix for prefixes in LAYERS for prefix in prefixes if _within(module, prefix)),
+        key=len,
+    )
+
+
+def _private_inside(module: str) -> str | None:
+    """The private module of its room ``module`` is (a ``_name`` below the room), or
+    ``None`` for the room itself and its public modules."""
+    parts = module[len(_room(module)) + 1 :].split(".") if module != _room(module) else []
+    return parts[0] if any(part.startswith("_") for part in parts) else None
+
+
+def _reaches_past_the_faces() -> list[str]:
+    return sorted(
+        f"{name} -> {target}"
+        for name, path in MODULES.items()
+        for target in _imports(path) & set(MODULES)
+        if _room(target) != _room(name)
+        and (inside := _private_inside(target)) is not None
+        and inside not in INTERNAL_FACES.get(_room(target), frozenset())
+    )
+
+
+def test_other_rooms_use_only_the_internal_faces() -> None:
+    """A room imports another room's public modules and its internal face, never the
+    rest of its inside (widen ``INTERNAL_FACES`` on purpose, or use the face)."""
+    assert _reaches_past_the_faces() == []
+
+
+def test_every_internal_face_is_used_by_another_room() -> None:
+    """Each face module exists and some other room imports it, so a face shrinks when
+    its last outside use goes (the table cannot hold stale entries)."""
+    used = {
+        (_room(target), inside)
+        for name, path in MODULES.items()
+        for target in _imports(path) & set(MODULES)
+        if _room(target) != _room(name) and (inside := _private_inside(target)) is not None
+    }
+    listed = {(room, inside) for room, faces in INTERNAL_FACES.items() for inside in faces}
+    assert sorted(listed - used) == []
+
+
+def test_every_listed_room_exists() -> None:
+    """Each ``LAYERS`` entry names a module or package of rampart (a room moved away
+    cannot linger in the table)."""
+    assert sorted(prefix for row in LAYERS for prefix in row if prefix not in MODULES) == []
+
+
+def test_the_face_finder_tells_the_inside_from_the_face() -> None:
+    """The room and face lookups themselves (so an empty answer above means something)."""
+    assert _room("rampart.core._stats") == "rampart.core"
+    assert _private_inside("rampart.core._stats") == "_stats"
+    assert _private_inside("rampart.core.types") is None
+    assert _private_inside("rampart._pacing") is None
+    assert _private_inside("rampart._pacing._aimd") == "_aimd"
+    assert _private_inside("rampart.limits._policy._cubic") == "_policy"
 
 
 def test_the_layer_finder_orders_the_rooms() -> None:
