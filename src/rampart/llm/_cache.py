@@ -36,6 +36,7 @@ from typing import Any
 import anyio.to_thread
 import attrs
 
+from rampart import _runs
 from rampart._checks import check_path
 
 __all__ = [
@@ -52,8 +53,18 @@ CACHE_VERSION = "rampart.llm-cache.v1"
 LLM_CACHE_ENV = "RAMPART_LLM_CACHE"
 """Environment variable: a directory that turns the response cache on."""
 
-_configured: ResponseCache | None = None
-_configured_set = False
+
+@attrs.define
+class _Setting:
+    """``configure_cache``'s choice, one per run (``rampart._runs``): the plugin sets it
+    from ``--rampart-llm-cache`` and an in-process pytester run cannot leak its own."""
+
+    cache: ResponseCache | None = None
+    chosen: bool = False
+
+
+def _setting() -> _Setting:
+    return _runs.current().state(__name__, _Setting)
 
 
 @attrs.frozen(kw_only=True)
@@ -156,27 +167,29 @@ class ResponseCache:
 
 
 def configure_cache(directory: str | os.PathLike[str] | None) -> ResponseCache | None:
-    """Set the process-wide default cache (``None`` turns it off, overriding the env var).
+    """Set the default cache of the current run (``None`` turns it off, overriding the
+    env var); outside pytest the run is the process.
 
     The pytest plugin calls this for ``--rampart-llm-cache`` / ``rampart_llm_cache``.
     Returns the cache now in force.
     """
-    global _configured, _configured_set
-    _configured = None if directory is None else ResponseCache(directory)
-    _configured_set = True
-    return _configured
+    setting = _setting()
+    setting.cache = None if directory is None else ResponseCache(directory)
+    setting.chosen = True
+    return setting.cache
 
 
 def reset_cache_configuration() -> None:
     """Forget ``configure_cache`` (the environment variable decides again)."""
-    global _configured, _configured_set
-    _configured = None
-    _configured_set = False
+    setting = _setting()
+    setting.cache = None
+    setting.chosen = False
 
 
 def default_cache() -> ResponseCache | None:
     """The cache clients use by default: ``configure_cache``'s, else ``RAMPART_LLM_CACHE``."""
-    if _configured_set:
-        return _configured
+    setting = _setting()
+    if setting.chosen:
+        return setting.cache
     directory = os.environ.get(LLM_CACHE_ENV, "").strip()
     return ResponseCache(directory) if directory else None
