@@ -11,6 +11,7 @@ into another only through its internal face (``INTERNAL_FACES``).
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -365,6 +366,94 @@ def test_the_face_finder_tells_the_inside_from_the_face() -> None:
     assert _private_inside("rampart._pacing") is None
     assert _private_inside("rampart._pacing._aimd") == "_aimd"
     assert _private_inside("rampart.limits._policy._cubic") == "_policy"
+
+
+ARCHITECTURE = SRC.parent / "docs" / "architecture.md"
+
+# The public modules below a package (no ``_`` in their path), as
+# ``docs/architecture.md`` lists them: the model's own, RAMPART's compatibility paths,
+# and a few of their own. Any other module below a package is private.
+PUBLIC_MODULES = frozenset(
+    {
+        "rampart.agentdojo.pipelines",
+        "rampart.common.deprecation",
+        "rampart.common.text",
+        "rampart.converters.base64",
+        "rampart.converters.docx",
+        "rampart.converters.rot13",
+        "rampart.core.adapter",
+        "rampart.core.converter",
+        "rampart.core.driver",
+        "rampart.core.errors",
+        "rampart.core.evaluator",
+        "rampart.core.execution",
+        "rampart.core.injection",
+        "rampart.core.llm",
+        "rampart.core.manifest",
+        "rampart.core.payload_ids",
+        "rampart.core.persona",
+        "rampart.core.prompt_driver",
+        "rampart.core.result",
+        "rampart.core.serialization",
+        "rampart.core.trace",
+        "rampart.core.trials",
+        "rampart.core.types",
+        "rampart.drivers.llm",
+        "rampart.drivers.static",
+        "rampart.evaluators.personas",
+        "rampart.payloads.template",
+        "rampart.pytest_plugin.plugin",
+        "rampart.reporting.json_file",
+        "rampart.reporting.sink",
+        "rampart.testing.server",
+    }
+)
+
+
+def _picture() -> dict[int, set[str]]:
+    """The rooms of each layer as the picture under "The rooms" draws them: a line
+    ``N. name · name   description`` starts layer N, a line starting ``·`` continues
+    its names; names end where three spaces begin the description."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    block = text.split("## The rooms", 1)[1].split("```", 2)[1]
+    layers: dict[int, set[str]] = {}
+    current = -1
+    for line in block.splitlines():
+        head = re.match(r"\s*(\d+)\.\s+(.*)$", line)
+        if head:
+            current, names = int(head[1]), head[2]
+        elif line.strip().startswith("·"):
+            names = line.strip()
+        else:
+            continue
+        for name in re.split(r"\s{3,}", names, maxsplit=1)[0].split("·"):
+            if name.strip():
+                layers.setdefault(current, set()).add(name.strip())
+    return layers
+
+
+def test_the_architecture_picture_is_the_layers_table() -> None:
+    """``docs/architecture.md`` draws exactly ``LAYERS``: the same rooms on the same layers
+    (``core`` for ``rampart.core``, ``_checks`` for ``rampart._checks``)."""
+    drawn = {
+        index: {prefix.removeprefix("rampart.") for prefix in row}
+        for index, row in enumerate(LAYERS)
+    }
+    assert _picture() == drawn
+
+
+def test_the_public_modules_are_the_listed_ones() -> None:
+    """Below a package, a module with no ``_`` in its path is one of ``PUBLIC_MODULES``,
+    and the architecture page names each of them."""
+    public = {
+        name
+        for name, path in MODULES.items()
+        if "." in name.removeprefix("rampart.")
+        and not any(part.startswith("_") for part in name.split(".")[1:])
+    }
+    assert public == PUBLIC_MODULES
+    page = ARCHITECTURE.read_text(encoding="utf-8")
+    assert sorted(m for m in PUBLIC_MODULES if f"`{m}`" not in page) == []
 
 
 def test_the_layer_finder_orders_the_rooms() -> None:
