@@ -42,6 +42,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "rampart._planted",
         "rampart._redact",
         "rampart._runs",
+        "rampart._seen_calls",
         "rampart._slowdown",
         "rampart._text",
         "rampart._version",
