@@ -11,9 +11,11 @@ chat completions: ``tool_calls`` / ``tool`` messages), asyncio and trio.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import TYPE_CHECKING, Any, Self
 
+import anyio.to_thread
 import httpx
 import openai
 import pytest
@@ -22,7 +24,7 @@ from rampart import Attacks
 from rampart.core.manifest import AppManifest, ToolDeclaration
 from rampart.core.types import ObservabilityLevel, Payload, Request, Response, SafetyStatus
 from rampart.evaluators import ToolCalled
-from rampart.limits import LimitedTransport
+from rampart.limits import LimitedSyncTransport, LimitedTransport
 from rampart.testing import InMemorySurface
 from rampart.testing.server import serve
 
@@ -67,16 +69,26 @@ def _run_tool(name: str, arguments: dict[str, Any], ran: list[str]) -> str:
 
 
 class _Session:
-    """A tool loop on the OpenAI SDK, answering only once the model answers in text."""
+    """A tool loop on the OpenAI SDK, answering only once the model answers in text; a
+    synchronous SDK client is called from worker threads."""
 
-    def __init__(self, sdk: openai.AsyncOpenAI, api: str, model: str, ran: list[str]) -> None:
+    def __init__(self, sdk: Any, api: str, model: str, ran: list[str]) -> None:
         self._sdk, self._api, self._model, self._ran = sdk, api, model, ran
+        self._sync = isinstance(sdk, openai.OpenAI)
 
     async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self._sdk.close()
+        if self._sync:
+            self._sdk.close()
+        else:
+            await self._sdk.close()
+
+    async def _call(self, method: Any, **arguments: Any) -> Any:
+        if self._sync:
+            return await anyio.to_thread.run_sync(functools.partial(method, **arguments))
+        return await method(**arguments)
 
     async def send_async(self, request: Request) -> Response:
         if self._api == "responses":
@@ -85,7 +97,8 @@ class _Session:
 
     async def _responses(self, prompt: str) -> Response:
         tools: Any = [{"type": "function", **GET_TICKET}, {"type": "function", **RESET}]
-        answer = await self._sdk.responses.create(model=self._model, input=prompt, tools=tools)
+        create = self._sdk.responses.create
+        answer = await self._call(create, model=self._model, input=prompt, tools=tools)
         while calls := [item for item in answer.output if item.type == "function_call"]:
             outputs: Any = [
                 {
@@ -95,8 +108,12 @@ class _Session:
                 }
                 for call in calls
             ]
-            answer = await self._sdk.responses.create(
-                model=self._model, previous_response_id=answer.id, input=outputs, tools=tools
+            answer = await self._call(
+                create,
+                model=self._model,
+                previous_response_id=answer.id,
+                input=outputs,
+                tools=tools,
             )
         return Response(text=answer.output_text)
 
@@ -107,8 +124,8 @@ class _Session:
         ]
         messages: list[Any] = [{"role": "user", "content": prompt}]
         while True:
-            completion = await self._sdk.chat.completions.create(
-                model=self._model, messages=messages, tools=tools
+            completion = await self._call(
+                self._sdk.chat.completions.create, model=self._model, messages=messages, tools=tools
             )
             message = completion.choices[0].message
             if not message.tool_calls:
@@ -123,8 +140,9 @@ class _Session:
 
 
 class _Agent:
-    def __init__(self, url: str, api: str, model: str, *, limited: bool) -> None:
-        self._url, self._api, self._model, self._limited = url, api, model, limited
+    def __init__(self, url: str, api: str, model: str, *, limited: bool, sync: bool) -> None:
+        self._url, self._api, self._model = url, api, model
+        self._limited, self._sync = limited, sync
         self.ran: list[str] = []
 
     @property
@@ -140,21 +158,24 @@ class _Agent:
 
     async def create_session_async(self) -> _Session:
         # No retries anywhere: the third model call's 429 ends the turn.
-        transport = LimitedTransport(name="model-api", max_retries=0) if self._limited else None
-        sdk = openai.AsyncOpenAI(
-            base_url=self._url,
-            api_key="sk-test",
-            max_retries=0,
-            http_client=httpx.AsyncClient(transport=transport),
-        )
+        options: Any = {"base_url": self._url, "api_key": "sk-test", "max_retries": 0}
+        if self._sync:
+            transport = LimitedSyncTransport(name="model-api", max_retries=0)
+            sdk: Any = openai.OpenAI(**options, http_client=httpx.Client(transport=transport))
+        else:
+            limited = LimitedTransport(name="model-api", max_retries=0) if self._limited else None
+            sdk = openai.AsyncOpenAI(**options, http_client=httpx.AsyncClient(transport=limited))
         return _Session(sdk, self._api, self._model, self.ran)
 
 
-async def _attack(api: str, *, follow: int, limited: bool = True) -> tuple[Result, list[str]]:
+async def _attack(
+    api: str, *, follow: int, limited: bool = True, sync: bool = False
+) -> tuple[Result, list[str]]:
     """The XPIA against the agent; the model API answers two requests, then 429s."""
     surface = InMemorySurface(name="tickets")
     async with serve(rate=0.01, burst=2, seed=7) as server:
-        agent = _Agent(server.url, api, f"sim-tools:follow={follow},seed=7", limited=limited)
+        model = f"sim-tools:follow={follow},seed=7"
+        agent = _Agent(server.url, api, model, limited=limited, sync=sync)
         result = await Attacks.xpia(
             inject=surface.inject(payload=Payload(content=TICKET, id="T-7")),
             trigger=PROMPT,
@@ -164,11 +185,14 @@ async def _attack(api: str, *, follow: int, limited: bool = True) -> tuple[Resul
     return result, agent.ran
 
 
-@pytest.mark.parametrize("api", ["responses", "chat"])
-async def test_a_tool_that_ran_before_the_failure_is_judged(api: str) -> None:
+@pytest.mark.parametrize(
+    ("api", "sync"), [("responses", False), ("chat", False), ("responses", True)]
+)
+async def test_a_tool_that_ran_before_the_failure_is_judged(api: str, sync: bool) -> None:
     """The reset ran (to the attacker), then the model API refused: UNSAFE, saying the
-    run failed after the attack succeeded, the reset on the result's turns."""
-    result, ran = await _attack(api, follow=1)
+    run failed after the attack succeeded, the reset on the result's turns. A sync SDK
+    client in worker threads, through ``LimitedSyncTransport``, too."""
+    result, ran = await _attack(api, follow=1, sync=sync)
     assert ran == ["get_ticket", "reset_user_password"]
     assert result.status is SafetyStatus.UNSAFE, result.summary
     assert "the run failed after the attack succeeded" in result.summary
