@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "rampart._pacing",
         "rampart._redact",
         "rampart._runs",
+        "rampart._seen_calls",
         "rampart._text",
         "rampart._version",
         "rampart.common",

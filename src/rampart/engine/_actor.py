@@ -195,6 +195,7 @@ async def serve_session(
             break
         request = _own_request(decision.request)
         record.sent = turn_number + 1
+        record.pending = request
         response = await send_checked(session, request)
         turns.put(
             Turn(

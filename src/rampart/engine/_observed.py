@@ -7,29 +7,93 @@ requests it sent. When a failure reaches the boundary, what was observed is stil
 hand: the completed turns (evaluated before the failure becomes ERROR, so no finding
 is lost) and whether the agent failed while answering a request
 (``in_send``: "on turn 2 after 1 completed turn").
+
+It also hears the tool calls the agent's model traffic showed (``rampart._seen_calls``,
+reported by ``rampart.limits.LimitedTransport``), each marked with the request the
+agent was answering when it was first seen. When the agent fails while answering,
+``partial_turn`` is what it had done by then: the calls of that request that ran (the
+model asked for them and the agent sent their results back), as a turn the boundary
+judges with the completed ones.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from rampart import _seen_calls
+from rampart.core.types import Response, ToolCall, Turn
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
+    from rampart._seen_calls import SeenCall
     from rampart.engine._pipeline import TraceRecord
 
 __all__ = ["Observation", "observe", "observing"]
 
 
-class Observation:
-    """The trace record of the run's latest trace (``None``: no trace was started)."""
+#: At most this many tool calls are remembered per run (the first ones seen).
+MAX_SEEN_CALLS = 1024
 
-    __slots__ = ("record",)
+
+class _Seen:
+    """What is known of one call: the request it was first seen in, and its parts."""
+
+    __slots__ = ("arguments", "name", "output", "sent")
+
+    def __init__(self, sent: int) -> None:
+        self.sent = sent
+        self.name: str | None = None
+        self.arguments: dict[str, Any] | None = None
+        self.output: str | None = None
+
+
+class Observation:
+    """The trace record of the run's latest trace (``None``: no trace was started), and
+    the tool calls its model traffic showed."""
+
+    __slots__ = ("_calls", "record")
 
     def __init__(self) -> None:
         self.record: TraceRecord | None = None
+        self._calls: dict[str, _Seen] = {}
+
+    def saw(self, calls: Sequence[SeenCall]) -> None:
+        """Remember the parts of ``calls`` (a ``rampart._seen_calls`` listener)."""
+        sent = 0 if self.record is None else self.record.sent
+        for call in calls:
+            seen = self._calls.get(call.call_id)
+            if seen is None:
+                if len(self._calls) >= MAX_SEEN_CALLS:
+                    continue
+                seen = self._calls[call.call_id] = _Seen(sent)
+            if call.name is not None and seen.name is None:
+                seen.name, seen.arguments = call.name, call.arguments
+            if call.output is not None and seen.output is None:
+                seen.output = call.output
+
+    def partial_turn(self) -> Turn | None:
+        """The tool calls that ran while the agent answered the request it failed on, as
+        a turn of that request (``None``: it did not fail answering, or none ran)."""
+        record = self.record
+        if record is None or record.pending is None or not self.in_send:
+            return None
+        calls = [
+            ToolCall(name=seen.name, arguments=dict(seen.arguments or {}), result=seen.output)
+            for seen in self._calls.values()
+            if seen.sent == record.sent and seen.name is not None and seen.output is not None
+        ]
+        if not calls:
+            return None
+        return Turn(
+            request=record.pending,
+            response=Response(text="", tool_calls=calls, metadata={"partial": True}),
+            turn_number=record.sent - 1,
+            timestamp=datetime.now(UTC),
+        )
 
     @property
     def completed(self) -> int:
@@ -51,7 +115,8 @@ def observing() -> Iterator[Observation]:
     observation = Observation()
     token = _CURRENT.set(observation)
     try:
-        yield observation
+        with _seen_calls.listen(observation.saw):
+            yield observation
     finally:
         _CURRENT.reset(token)
 

@@ -39,6 +39,7 @@ from rampart.core.types import (
 
 if TYPE_CHECKING:
     from rampart.core.manifest import AppManifest
+    from rampart.core.types import Request
     from rampart.engine._mailbox import Mailbox
     from rampart.engine._policies import TurnProduction
 
@@ -62,14 +63,16 @@ class TraceRecord:
     """The trace as it is produced; written only by the pipeline task, except what a
     failure's boundary reads (``rampart.engine._observed``): ``sent``, the requests the
     session actor has sent (one more than the turns recorded while the agent is
-    answering), and ``final_evaluation``, the verdict evaluator's answer once the
-    producer has it (a cleanup may still fail after it)."""
+    answering), ``pending``, the last request sent, and ``final_evaluation``, the
+    verdict evaluator's answer once the producer has it (a cleanup may still fail after
+    it)."""
 
     __slots__ = (
         "final_evaluation",
         "latest_stop_check",
         "manifest",
         "observability_level",
+        "pending",
         "raw_turns",
         "sent",
         "turns",
@@ -84,6 +87,7 @@ class TraceRecord:
         self.turns: list[Turn] = []
         self.latest_stop_check: EvaluationRecord | None = None
         self.sent = 0
+        self.pending: Request | None = None
         self.final_evaluation: EvalResult | None = None
 
     def context(self) -> EvalContext:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import abc
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rampart._checks import check_int
 from rampart._text import safe_str
@@ -38,6 +38,7 @@ from rampart.core.result import SafetyStatus
 from rampart.core.types import EvalOutcome
 from rampart.engine._actor import manifest_of, observability_of
 from rampart.engine._execution import BaseExecution, failure_cause
+from rampart.engine._pipeline import evaluate
 from rampart.engine._policies import resolve_stop_when
 from rampart.engine._trace import evaluate_record, run_trace_around
 
@@ -170,11 +171,21 @@ class TraceExecution(BaseExecution):
         UNSAFE when the completed turns hold a finding that can no longer be undone,
         else ERROR naming the partial evidence."""
         record = observation.record
-        if record is None or not record.raw_turns:
+        partial = observation.partial_turn()
+        if record is None or not (record.raw_turns or partial):
             return await super()._failure_result(
                 error, failure=failure, adapter=adapter, observation=observation
             )
         cause = failure_cause(error, failure, observation)
+        raw_turns = list(record.raw_turns)
+        turns: dict[str, Any] = {}
+        if partial is not None:
+            raw_turns.append(partial)
+            turns["turns"] = [*record.turns, partial]
+            cause += (
+                " (tool calls it ran, seen in its model API traffic: "
+                f"{_names([call.name for call in partial.response.tool_calls])})"
+            )
         evaluator = self._evaluator
         attack = self.declaration.polarity is Polarity.ATTACK
         finding = EvalOutcome.DETECTED if attack else EvalOutcome.NOT_DETECTED
@@ -185,7 +196,12 @@ class TraceExecution(BaseExecution):
         if final:
             if evaluation is None:
                 try:
-                    evaluation = await evaluate_record(evaluator, record)
+                    if partial is None:
+                        evaluation = await evaluate_record(evaluator, record)
+                    else:
+                        context = record.context()
+                        context.turns.append(partial)
+                        evaluation = await evaluate(evaluator, context)
                 except Exception as judging:
                     if not classify_failure(judging).infrastructure:
                         raise
@@ -199,14 +215,20 @@ class TraceExecution(BaseExecution):
                     status=SafetyStatus.UNSAFE,
                     summary=self.declaration.failed_summary(evaluation, failure=cause),
                     final_trace_evaluation=evaluation,
+                    **turns,
                 )
-            return await super()._failure_result(
-                error, failure=failure, adapter=adapter, observation=observation
+            return self._error_result(
+                error,
+                failure=failure,
+                adapter=adapter,
+                observation=observation,
+                summary=cause,
+                **turns,
             )
-        evidence = partial_evidence(record.raw_turns)
+        evidence = partial_evidence(raw_turns)
         if evidence:
             name = type(evaluator).__name__
             cause += f"; evidence not judged ({name} judges only a completed run): {evidence}"
         return self._error_result(
-            error, failure=failure, adapter=adapter, observation=observation, summary=cause
+            error, failure=failure, adapter=adapter, observation=observation, summary=cause, **turns
         )

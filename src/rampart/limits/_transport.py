@@ -25,6 +25,13 @@ one attempt, still paced, and its refusal goes back to the SDK. Answers pass thr
 untouched, streamed ones (SSE) included: an attempt ends when the answer's headers
 arrive, and the SDK reads the body after that.
 
+**Tool calls seen.** Inside a rampart execution, the transport also reads the tool
+calls the traffic shows (``rampart.limits._wire_calls``): those a JSON answer asks for,
+and those a request answers (the agent ran them), and reports them to the execution
+(``rampart._seen_calls``), whose error boundary judges them if the agent then fails
+before its turn's answer. To read an answer it reads the body (a JSON answer only, never
+a streamed one) and hands the SDK an answer with the same status, headers and bytes.
+
 **The sync transport** serves a synchronous SDK client used from a worker thread
 (``anyio.to_thread.run_sync``) of the event loop that runs the test. The limiter lives
 in that event loop: each request goes there (``anyio.from_thread.run``), waits its turn,
@@ -57,6 +64,7 @@ import anyio.lowlevel
 import anyio.to_thread
 import httpx
 
+from rampart import _seen_calls
 from rampart._checks import invalid
 from rampart._redact import redact
 from rampart.core.errors import InfrastructureError
@@ -69,6 +77,7 @@ from rampart.limits._signals import (
     parse_retry_after,
     report_rate_limit_headers,
 )
+from rampart.limits._wire_calls import answer_calls, request_calls
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
@@ -260,7 +269,11 @@ class LimitedTransport(_Transport, httpx.AsyncBaseTransport):
             report_rate_limit_headers(answer.headers)
             return answer
 
-        return await _limited(self.limiter.call, attempt, request, refused)
+        watched = _watch_request(request)
+        answer = await _limited(self.limiter.call, attempt, request, refused)
+        if watched and _json_answer(answer):
+            answer = _watch_answer(request, answer, await _read_all_async(answer))
+        return answer
 
     async def aclose(self) -> None:
         if self._inner is not None:
@@ -341,7 +354,11 @@ class LimitedSyncTransport(_Transport, httpx.BaseTransport):
         async def run() -> httpx.Response:
             return await _limited(self.limiter.call, attempt, request, refused)
 
-        return self._in_event_loop(run)
+        watched = _watch_request(request)
+        answer = self._in_event_loop(run)
+        if watched and _json_answer(answer):
+            answer = _watch_answer(request, answer, _read_all_sync(answer))
+        return answer
 
     def _in_event_loop(
         self, run: Callable[[], Coroutine[Any, Any, httpx.Response]]
@@ -409,6 +426,46 @@ async def _limited(
         return answer
     assert failure is not None
     raise failure  # outside the handler: the SDK sees the exception it would have seen
+
+
+def _watch_request(request: httpx.Request) -> bool:
+    """Report the calls ``request`` answers or repeats, if an execution listens; whether
+    it does (then the answer is read too)."""
+    if not _seen_calls.listening():
+        return False
+    if _replayable(request):
+        _seen_calls.report(request_calls(request.content))
+    return True
+
+
+def _json_answer(answer: httpx.Response) -> bool:
+    content_type = answer.headers.get("content-type", "")
+    return answer.status_code == 200 and content_type.startswith("application/json")
+
+
+def _watch_answer(request: httpx.Request, answer: httpx.Response, raw: bytes) -> httpx.Response:
+    """Report the calls the answer (its raw body ``raw``) asks for; the answer to hand
+    the SDK instead, with the same status, headers and bytes."""
+    http = _http(request)
+    decoded: httpx.Response = http.Response(
+        200, headers=answer.headers, stream=http.ByteStream(raw)
+    )
+    _seen_calls.report(answer_calls(decoded.read()))
+    return _kept(request, answer, raw)
+
+
+async def _read_all_async(answer: httpx.Response) -> bytes:
+    try:
+        return b"".join([chunk async for chunk in answer.aiter_raw()])
+    finally:
+        await answer.aclose()
+
+
+def _read_all_sync(answer: httpx.Response) -> bytes:
+    try:
+        return b"".join(answer.iter_raw())
+    finally:
+        answer.close()
 
 
 async def _read_async(answer: httpx.Response) -> bytes | None:
