@@ -29,6 +29,7 @@ import attrs
 
 from rampart.cli._errors import CliError
 from rampart.codec import ResultRecord
+from rampart.reporting._files import STAMP_PATTERN
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -52,7 +53,7 @@ Kind = Literal["report", "trace"]
 # The UTC time stamp in the names of the files a run writes (``run_report_<stamp>.json``,
 # ``traces_<stamp>.jsonl``: ``rampart.reporting._files.utc_timestamp``) and of its
 # journal (``rampart-journal-<stamp>-<run id>.jsonl``, named when the run starts).
-_STAMP = r"(?P<stamp>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3})"
+_STAMP = rf"(?P<stamp>{STAMP_PATTERN})"
 _STAMPED = re.compile(rf"(?:run_report|traces)_{_STAMP}(?:_[0-9a-f]+)?\.(?:json|jsonl|html)")
 _JOURNAL_NAME = re.compile(rf"rampart-journal-{_STAMP}-(?P<run>[0-9a-f]+)\.jsonl")
 
