@@ -114,9 +114,11 @@ def regression_line(entry: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     change = entry["change"]
     since = change["since_run"]
     before, after = change["before"], change["after"]
+    earlier = _fraction(before["safe"], before["executed"])
+    later = _fraction(after["safe"], after["executed"])
     return (
-        f"{entry['nodeid']}: pass rate {_fraction(before['safe'], before['executed'])} "
-        f"in runs 1-{since - 1}, {_fraction(after['safe'], after['executed'])} since run "
+        f"{entry['nodeid']}: pass rate {earlier} in runs {change['from_run']}-{since - 1}, "
+        f"{later} since run "
         f"{since} (started {_when(runs[since - 1]['started_at'])}); one-sided Fisher "
         f"p = {change['p_value']:.3g}, x{change['splits']} splits = "
         f"{change['p_bonferroni']:.3g}, Holm {change['p_adjusted']:.3g}"

@@ -185,9 +185,16 @@ def _resumed_by(run: SavedRun, runs: list[SavedRun]) -> SavedRun | None:
 
 
 def _without_resumed(runs: list[SavedRun]) -> tuple[list[SavedRun], list[str]]:
-    """``runs`` without those another of them resumed, and a note for each dropped."""
+    """``runs`` without those another of them resumed, nor a second copy of one run
+    (the same run id, as two CI artifacts or a link can give), and a note for each."""
     kept, notes = [], []
+    seen: dict[tuple[str, str], SavedRun] = {}
     for run in runs:
+        if run.run_id is not None:
+            first = seen.setdefault((run.kind, run.run_id), run)
+            if first is not run:
+                notes.append(f"{run.path}: the same run as {first.path} (run id): read once")
+                continue
         by = _resumed_by(run, runs)
         if by is None:
             kept.append(run)
@@ -256,5 +263,6 @@ def every_run(names: list[str]) -> Selection:
             paths.extend(file for files in run_files(path).values() for file in files)
         else:
             paths.append(path)
-    runs, notes = _without_resumed([_inputs.load_run(path) for path in dict.fromkeys(paths)])
+    unique = {path.resolve(): path for path in reversed(paths)}
+    runs, notes = _without_resumed([_inputs.load_run(path) for path in reversed(unique.values())])
     return Selection(runs=sorted(runs, key=_start_key), notes=notes)

@@ -122,6 +122,7 @@ def change_point(observed: list[tuple[int, int, int]]) -> dict[str, Any] | None:
         p_value = fisher_exact(safe_after, ran_after, safe_before, ran_before, alternative="less")
         if best is None or p_value < best["p_value"]:
             best = {
+                "from_run": observed[0][0] + 1,
                 "since_run": after[0][0] + 1,
                 "before": {"safe": safe_before, "executed": ran_before},
                 "after": {"safe": safe_after, "executed": ran_after},
