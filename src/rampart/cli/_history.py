@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from rampart.cli import _select, _table
 from rampart.cli._errors import EXIT_FINDINGS, EXIT_OK, CliError
+from rampart.cli._trend import fraction, regression_line, when
 
 if TYPE_CHECKING:
     from rampart.cli._inputs import SavedRun
@@ -82,20 +83,6 @@ def register(commands: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def _when(started: str | None) -> str:
-    if started is None:
-        return "-"
-    return started.replace("T", " ").removesuffix("+00:00")
-
-
-def _fraction(safe: int, executed: int) -> str:
-    from rampart.core._stats import percent
-
-    if not executed:
-        return "-"
-    return f"{safe}/{executed} ({percent(safe / executed)})"
-
-
 def _interval(entry: dict[str, Any]) -> str:
     from rampart.core._stats import percent
 
@@ -109,25 +96,9 @@ def _changed(entry: dict[str, Any]) -> bool:
     return bool(entry["flips"] or entry["regressed"] or len(set(entry["verdicts"]) - {"-"}) > 1)
 
 
-def regression_line(entry: dict[str, Any], runs: list[dict[str, Any]]) -> str:
-    """One regression, in words: where the rate fell, from what to what, and the test."""
-    change = entry["change"]
-    since = change["since_run"]
-    before, after = change["before"], change["after"]
-    earlier = _fraction(before["safe"], before["executed"])
-    later = _fraction(after["safe"], after["executed"])
-    return (
-        f"{entry['nodeid']}: pass rate {earlier} in runs {change['from_run']}-{since - 1}, "
-        f"{later} since run "
-        f"{since} (started {_when(runs[since - 1]['started_at'])}); one-sided Fisher "
-        f"p = {change['p_value']:.3g}, x{change['splits']} splits = "
-        f"{change['p_bonferroni']:.3g}, Holm {change['p_adjusted']:.3g}"
-    )
-
-
 def _print(data: dict[str, Any], notes: list[str], *, changed_only: bool) -> None:
     runs = data["runs"]
-    first, last = _when(runs[0]["started_at"]), _when(runs[-1]["started_at"])
+    first, last = when(runs[0]["started_at"]), when(runs[-1]["started_at"])
     print(f"rampart history: {len(runs)} runs, {first} to {last} (UTC)")
     for note in notes:
         print(_table.cell(note))
@@ -135,7 +106,7 @@ def _print(data: dict[str, Any], notes: list[str], *, changed_only: bool) -> Non
     rows = [
         [
             str(entry["run"]),
-            _when(entry["started_at"]),
+            when(entry["started_at"]),
             (entry["run_id"] or "-")[:8],
             str(entry["results"]),
             "-" if entry["exit_status"] is None else str(entry["exit_status"]),
@@ -161,7 +132,7 @@ def _print(data: dict[str, Any], notes: list[str], *, changed_only: bool) -> Non
     rows = [
         [
             _table.cell(entry["nodeid"]) + (" (group)" if entry["kind"] == "group" else ""),
-            _fraction(entry["safe"], entry["executed"]),
+            fraction(entry["safe"], entry["executed"]),
             _interval(entry),
             entry["verdicts"],
             str(len(entry["flips"])),

@@ -11,6 +11,7 @@ from html import escape
 from typing import Any
 
 from rampart.cli import _table
+from rampart.cli._trend import regression_line
 
 __all__ = ["render_page"]
 
@@ -99,8 +100,6 @@ def _series_table(data: dict[str, Any]) -> list[str]:
 
 def render_page(data: dict[str, Any]) -> str:
     """The page for ``data`` (``_trend.history``'s dict)."""
-    from rampart.cli._history import regression_line
-
     runs = data["runs"]
     regressed = [entry for entry in data["series"] if entry["regressed"]]
     findings = [f"<li>{_text(regression_line(entry, runs))}</li>" for entry in regressed]

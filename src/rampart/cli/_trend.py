@@ -29,7 +29,16 @@ import attrs
 if TYPE_CHECKING:
     from rampart.cli._inputs import SavedRun
 
-__all__ = ["RULE", "Point", "Series", "change_point", "history"]
+__all__ = [
+    "RULE",
+    "Point",
+    "Series",
+    "change_point",
+    "fraction",
+    "history",
+    "regression_line",
+    "when",
+]
 
 RULE = (
     "one change point per test: one-sided Fisher exact test of the runs from each split "
@@ -214,3 +223,35 @@ def history(runs: list[SavedRun], *, alpha: float, confidence: float = 0.95) -> 
         "series": entries,
         "regressions": regressions,
     }
+
+
+def when(started: str | None) -> str:
+    """A recorded start time as the tables show it (UTC, no offset)."""
+    if started is None:
+        return "-"
+    return started.replace("T", " ").removesuffix("+00:00")
+
+
+def fraction(safe: int, executed: int) -> str:
+    """``safe/executed (percent)``, or ``-`` when nothing ran."""
+    from rampart.core._stats import percent
+
+    if not executed:
+        return "-"
+    return f"{safe}/{executed} ({percent(safe / executed)})"
+
+
+def regression_line(entry: dict[str, Any], runs: list[dict[str, Any]]) -> str:
+    """One regression, in words: where the rate fell, from what to what, and the test."""
+    change = entry["change"]
+    since = change["since_run"]
+    before, after = change["before"], change["after"]
+    earlier = fraction(before["safe"], before["executed"])
+    later = fraction(after["safe"], after["executed"])
+    return (
+        f"{entry['nodeid']}: pass rate {earlier} in runs {change['from_run']}-{since - 1}, "
+        f"{later} since run "
+        f"{since} (started {when(runs[since - 1]['started_at'])}); one-sided Fisher "
+        f"p = {change['p_value']:.3g}, x{change['splits']} splits = "
+        f"{change['p_bonferroni']:.3g}, Holm {change['p_adjusted']:.3g}"
+    )
