@@ -169,3 +169,40 @@ def test_validate_with_nothing_checked_is_not_valid(
     assert outcome.lines == [
         "checked 0 files, 0 records: nothing checked (no record in them); 1 not readable"
     ]
+
+
+_KILLABLE = """
+import os
+from rampart import Result, SafetyStatus, record_result
+
+def test_a():
+    record_result(Result(status=SafetyStatus.SAFE, summary="fine"))
+
+def test_b():
+    if os.environ.get("KILL_RUN"):
+        os._exit(9)  # killed before any report is written
+"""
+
+
+def test_a_newer_run_that_wrote_no_report_is_named(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The latest report is reported, and a journal of a run started after it (killed
+    before its reports) is named, with the command that reads it."""
+    pytester.makepyfile(_KILLABLE)
+    out = pytester.path / "out"
+    assert pytester.runpytest_subprocess(*NO_ASYNCIO, f"--rampart-report-dir={out}").ret == 0
+    monkeypatch.setenv("KILL_RUN", "1")
+    killed = pytester.runpytest_subprocess(*NO_ASYNCIO, f"--rampart-report-dir={out}")
+    assert killed.ret == 9
+    assert len(list(out.glob("run_report_*.json"))) == 1
+    journal = max((out / "journal").glob("rampart-journal-*.jsonl"))
+    capsys.readouterr()
+    outcome = run_main(capsys, "report", out)
+    assert outcome.status == 0
+    assert outcome.lines[1] == (
+        f"{journal}: a run that started after the latest report and wrote none (killed, or "
+        f"still running); 'rampart report {journal}' reads what it journaled"
+    )
+    journaled = run_main(capsys, "report", journal)
+    assert "(1 runs, 1 file)" in journaled.lines[0]  # test_a's one result

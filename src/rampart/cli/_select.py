@@ -150,15 +150,28 @@ def _others_note(directory: Path, chosen: Path, others: int) -> str:
     )
 
 
+def _unreported(chosen: Path) -> list[str]:
+    """A note per journal beside ``chosen``'s directory that a run started after
+    ``chosen`` was written (a run killed before its reports, or one still running)."""
+    after = _order(chosen)
+    journals = sorted((chosen.parent / "journal").glob(_RUN_FILES[2]), key=written_order)
+    return [
+        f"{journal}: a run that started after the latest report and wrote none (killed, or "
+        f"still running); 'rampart report {journal}' reads what it journaled"
+        for journal in journals
+        if journal.is_file() and chosen.parent.name != "journal" and _order(journal) > after
+    ]
+
+
 def one_run(name: str) -> tuple[SavedRun, list[str]]:
-    """The run ``name`` stands for (a file, or a directory's latest run), and a note
-    naming the runs a directory holds besides it."""
+    """The run ``name`` stands for (a file, or a directory's latest run), and notes
+    naming the runs a directory holds besides it and any newer run that wrote no report."""
     path = Path(name)
     if not path.is_dir():
         return _inputs.load_run(name), []
     chosen, others = _latest(path)
     notes = [_others_note(path, chosen, others)] if others else []
-    return _inputs.load_run(chosen), notes
+    return _inputs.load_run(chosen), notes + _unreported(chosen)
 
 
 def single_run(names: list[str], *, option: str = "--merge") -> Selection:
