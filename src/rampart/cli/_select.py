@@ -10,13 +10,17 @@ resumed are superseded by its own.
   file is that run; a directory is its **latest** run, the newest by the time stamp
   in its files' names (rampart names every file it writes by the UTC time it wrote
   it), among the directory and every directory below it. Runs written there before
-  it are named in a note, never merged.
+  it are named in a note, never merged, and so is a journal there of a run that
+  started after it and wrote no report (killed, or still running).
 * :func:`merged_runs` (``report --merge``): the shards of one run. Each file, and the
   latest run of each report directory under each PATH (the artifacts of CI shards).
-  A run that another resumed is dropped (the resume holds it). Runs that ran a test
+  Runs that ran a test
   in common are not shards of one run: refused, unless ``--allow-overlap``.
 * :func:`every_run` (``history``): every run under the paths, oldest first by the
   start time the run recorded.
+
+Wherever several runs are read, one found twice (the same run id: a copied artifact)
+is read once, and a run that another resumed is dropped, with a note.
 
 In each directory a run is read from its JSON report, else its trace, else (in its
 ``journal/``) its journal: a run that wrote neither a report nor a trace is found
