@@ -102,6 +102,7 @@ def run_suite(directory: Path, out: Path, *, single: float, group: float) -> tup
         check=False,
         timeout=300,
     )
-    (report,) = out.glob("run_report_*.json")
-    (trace,) = out.glob("traces_*.jsonl")
+    # The run's own files: the newest in ``out`` (their names sort by the time written).
+    report = max(out.glob("run_report_*.json"))
+    trace = max(out.glob("traces_*.jsonl"))
     return report, trace, completed.stdout

@@ -154,10 +154,12 @@ class TestOptions:
     def test_diff_takes_exactly_two_runs(
         self, saved_runs: SavedRuns, capsys: pytest.CaptureFixture[str], count: int
     ) -> None:
-        """Three files (merged shards, say) get a sentence, not the top-level usage."""
+        """Three files (merged shards, say), or one file, get a sentence, not the
+        top-level usage."""
         outcome = run_main(capsys, "diff", *[saved_runs.hardened.trace] * count)
         assert outcome.status == 2
         assert outcome.err.startswith(
-            f"rampart diff: error: diff takes exactly two runs (OLD NEW), got {count}; "
+            "rampart diff: error: diff takes two runs (OLD NEW) or one report directory "
+            f"(its two latest runs), got {count} paths; "
         )
-        assert "rampart report SHARD... --json merged.json" in outcome.err
+        assert "rampart report SHARD... --merge --json merged.json" in outcome.err

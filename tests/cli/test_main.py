@@ -9,7 +9,7 @@ import pytest
 
 from tests.cli._cli import run_main, run_process
 
-COMMANDS = ("validate", "report", "diff", "rescore", "sweep")
+COMMANDS = ("validate", "report", "diff", "history", "rescore", "sweep")
 
 
 def test_python_dash_m_rampart() -> None:

@@ -71,20 +71,39 @@ class TestSummary:
             "Population: 32 runs - 0 unsafe (0.0% attack success rate), 0 undetermined, 0 errors",
         ]
 
-    def test_several_runs_merge(
+    def test_several_runs_merge_only_when_asked(
         self, saved_runs: SavedRuns, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        """Two files are one view: every record of both, the title says so."""
+        """Two files are two runs: refused without --merge; two runs of the same tests
+        are not shards of one run, refused by --merge; --allow-overlap merges them: one
+        view of every record of both, the title says so."""
+        runs = [saved_runs.hardened.trace, saved_runs.noisy.report]
+        outcome = run_main(capsys, "report", *runs)
+        assert outcome.status == 2
+        assert outcome.err.startswith(
+            "rampart report: error: 2 paths given: each stands for one run, and runs are "
+            "not merged unless asked (--merge merges the shards of one run; "
+        )
+        outcome = run_main(capsys, "report", *runs, "--merge")
+        assert outcome.status == 2
+        assert outcome.err == (
+            f"rampart report: error: --merge: {runs[0]} and {runs[1]} both ran "
+            "test_suite.py::test_always_safe: they are not shards of one run (each shard "
+            "runs its own tests); --allow-overlap merges them anyway (a test in both "
+            "counts twice)\n"
+        )
         outcome = run_main(
-            capsys,
-            "report",
-            saved_runs.hardened.trace,
-            saved_runs.noisy.report,
-            "--summary",
-            "groups",
+            capsys, "report", *runs, "--merge", "--allow-overlap", "--summary", "groups"
         )
         assert "(64 runs, 2 files)" in outcome.lines[0]
+        assert outcome.lines[1] == f"merged 2 runs: {runs[0]}, {runs[1]}"
         assert outcome.lines[-1].startswith("Population: 64 runs - 1 unsafe")
+        outcome = run_main(capsys, "report", runs[0], "--allow-overlap")
+        assert outcome.status == 2
+        assert outcome.err == (
+            "rampart report: error: --allow-overlap: only with --merge (it says which runs "
+            "may be merged)\n"
+        )
 
     def test_an_incomplete_run_is_flagged(
         self, saved_runs: SavedRuns, tmp_path: Path, capsys: pytest.CaptureFixture[str]

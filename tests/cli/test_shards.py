@@ -104,7 +104,7 @@ def test_three_shards_merge_into_the_single_host_run(
     (single_path,) = (suite / "single").glob("run_report_*.json")
     single = json.loads(single_path.read_text(encoding="utf-8"))
     merged_path = tmp_path / "merged.json"
-    outcome = run_main(capsys, "report", suite / "shards", "--json", merged_path)
+    outcome = run_main(capsys, "report", suite / "shards", "--merge", "--json", merged_path)
     assert outcome.status == 0, outcome.err
     reports = sorted((suite / "shards").glob("*/run_report_*.json"))
     assert len(reports) == 3
@@ -127,7 +127,7 @@ def test_three_shards_merge_into_the_single_host_run(
     # whose silent clones a journal cannot show is INCOMPLETE, never a pass.
     journals = [suite / f"shards/{shard}/journal" for shard in (1, 2, 3)]
     from_journals = tmp_path / "journals.json"
-    outcome = run_main(capsys, "report", *journals, "--json", from_journals, "-q")
+    outcome = run_main(capsys, "report", *journals, "--merge", "--json", from_journals, "-q")
     assert outcome.status == 0, outcome.err
     rebuilt = _groups(json.loads(from_journals.read_text(encoding="utf-8")))
     expected = _groups(single)

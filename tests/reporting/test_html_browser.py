@@ -8,6 +8,7 @@ or request other than the file itself.
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,7 +25,7 @@ from rampart.reporting import (
     TestRunReport,
     TrialGroupSummary,
 )
-from tests.reporting._html_support import hostile_report, trial_report
+from tests.reporting._html_support import HOSTILE, XSS, hostile_report, trial_report
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -398,3 +399,40 @@ class TestScale:
         assert page.locator("#result-650").count() == 0
         page.locator("#results-before").scroll_into_view_if_needed()
         page.wait_for_selector("#result-650", state="attached")
+
+
+class TestHistoryPage:
+    def test_history_page_is_static_and_hostile_names_are_text(
+        self, browser: BrowserContext, tmp_path: Path
+    ) -> None:
+        """``rampart history --html``: the page loads from file:// with no script, no
+        request and no console error; a node id full of markup is shown as text."""
+        from rampart.cli import main
+        from rampart.reporting import JsonFileReportSink, RunInfo
+
+        nodeid = f"test_x.py::test_y[{XSS[1]}]"
+        out = tmp_path / "runs"
+        for minute, status in enumerate([SafetyStatus.SAFE, SafetyStatus.UNSAFE]):
+            result = Result(status=status, summary=HOSTILE, metadata={"_pytest_nodeid": nodeid})
+            report = TestRunReport.from_results(
+                [result], run=RunInfo(started_at=f"2026-01-01T00:0{minute}:00.000+00:00")
+            )
+            sink = JsonFileReportSink(output_dir=out)
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                pool.submit(anyio.run, functools.partial(sink.write, report=report)).result()
+        page_path = tmp_path / "history.html"
+        assert main(["history", str(out), "--html", str(page_path)]) == 0
+        opened = Opened(browser.new_page(), page_path.as_uri())
+        page = opened.page
+        page.goto(opened.url)
+        assert page.evaluate("() => window.__pwned === undefined")
+        assert page.locator("script, img, iframe, svg").count() == 0
+        row = page.locator("#series tr").nth(1)
+        assert XSS[1] in row.inner_text()
+        assert row.locator("td.v").evaluate_all("cells => cells.map(c => c.textContent)") == [
+            "P",
+            "F",
+        ]
+        assert page.locator("#verdict").inner_text() == "no significant regression"
+        page.close()
+        opened.check_clean()

@@ -19,12 +19,14 @@ incomplete, so CI can gate on it; ``--json`` prints the comparison as JSON.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rampart.cli import _inputs, _table
 from rampart.cli._errors import EXIT_FINDINGS, EXIT_OK, CliError
 
 if TYPE_CHECKING:
+    from rampart.cli._inputs import SavedRun
     from rampart.cli._view import RunView, TestOutcome
     from rampart.reporting import TrialGroupSummary
 
@@ -57,7 +59,8 @@ def register(commands: Any) -> None:
         "runs",
         nargs="*",
         metavar="OLD NEW",
-        help="the baseline run and the run to compare with it (reports or traces)",
+        help="the baseline run and the run to compare with it (reports, traces, or report "
+        "directories: each its latest run); one report directory: its two latest runs",
     )
     parser.add_argument(
         "--alpha",
@@ -278,19 +281,39 @@ def _print(comparison: dict[str, Any], old: str, new: str, *, everything: bool) 
         print(f"no significant regression (alpha {comparison['alpha']})")
 
 
+def _runs(names: list[str]) -> tuple[SavedRun, SavedRun]:
+    """OLD and NEW: two paths (a directory is its latest run), or one report directory
+    (its two latest runs)."""
+    from rampart.cli import _select
+
+    if len(names) == 1 and Path(names[0]).is_dir():
+        files = sorted(
+            (file for files in _select.run_files(Path(names[0])).values() for file in files),
+            key=_select.written_order,
+        )
+        if len(files) < 2:
+            raise CliError(
+                f"{names[0]}: holds one run; diff compares two (OLD NEW, or a directory "
+                "holding two runs: its previous and its latest)"
+            )
+        return _inputs.load_run(files[-2]), _inputs.load_run(files[-1])
+    if len(names) != 2:
+        raise CliError(
+            f"diff takes two runs (OLD NEW) or one report directory (its two latest runs), "
+            f"got {len(names)} paths; to compare merged shards, merge them first: "
+            "rampart report SHARD... --merge --json merged.json"
+        )
+    return _select.one_run(names[0])[0], _select.one_run(names[1])[0]
+
+
 def run(args: argparse.Namespace) -> int:
     from rampart.cli._view import build_view
 
-    if len(args.runs) != 2:
-        raise CliError(
-            f"diff takes exactly two runs (OLD NEW), got {len(args.runs)}; to compare "
-            "merged shards, merge them first: rampart report SHARD... --json merged.json"
-        )
     if not 0 < args.alpha < 1:
         raise CliError(f"--alpha must be a number between 0 and 1, got {args.alpha}")
-    old_name, new_name = args.runs
-    old = build_view([_inputs.load_run(old_name)])
-    new = build_view([_inputs.load_run(new_name)])
+    old_run, new_run = _runs(args.runs)
+    old_name, new_name = str(old_run.path), str(new_run.path)
+    old, new = build_view([old_run]), build_view([new_run])
     comparison = compare(old, new, alpha=args.alpha, strict=args.strict)
     if args.json:
         print(_table.dump_json({"old": old_name, "new": new_name, **comparison}), end="")

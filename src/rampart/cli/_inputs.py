@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import json.scanner
+import re
 import stat
 import typing
 from pathlib import Path
@@ -28,6 +29,7 @@ import attrs
 
 from rampart.cli._errors import CliError
 from rampart.codec import ResultRecord
+from rampart.reporting._files import STAMP_PATTERN
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -37,16 +39,36 @@ __all__ = [
     "SavedRun",
     "decode_text",
     "entry_lines",
+    "file_stamp",
     "iter_trace_lines",
     "load_run",
-    "load_runs",
     "read_bytes",
     "read_text",
-    "runs_in",
     "sniff",
+    "stamp_time",
 ]
 
 Kind = Literal["report", "trace"]
+
+# The UTC time stamp in the names of the files a run writes (``run_report_<stamp>.json``,
+# ``traces_<stamp>.jsonl``: ``rampart.reporting._files.utc_timestamp``) and of its
+# journal (``rampart-journal-<stamp>-<run id>.jsonl``, named when the run starts).
+_STAMP = rf"(?P<stamp>{STAMP_PATTERN})"
+_STAMPED = re.compile(rf"(?:run_report|traces)_{_STAMP}(?:_[0-9a-f]+)?\.(?:json|jsonl|html)")
+_JOURNAL_NAME = re.compile(rf"rampart-journal-{_STAMP}-(?P<run>[0-9a-f]+)\.jsonl")
+
+
+def stamp_time(stamp: str) -> str:
+    """A file name's ``YYYY-mm-ddTHH-MM-SS-mmm`` as ISO 8601 UTC."""
+    day, clock = stamp.split("T")
+    hours, minutes, seconds, millis = clock.split("-")
+    return f"{day}T{hours}:{minutes}:{seconds}.{millis}+00:00"
+
+
+def file_stamp(path: Path) -> str | None:
+    """The time stamp in the name of a file rampart wrote (see above), or ``None``."""
+    match = _STAMPED.fullmatch(path.name) or _JOURNAL_NAME.fullmatch(path.name)
+    return None if match is None else match["stamp"]
 
 
 @attrs.frozen(kw_only=True)
@@ -54,7 +76,11 @@ class SavedRun:
     """One saved run as the commands see it: canonical records plus what the file adds.
 
     ``metadata``, ``trial_groups`` and ``run`` come from a JSON report (a trace file has
-    none of them: empty, empty, ``None``); ``duration_seconds`` too.
+    none of them: empty, empty, ``None``); ``duration_seconds`` too. ``run_id`` is the
+    pytest plugin's run id (a report's ``metadata.run_id``, a journal's name; ``None``
+    for a trace). ``started_at`` is when the run started, ISO 8601 UTC: a report's
+    ``run.started_at``, a journal's name, a trace's earliest turn (``None`` when the
+    file records no time).
     """
 
     path: Path
@@ -64,6 +90,15 @@ class SavedRun:
     trial_groups: list[dict[str, Any]] = attrs.field(factory=list)
     run: dict[str, Any] | None = None
     duration_seconds: float | None = None
+    run_id: str | None = None
+    started_at: str | None = None
+
+    @property
+    def resumed_runs(self) -> list[str]:
+        """The ids of the runs this one resumed (it holds their results: one logical run)."""
+        resumed = self.metadata.get("resumed")
+        runs = resumed.get("runs") if isinstance(resumed, dict) else None
+        return [str(key) for key in runs] if isinstance(runs, dict) else []
 
 
 # --------------------------------------------------------------------------- files
@@ -208,7 +243,26 @@ def _load_trace(path: Path, text: str) -> SavedRun:
                 f"{path}:{number}: not a valid rampart.trace.v2 record: {error} "
                 "('rampart validate' lists every bad record)"
             ) from None
-    return SavedRun(path=path, kind="trace", records=records, metadata=_run_marks(records))
+    run_id = started = None
+    journal = _JOURNAL_NAME.fullmatch(path.name)
+    if journal is not None:
+        started, run_id = stamp_time(journal["stamp"]), journal["run"]
+    else:
+        turns = [
+            turn.timestamp
+            for record in records
+            for turn in record.result.turns
+            if turn.timestamp is not None
+        ]
+        started = min(turns).isoformat(timespec="milliseconds") if turns else None
+    return SavedRun(
+        path=path,
+        kind="trace",
+        records=records,
+        metadata=_run_marks(records),
+        run_id=run_id,
+        started_at=started,
+    )
 
 
 # What the pytest plugin stamps on every result of an interrupted or incomplete run.
@@ -298,14 +352,19 @@ def _load_report(path: Path, text: str) -> SavedRun:
             f"{path}: not a valid JSON report: {error} ('rampart validate' lists every problem)"
         ) from None
     groups = document.get("trial_groups", [])
+    run = document.get("run")
+    run_id = document["metadata"].get("run_id")
+    started = run.get("started_at") if isinstance(run, dict) else None
     return SavedRun(
         path=path,
         kind="report",
         records=records,
         metadata=document["metadata"],
         trial_groups=[group for group in groups if isinstance(group, dict)],
-        run=document.get("run"),
+        run=run,
         duration_seconds=float(document["duration_seconds"]),
+        run_id=run_id if isinstance(run_id, str) else None,
+        started_at=started if isinstance(started, str) else None,
     )
 
 
@@ -318,58 +377,3 @@ def load_run(name: str | Path) -> SavedRun:
     if sniff(path, text) == "trace":
         return _load_trace(path, text)
     return _load_report(path, text)
-
-
-# What a report directory holds, in the order one run's files are preferred: the JSON
-# report states the trial groups and the run; the trace has every record; the journal
-# (``journal/``) is what is left when a run never got to write either.
-_RUN_FILES = (("run_report_*.json",), ("traces_*.jsonl",), ("rampart-journal-*.jsonl",))
-
-
-def runs_in(directory: Path) -> list[Path]:
-    """The saved runs under ``directory`` (a report directory, or one holding several,
-    such as the artifacts of CI shards), one file per run, in path order.
-
-    Each directory contributes its JSON reports, else its traces, else its journals
-    (``journal/`` is read only when the directory above it holds neither: a run's
-    journal repeats its report). A :class:`CliError` when there is none.
-    """
-    found: list[Path] = []
-
-    def visit(place: Path) -> None:
-        try:
-            children = sorted(place.iterdir())
-        except OSError as error:
-            raise CliError(
-                f"{place}: cannot be read ({error.strerror or type(error).__name__})"
-            ) from None
-        files = [child for child in children if child.is_file()]
-        picked: list[Path] = []
-        for patterns in _RUN_FILES:
-            picked = [f for f in files if any(f.match(pattern) for pattern in patterns)]
-            if picked:
-                break
-        found.extend(picked)
-        for child in children:
-            if child.is_dir() and not child.is_symlink():
-                if picked and child.name == "journal":
-                    continue
-                visit(child)
-
-    visit(directory)
-    if not found:
-        raise CliError(
-            f"{directory}: no saved run in it (run_report_*.json, traces_*.jsonl or "
-            "journal/rampart-journal-*.jsonl)"
-        )
-    return found
-
-
-def load_runs(names: list[str]) -> list[SavedRun]:
-    """:func:`load_run` for each name, in order; a directory stands for the runs in it
-    (:func:`runs_in`)."""
-    paths: list[str | Path] = []
-    for name in names:
-        path = Path(name)
-        paths.extend(runs_in(path) if path.is_dir() else [name])
-    return [load_run(path) for path in paths]

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from rampart.cli import _diff, _report, _rescore, _scan, _sweep, _validate
+from rampart.cli import _diff, _history, _report, _rescore, _scan, _sweep, _validate
 from rampart.cli._errors import EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
@@ -14,17 +14,17 @@ if TYPE_CHECKING:
 
 __all__ = ["build_parser", "main"]
 
-_COMMANDS = (_validate, _report, _diff, _rescore, _sweep, _scan)
+_COMMANDS = (_validate, _report, _diff, _history, _rescore, _sweep, _scan)
 
 _DESCRIPTION = """\
-rampart's command line: check, re-render, compare and re-judge saved runs (JSON
+rampart's command line: check, re-render, compare, track and re-judge saved runs (JSON
 reports and JSONL trace files written by the pytest plugin), and compare
 concurrency settings of a suite. 'rampart COMMAND --help' describes each command.
 """
 
 _EPILOG = """\
-exit status: 0 success; 1 findings (validate: a bad record; diff: a significant
-regression); 2 usage or input error (a missing file, a wrong format, an unsupported
+exit status: 0 success; 1 findings (validate: a bad record; diff, history: a
+significant regression); 2 usage or input error (a missing file, a wrong format, an unsupported
 schema version). See docs/cli.md.
 """
 

@@ -1,8 +1,10 @@
 """``rampart report PATH...``: re-render saved runs as the terminal summary, HTML, JSON
 or SARIF.
 
-Several files merge into one view: the records of every file, in order (shards of one
-run, a run and its ``rampart rescore``, ...). The summary uses the pytest plugin's
+A PATH is one run: a file, or a report directory's latest run (``_select``: runs
+written there before it are named, never merged). ``--merge`` merges the shards of one
+run into one view (the records of every file, in order) and refuses runs that ran a
+test in common unless ``--allow-overlap``. The summary uses the pytest plugin's
 line format and ``--summary`` modes; ``--html`` writes the self-contained HTML report,
 ``--json`` a JSON report of the merged records and ``--sarif`` a SARIF 2.1.0 log, all
 through the report sinks' own renderers (one codec, projections of it), with the
@@ -16,7 +18,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rampart.cli import _inputs, _table
+from rampart.cli import _select, _table
 from rampart.cli._errors import EXIT_OK, CliError
 
 if TYPE_CHECKING:
@@ -29,16 +31,19 @@ __all__ = ["build_report", "register", "run"]
 
 _DESCRIPTION = """\
 Re-render saved runs (JSON reports and JSONL trace files) as the terminal safety
-summary, an HTML report (--html), a merged JSON report (--json) or a SARIF 2.1.0 log
-(--sarif). Several files merge into one view. A JSON report holds no attachments,
-injections or timestamps; a JSONL trace has everything, so prefer it for --html.
+summary, an HTML report (--html), a JSON report (--json) or a SARIF 2.1.0 log
+(--sarif). A directory stands for its latest run; --merge merges the shards of one
+run (runs that ran the same test are refused unless --allow-overlap). A JSON report
+holds no attachments, injections or timestamps; a JSONL trace has everything, so
+prefer it for --html.
 """
 
 _EPILOG = """\
 examples:
   rampart report .report/traces_2026-04-25T14-30-00-123.jsonl --summary groups
-  rampart report shard1.jsonl shard2.jsonl --html merged.html --json merged.json -q
-  rampart report artifacts/ --json merged.json   # every shard's report directory
+  rampart report .report                   # the latest run written to .report
+  rampart report shard1.jsonl shard2.jsonl --merge --html merged.html --json merged.json -q
+  rampart report artifacts/ --merge --json merged.json   # each shard's latest run
   rampart report .report/traces_*.jsonl --sarif rampart.sarif --risk-map risks.json -q
 """
 
@@ -57,8 +62,19 @@ def register(commands: Any) -> None:
         "paths",
         nargs="+",
         metavar="PATH",
-        help="JSON reports, JSONL traces or journals, or directories holding them (a "
-        "report directory, or the artifacts of several CI shards)",
+        help="a JSON report, JSONL trace or journal, or a report directory (its latest "
+        "run); with --merge, several (the shards of one run, or the artifacts of CI shards)",
+    )
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="merge the runs given (each file, and the latest run of each report directory) "
+        "as the shards of one run; runs that ran a test in common are refused",
+    )
+    parser.add_argument(
+        "--allow-overlap",
+        action="store_true",
+        help="with --merge: merge runs even when they ran the same tests (they count twice)",
     )
     parser.add_argument(
         "--summary",
@@ -187,7 +203,13 @@ def run(args: argparse.Namespace) -> int:
     from rampart.reporting._json_report import render_report
 
     risk_map = _risk_map(args.risk_map)
-    runs = _inputs.load_runs(args.paths)
+    if args.merge:
+        selection = _select.merged_runs(args.paths, allow_overlap=args.allow_overlap)
+    elif args.allow_overlap:
+        raise CliError("--allow-overlap: only with --merge (it says which runs may be merged)")
+    else:
+        selection = _select.single_run(args.paths)
+    runs = selection.runs
     view = build_view(runs)
     written = []
     if args.html or args.json or args.sarif:
@@ -216,6 +238,8 @@ def run(args: argparse.Namespace) -> int:
         plural = "s" if files != 1 else ""
         title = f" RAMPART Safety Summary ({len(view.records)} runs, {files} file{plural}) "
         print(title.center(80, "="))
+        for note in selection.notes:
+            print(_table.cell(note))
         if files > 1:
             print(f"merged {files} runs: {', '.join(_table.cell(str(r.path)) for r in runs)}")
         for line in _incomplete(runs):

@@ -26,14 +26,13 @@ import functools
 import json
 import re
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rampart.cli import _inputs
 from rampart.cli._errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped]
     from jsonschema.protocols import Validator  # type: ignore[import-untyped]
 
@@ -56,8 +55,11 @@ record, PATH:LINE: RULE [CHECK], where CHECK is the first check the record fails
 """
 
 _EPILOG = """\
+A directory stands for its latest run (its newest report and trace); --all checks
+every report, trace and journal in it.
+
 exit status: 0 every file is valid; 1 a bad record or a file that is neither a report
-nor a trace; 2 a file could not be read.
+nor a trace; 2 a file could not be read, or there was nothing to check (no record).
 """
 
 
@@ -70,7 +72,17 @@ def register(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "paths", nargs="+", metavar="PATH", help="JSON report or JSONL trace files to check"
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="JSON report or JSONL trace files to check, or report directories (their "
+        "latest run's report and trace)",
+    )
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="check every report, trace and journal under each directory, not only "
+        "its latest run's",
     )
     parser.add_argument(
         "-q", "--quiet", action="store_true", help="print the bad records only, no summary line"
@@ -367,15 +379,37 @@ def check_file(path: Path, text: str) -> tuple[str, int, list[Problem]]:
     return kind, count, problems
 
 
+def _files(names: list[str], *, every: bool) -> tuple[list[Path], int]:
+    """The files to check (each file named; each directory's latest run's, or all of
+    its files), and how many directories held none (said on stderr)."""
+    from rampart.cli import _select
+
+    files: list[Path] = []
+    empty = 0
+    for name in names:
+        path = Path(name)
+        if not path.is_dir():
+            files.append(path)
+            continue
+        try:
+            files.extend(_select.all_files(path) if every else _select.latest_files(path))
+        except CliError as error:
+            print(f"rampart validate: error: {error}", file=sys.stderr, flush=True)
+            empty += 1
+    return files, empty
+
+
 def run(args: argparse.Namespace) -> int:
-    unreadable = bad_files = records = bad_records = 0
-    for name in args.paths:
+    files, unreadable = _files(args.paths, every=args.all)
+    bad_files = records = bad_records = checked = 0
+    for name in files:
         try:
             path, data = _inputs.read_bytes(name)
         except CliError as error:
             print(f"rampart validate: error: {error}", file=sys.stderr, flush=True)
             unreadable += 1
             continue
+        checked += 1
         try:
             text = _inputs.decode_text(path, data)
         except CliError as error:
@@ -387,14 +421,22 @@ def run(args: argparse.Namespace) -> int:
         bad_files += bool(problems)
         for problem in problems:
             print(problem.render(path))
+    # Nothing checked is not "valid": an empty trace or directory proves nothing.
+    nothing = not records and not bad_records
     if not args.quiet:
-        files = len(args.paths) - unreadable
-        verdict = "all valid" if not bad_records else f"{bad_records} bad"
+        if bad_records:
+            verdict = f"{bad_records} bad"
+        elif nothing:
+            verdict = "nothing checked (no record in them)"
+        else:
+            verdict = "all valid"
         print(
-            f"checked {files} file{'s' * (files != 1)}, {records} "
+            f"checked {checked} file{'s' * (checked != 1)}, {records} "
             f"record{'s' * (records != 1)}: {verdict}"
             + (f"; {unreadable} not readable" if unreadable else "")
         )
     if unreadable:
         return EXIT_USAGE
-    return EXIT_FINDINGS if bad_files else EXIT_OK
+    if bad_files:
+        return EXIT_FINDINGS
+    return EXIT_USAGE if nothing else EXIT_OK

@@ -80,6 +80,7 @@ if TYPE_CHECKING:
     from rampart.pytest_plugin._layers import LimitTracker, LLMRunStatistics
     from rampart.pytest_plugin._ledger import RecordedResult, RunLedger
     from rampart.pytest_plugin._resume import ResumePlan
+    from rampart.pytest_plugin._retention import Retention
     from rampart.reporting import ReportSink, RunInfo, TestRunReport, TrialGroupSummary
     from rampart.reporting._terminal import SummaryEntry
     from rampart.risk import RiskMap
@@ -550,6 +551,7 @@ class RunReporter:
         journal: RunJournal | None = None,
         plan: ResumePlan | None = None,
         interrupts: InterruptWatch | None = None,
+        retention: Retention | None = None,
     ) -> None:
         self._config = config
         self._ledger = ledger
@@ -564,6 +566,7 @@ class RunReporter:
         self._journal = journal
         self._plan = plan
         self._interrupts = interrupts
+        self._retention = retention
         self._not_written: str | None = None
 
     def build_report(self, exit_status: int | None = None) -> TestRunReport:
@@ -671,6 +674,13 @@ class RunReporter:
             return
         if self._ledger.failed and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self._retention is not None:
+            settings = None if self._journal is None else self._journal.settings
+            self._retention.apply(
+                report_dir=self._directory,
+                journal=None if settings is None else settings.journal,
+                warn=self._ledger.warn,
+            )
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         tr, ledger = terminalreporter, self._ledger

@@ -52,6 +52,7 @@ from rampart.pytest_plugin._ledger import LEDGER_KEY, FinishedUnit, RunLedger
 from rampart.pytest_plugin._markers import MarkerOptions
 from rampart.pytest_plugin._progress import ProgressSession, worker_progress
 from rampart.pytest_plugin._report import RunReporter, report_dir
+from rampart.pytest_plugin._retention import Retention
 from rampart.pytest_plugin._xdist import XdistController, XdistWorker, max_bytes
 
 if TYPE_CHECKING:
@@ -130,6 +131,7 @@ def start(config: pytest.Config) -> None:
             journal=journal,
             plan=plan,
             interrupts=interrupts,
+            retention=Retention.from_config(config),
         )
         session = ProgressSession(config)
         parts["rampart-progress"] = session

@@ -12,13 +12,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rampart.pytest_plugin import _journal, _layers, _markers, _progress, _report, _xdist
+from rampart.pytest_plugin import (
+    _journal,
+    _layers,
+    _markers,
+    _progress,
+    _report,
+    _retention,
+    _xdist,
+)
 
 if TYPE_CHECKING:
     import pytest
 
 #: The feature modules that declare options, in the order ``pytest --help`` lists them.
-_FEATURES = (_markers, _xdist, _layers, _report, _progress, _journal)
+_FEATURES = (_markers, _xdist, _layers, _report, _progress, _journal, _retention)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

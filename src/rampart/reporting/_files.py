@@ -40,8 +40,10 @@ if TYPE_CHECKING:
     Content = bytes | Callable[[], Iterable[bytes]]
 
 __all__ = [
+    "STAMP_PATTERN",
     "check_output_dir",
     "output_file",
+    "prune_stamped",
     "remove_stale_temporaries",
     "replace_file",
     "utc_timestamp",
@@ -53,6 +55,10 @@ _OUTPUT_DIR = "a directory, or a path where one can be created"
 # A UUID suffix colliding twice is not a realistic event; the bound only guarantees
 # the loop ends if something else keeps answering "exists".
 _MAX_ATTEMPTS = 16
+
+
+#: The time stamp :func:`utc_timestamp` writes, as a regular expression.
+STAMP_PATTERN = r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}"
 
 
 def utc_timestamp() -> str:
@@ -314,3 +320,38 @@ def replace_file(path: Path, data: bytes) -> Path:
         Path(temporary).unlink(missing_ok=True)
         raise
     return target
+
+
+def prune_stamped(
+    directory: Path, prefix: str, suffix: str, *, keep: int, protect: Path | None = None
+) -> list[str]:
+    """Remove all but the ``keep`` newest regular files of ``directory`` named
+    ``<prefix><stamp>...<suffix>`` (a :func:`utc_timestamp`, then only ``-``, ``_`` and
+    hex digits: a collision suffix or a run id), newest by name; ``protect`` counts
+    among them but is never removed.
+    Nothing else is touched. Returns a message per file that could not be removed."""
+    named = re.compile(re.escape(prefix) + STAMP_PATTERN + r"[-_0-9a-f]*" + re.escape(suffix))
+    try:
+        children = sorted(directory.iterdir())
+    except OSError as error:
+        return [f"{directory}: cannot be listed ({error.strerror or error})"]
+    candidates = []
+    for child in children:
+        if not named.fullmatch(child.name):
+            continue
+        try:
+            if stat.S_ISREG(child.lstat().st_mode):
+                candidates.append(child)
+        except OSError:
+            continue
+    failures = []
+    for old in candidates[: max(0, len(candidates) - keep)]:
+        if old == protect:
+            continue
+        try:
+            old.unlink()
+        except FileNotFoundError:
+            continue  # another process removed it first
+        except OSError as error:
+            failures.append(f"{old}: cannot be removed ({error.strerror or error})")
+    return failures
