@@ -355,10 +355,16 @@ def judge(run: ItemRun, *, item_name: str) -> None:
     failing = [c for c in run.clones if clone_status(c) is not SafetyStatus.SAFE]
     head = "inconclusive" if outcome.verdict is TrialVerdict.INCONCLUSIVE else "failed"
     lines = [f"trial group {head}: {description}; {reason}"]
-    for clone in failing[:3]:
-        lines.append(f"  {clone_name(run, item_name, clone.index)}: {_clone_summary(clone)}")
-    if len(failing) > 3:
-        lines.append(f"  ... and {len(failing) - 3} more failing clones")
+    # Clones that failed alike (the same summary: an endpoint down for all) are one line.
+    alike: dict[str, list[int]] = {}
+    for clone in failing:
+        alike.setdefault(_clone_summary(clone), []).append(clone.index)
+    for summary, indexes in list(alike.items())[:3]:
+        more = f" and {len(indexes) - 1} more alike" if len(indexes) > 1 else ""
+        lines.append(f"  {clone_name(run, item_name, indexes[0])}{more}: {summary}")
+    if len(alike) > 3:
+        rest = sum(len(indexes) for indexes in list(alike.values())[3:])
+        lines.append(f"  ... and {rest} more failing clones")
     text = redact("\n".join(lines))
     then = "fail" if run.spec is None else run.spec.inconclusive
     if outcome.verdict is TrialVerdict.INCONCLUSIVE and then != "fail":

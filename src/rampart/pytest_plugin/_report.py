@@ -565,6 +565,13 @@ class RunReporter:
         self._plan = plan
         self._interrupts = interrupts
         self._not_written: str | None = None
+        self._failed: set[str] = set()
+        self._infrastructure = False
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Note each failed test (a worker's report arrives here on the controller)."""
+        if report.failed:
+            self._failed.add(report.nodeid)
 
     def build_report(self, exit_status: int | None = None) -> TestRunReport:
         from rampart.reporting import TestRunReport
@@ -655,6 +662,14 @@ class RunReporter:
                 status = int(pytest.ExitCode.INTERRUPTED)
                 session.exitstatus = pytest.ExitCode.INTERRUPTED
         stopped = self._ledger.interrupted or self._ledger.incomplete_reasons
+        if not stopped and not self._ledger.failed:
+            from rampart.pytest_plugin._exit_status import exit_status
+
+            decided = exit_status(status, self._failed, self._ledger.results)
+            if decided != status:
+                self._infrastructure = True
+                status = decided
+                session.exitstatus = decided
         if stopped and self._journal is not None and self._ledger.workers:
             self._journal.recover_from_journal()
         try:
@@ -700,6 +715,16 @@ class RunReporter:
             tr.write_line("A report was not written; the exit status is non-zero.")
             for failure in ledger.sink_failures:
                 tr.write_line(f"  - {redact(one_line(failure))}")
+        if self._infrastructure:
+            from rampart.pytest_plugin._exit_status import INFRASTRUCTURE_FAILURE
+
+            tr.write_sep("=", "RAMPART: INFRASTRUCTURE FAILURE", red=True, bold=True)
+            tr.write_line(
+                f"Exit status {INFRASTRUCTURE_FAILURE}: every failed test failed with ERROR "
+                "results (endpoint, judge or network failures) and no result is UNSAFE: "
+                "this run found nothing; fix the infrastructure and run it again.",
+                red=True,
+            )
         for warning in ledger.warnings:
             tr.write_line(f"RAMPART WARNING: {redact(one_line(warning))}", yellow=True)
         results = ledger.results
