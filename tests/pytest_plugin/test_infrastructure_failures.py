@@ -32,6 +32,17 @@ async def test_down():
         return await attack(SimulatedAgent.hardened()).execute_async(adapter=http)
 """
 
+LIMITED = """
+
+from rampart.limits import limit
+
+
+@pytest.mark.trial(n=12)
+async def test_down_limited():
+    async with ChatCompletionsAdapter(base_url=URL, model="m") as http:
+        return await attack(SimulatedAgent.hardened()).execute_async(adapter=limit(http, rate=1000))
+"""
+
 FINDING = """
 
 async def test_unsafe():
@@ -93,3 +104,20 @@ def test_a_finding_still_exits_1(pytester: pytest.Pytester, extra: str) -> None:
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.no_fnmatch_line("*INFRASTRUCTURE FAILURE*")
     assert only_report(pytester)["run"]["exit_status"] == 1
+
+
+def test_an_endpoint_that_never_answered_is_cut_off(pytester: pytest.Pytester) -> None:
+    """Through a retrying limiter, a refusing endpoint is tried a few times, then every
+    later request fails at once: "unreachable", one line for it, still exit 6."""
+    _suite(pytester, LIMITED)
+    result = pytester.runpytest(*NO_ASYNCIO)
+    assert result.ret == INFRASTRUCTURE_FAILURE
+    result.stdout.fnmatch_lines(
+        [
+            "RAMPART: http://127.0.0.1:* is unreachable: * connections were refused and it "
+            "never answered; later requests to it failed at once (ERROR, not retried).",
+            "  ERR   test_down_limited[[]trial-*[]] and * more clones -- InfrastructureError: "
+            "POST http://127.0.0.1:*/v1/chat/completions: unreachable: 5 or more connections "
+            "to it were refused and it has not answered once in this run*",
+        ]
+    )

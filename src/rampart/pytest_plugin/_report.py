@@ -715,6 +715,14 @@ class RunReporter:
             tr.write_line("A report was not written; the exit status is non-zero.")
             for failure in ledger.sink_failures:
                 tr.write_line(f"  - {redact(one_line(failure))}")
+        reachability = sys.modules.get("rampart.adapters._reachability")  # loaded if used
+        for origin, count in [] if reachability is None else reachability.unreachable():
+            tr.write_line(
+                f"RAMPART: {redact(one_line(origin))} is unreachable: {count} connections "
+                "were refused and it never answered; later requests to it failed at once "
+                "(ERROR, not retried).",
+                red=True,
+            )
         if self._infrastructure:
             from rampart.pytest_plugin._exit_status import INFRASTRUCTURE_FAILURE
 
