@@ -37,10 +37,12 @@ async def test_a_refusing_origin_that_never_answered_is_cut_off() -> None:
 
 
 async def test_an_origin_that_answered_once_is_never_cut_off() -> None:
-    async with serve() as server:
-        async with ChatCompletionsAdapter(base_url=server.url, model="m") as adapter:
-            async with await adapter.create_session_async() as session:
-                await session.send_async(Request(prompt="hello"))
+    async with (
+        serve() as server,
+        ChatCompletionsAdapter(base_url=server.url, model="m") as adapter,
+        await adapter.create_session_async() as session,
+    ):
+        await session.send_async(Request(prompt="hello"))
     # The server is gone now: its port refuses, but it answered in this run.
     async with ChatCompletionsAdapter(base_url=server.url, model="m") as adapter:
         for _ in range(UNREACHABLE_AFTER + 2):
