@@ -25,10 +25,20 @@ if TYPE_CHECKING:
 
     from rampart.pytest_plugin._ledger import RecordedResult
 
-__all__ = ["INFRASTRUCTURE_FAILURE", "decided_by_infrastructure", "exit_status"]
+__all__ = [
+    "INFRASTRUCTURE_FAILURE",
+    "USAGE_ERROR_PROPERTY",
+    "decided_by_infrastructure",
+    "exit_status",
+]
 
 #: The exit status of a run that failed only through infrastructure failures.
 INFRASTRUCTURE_FAILURE = 6
+
+#: The user property of a test report whose item failed its setup with a usage error (a
+#: bad marker, found by an xdist worker): the controller ends the run with pytest's
+#: usage-error status, as a single process does at collection.
+USAGE_ERROR_PROPERTY = "rampart_usage_error"
 
 
 def decided_by_infrastructure(
