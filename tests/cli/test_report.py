@@ -116,7 +116,9 @@ class TestFiles:
         outcome = run_main(
             capsys, "report", saved_runs.regressed.trace, "--html", html, "--json", report, "-q"
         )
-        assert outcome.lines == [f"wrote {html}", f"wrote {report}"]
+        assert outcome.lines == []  # -q: the files only, not even "wrote"
+        loud = run_main(capsys, "report", saved_runs.regressed.trace, "--json", report)
+        assert loud.lines[-1] == f"wrote {report}"
         page = html.read_text(encoding="utf-8")
         assert "Content-Security-Policy" in page
         state = _state(page)
@@ -157,6 +159,21 @@ class TestFiles:
         wrong = run_process("report", other)
         assert wrong.status == 2
         assert wrong.err.startswith(f"rampart report: error: {other}: neither a rampart JSON")
+
+    def test_no_path_reads_the_report_directory(
+        self, saved_runs: SavedRuns, tmp_path: Path
+    ) -> None:
+        """``rampart report`` alone reads ``.report``, where the plugin and scans write."""
+        (tmp_path / ".report").mkdir()
+        trace = saved_runs.hardened.trace
+        (tmp_path / ".report" / trace.name).write_bytes(trace.read_bytes())
+        outcome = run_process("report", cwd=tmp_path)
+        assert outcome.status == 0, outcome.err
+        assert "RAMPART Safety Summary" in outcome.out
+        assert trace.name in outcome.out or "1 file" in outcome.out
+        missing = run_process("report", cwd=tmp_path / ".report")
+        assert missing.status == 2
+        assert ".report" in missing.err
 
     def test_a_bad_record_names_its_line(
         self, saved_runs: SavedRuns, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -43,6 +43,11 @@ examples:
 """
 
 
+#: What ``rampart report`` reads when given no path: where ``--rampart-report-dir .report``
+#: (the README's and ``make demo``'s choice) and ``rampart scan`` write.
+DEFAULT_DIRECTORY = ".report"
+
+
 def register(commands: Any) -> None:
     from rampart.cli._summary import MODES
 
@@ -55,10 +60,10 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "paths",
-        nargs="+",
+        nargs="*",
         metavar="PATH",
         help="JSON reports, JSONL traces or journals, or directories holding them (a "
-        "report directory, or the artifacts of several CI shards)",
+        "report directory, or the artifacts of several CI shards); default: .report",
     )
     parser.add_argument(
         "--summary",
@@ -79,7 +84,7 @@ def register(commands: Any) -> None:
         "framework items, for the coverage matrix and SARIF (repeatable)",
     )
     parser.add_argument(
-        "-q", "--quiet", action="store_true", help="write the files only, no summary"
+        "-q", "--quiet", action="store_true", help="write the files only, print nothing"
     )
     parser.set_defaults(run=run)
 
@@ -187,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     from rampart.reporting._json_report import render_report
 
     risk_map = _risk_map(args.risk_map)
-    runs = _inputs.load_runs(args.paths)
+    runs = _inputs.load_runs(args.paths or [DEFAULT_DIRECTORY])
     view = build_view(runs)
     written = []
     if args.html or args.json or args.sarif:
@@ -222,6 +227,7 @@ def run(args: argparse.Namespace) -> int:
             print(line)
         for line in summary_lines(view, mode=args.summary):
             print(line)
-    for path in written:
-        print(f"wrote {path}")
+    if not args.quiet:
+        for path in written:
+            print(f"wrote {path}")
     return EXIT_OK
