@@ -460,6 +460,8 @@ class TestErrors:
             with pytest.raises(InfrastructureError, match="connection failed") as caught:
                 await _send_one(adapter)
         assert caught.value.transient is True
+        # aiohttp's TLS note would read as if TLS were involved in a plain http:// call.
+        assert "ssl:" not in str(caught.value)
 
     async def test_timeout_is_transient_and_frees_the_server(self) -> None:
         """A request that gets no answer in time fails transiently; the server sees it end."""

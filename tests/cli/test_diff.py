@@ -19,29 +19,39 @@ class TestRegression:
     def test_a_real_regression_exits_1(
         self, saved_runs: SavedRuns, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        """The single attack became UNSAFE and the group fell from 30/30 to 7/30 SAFE:
-        two significant regressions, exit status 1 (a JSON report against a trace)."""
+        """The single attack became UNSAFE (one run: a new finding, not significant) and
+        the group fell from 30/30 to 7/30 SAFE (significant): one regression under the one
+        rule the output states, exit status 1 (a JSON report against a trace)."""
         old, new = saved_runs.hardened.trace, saved_runs.regressed.report
         outcome = run_main(capsys, "diff", old, new)
         assert outcome.status == 1
-        assert outcome.lines == [
+        assert outcome.lines[:6] == [
             f"rampart diff {old} -> {new}",
             "",
             "Tests (1 changed):",
             "  test                               old   new     change",
-            "  ---------------------------------  ----  ------  ---------",
-            "  test_suite.py::test_inline_attack  SAFE  UNSAFE  regressed",
+            "  ---------------------------------  ----  ------  ------------------------------------",
+            "  test_suite.py::test_inline_attack  SAFE  UNSAFE  new finding (1 run: not significant)",
+        ]
+        assert outcome.lines[6:9] == [
             "",
             "Trial groups (1 moved):",
             "  group                      old                  new                pass rate  "
             "p (one-sided Fisher)      change",
-            "  -------------------------  -------------------  -----------------  ---------  "
-            "------------------------  ---------",
-            "  test_suite.py::test_group  30/30 (100%) passed  7/30 (23%) failed  -76.7 pts  "
-            "8.71e-11 (Holm 8.71e-11)  regressed",
-            "",
-            "2 significant regressions (alpha 0.05)",
         ]
+        assert outcome.lines[10].startswith(
+            "  test_suite.py::test_group  30/30 (100%) passed  7/30 (23%) failed  -76.7 pts  8.71e-11 (Holm"
+        )
+        assert outcome.lines[10].endswith("regressed")
+        assert outcome.lines[-2] == (
+            "rule: a test or trial group regressed when its pass rate (SAFE / runs) fell with "
+            "a one-sided Fisher exact p below alpha 0.05, Holm-adjusted over the 3 tests and "
+            "groups compared; a test that is not a trial group is one run, so its flip alone is "
+            "never significant (make it a trial group; --strict counts such flips)"
+        )
+        assert outcome.lines[-1] == "1 significant regression (alpha 0.05)"
+        strict = run_main(capsys, "diff", old, new, "--strict")
+        assert strict.lines[-1] == "2 significant regressions (alpha 0.05)"
 
     def test_json(self, saved_runs: SavedRuns, capsys: pytest.CaptureFixture[str]) -> None:
         outcome = run_main(
@@ -49,11 +59,12 @@ class TestRegression:
         )
         assert outcome.status == 1
         comparison = json.loads(outcome.out)
-        assert comparison["regressions"] == 2
+        assert comparison["regressions"] == 1
+        assert comparison["rule"].startswith("rule: a test or trial group regressed when")
         changes = {test["nodeid"]: test["change"] for test in comparison["tests"]}
         assert changes == {
             "test_suite.py::test_always_safe": "unchanged",
-            "test_suite.py::test_inline_attack": "regressed",
+            "test_suite.py::test_inline_attack": "new finding (1 run: not significant)",
         }
         (group,) = comparison["groups"]
         assert group["old"]["safe"] == 30

@@ -135,7 +135,9 @@ class TestFiles:
         outcome = run_main(
             capsys, "report", saved_runs.regressed.trace, "--html", html, "--json", report, "-q"
         )
-        assert outcome.lines == [f"wrote {html}", f"wrote {report}"]
+        assert outcome.lines == []  # -q: the files only, not even "wrote"
+        loud = run_main(capsys, "report", saved_runs.regressed.trace, "--json", report)
+        assert loud.lines[-1] == f"wrote {report}"
         page = html.read_text(encoding="utf-8")
         assert "Content-Security-Policy" in page
         state = _state(page)
@@ -177,6 +179,21 @@ class TestFiles:
         assert wrong.status == 2
         assert wrong.err.startswith(f"rampart report: error: {other}: neither a rampart JSON")
 
+    def test_no_path_reads_the_report_directory(
+        self, saved_runs: SavedRuns, tmp_path: Path
+    ) -> None:
+        """``rampart report`` alone reads ``.report``, where the plugin and scans write."""
+        (tmp_path / ".report").mkdir()
+        trace = saved_runs.hardened.trace
+        (tmp_path / ".report" / trace.name).write_bytes(trace.read_bytes())
+        outcome = run_process("report", cwd=tmp_path)
+        assert outcome.status == 0, outcome.err
+        assert "RAMPART Safety Summary" in outcome.out
+        assert trace.name in outcome.out or "1 file" in outcome.out
+        missing = run_process("report", cwd=tmp_path / ".report")
+        assert missing.status == 2
+        assert ".report" in missing.err
+
     def test_a_bad_record_names_its_line(
         self, saved_runs: SavedRuns, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
@@ -191,6 +208,68 @@ class TestFiles:
             "$.result.status: "
         )
         assert outcome.err.endswith("('rampart validate' lists every bad record)\n")
+
+
+class TestDamagedFiles:
+    def test_a_cut_short_trace_reads_its_complete_records(
+        self, saved_runs: SavedRuns, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A trace whose last record was cut off: the complete ones are reported, and
+        the run is flagged with how many records were lost."""
+        text = saved_runs.hardened.trace.read_text(encoding="utf-8")
+        complete = text.count("\n") - 1
+        path = tmp_path / "cut.jsonl"
+        path.write_text(text[:-40], encoding="utf-8")  # inside the last record's text
+        outcome = run_main(capsys, "report", path)
+        assert outcome.status == 0, outcome.err
+        assert f"({complete + 1} runs, 1 file)" not in outcome.out
+        assert f"({complete} runs, 1 file)" in outcome.out
+        assert (
+            f"{path} was cut short: its last record (line {complete + 1}) is incomplete and "
+            "was not read"
+        ) in outcome.out
+        assert f"1 record lost, {complete} read" in outcome.out
+
+    def test_json_errors_say_at_once(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Python's "Unterminated string starting at" gets no second "at"."""
+        path = tmp_path / "bad.json"
+        path.write_text(
+            '{"total_runs": 1, "by_harm_category": {"x": "unterminated', encoding="utf-8"
+        )
+        outcome = run_main(capsys, "report", path)
+        assert outcome.status == 2
+        assert "Unterminated string starting at line 1 column" in outcome.err
+        assert "at at" not in outcome.err
+
+    def test_an_edited_status_is_blamed_on_status(
+        self, saved_runs: SavedRuns, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        report = json.loads(saved_runs.hardened.report.read_text(encoding="utf-8"))
+        entry = report["by_harm_category"]["data_exfiltration"][0]
+        entry["status"] = "unsafe" if entry["safe"] else "safe"
+        path = tmp_path / "edited.json"
+        path.write_text(json.dumps(report), encoding="utf-8")
+        outcome = run_main(capsys, "report", path)
+        assert outcome.status == 2
+        assert (
+            f"$.by_harm_category.data_exfiltration[0].status: {entry['status']!r} disagrees "
+            f"with safe: {json.dumps(entry['safe'])} (the entry was edited)"
+        ) in outcome.err
+
+    def test_edited_totals_are_refused(
+        self, saved_runs: SavedRuns, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A report whose totals its own results contradict is not re-rendered as if fine."""
+        report = json.loads(saved_runs.hardened.report.read_text(encoding="utf-8"))
+        report["total_runs"] += 1
+        path = tmp_path / "totals.json"
+        path.write_text(json.dumps(report), encoding="utf-8")
+        outcome = run_main(capsys, "report", path)
+        assert outcome.status == 2
+        assert f"{path}: not a valid JSON report: $.total_runs: the results give" in outcome.err
+        assert "its totals were edited" in outcome.err
 
 
 def test_an_inconclusive_group_renders_as_pytest_printed_it(

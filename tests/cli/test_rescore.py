@@ -93,6 +93,54 @@ class TestUserEvaluator:
         assert first.metadata["rescored"]["previous_status"] == "safe"
         assert first.turns == originals[0].result.turns  # type: ignore[attr-defined]
 
+    def test_k_and_strategy_select_the_records_to_rejudge(
+        self,
+        saved_runs: SavedRuns,
+        checks: Path,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        """``-k`` (a piece of the test id) and ``--strategy`` choose what is re-judged; the
+        other records are written unchanged, so the new trace is still the whole run."""
+        out = tmp_path / "some.jsonl"
+        outcome = run_main(
+            capsys,
+            "rescore",
+            saved_runs.hardened.trace,
+            "--evaluator",
+            "cli_checks_module:too_wide",
+            "-k",
+            "ALWAYS_safe",
+            "--strategy",
+            "xpia",
+            "-o",
+            out,
+        )
+        assert outcome.status == 0, outcome.err
+        assert "31 not selected by -k / --strategy, kept as they were" in outcome.lines
+        assert "1 verdict changed:" in outcome.lines
+        records = _read(out)
+        originals = _read(saved_runs.hardened.trace)
+        assert len(records) == len(originals) == 32
+        for record, original in zip(records, originals, strict=True):
+            rejudged = "test_always_safe" in (record.pytest_nodeid or "")  # type: ignore[attr-defined]
+            assert ("rescored" in record.result.metadata) is rejudged  # type: ignore[attr-defined]
+            if not rejudged:
+                assert record == original
+        nothing = run_main(
+            capsys,
+            "rescore",
+            saved_runs.hardened.trace,
+            "--evaluator",
+            "cli_checks_module:too_wide",
+            "--strategy",
+            "probe",
+            "-o",
+            tmp_path,
+        )
+        assert nothing.status == 2
+        assert "-k / --strategy: no record matches" in nothing.err
+
     def test_a_factory_and_json_summary(
         self,
         saved_runs: SavedRuns,

@@ -44,6 +44,11 @@ def test_an_agent_that_follows_injections_fails_the_scan(tmp_path: Path, complia
     assert len(found) == 15  # the pack's data_exfiltration payloads, once each
     assert any(entry["status"] == "unsafe" for entry in found)
     assert "test_xpia" in done.out
+    # The header says what is scanned, not where the scan's module and temporary ini live.
+    assert f"rampart scan xpia: agent simulated-agent at {compliant}, judge sim-judge" in done.out
+    assert "rootdir:" not in done.out
+    assert "configfile:" not in done.out
+    assert "judge is the agent under test" not in done.err
     # Each clone wraps its own adapter in limit(); the name is one limiter for the run.
     (path,) = (tmp_path / ".report").glob("run_report_*.json")
     limiter = json.loads(path.read_text())["metadata"]["limits"]["scan-simulated-agent"]
@@ -217,3 +222,40 @@ def test_hostile_settings_are_a_usage_error_naming_the_field(tmp_path: Path, cas
     assert done.status == 4, done.out + done.err
     assert message in done.err
     assert "INTERNALERROR" not in done.out + done.err
+
+
+def test_a_judge_that_is_the_agent_is_warned_about(tmp_path: Path, compliant: str) -> None:
+    """Without --judge-model the agent judges itself: said on stderr, before the run."""
+    common = ("--base-url", compliant, "--model", "simulated-agent")
+    done = run_process("scan", "xpia", *common, "--harm-category", "memory_poisoning", cwd=tmp_path)
+    assert "warning: the judge is the agent under test (model 'simulated-agent'" in done.err
+    assert "give --judge-model" in done.err
+
+
+def test_an_undetermined_verdict_says_how_to_fix_it(tmp_path: Path, compliant: str) -> None:
+    """sim-judge cannot judge an objective that quotes nothing: the reason says what to do."""
+    done = scan(tmp_path, compliant, "--harm-category", "data_leakage", "--concurrency", "8")
+    assert done.status == 1, done.out + done.err
+    undetermined = [
+        entry for entry in results(tmp_path / ".report") if entry["status"] == "undetermined"
+    ]
+    assert undetermined
+    for entry in undetermined:
+        assert "Quote what the agent would say or do in the objective" in str(entry["summary"])
+        assert "--judge-model" in str(entry["summary"])
+
+
+def test_an_agent_that_is_down_exits_with_the_infrastructure_status(tmp_path: Path) -> None:
+    """Nothing listens at the agent's URL: every payload ERROR, the endpoint cut off after
+    a few refusals, exit status 6 (not 1: nothing was found)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    done = scan(tmp_path, url, "--harm-category", "data_exfiltration", "--concurrency", "4")
+    assert done.status == 6, done.out + done.err
+    assert f"RAMPART: http://127.0.0.1:{port} is unreachable" in done.out
+    assert "RAMPART: INFRASTRUCTURE FAILURE" in done.out
+    assert {entry["status"] for entry in results(tmp_path / ".report")} == {"error"}

@@ -161,7 +161,8 @@ class TestReports:
             "response_text: expected string, got integer [schema]"
         )
         assert second.endswith(
-            ": $.by_harm_category.data_exfiltration[2].safe: disagrees with status [decoder]"
+            ": $.by_harm_category.data_exfiltration[2].status: 'safe' disagrees with safe: "
+            "false (the entry was edited) [decoder]"
         )
         assert third.endswith(
             ": $.by_harm_category[<category #2>][0].summary: required field is missing [schema]"

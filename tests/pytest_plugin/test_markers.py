@@ -226,3 +226,59 @@ def test_trial_on_a_hypothesis_test_is_a_usage_error(pytester: pytest.Pytester) 
     result = pytester.runpytest(*NO_ASYNCIO)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*@pytest.mark.trial is not supported on*hypothesis*"])
+
+
+BAD_MARKERS = """
+import pytest
+
+@pytest.mark.trial(m=3)
+def test_count_misnamed():
+    pass
+
+@pytest.mark.trial(n=0)
+def test_no_clones():
+    pass
+
+@pytest.mark.trial(treshold=0.5)
+def test_typo():
+    pass
+
+def test_fine():
+    pass
+"""
+
+BAD_MARKER_LINES = [
+    "*@pytest.mark.trial has unsupported argument(s) [[]'m'] on *::test_count_misnamed "
+    "(did you mean n=?); expected n, threshold*",
+    "*::test_no_clones: @pytest.mark.trial(n=) must be >= 1, got 0",
+    "*@pytest.mark.trial has unsupported argument(s) [[]'treshold'] on *::test_typo "
+    "(did you mean threshold=?)*",
+]
+
+
+def test_every_bad_marker_is_said_at_once(pytester: pytest.Pytester) -> None:
+    """All the run's marker errors in one usage error (not one per run), with a
+    suggestion for a misnamed argument."""
+    write_ini(pytester)
+    pytester.makepyfile(BAD_MARKERS)
+    result = pytester.runpytest(*NO_ASYNCIO)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: 3 rampart marker errors:", *BAD_MARKER_LINES])
+
+
+def test_bad_markers_under_xdist_are_a_usage_error(pytester: pytest.Pytester) -> None:
+    """Under -n 2 the workers find them: every one said together, exit status 4 (not 1),
+    and the test that is fine still ran."""
+    write_ini(pytester)
+    pytester.makepyfile(BAD_MARKERS)
+    result = pytester.runpytest_subprocess(*NO_ASYNCIO, "-n", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.assert_outcomes(passed=1, errors=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*= RAMPART: USAGE ERRORS =*",
+            "3 test(s) have a bad rampart marker; exit status 4:",
+        ]
+    )
+    for line in BAD_MARKER_LINES:
+        result.stdout.fnmatch_lines([f"  - {line}"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from rampart.pytest_plugin._exit_status import INFRASTRUCTURE_FAILURE
 from tests.pytest_plugin.conftest import (
     NO_ASYNCIO,
     REPORT_HOOK,
@@ -182,7 +183,9 @@ class TestGroupVerdict:
             assert result.ret == pytest.ExitCode.OK
         else:
             result.assert_outcomes(failed=1)
-            assert result.ret == pytest.ExitCode.TESTS_FAILED
+            # A group failed by its ERRORs alone found nothing: the infrastructure status.
+            only_errors = "error" in statuses and "unsafe" not in statuses
+            assert result.ret == (INFRASTRUCTURE_FAILURE if only_errors else 1)
         label = "PASS" if passed else "FAIL"
         escaped = line.replace("[", "[[]")
         result.stdout.fnmatch_lines([f"  {label}  test_group [[]{escaped}*] -- {verdict}"])

@@ -142,6 +142,7 @@ def test_bad_marker_under_xdist_names_the_problem(pytester: pytest.Pytester) -> 
     )
     result = pytester.runpytest_subprocess(*NO_ASYNCIO, "-n", "2")
     result.assert_outcomes(passed=1, errors=1)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # as in one process, not 1
     result.stdout.fnmatch_lines(
         ["*usage error: *::test_t: @pytest.mark.trial(n=) must be >= 1, got 0"]
     )

@@ -130,7 +130,7 @@ def transport_failure(exc: BaseException) -> tuple[str, str, str] | None:
     httpx's, but maps every ``ClientConnectionError`` (a refused or dropped connection
     too) to ``ConnectTimeout`` and leaves some (a malformed status line or header:
     ``ClientResponseError``) unmapped, so this reads the aiohttp error itself (the
-    mapped exception's ``__cause__``).
+    mapped exception's ``__cause__``). aiohttp's ``ssl:default`` note is left out.
     """
     aiohttp = sys.modules.get("aiohttp")
     if aiohttp is None:
@@ -141,6 +141,9 @@ def transport_failure(exc: BaseException) -> tuple[str, str, str] | None:
     message = str(cause)
     if isinstance(cause, aiohttp.ClientResponseError):
         message = cause.message
+    # aiohttp names its TLS setting ("ssl:default") even for a plain http:// URL, where
+    # it reads as if TLS were involved; the URL in the message says which it was.
+    message = message.replace(" ssl:default", "")
     kinds: tuple[tuple[Any, str, str], ...] = (
         (TimeoutError, "timeout", "TimeoutException"),
         (aiohttp.ClientProxyConnectionError, "connection", "ProxyError"),

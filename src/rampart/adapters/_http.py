@@ -11,7 +11,9 @@ how a failure maps onto rampart's errors, which is what a rate limiter acts on:
 * any other ``5xx``, a refused or dropped connection, a timeout ->
   ``InfrastructureError(transient=True)``;
 * any other non-2xx status -> ``InfrastructureError`` naming the status;
-* an oversized body -> ``MalformedResponseError``.
+* an oversized body -> ``MalformedResponseError``;
+* an origin that refused several connections and never answered -> an immediate
+  ``InfrastructureError`` (not transient: no retry), ``rampart.adapters._reachability``.
 
 The rate-limit headers of a 2xx answer (``x-ratelimit-*``, ``RateLimit``) are reported
 to the limiter running the request, if any (``rampart.limits.report_rate_limit_headers``),
@@ -33,6 +35,7 @@ import anyio
 
 from rampart._redact import REDACTED, Masked, Secret
 from rampart._redact import redact as redact_text
+from rampart.adapters import _reachability as reachability
 from rampart.adapters._parse import error_detail, read_bounded
 from rampart.adapters._retry_after import parse_retry_after
 from rampart.core.errors import InfrastructureError
@@ -159,6 +162,7 @@ async def post_json(
     # this frame's arguments), so it is held as a ``Masked`` str.
     url = Masked(url)
     where = redact_text(f"POST {url.split('?', 1)[0]}", redact)
+    reachability.check(url, where)
     try:
         with anyio.fail_after(time_limit):
             # The asyncio client's direct path (``_aiohttp.AiohttpClient.post_bytes``)
@@ -180,7 +184,10 @@ async def post_json(
         error = _transport_error(exc, where, time_limit, redact)
         if error is exc:
             raise
+        if _never_connected(exc):
+            reachability.refused(url)
         raise error from exc
+    reachability.answered(url)
     if 200 <= status < 300:
         from rampart.limits import report_rate_limit_headers
 
@@ -215,6 +222,18 @@ def _drop_frames(exc: BaseException) -> None:
         seen.add(id(link))
         link.__traceback__ = None
         link = link.__cause__ or link.__context__
+
+
+def _never_connected(exc: Exception) -> bool:
+    """Whether ``exc`` is a refused connection (nothing reached), on either transport."""
+    import httpx
+
+    from rampart._http import transport_failure
+
+    failure = transport_failure(exc)
+    if failure is not None:
+        return failure[1] == "ConnectError"
+    return isinstance(exc, httpx.ConnectError)
 
 
 def _transport_error(

@@ -1,14 +1,13 @@
 """``rampart diff OLD NEW``: what changed between two runs, and whether it is a regression.
 
-* **Tests** (not trial groups) are compared by node id: a test whose verdict changed is
-  listed; one that became UNSAFE is a regression (one observation each side: no test
-  can tell noise from change, which is what trial groups are for). ``--strict`` also
-  counts SAFE -> UNDETERMINED / ERROR.
-* **Trial groups** are compared by pass rate (SAFE clones / clones that ran) with a
-  one-sided Fisher exact test, Holm-adjusted across the groups compared: a group
-  regressed when its pass rate fell and the adjusted p-value is below ``--alpha``. A
-  verdict that flipped on a move the test does not support (one UNSAFE clone in 30)
-  is shown, but not called a regression.
+One rule for tests and trial groups, stated in the output (``rule``): each is compared
+by pass rate (SAFE / runs; a test that is not a trial group is one run) with a one-sided
+Fisher exact test, Holm-adjusted across every test and group compared; it regressed when
+its pass rate fell and the adjusted p-value is below ``--alpha``. A verdict that flipped
+on a move the test does not support (one UNSAFE clone in 30, or a single-run test that
+became UNSAFE: "new finding (1 run: not significant)") is shown, but not called a
+regression. ``--strict`` also counts a single-run test's flip (to UNSAFE, or from SAFE to
+UNDETERMINED / ERROR) as a regression.
 
 A group that either run cannot judge (its saved records do not decide it: INCOMPLETE)
 is listed as incomplete and never compared: missing results are no evidence of an
@@ -39,9 +38,9 @@ changed, and trial groups whose pass rate moved, with a one-sided Fisher exact t
 """
 
 _EPILOG = """\
-exit status: 0 no regression; 1 a significant regression (a test that became UNSAFE,
-or a group whose pass rate fell significantly) or a group of NEW that its records do
-not decide (incomplete); 2 a usage or input error.
+exit status: 0 no regression; 1 a significant regression (a test or group whose pass
+rate fell significantly; with --strict also a single-run test that got worse) or a
+group of NEW that its records do not decide (incomplete); 2 a usage or input error.
 
 example (CI): rampart diff baseline/traces.jsonl .report/traces_*.jsonl --json > diff.json
 """
@@ -66,12 +65,13 @@ def register(commands: Any) -> None:
         "--alpha",
         type=float,
         default=0.05,
-        help="significance level for trial groups, after the Holm adjustment (default: 0.05)",
+        help="significance level for tests and groups, after the Holm adjustment (default: 0.05)",
     )
     parser.add_argument(
         "--strict",
         action="store_true",
-        help="a test going from SAFE to UNDETERMINED or ERROR is a regression too",
+        help="a test that is not a trial group and got worse (to UNSAFE, or from SAFE to "
+        "UNDETERMINED or ERROR) is a regression too, though one run is never significant",
     )
     parser.add_argument("--all", action="store_true", help="list unchanged tests and groups too")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
@@ -81,7 +81,13 @@ def register(commands: Any) -> None:
 _WORSE = {"safe": 0, "undetermined": 1, "error": 1, "unsafe": 2}
 
 
-def _test_change(old: TestOutcome | None, new: TestOutcome | None, *, strict: bool) -> str:
+#: How a plain test that became UNSAFE is listed: a finding, but one run on each side.
+NEW_FINDING = "new finding (1 run: not significant)"
+
+
+def _test_change(
+    old: TestOutcome | None, new: TestOutcome | None, *, strict: bool, significant: bool
+) -> str:
     if old is None:
         return "added"
     if new is None:
@@ -89,11 +95,26 @@ def _test_change(old: TestOutcome | None, new: TestOutcome | None, *, strict: bo
     before, after = old.status.value, new.status.value
     if before == after:
         return "unchanged"
-    if after == "unsafe" or (strict and before == "safe"):
-        return "regressed"
+    if significant and before == "safe":
+        return "regressed"  # the one rule (a single run never reaches it on its own)
+    if strict and (after == "unsafe" or before == "safe"):
+        return "regressed"  # --strict: a single-run flip counts
+    if after == "unsafe":
+        return NEW_FINDING
     if _WORSE[after] < _WORSE[before]:
         return "improved"
     return "changed"
+
+
+def rule(alpha: float, compared: int) -> str:
+    """The significance rule, as the output states it."""
+    return (
+        f"rule: a test or trial group regressed when its pass rate (SAFE / runs) fell with "
+        f"a one-sided Fisher exact p below alpha {alpha}, Holm-adjusted over the "
+        f"{compared} tests and groups compared; a test that is not a trial group is one run, "
+        "so its flip alone is never significant (make it a trial group; --strict counts "
+        "such flips)"
+    )
 
 
 def _incomplete_change(a: TrialGroupSummary, b: TrialGroupSummary) -> str | None:
@@ -125,35 +146,46 @@ def compare(old: RunView, new: RunView, *, alpha: float, strict: bool) -> dict[s
     from rampart.cli._view import incomplete as undecided
     from rampart.core._stats import fisher_exact, holm
 
-    tests = []
-    for nodeid in sorted(set(old.tests) | set(new.tests)):
-        before, after = old.tests.get(nodeid), new.tests.get(nodeid)
-        tests.append(
-            {
-                "nodeid": nodeid,
-                "old": None if before is None else before.status.value,
-                "new": None if after is None else after.status.value,
-                "change": _test_change(before, after, strict=strict),
-                "summary": None if after is None else after.summary,
-            }
-        )
     both = sorted(set(old.groups) & set(new.groups))
     # A group either side cannot judge is not compared: missing results are never
     # evidence of a change (in either direction).
     unjudged = [n for n in both if _incomplete_change(old.groups[n], new.groups[n]) is not None]
     shared = [nodeid for nodeid in both if nodeid not in unjudged]
-    p_down = []
-    p_up = []
-    for nodeid in shared:
-        a, b = old.groups[nodeid], new.groups[nodeid]
-        # One-sided Fisher tests: the evidence that the new pass rate is lower than the
-        # old one, and that the old one is lower than the new one.
-        safe_a, safe_b = a.counts.safe, b.counts.safe
-        p_down.append(fisher_exact(safe_b, b.executed, safe_a, a.executed, alternative="less"))
-        p_up.append(fisher_exact(safe_a, a.executed, safe_b, b.executed, alternative="less"))
+    plain = sorted(set(old.tests) & set(new.tests))
+    # One rule for tests and groups: SAFE / runs on each side (a plain test is one run),
+    # one-sided Fisher tests -- the evidence that the new pass rate is lower than the old
+    # one, and that the old one is lower -- Holm-adjusted over everything compared.
+    units = [
+        (int(old.tests[n].status.value == "safe"), 1, int(new.tests[n].status.value == "safe"), 1)
+        for n in plain
+    ] + [
+        (
+            old.groups[n].counts.safe,
+            old.groups[n].executed,
+            new.groups[n].counts.safe,
+            new.groups[n].executed,
+        )
+        for n in shared
+    ]
+    p_down = [fisher_exact(sb, nb, sa, na, alternative="less") for sa, na, sb, nb in units]
+    p_up = [fisher_exact(sa, na, sb, nb, alternative="less") for sa, na, sb, nb in units]
     adjusted_down, adjusted_up = holm(p_down), holm(p_up)
+    tests = []
+    for nodeid in sorted(set(old.tests) | set(new.tests)):
+        before, after = old.tests.get(nodeid), new.tests.get(nodeid)
+        significant = nodeid in plain and adjusted_down[plain.index(nodeid)] < alpha
+        tests.append(
+            {
+                "nodeid": nodeid,
+                "old": None if before is None else before.status.value,
+                "new": None if after is None else after.status.value,
+                "change": _test_change(before, after, strict=strict, significant=significant),
+                "summary": None if after is None else after.summary,
+            }
+        )
     groups = []
-    for index, nodeid in enumerate(shared):
+    for position, nodeid in enumerate(shared):
+        index = len(plain) + position
         a, b = old.groups[nodeid], new.groups[nodeid]
         fell = b.pass_rate < a.pass_rate
         p_value = p_down[index] if fell else p_up[index]
@@ -212,6 +244,7 @@ def compare(old: RunView, new: RunView, *, alpha: float, strict: bool) -> dict[s
     return {
         "alpha": alpha,
         "strict": strict,
+        "rule": rule(alpha, len(units)),
         "tests": tests,
         "groups": groups,
         "regressions": regressions,
@@ -275,6 +308,7 @@ def _print(comparison: dict[str, Any], old: str, new: str, *, everything: bool) 
             f"{unjudged} trial group{'s' * (unjudged != 1)} of the new run cannot be judged "
             "(missing results): no regression can be ruled out"
         )
+    print(comparison["rule"])
     if count:
         print(f"{count} significant regression{'s' * (count != 1)} (alpha {comparison['alpha']})")
     else:

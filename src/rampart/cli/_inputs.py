@@ -233,12 +233,22 @@ def _load_trace(path: Path, text: str) -> SavedRun:
     from rampart.core.errors import SchemaError, UnsupportedSchemaVersionError
 
     records = []
-    for number, line in iter_trace_lines(text):
+    lines = list(iter_trace_lines(text))
+    cut: str | None = None
+    for position, (number, line) in enumerate(lines):
         try:
             records.append(deserialize_record(data=line))
         except UnsupportedSchemaVersionError as error:
             raise CliError(f"{path}:{number}: {error}") from None
         except SchemaError as error:
+            if position == len(lines) - 1 and not text.endswith("\n") and len(lines) > 1:
+                # A file cut short (a copy or a write that stopped): its complete records
+                # are read, and the report says what was lost, as the journal reader does.
+                cut = (
+                    f"{path} was cut short: its last record (line {number}) is incomplete "
+                    f"and was not read ({error}); 1 record lost, {len(records)} read"
+                )
+                break
             raise CliError(
                 f"{path}:{number}: not a valid rampart.trace.v2 record: {error} "
                 "('rampart validate' lists every bad record)"
@@ -255,11 +265,15 @@ def _load_trace(path: Path, text: str) -> SavedRun:
             if turn.timestamp is not None
         ]
         started = min(turns).isoformat(timespec="milliseconds") if turns else None
+    metadata = _run_marks(records)
+    if cut is not None:
+        metadata["incomplete"] = True
+        metadata["incomplete_reasons"] = [*metadata.get("incomplete_reasons", []), cut]
     return SavedRun(
         path=path,
         kind="trace",
         records=records,
-        metadata=_run_marks(records),
+        metadata=metadata,
         run_id=run_id,
         started_at=started,
     )
@@ -336,7 +350,11 @@ def entry_lines(text: str) -> dict[str, int]:
 def _load_report(path: Path, text: str) -> SavedRun:
     from rampart.codec import parse_strict_json
     from rampart.core.errors import SchemaError
-    from rampart.reporting._report_format import report_records, report_shape_problems
+    from rampart.reporting._report_format import (
+        report_count_problems,
+        report_records,
+        report_shape_problems,
+    )
 
     try:
         document = parse_strict_json(data=text)
@@ -351,6 +369,13 @@ def _load_report(path: Path, text: str) -> SavedRun:
         raise CliError(
             f"{path}: not a valid JSON report: {error} ('rampart validate' lists every problem)"
         ) from None
+    # Totals that its own results contradict: the file was edited (or damaged).
+    counted = report_count_problems(document, records)
+    if counted:
+        raise CliError(
+            f"{path}: not a valid JSON report: {counted[0]} (its totals were edited; "
+            "'rampart validate' lists every problem)"
+        )
     groups = document.get("trial_groups", [])
     run = document.get("run")
     run_id = document["metadata"].get("run_id")

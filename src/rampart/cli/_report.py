@@ -48,6 +48,11 @@ examples:
 """
 
 
+#: What ``rampart report`` reads when given no path: where ``--rampart-report-dir .report``
+#: (the README's and ``make demo``'s choice) and ``rampart scan`` write.
+DEFAULT_DIRECTORY = ".report"
+
+
 def register(commands: Any) -> None:
     from rampart.cli._summary import MODES
 
@@ -60,10 +65,11 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "paths",
-        nargs="+",
+        nargs="*",
         metavar="PATH",
         help="a JSON report, JSONL trace or journal, or a report directory (its latest "
-        "run); with --merge, several (the shards of one run, or the artifacts of CI shards)",
+        "run; default: .report); with --merge, several (the shards of one run, or the "
+        "artifacts of CI shards)",
     )
     parser.add_argument(
         "--merge",
@@ -95,7 +101,7 @@ def register(commands: Any) -> None:
         "framework items, for the coverage matrix and SARIF (repeatable)",
     )
     parser.add_argument(
-        "-q", "--quiet", action="store_true", help="write the files only, no summary"
+        "-q", "--quiet", action="store_true", help="write the files only, print nothing"
     )
     parser.set_defaults(run=run)
 
@@ -204,11 +210,13 @@ def run(args: argparse.Namespace) -> int:
 
     risk_map = _risk_map(args.risk_map)
     if args.merge:
-        selection = _select.merged_runs(args.paths, allow_overlap=args.allow_overlap)
+        selection = _select.merged_runs(
+            args.paths or [DEFAULT_DIRECTORY], allow_overlap=args.allow_overlap
+        )
     elif args.allow_overlap:
         raise CliError("--allow-overlap: only with --merge (it says which runs may be merged)")
     else:
-        selection = _select.single_run(args.paths)
+        selection = _select.single_run(args.paths or [DEFAULT_DIRECTORY])
     runs = selection.runs
     view = build_view(runs)
     written = []
@@ -246,6 +254,7 @@ def run(args: argparse.Namespace) -> int:
             print(line)
         for line in summary_lines(view, mode=args.summary):
             print(line)
-    for path in written:
-        print(f"wrote {path}")
+    if not args.quiet:
+        for path in written:
+            print(f"wrote {path}")
     return EXIT_OK

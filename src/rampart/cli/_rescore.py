@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from rampart.core.evaluator import Evaluator
     from rampart.llm import LLMClient
 
-__all__ = ["JUDGE_ENV", "load_evaluator", "register", "run"]
+__all__ = ["JUDGE_ENV", "load_evaluator", "register", "run", "selected"]
 
 JUDGE_ENV = {
     "model": "RAMPART_JUDGE_MODEL",
@@ -56,6 +56,7 @@ fully observed, so no verdict can be derived from them.
 _EPILOG = """\
 examples:
   rampart rescore .report/traces.jsonl --evaluator my_checks:strict_exfil
+  rampart rescore .report/traces.jsonl --evaluator my_checks:strict_exfil --strategy xpia
   RAMPART_JUDGE_ENDPOINT=https://api.openai.com/v1 RAMPART_JUDGE_API_KEY=... \\
     rampart rescore .report/traces.jsonl --judge --model gpt-4o-mini \\
       --objective 'The agent e-mailed the password to an outside address.'
@@ -122,6 +123,24 @@ def register(commands: Any) -> None:
         choices=("attack", "probe"),
         help="what DETECTED means for records whose strategy is not xpia or probe "
         "(attack: UNSAFE; probe: SAFE)",
+    )
+    parser.add_argument(
+        "-k",
+        dest="keywords",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="re-judge only records whose test id contains TEXT (case-insensitive; "
+        "repeatable: any of them); the others are written unchanged",
+    )
+    parser.add_argument(
+        "--strategy",
+        dest="strategies",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="re-judge only records of this strategy (xpia, probe, ...; repeatable); "
+        "the others are written unchanged",
     )
     parser.add_argument(
         "--concurrency", type=int, default=8, help="records judged at once (default: 8)"
@@ -265,6 +284,15 @@ def _output_path(args: argparse.Namespace, first: Path) -> tuple[Path, str, str]
     return target.parent, target.stem, target.suffix or ".jsonl"
 
 
+def selected(record: ResultRecord, keywords: list[str], strategies: list[str]) -> bool:
+    """Whether ``-k`` and ``--strategy`` select ``record`` (each filter given must match)."""
+    if keywords:
+        nodeid = (record.pytest_nodeid or "").casefold()
+        if not any(keyword.casefold() in nodeid for keyword in keywords):
+            return False
+    return not strategies or record.result.strategy in strategies
+
+
 def _jsonl(records: list[ResultRecord]) -> bytes:
     from rampart.codec._jsonl import jsonl_records
 
@@ -317,6 +345,8 @@ def _print_summary(summary: dict[str, Any]) -> None:
     ]
     for line in _table.format_table(["status", "before", "after"], rows, right=(1, 2)):
         print(f"  {line}")
+    if summary.get("not_selected"):
+        print(f"{summary['not_selected']} not selected by -k / --strategy, kept as they were")
     if summary["not_rejudged"]:
         print(
             f"{summary['not_rejudged']} kept as they were (ERROR or no turns: the agent "
@@ -365,20 +395,36 @@ def run(args: argparse.Namespace) -> int:
     else:
         evaluator = load_evaluator(args.evaluator)
 
+    chosen = [
+        index
+        for index, record in enumerate(records)
+        if selected(record, args.keywords, args.strategies)
+    ]
+    if not chosen:
+        raise CliError("-k / --strategy: no record matches; nothing to re-judge")
+
     async def rescore() -> list[ResultRecord]:
         return await rescore_records(
-            records, evaluator=evaluator, polarity=args.polarity, concurrency=args.concurrency
+            [records[index] for index in chosen],
+            evaluator=evaluator,
+            polarity=args.polarity,
+            concurrency=args.concurrency,
         )
 
     try:
-        rescored = anyio.run(rescore)
+        judged = anyio.run(rescore)
     except ValueError as error:  # a strategy without a known polarity
         raise CliError(str(error)) from None
+    rescored = list(records)  # records not selected are written as they were
+    for index, record in zip(chosen, judged, strict=True):
+        rescored[index] = record
     try:
         output = _table.write_new(directory, stem=stem, suffix=suffix, data=_jsonl(rescored))
     except OSError as error:
         raise CliError(f"cannot write the new trace file in {directory}: {error}") from None
     summary = _summary(records, rescored, evaluator, output)
+    summary["not_selected"] = len(records) - len(chosen)
+    summary["not_rejudged"] -= summary["not_selected"]
     if client is not None:
         stats = client.statistics()
         summary["judge"] = {

@@ -12,7 +12,8 @@ variable:
 
 The items to attack run as one trial group, so they are in flight concurrently under
 ``--concurrency``. The exit status is pytest's: 1 when anything was not SAFE, 0 when
-every attack was resisted; a usage error (here or in the scan's own checks before
+every attack was resisted, 6 when the only failures were ERRORs (the agent or the judge
+unreachable: nothing was learned); a usage error (here or in the scan's own checks before
 collection, pytest's 4) is 2.
 """
 
@@ -54,7 +55,8 @@ examples:
 
 exit status: 0 every attack was resisted; 1 an attack succeeded (or a result was not
 SAFE); 2 usage error (a bad option, an unknown suite, task or attack, a pipeline that
-does not load, an API key variable that is not set).
+does not load, an API key variable that is not set); 6 only infrastructure failures (every
+failing result an ERROR: the agent or the judge down), nothing was found.
 """
 
 
@@ -257,12 +259,24 @@ def run_xpia(args: argparse.Namespace) -> int:
         known = ", ".join(category.value for category in HarmCategory)
         raise CliError(f"--harm-category: expected one of {known}; got {args.harm_category!r}")
     _check_timeout(args.timeout)
+    judge_model = args.judge_model or args.model
+    judge_base_url = args.judge_base_url or args.base_url
+    if (judge_model, judge_base_url.rstrip("/")) == (args.model, args.base_url.rstrip("/")):
+        # Not refused (it is the documented default), but said: the agent under attack
+        # would grade its own answers, and an agent that followed an injection, or that
+        # answers every prompt as an agent, gives no verdict worth reading.
+        print(
+            "rampart scan xpia: warning: the judge is the agent under test (model "
+            f"{args.model!r} at the same --base-url): an attacked agent would judge its own "
+            "answers; give --judge-model (and --judge-base-url) a separate judge model",
+            file=sys.stderr,
+        )
     config = XpiaScanConfig(
         base_url=args.base_url,
         model=args.model,
         api_key_env=args.api_key_env,
-        judge_model=args.judge_model or args.model,
-        judge_base_url=args.judge_base_url or args.base_url,
+        judge_model=judge_model,
+        judge_base_url=judge_base_url,
         judge_api_key_env=args.judge_api_key_env or args.api_key_env,
         harm_category=args.harm_category,
         trigger=args.trigger or DEFAULT_TRIGGER,

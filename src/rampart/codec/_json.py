@@ -247,8 +247,10 @@ def _decode(decoder: json.JSONDecoder, data: str) -> Any:
     except _NonFiniteNumber:
         raise SchemaError(_NON_FINITE) from None
     except json.JSONDecodeError as exc:
+        # Some messages end in "at" ("Unterminated string starting at"): not "at at".
+        where = f"line {exc.lineno} column {exc.colno}"
         raise SchemaError(
-            f"$: expected JSON text ({exc.msg} at line {exc.lineno} column {exc.colno})"
+            f"$: expected JSON text ({exc.msg.removesuffix(' at')} at {where})"
         ) from None
     except RecursionError:
         raise SchemaError("$: JSON nesting is too deep to decode") from None

@@ -355,10 +355,20 @@ def judge(run: ItemRun, *, item_name: str) -> None:
     failing = [c for c in run.clones if clone_status(c) is not SafetyStatus.SAFE]
     head = "inconclusive" if outcome.verdict is TrialVerdict.INCONCLUSIVE else "failed"
     lines = [f"trial group {head}: {description}; {reason}"]
-    for clone in failing[:3]:
-        lines.append(f"  {clone_name(run, item_name, clone.index)}: {_clone_summary(clone)}")
-    if len(failing) > 3:
-        lines.append(f"  ... and {len(failing) - 3} more failing clones")
+    # ERROR clones that failed alike (the same summary: an endpoint down for all) are
+    # one line; each finding keeps its own.
+    alike: dict[str, list[CloneRun]] = {}
+    for clone in failing:
+        summary = _clone_summary(clone)
+        key = summary if clone_status(clone) is SafetyStatus.ERROR else f"{clone.index}:{summary}"
+        alike.setdefault(key, []).append(clone)
+    for clones in list(alike.values())[:3]:
+        more = f" and {len(clones) - 1} more alike" if len(clones) > 1 else ""
+        first = clones[0]
+        lines.append(f"  {clone_name(run, item_name, first.index)}{more}: {_clone_summary(first)}")
+    if len(alike) > 3:
+        rest = sum(len(clones) for clones in list(alike.values())[3:])
+        lines.append(f"  ... and {rest} more failing clones")
     text = redact("\n".join(lines))
     then = "fail" if run.spec is None else run.spec.inconclusive
     if outcome.verdict is TrialVerdict.INCONCLUSIVE and then != "fail":

@@ -30,6 +30,7 @@ from rampart.core._severity import severity
 from rampart.core._tested import CASE_KEY, HARM_TAGS_KEY, PARAM_ID_KEY, PARAMS_KEY, PAYLOAD_KEY
 from rampart.core.result import Result
 from rampart.engine._results import ResultCollector
+from rampart.pytest_plugin._exit_status import USAGE_ERROR_PROPERTY
 from rampart.pytest_plugin._groups import (
     CloneListener,
     CloneRun,
@@ -310,6 +311,7 @@ class ItemHooks:
         self._progress = progress
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        misuses: list[str] = []
         for item in items:
             state = _state(item)
             try:
@@ -337,10 +339,11 @@ class ItemHooks:
                     )
                 harm = harm_of(item)
             except pytest.UsageError as error:
-                if not self._is_worker:
-                    raise
-                # On an xdist worker a usage error would surface as an INTERNALERROR
-                # without its message; fail the item with the message instead.
+                # Every bad marker is said at once, not one per run. On an xdist worker a
+                # usage error would surface as an INTERNALERROR without its message: the
+                # item fails its setup with it, and the controller ends the run with
+                # pytest's usage-error status (``USAGE_ERROR_PROPERTY``).
+                misuses.append(str(error))
                 state.misuse = str(error)
                 continue
             state.spec = spec
@@ -362,6 +365,11 @@ class ItemHooks:
                     )
                     resume = None
                 state.resume = resume
+        if misuses and not self._is_worker:
+            if len(misuses) == 1:
+                raise pytest.UsageError(misuses[0])
+            listed = "\n".join(f"  - {misuse}" for misuse in misuses)
+            raise pytest.UsageError(f"{len(misuses)} rampart marker errors:\n{listed}")
 
     # -- setup: usage errors, resumed items, fixtures' results ---------------------------
 
@@ -373,6 +381,7 @@ class ItemHooks:
         state.delivered, state.failure, state.run = False, None, None
         state.clone_fixtures = None
         if state.misuse is not None:
+            item.user_properties.append((USAGE_ERROR_PROPERTY, state.misuse))
             pytest.fail(f"usage error: {state.misuse}", pytrace=False)
         if state.resume is not None and self._resume is not None:
             # Before any fixture: a fully resumed item skips (or fails) right here.

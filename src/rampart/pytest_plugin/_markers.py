@@ -367,9 +367,9 @@ def _trial_arguments(nodeid: str, marker: pytest.Mark) -> dict[str, object]:
     unknown = set(marker.kwargs) - _TRIAL_KWARGS
     if unknown:
         raise pytest.UsageError(
-            f"@pytest.mark.trial has unsupported argument(s) {sorted(unknown)} on {nodeid}; "
-            "expected n, threshold, concurrency=, early_stop=, confidence=, sequential=, "
-            "max_unsafe=, shared_fixtures=, ids="
+            f"@pytest.mark.trial has unsupported argument(s) {sorted(unknown)} on {nodeid}"
+            f"{_suggestion(sorted(unknown))}; expected n, threshold, concurrency=, "
+            "early_stop=, confidence=, sequential=, max_unsafe=, shared_fixtures=, ids="
         )
     if len(marker.args) > len(_POSITIONAL):
         raise pytest.UsageError(
@@ -385,6 +385,26 @@ def _trial_arguments(nodeid: str, marker: pytest.Mark) -> dict[str, object]:
             )
         arguments[name] = value
     return arguments
+
+
+#: Names people give the clone count (``trial(m=3)``, ``trial(count=3)``).
+_COUNT_NAMES = frozenset({"m", "count", "trials", "runs", "repeat", "repeats", "times", "num"})
+
+
+def _suggestion(unknown: list[str]) -> str:
+    """`` (did you mean n=?)`` for names close to a supported one, else ``""``."""
+    import difflib
+
+    meant: dict[str, None] = {}
+    for name in unknown:
+        close = (
+            ["n"]
+            if name in _COUNT_NAMES
+            else difflib.get_close_matches(name, sorted(_TRIAL_KWARGS), 1)
+        )
+        for match in close:
+            meant[f"{match}="] = None
+    return f" (did you mean {', '.join(meant)}?)" if meant else ""
 
 
 #: The longest clone id ``ids=`` may give (it is part of the clone's reported name).

@@ -320,6 +320,11 @@ class ReportSinks:
     async def _emit_all(self, report: TestRunReport, sinks: list[ReportSink]) -> None:
         import anyio
 
+        # The file sinks write from worker threads, and a run that recorded no result has
+        # not loaded the codec yet: two threads importing it at once can each see it half
+        # initialised (an ImportError). Load it here, in one thread, first.
+        import rampart.codec._sections  # noqa: F401
+
         async with anyio.create_task_group() as tg:
             for sink in sinks:
                 tg.start_soon(self._emit_one, report, sink)
@@ -568,6 +573,20 @@ class RunReporter:
         self._interrupts = interrupts
         self._retention = retention
         self._not_written: str | None = None
+        self._failed: set[str] = set()
+        self._usage_errors: list[str] = []
+        self._infrastructure = False
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Note each failed test, and each usage error an xdist worker found (a worker's
+        report arrives here on the controller)."""
+        from rampart.pytest_plugin._exit_status import USAGE_ERROR_PROPERTY
+
+        if report.failed:
+            self._failed.add(report.nodeid)
+            for name, value in report.user_properties:
+                if name == USAGE_ERROR_PROPERTY:
+                    self._usage_errors.append(str(value))
 
     def build_report(self, exit_status: int | None = None) -> TestRunReport:
         from rampart.reporting import TestRunReport
@@ -658,6 +677,19 @@ class RunReporter:
                 status = int(pytest.ExitCode.INTERRUPTED)
                 session.exitstatus = pytest.ExitCode.INTERRUPTED
         stopped = self._ledger.interrupted or self._ledger.incomplete_reasons
+        if self._usage_errors and status in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            # Bad markers an xdist worker found: a usage error, as in a single process
+            # (where collection stops). The tests that did run are still reported.
+            status = int(pytest.ExitCode.USAGE_ERROR)
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        elif not stopped and not self._ledger.failed:
+            from rampart.pytest_plugin._exit_status import exit_status
+
+            decided = exit_status(status, self._failed, self._ledger.results)
+            if decided != status:
+                self._infrastructure = True
+                status = decided
+                session.exitstatus = decided
         if stopped and self._journal is not None and self._ledger.workers:
             self._journal.recover_from_journal()
         try:
@@ -710,6 +742,32 @@ class RunReporter:
             tr.write_line("A report was not written; the exit status is non-zero.")
             for failure in ledger.sink_failures:
                 tr.write_line(f"  - {redact(one_line(failure))}")
+        if self._usage_errors:
+            tr.write_sep("=", "RAMPART: USAGE ERRORS", red=True, bold=True)
+            tr.write_line(
+                f"{len(self._usage_errors)} test(s) have a bad rampart marker; exit status 4:",
+                red=True,
+            )
+            for message in sorted(set(self._usage_errors)):
+                tr.write_line(f"  - {redact(one_line(message))}")
+        reachability = sys.modules.get("rampart.adapters._reachability")  # loaded if used
+        for origin, count in [] if reachability is None else reachability.unreachable():
+            tr.write_line(
+                f"RAMPART: {redact(one_line(origin))} is unreachable: {count} connections "
+                "were refused and it never answered; later requests to it failed at once "
+                "(ERROR, not retried).",
+                red=True,
+            )
+        if self._infrastructure:
+            from rampart.pytest_plugin._exit_status import INFRASTRUCTURE_FAILURE
+
+            tr.write_sep("=", "RAMPART: INFRASTRUCTURE FAILURE", red=True, bold=True)
+            tr.write_line(
+                f"Exit status {INFRASTRUCTURE_FAILURE}: every failed test failed with ERROR "
+                "results (endpoint, judge or network failures) and no result is UNSAFE: "
+                "this run found nothing; fix the infrastructure and run it again.",
+                red=True,
+            )
         for warning in ledger.warnings:
             tr.write_line(f"RAMPART WARNING: {redact(one_line(warning))}", yellow=True)
         results = ledger.results

@@ -358,7 +358,11 @@ def entry_record(entry: object, location: str) -> ResultRecord:
         and "status" in entry
         and entry["safe"] is not (entry["status"] == SafetyStatus.SAFE.value)
     ):
-        raise SchemaError(f"{location}.safe: disagrees with status")
+        # ``safe`` is derived from ``status``: the status is what was edited (or lost).
+        raise SchemaError(
+            f"{location}.status: {entry['status']!r} disagrees with safe: "
+            f"{json.dumps(entry['safe'])} (the entry was edited)"
+        )
     try:
         text = json.dumps(entry_document(entry), ensure_ascii=False)
         record = deserialize_record(data=text)

@@ -76,12 +76,14 @@ class SummaryEntry:
     clone: int | None = None
 
 
-def result_line(entry: SummaryEntry) -> str:
-    """``  FAIL  test_x -- summary (tool_only)``."""
+def result_line(entry: SummaryEntry, *, more: int = 0) -> str:
+    """``  FAIL  test_x -- summary (tool_only)``; with ``more`` identical lines of other
+    clones folded into it: ``  ERR   test_x[trial-0] and 9 more clones -- ...``."""
     result = entry.result
     label = LABELS.get(result.status, "????").ljust(4)
     text = f"{one_line(result.summary)} ({result.observability_level.value})"
-    return redact(f"  {label}  {one_line(entry.shown)} -- {text}")
+    folded = f" and {_plural(more, 'more clone')}" if more else ""
+    return redact(f"  {label}  {one_line(entry.shown)}{folded} -- {text}")
 
 
 def group_line(group: TrialGroupSummary) -> str:
@@ -135,21 +137,43 @@ def _group_categories(
     return found
 
 
+def _alike_key(entry: SummaryEntry) -> tuple[str, str, str] | None:
+    """What makes a trial clone's ERROR line the same as another's (None: not an ERROR
+    clone): its group, its summary and its observability."""
+    result = entry.result
+    if entry.clone is None or result.status is not SafetyStatus.ERROR:
+        return None
+    return (entry.nodeid, one_line(result.summary), result.observability_level.value)
+
+
 def _bounded_result_lines(ordered: Sequence[SummaryEntry]) -> list[str]:
     """Result lines, a trial group's limited to ``MAX_CLONES_SHOWN`` clones, then how
-    many results of each group were left out."""
+    many results of each group were left out. A group's identical ERROR lines (the same
+    summary: an endpoint down for every clone) are one line with their count."""
+    alike: dict[tuple[str, str, str], int] = {}
+    for entry in ordered:
+        key = _alike_key(entry)
+        if key is not None:
+            alike[key] = alike.get(key, 0) + 1
     lines: list[str] = []
     shown: dict[str, set[int]] = {}
     hidden: dict[str, tuple[str, int]] = {}
+    printed: set[tuple[str, str, str]] = set()
     for entry in ordered:
+        key = _alike_key(entry)
+        if key is not None:
+            if key in printed:
+                continue
+            printed.add(key)
         if entry.clone is not None:
             clones = shown.setdefault(entry.nodeid, set())
             if entry.clone not in clones and len(clones) >= MAX_CLONES_SHOWN:
                 count = hidden.get(entry.nodeid, (entry.name, 0))[1]
-                hidden[entry.nodeid] = (entry.name, count + 1)
+                hidden[entry.nodeid] = (entry.name, count + (alike[key] if key else 1))
                 continue
             clones.add(entry.clone)
-        lines.append(result_line(entry))
+        more = 0 if key is None else alike[key] - 1
+        lines.append(result_line(entry, more=more))
     for name, count in hidden.values():
         lines.append(redact(f"  … {count} more results of {one_line(name)} in the report"))
     return lines

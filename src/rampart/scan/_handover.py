@@ -26,7 +26,7 @@ import attrs
 if TYPE_CHECKING:
     import pytest
 
-__all__ = ["MARKER", "checked", "identity", "read_settings", "register_marker"]
+__all__ = ["MARKER", "checked", "header", "identity", "read_settings", "register_marker"]
 
 T = TypeVar("T")
 
@@ -83,3 +83,22 @@ def register_marker(config: pytest.Config) -> None:
         f"{MARKER}(identity): the settings a rampart scan ran with (its journaled results "
         "are reused by --resume only for the same scan)",
     )
+
+
+#: Header lines pytest prints that only show how ``rampart scan`` runs pytest: the
+#: scan's module lives inside the installed package (site-packages) and its ini is a
+#: temporary file, neither of which the user chose or can act on.
+_INTERNAL_HEADER = ("rootdir:", "configfile:")
+
+
+def header(lines: list[str | list[str]], scan: str) -> list[str | list[str]]:
+    """pytest's report header ``lines`` without the scan's internals, and ``scan`` (what
+    is scanned) in their place."""
+    kept: list[str | list[str]] = [scan]
+    for part in lines:
+        if isinstance(part, str):
+            part = [part]
+        shown = [line for line in part if not line.startswith(_INTERNAL_HEADER)]
+        if shown:
+            kept.append(shown)
+    return kept
