@@ -135,6 +135,22 @@ class TestSlowStart:
             state, _ = _reserve_many(state, step * period / 20, 40)
         assert _learned_rate.rate_at(state, 2 * period, POLICY) > 40.0 * 1.5
 
+    def test_the_hold_counts_requests_not_latencies(self) -> None:
+        """Against an agent answering in 5 s the probing period is 3 latencies (15 s);
+        the hold after slow start lasts 80 requests at the held rate instead (0.8 s,
+        at least 1 s), since what it waits for is a refusal, which comes at once."""
+        state = _learned_rate.fresh(0.0, POLICY)
+        for _ in range(30):
+            state = _learned_rate.latency_reported(state, now=0.0, policy=POLICY, latency=5.0)
+        assert state.latency == pytest.approx(5.0, rel=0.01)
+        state, _ = _learned_rate.throttled(state, now=0.0, policy=POLICY, generation=0, rate=200.0)
+        assert state.law.peak == pytest.approx(100.0)
+        assert state.law.period == pytest.approx(1.0)
+        probing, _ = _learned_rate.throttled(
+            state, now=5.0, policy=POLICY, generation=1, rate=150.0
+        )
+        assert probing.law.period == pytest.approx(15.0, rel=0.01)
+
     def test_a_later_refusal_climbs_back_towards_the_refused_rate(self) -> None:
         """Only slow start's exit holds: a refusal while probing cuts to 90 % and climbs
         back to the refused rate within a period (CUBIC), as before."""
