@@ -52,14 +52,9 @@ from rampart._redact import (
 )
 from rampart._session import GuardedSession
 from rampart.adapters._documents import render_user_content
-from rampart.adapters._http import (
-    DEFAULT_MAX_CONNECTIONS,
-    ClientUsers,
-    close_client,
-    new_client,
-    post_json,
-)
+from rampart.adapters._http import ClientUsers, close_client, new_client, post_json
 from rampart.adapters._parse import parse_completion
+from rampart.adapters._pool import DEFAULT_MAX_CONNECTIONS
 from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Request, Response
 

@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = [
-    "DEFAULT_MAX_CONNECTIONS",
     "REDACTED",
     "ClientUsers",
     "Masked",
@@ -54,13 +53,6 @@ __all__ = [
     "redact_text",
     "status_error",
 ]
-
-DEFAULT_MAX_CONNECTIONS = 1000
-"""Connections an HTTP client of rampart's may open when none is given (the adapters',
-the LLM client's and the real-agent transport's): the OpenAI SDK's own default. The
-run's concurrency and rate limiter, not the pool, bound what is in flight; an idle
-pool slot costs nothing, while a pool smaller than what is in flight queues requests
-in the client (100 halved the throughput of 200 in flight, issue 37)."""
 
 
 class ClientUsers:

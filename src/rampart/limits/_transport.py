@@ -59,7 +59,7 @@ import httpx
 
 from rampart._checks import invalid
 from rampart._redact import redact
-from rampart.adapters._http import DEFAULT_MAX_CONNECTIONS
+from rampart.adapters._pool import DEFAULT_MAX_CONNECTIONS
 from rampart.core.errors import InfrastructureError
 from rampart.limits._errors import RateLimitedError
 from rampart.limits._policy._limiter_core import DEFAULT_MAX_RETRY_AFTER, DEFAULT_RETRY_BUDGET
