@@ -13,13 +13,18 @@ header modes, the shared runs) or ``--quick`` for a subset of a few minutes. See
     s, 40 latencies) at the agent's rate, at most 60 s, with at least 200 trials. Trial
     ``i`` sends request seed ``i``, so its verdict must equal trial ``i`` of a
     sequential run (one trial at a time against an unlimited server with the same
-    seed). The grid runs twice:
+    seed). The grid ends with a short run (issue 37): 200 trials at 40/s x 20 ms x
+    burst 5, where slow start is most of the run. The grid runs twice:
     with the server stating its bucket in OpenAI's ``x-ratelimit-*`` headers, and with
     only ``429`` + ``Retry-After`` / ``retry-after-ms`` to go on.
 
     Targets per cell: throughput over the steady state (trials finished after the
     first 20 % of the run, per second) >= 90 % of R; <= 5 % of the requests the server
-    saw answered 429 over the whole run; zero ERROR; identical verdicts.
+    saw answered 429 over the whole run; zero ERROR; identical verdicts. The short
+    run's throughput target is its whole time instead: <= ``SHORT_TARGET`` x the ideal
+    (``_ramp.ideal_wall``). Every cell also gives its time-to-rate: the seconds until
+    the agent admitted 90 % of R (``_ramp.time_to_rate``, on the answers' ends less the
+    latency).
 
     Burst-1 agents refuse any two requests closer than 1/R, so timing jitter between
     the client's send and the server's arrival caps every client at the ceiling
@@ -62,6 +67,7 @@ from typing import TYPE_CHECKING, Any, Self
 import anyio
 import attrs
 from _fleet import redis_server
+from _ramp import ideal_wall, time_to_rate
 
 from rampart import Attacks, BaseExecution, Payload, Request, SafetyStatus, execute_trials_async
 from rampart.adapters import ChatCompletionsAdapter
@@ -85,6 +91,9 @@ BURSTS = (1, 10)
 SLOW_RATES = (100.0, 200.0)
 SLOW_LATENCY = 5.0
 QUICK_CELLS = ((5.0, 0.01, 10), (20.0, 0.1, 1), (50.0, 1.0, 10), (200.0, 0.01, 1))
+SHORT_CELL = (40.0, 0.02, 5)
+SHORT_TRIALS = 200
+SHORT_TARGET = 1.15
 JITTER_PROBES = 300
 SERVER_SEED = 1
 COMPLIANCE = 0.5
@@ -140,6 +149,8 @@ class _Timeline:
     """When each trial's last attempt ended (event-loop clock)."""
 
     last: dict[int, float] = attrs.field(factory=dict)
+    answered: list[float] = attrs.field(factory=list)
+    """When each attempt that was answered ended."""
 
 
 class _TimedAdapter:
@@ -182,10 +193,12 @@ class _TimedSession:
 
     async def send_async(self, request: Request) -> Response:
         try:
-            return await self._inner.send_async(request)
+            response = await self._inner.send_async(request)
         finally:
             if self._index is not None:
                 self._timeline.last[self._index] = anyio.current_time()
+        self._timeline.answered.append(anyio.current_time())
+        return response
 
 
 # --------------------------------------------------------------------------- jitter
@@ -236,6 +249,13 @@ class Cell:
     latency: float
     burst: int
     headers: bool
+    trials: int | None = None
+    """Trials of a cell sized by hand (the short run), else ``trials_for``'s."""
+
+    @property
+    def short(self) -> bool:
+        """The short run, whose target is its time (``SHORT_TARGET``)."""
+        return (self.rate, self.latency, self.burst, self.trials) == (*SHORT_CELL, SHORT_TRIALS)
 
 
 @attrs.frozen(kw_only=True)
@@ -250,6 +270,12 @@ class CellOutcome:
     limiter: LimiterStatistics
     server: dict[str, Any]
     load: str
+    to_rate: float
+
+    @property
+    def ideal(self) -> float:
+        cell = self.cell
+        return ideal_wall(self.n, rate=cell.rate, burst=cell.burst, latency=cell.latency)
 
     @property
     def errors(self) -> int:
@@ -272,8 +298,13 @@ class CellOutcome:
         return self.steady / self.ceiling
 
     def passed(self, reference: list[SafetyStatus]) -> bool:
+        fast = (
+            self.wall <= SHORT_TARGET * self.ideal
+            if self.cell.short
+            else self.ceiling_share >= THROUGHPUT_TARGET
+        )
         return (
-            self.ceiling_share >= THROUGHPUT_TARGET
+            fast
             and self.refused_fraction <= REFUSED_TARGET
             and self.errors == 0
             and not self.differ(reference)
@@ -294,8 +325,9 @@ _CELLS = itertools.count()
 
 async def _run_trials(
     url: str, n: int, sequential: bool = False
-) -> tuple[float, float, list[SafetyStatus], list[str], LimiterStatistics | None]:
-    """``n`` trials; returns (wall, steady throughput, statuses, ERROR summaries, stats)."""
+) -> tuple[float, float, list[SafetyStatus], list[str], LimiterStatistics | None, list[float]]:
+    """``n`` trials; returns (wall, steady throughput, statuses, ERROR summaries, stats,
+    when each answered attempt ended, in seconds from the start)."""
     timeline = _Timeline()
     http = _http(url)
     limited: LimitedAdapter | None = None
@@ -333,13 +365,14 @@ async def _run_trials(
     steady = finished / (wall * (1.0 - WARMUP)) if wall > 0 else 0.0
     errors = [r.summary for r in results if r.status is SafetyStatus.ERROR]
     stats = None if limited is None else limited.statistics()
-    return wall, steady, [r.status for r in results], errors, stats
+    answered = [at - started for at in timeline.answered]
+    return wall, steady, [r.status for r in results], errors, stats, answered
 
 
 def sequential_reference(n: int) -> list[SafetyStatus]:
     """Verdict per trial index, one trial at a time, against an unlimited server."""
     with server_process(seed=SERVER_SEED, compliance=COMPLIANCE) as server:
-        _, _, statuses, errors, _ = anyio.run(_run_trials, server.url, n, True)
+        _, _, statuses, errors, _, _ = anyio.run(_run_trials, server.url, n, True)
     if errors:
         raise SystemExit(f"the sequential reference has ERROR results: {errors[0]}")
     return statuses
@@ -354,7 +387,7 @@ def run_cell(cell: Cell, n: int, jitter: dict[float, float]) -> CellOutcome:
         compliance=COMPLIANCE,
         rate_limit_headers="openai" if cell.headers else "none",
     ) as server:
-        wall, steady, statuses, errors, stats = anyio.run(_run_trials, server.url, n)
+        wall, steady, statuses, errors, stats, answered = anyio.run(_run_trials, server.url, n)
         observed = server.statistics()
     assert stats is not None
     ceiling = cell.rate
@@ -371,6 +404,7 @@ def run_cell(cell: Cell, n: int, jitter: dict[float, float]) -> CellOutcome:
         limiter=stats,
         server=observed,
         load=load_average().split(",")[0],
+        to_rate=time_to_rate([at - cell.latency for at in answered], rate=cell.rate, start=0.0),
     )
 
 
@@ -388,6 +422,8 @@ GRID_HEADERS = [
     "burst",
     "n",
     "wall s",
+    "x ideal",
+    "to rate s",
     "steady/s",
     "% rate",
     "ceiling/s",
@@ -415,6 +451,8 @@ def _grid_row(outcome: CellOutcome, reference: list[SafetyStatus]) -> list[str]:
         f"{cell.burst}",
         f"{outcome.n}",
         f"{outcome.wall:.1f}",
+        f"{outcome.wall / outcome.ideal:.2f}",
+        f"{outcome.to_rate:.2f}",
         f"{outcome.steady:.1f}",
         f"{outcome.throughput_share:.0%}",
         f"{outcome.ceiling:.1f}",
@@ -437,7 +475,7 @@ def run_grid(
 ) -> list[CellOutcome]:
     outcomes = []
     for cell in cells:
-        n = trials_for(cell.rate, cell.latency, quick=quick)
+        n = cell.trials or trials_for(cell.rate, cell.latency, quick=quick)
         outcome = run_cell(cell, n, jitter)
         outcomes.append(outcome)
         print(
@@ -466,6 +504,9 @@ def print_grid(title: str, outcomes: list[CellOutcome], reference: list[SafetySt
 
 
 GRID_NOTES = """\
+  x ideal = wall s over the shortest the cell can take ((n - burst) / R + latency; the
+  short run's target: <= 1.15); to rate s = seconds until the agent admitted 90 % of R
+  (over windows of max(0.25 s, 10 requests));
   steady/s = trials finished after the first 20 % of the run, per second of the rest;
   % rate = steady/s over the agent's rate; ceiling/s = the best a client can hold: the
   agent's rate, or at burst 1 R / (1 + R x jitter) with the jitter measured in this run;
@@ -774,21 +815,33 @@ def run_part_b(n: int, reference: list[SafetyStatus]) -> int:
 # --------------------------------------------------------------------------- main
 
 
-def _parse_cell(text: str) -> tuple[float, float, int]:
+def _parse_cell(text: str) -> tuple[float, float, int, int | None]:
+    parts = text.split(",")
     try:
-        rate, latency, burst = text.split(",")
-        return float(rate), float(latency), int(burst)
+        if len(parts) not in (3, 4):
+            raise ValueError(text)
+        trials = int(parts[3]) if len(parts) == 4 else None
+        return float(parts[0]), float(parts[1]), int(parts[2]), trials
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected RATE,LATENCY,BURST, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected RATE,LATENCY,BURST[,TRIALS], got {text!r}"
+        ) from None
 
 
 def _cells(
-    quick: bool, headers: bool, only: list[tuple[float, float, int]] | None = None
+    quick: bool, headers: bool, only: list[tuple[float, float, int, int | None]] | None = None
 ) -> list[Cell]:
+    rate, latency, burst = SHORT_CELL
+    short = Cell(rate=rate, latency=latency, burst=burst, headers=headers, trials=SHORT_TRIALS)
     if only:
-        return [Cell(rate=r, latency=lat, burst=b, headers=headers) for r, lat, b in only]
+        return [
+            Cell(rate=r, latency=lat, burst=b, headers=headers, trials=t) for r, lat, b, t in only
+        ]
     if quick:
-        return [Cell(rate=r, latency=lat, burst=b, headers=headers) for r, lat, b in QUICK_CELLS]
+        quick_cells = [
+            Cell(rate=r, latency=lat, burst=b, headers=headers) for r, lat, b in QUICK_CELLS
+        ]
+        return [*quick_cells, short]
     cells = [
         Cell(rate=r, latency=lat, burst=b, headers=headers)
         for r in RATES
@@ -800,7 +853,7 @@ def _cells(
         for r in SLOW_RATES
         for b in BURSTS
     ]
-    return cells
+    return [*cells, short]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -819,8 +872,9 @@ def main(argv: list[str] | None = None) -> int:
         "--cell",
         type=_parse_cell,
         action="append",
-        metavar="RATE,LATENCY,BURST",
-        help="run only this grid cell (repeatable), e.g. --cell 200,1,10",
+        metavar="RATE,LATENCY,BURST[,TRIALS]",
+        help="run only this grid cell (repeatable), e.g. --cell 200,1,10; the short run: "
+        "--cell 40,0.02,5,200",
     )
     args = parser.parse_args(argv)
 
@@ -833,7 +887,10 @@ def main(argv: list[str] | None = None) -> int:
         modes = []
     grids: dict[str, list[CellOutcome]] = {}
     all_cells = [cell for headers in modes for cell in _cells(args.quick, headers, args.cell)]
-    n_max = max((trials_for(c.rate, c.latency, quick=args.quick) for c in all_cells), default=0)
+    n_max = max(
+        (c.trials or trials_for(c.rate, c.latency, quick=args.quick) for c in all_cells),
+        default=0,
+    )
     shared_n = 300 if args.quick else 1000
     reference = sequential_reference(max(n_max, shared_n))
     print(f"sequential reference: {len(reference)} trials, one at a time, unlimited server")

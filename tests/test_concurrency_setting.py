@@ -55,4 +55,4 @@ def test_the_run_setting_is_the_default_inside_the_run_only() -> None:
             assert default_concurrency() == 4
         assert default_concurrency() == AUTO
     assert default_concurrency() is None
-    assert DEFAULT_CONCURRENCY == 10
+    assert DEFAULT_CONCURRENCY == 32

@@ -81,7 +81,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 # ``rampart._http``) lists only what that face loads on demand. Tests may import any
 # module; this table is about rampart's own rooms.
 INTERNAL_FACES: dict[str, frozenset[str]] = {
-    "rampart._http": frozenset({"_aiohttp"}),
+    "rampart._http": frozenset({"_aiohttp", "_pool"}),
     "rampart.adapters": frozenset({"_documents", "_http", "_parse", "_session"}),
     "rampart.agentdojo": frozenset({"_agent", "_llm_pipeline", "_suites", "_summary"}),
     "rampart.cli": frozenset({"_main"}),

@@ -27,6 +27,7 @@ from rampart.limits import RateLimitedError
 from rampart.testing import InMemorySurface
 from rampart.testing.server import serve, serve_asgi
 from tests._asgi import lifespan, read_body
+from tests._in_flight import held_at_once
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -666,6 +667,17 @@ class TestSessionRules:
 
 
 class TestClientLifecycle:
+    async def test_the_default_pool_holds_hundreds_in_flight(self) -> None:
+        """Default settings hold 150 requests in flight (the pool's default is 1,000,
+        the OpenAI SDK's): the old default of 100 queued the rest in the client and
+        halved the throughput of 200 in flight against a 1 s agent (issue 37)."""
+        async with (
+            serve(hang_rate=1.0) as server,
+            ChatCompletionsAdapter(base_url=server.url, model="m") as adapter,
+        ):
+            reached = await held_at_once(server, lambda: _send_one(adapter), 150)
+        assert reached == 150
+
     async def test_lazy_shared_and_reopened(self) -> None:
         """The client opens on first use, is shared, closes on aclose and reopens when needed."""
         async with serve() as server:

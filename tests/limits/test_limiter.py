@@ -35,6 +35,7 @@ from rampart.limits import (
     report_rate_limit_headers,
 )
 from rampart.limits._limiter import _build
+from rampart.limits._policy._learned_rate import DOUBLING
 from rampart.probes import Probes
 from rampart.testing import ScriptedAgent, SimulatedAgent
 from tests._builders import replying_agent
@@ -681,12 +682,35 @@ class TestVirtualTime:
         assert stats.peak_in_flight == 1
         assert stats.current_window == 4
 
+    def test_a_short_run_reaches_a_fast_agents_rate_quickly(self) -> None:
+        """Issue 37's short run: 200 requests at once through ``adaptive=True`` (no rate
+        given) to an agent allowing 40/s with a burst of 5 and answering in 20 ms. The
+        ideal is 4.9 s (the burst at once, then 1/40 s apart); slow start doubling once
+        a second took 1.45 times that. Now within 1.15 times, with few refusals."""
+        bucket = ServerBucket(rate=40, burst=5, retry_after=0.025)
+        agent, server = recording_agent(latency=0.02, refuse=bucket)
+        limited = _build(agent, adaptive=True, max_retries=30, rng=NoJitter())
+        elapsed: list[float] = []
+
+        async def main() -> None:
+            start = trio.current_time()
+            answers = await send_all(limited, [str(i) for i in range(200)])
+            assert len(answers) == 200
+            elapsed.append(trio.current_time() - start)
+
+        run_virtual(main)
+        ideal = (200 - 5) / 40 + 0.02
+        assert elapsed[0] <= 1.15 * ideal, elapsed
+        assert bucket.refused <= 0.05 * len(server.starts)
+
     def test_hosts_sharing_a_learned_rate_send_at_its_current_rate(self) -> None:
         """Four limiters (hosts) share one learned rate, 150 requests each, answered in
         1 s and never refused. Each books at most a tenth of a second of tokens ahead
         (``booking_depth``), so slow start's sends follow the rate as it doubles, and
-        the rate grows only as far as the sends try it. Booking whole windows ahead at
-        the first rate (4/s) sent 16 requests in 4 s while the rate ran off to 2,000/s."""
+        the rate grows only as far as the sends try it: the send rate, measured over
+        windows of one doubling (the rate's own time step), keeps up within a factor of
+        4. Booking whole windows ahead at the first rate (4/s) sent 16 requests in 4 s
+        while the rate ran off to 2,000/s."""
         agent, server = recording_agent(latency=1.0)
         learned: list[float] = []
         begun: list[float] = []
@@ -720,8 +744,11 @@ class TestVirtualTime:
         assert len(sends) == 600
         assert sum(1 for at in sends if at < 5.0) >= 80
         last = sends[-1]
-        peak = max(sum(1 for at in sends if second <= at < second + 1) for second in range(8))
-        assert peak >= 100
+        per_second = max(sum(1 for at in sends if second <= at < second + 1) for second in range(8))
+        assert per_second >= 100
+        steps = [DOUBLING * k for k in range(round(8 / DOUBLING))]
+        peak = max(sum(1 for at in sends if step <= at < step + DOUBLING) for step in steps)
+        peak /= DOUBLING
         assert max(learned) <= 4 * peak, (learned, peak, last)
 
     def test_sends_that_wake_late_do_not_stop_the_rate_from_growing(self) -> None:

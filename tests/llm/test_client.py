@@ -14,6 +14,7 @@ from rampart.limits import MemoryBackend, RateLimitedError
 from rampart.llm import LLMClient, as_client, shared_client
 from rampart.testing.server import serve, serve_asgi
 from tests._asgi import lifespan
+from tests._in_flight import held_at_once
 from tests.llm._support import FAKE_KEY, config, recorder
 
 pytestmark = pytest.mark.anyio
@@ -251,6 +252,15 @@ class TestErrors:
 
 
 class TestLimitsAndSharing:
+    async def test_the_default_pool_holds_hundreds_in_flight(self) -> None:
+        """Default settings hold 150 completions in flight: the connection pool's default
+        is 1,000 (the OpenAI SDK's), no longer 100 (issue 37)."""
+        async with serve(hang_rate=1.0) as server:
+            client = LLMClient(config(server.url), cache=False, max_retries=0)
+            message = [{"role": "user", "content": "Begin."}]
+            reached = await held_at_once(server, lambda: client.complete(message), 150)
+        assert reached == 150
+
     async def test_judge_shares_the_agents_bucket(self) -> None:
         """Same limiter name and backend: the LLM client and another limiter share one bucket."""
         from rampart.limits import limit

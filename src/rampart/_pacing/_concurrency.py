@@ -8,13 +8,13 @@ message ``check_concurrency`` words (the CLI words its own error around
 :data:`CONCURRENCY_EXPECTED`). The engine turns a setting into what bounds a fan-out
 in one place too (``rampart.engine._fanout.bound``).
 
-**Defaults**, decided here once. :data:`DEFAULT_CONCURRENCY` (10) is a run's: the
-plugin's when ``--rampart-concurrency`` is not given, the scans', and where an
-adaptive limit starts. A concurrency left out of ``execute_trials_async`` is
-``default_concurrency()``: the setting of the run it is called in, when a run has
-declared one (``run_concurrency``: the pytest plugin does around every test body, with
-``--rampart-concurrency`` or a ``trial_config`` test's marker), else unbounded
-(``None``), as a library call outside any run always was.
+**Defaults**, decided here once. :data:`DEFAULT_CONCURRENCY` (32) is a run's: the
+plugin's when ``--rampart-concurrency`` is not given, and the scans'. A concurrency
+left out of ``execute_trials_async`` is ``default_concurrency()``: the setting of the
+run it is called in, when a run has declared one (``run_concurrency``: the pytest
+plugin does around every test body, with ``--rampart-concurrency`` or a
+``trial_config`` test's marker), else unbounded (``None``), as a library call outside
+any run always was.
 """
 
 from __future__ import annotations
@@ -47,8 +47,16 @@ Setting: TypeAlias = int | Literal["auto"]
 CONCURRENCY_EXPECTED = f"an integer >= 1 or {AUTO!r}"
 """What a ``concurrency`` setting may be, for error messages."""
 
-DEFAULT_CONCURRENCY = 10
-"""A run's concurrency when none is set (the plugin's, the scans')."""
+DEFAULT_CONCURRENCY: Setting = 32
+"""A run's concurrency when none is set (the plugin's, the scans').
+
+32 holds a rate-limited agent's rate where 10 held half of it: 400 single-turn trials
+against a 20/s, burst-5 agent answering in 1 s need 20 in flight, and 10 reached 46 %
+of the ideal time where 32 reached 80-82 %, with or without ``x-ratelimit-*``
+headers, and fewer 429s than Inspect AI's default (issue 37,
+``benchmarks/bench_peers.py``). The learned rate (``limit(..., adaptive=True)``), not
+the concurrency, keeps such a run within the agent's limit. ``AUTO`` is the other
+candidate (it follows the agent instead of a number): it is one line away, here."""
 
 _RUN_SETTING: ContextVar[Setting | None] = ContextVar("rampart_run_concurrency", default=None)
 

@@ -53,6 +53,7 @@ from rampart._redact import (
 from rampart.adapters._documents import render_user_content
 from rampart.adapters._http import ClientUsers, close_client, new_client, post_json
 from rampart.adapters._parse import parse_completion
+from rampart._http._pool import DEFAULT_MAX_CONNECTIONS
 from rampart.adapters._session import GuardedSession
 from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Request, Response
@@ -220,7 +221,7 @@ class ChatCompletionsAdapter:
         system_prompt: str | None = None,
         extra_body: Mapping[str, Any] | None = None,
         seed: SeedSpec = None,
-        max_connections: int = 100,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
         max_response_bytes: int = 8 * 1024 * 1024,
         trust_env: bool = True,
         http2: bool = False,

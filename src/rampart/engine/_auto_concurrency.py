@@ -5,8 +5,7 @@ channel rate-limit signals reach it through.
 (``rampart._pacing.AimdWindow``, the limiter's too) fed with finished jobs instead of
 requests; this module decides only what counts as a clean or a slow window:
 
-* The limit starts at ``initial`` (10, today's fixed default, so ``auto`` starts no
-  slower) within ``[minimum, maximum]``.
+* The limit starts at ``initial`` (10) within ``[minimum, maximum]``.
 * Jobs are judged in *windows*: ``limit`` jobs that started under the current
   generation while the jobs running or waiting could fill every slot ("grow only a
   limit in use": the last few jobs of a group teach nothing). At the end
@@ -41,7 +40,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from rampart._checks import check_int, check_number
-from rampart._pacing import DEFAULT_CONCURRENCY, AimdWindow, slowdown
+from rampart._pacing import AimdWindow, slowdown
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -57,8 +56,9 @@ __all__ = [
 ]
 
 
-AUTO_INITIAL_CONCURRENCY = DEFAULT_CONCURRENCY
-"""Where an adaptive limit starts: the fixed default, so ``auto`` starts no slower."""
+AUTO_INITIAL_CONCURRENCY = 10
+"""Where an adaptive limit starts: low enough for an agent that serves few requests at
+once (a local model), since the limit doubles per clean window from there."""
 
 AUTO_CONCURRENCY_CAP = 256
 """The highest an adaptive limit goes (and never above the number of jobs)."""

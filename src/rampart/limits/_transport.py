@@ -67,6 +67,7 @@ import httpx
 from rampart import _seen_calls
 from rampart._checks import invalid
 from rampart._redact import redact
+from rampart._http._pool import DEFAULT_MAX_CONNECTIONS
 from rampart.core.errors import InfrastructureError
 from rampart.limits._errors import RateLimitedError
 from rampart.limits._policy._limiter_core import DEFAULT_MAX_RETRY_AFTER, DEFAULT_RETRY_BUDGET
@@ -97,10 +98,6 @@ __all__ = [
 MAX_REFUSAL_BYTES = 1 << 20
 """The most of a refusal's body kept to hand back to the SDK; a longer body is dropped
 (the refusal goes back with an empty one)."""
-
-DEFAULT_MAX_CONNECTIONS = 1000
-"""Connections of the default inner transport (the OpenAI SDK's own default): the
-limiter, not the pool, bounds what is in flight."""
 
 IO_THREADS = 100
 """Worker threads one event loop lends the sync transports' HTTP exchanges (a limiter

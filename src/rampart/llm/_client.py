@@ -37,6 +37,7 @@ from rampart._checks import (
     check_text,
     invalid,
 )
+from rampart._http._pool import DEFAULT_MAX_CONNECTIONS
 from rampart.core.llm import LLMConfig
 from rampart.limits import DEFAULT_MAX_RETRY_AFTER, DEFAULT_RETRY_BUDGET, LimitBackend, limit
 from rampart.llm._cache import CachedCompletion, ResponseCache, default_cache
@@ -178,7 +179,7 @@ class LLMClient:
         backend: LimitBackend | None = None,
         timeout: float = 120.0,
         cache: CacheSetting = None,
-        max_connections: int = 100,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
         max_response_bytes: int = 8 * 1024 * 1024,
         trust_env: bool = True,
     ) -> None:

@@ -115,7 +115,9 @@ async def _damaged(
 async def _spaced(learner: LearnedRate, clock: FakeClock, count: int = 5) -> list[Grant]:
     """``count`` reservations 10 ms apart, after the first each with requests queued
     behind the rate (so the time counts for growth): with pacing on, their due times are
-    spaced at about the fresh start's rate (slow start grows it by 2 ** 0.05 meanwhile)."""
+    spaced at about the fresh start's rate (slow start grows it meanwhile, by at most
+    ``growth``)."""
+    growth = 2.0 ** (0.01 * count / lr.DOUBLING) * 1.001
     grants, dues = [], []
     for index in range(count):
         grant = await learner.reserve(held=index > 0)
@@ -123,8 +125,8 @@ async def _spaced(learner: LearnedRate, clock: FakeClock, count: int = 5) -> lis
         dues.append(clock.now + grant.wait)
         clock.now += 0.01
     for earlier, later in itertools.pairwise(dues):
-        assert later - earlier >= SPACING / 1.05, dues
-    assert all(grant.rate <= lr.DEFAULT_INITIAL_RATE * 1.05 for grant in grants), grants
+        assert later - earlier >= SPACING / growth, dues
+    assert all(grant.rate <= lr.DEFAULT_INITIAL_RATE * growth for grant in grants), grants
     return grants
 
 

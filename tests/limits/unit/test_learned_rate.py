@@ -85,15 +85,83 @@ class TestBucket:
         doubles; when nobody waits, the rate held nobody back and it stays at 4."""
         states: dict[bool, LearnedState | None] = {True: None, False: None}
         for held in states:
-            for second in range(6):
+            for second in range(3):
                 states[held], _ = _learned_rate.reserve(
                     states[held], now=float(second), policy=POLICY, held=held
                 )
         grown, idle = states[True], states[False]
         assert grown is not None
         assert idle is not None
-        assert _learned_rate.rate_at(grown, 5.0, POLICY) == pytest.approx(4.0 * 2.0**5, rel=0.01)
-        assert _learned_rate.rate_at(idle, 5.0, POLICY) == pytest.approx(4.0, rel=0.05)
+        doubled = 4.0 * 2.0 ** (2.0 / _learned_rate.DOUBLING)
+        assert _learned_rate.rate_at(grown, 2.0, POLICY) == pytest.approx(doubled, rel=0.01)
+        assert _learned_rate.rate_at(idle, 2.0, POLICY) == pytest.approx(4.0, rel=0.05)
+
+
+class TestSlowStart:
+    """Issue 37: slow start reaches a fast agent's rate within a short run, and the
+    refusal that ends it holds at half the refused rate instead of climbing back."""
+
+    def test_reaches_forty_per_second_within_a_second(self) -> None:
+        """Requests queued on the bucket from 4/s: 40/s within a second (doubling once a
+        second took 3.3 s, most of a 200-trial run against a 40/s agent)."""
+        busy, _ = _reserve_many(None, 0.0, 200)
+        assert _learned_rate.rate_at(busy, 1.0, POLICY) >= 40.0
+        assert _learned_rate.rate_at(busy, 0.5, POLICY) < 40.0
+
+    def test_the_exit_holds_at_half_the_refused_rate(self) -> None:
+        """Refused at 80/s in slow start: the rate drops to 40/s and stays near it for
+        half a period (within 7 %), where climbing back towards 80/s (the rate a
+        doubling too high) was at 70/s by then and refused again."""
+        state, grants = _reserve_many(None, 0.0, 200)
+        state, cut = _learned_rate.throttled(
+            state, now=1.0, policy=POLICY, generation=grants[-1].generation, rate=80.0
+        )
+        assert cut
+        assert state.law.phase == "probe"
+        assert state.law.peak == pytest.approx(40.0)
+        period = state.law.period
+        queued = state
+        for step in range(1, 11):
+            queued, _ = _reserve_many(queued, 1.0 + step * period / 20, 40)
+        half = _learned_rate.rate_at(queued, 1.0 + period / 2, POLICY)
+        assert 40.0 <= half <= 40.0 * 1.07
+
+    def test_after_the_exit_the_rate_still_probes_upwards(self) -> None:
+        """Holding is not stopping: with requests queued, two periods after the exit the
+        rate is well above the half it held at."""
+        state, _ = _learned_rate.throttled(None, now=0.0, policy=POLICY, generation=0, rate=80.0)
+        period = state.law.period
+        for step in range(1, 41):
+            state, _ = _reserve_many(state, step * period / 20, 40)
+        assert _learned_rate.rate_at(state, 2 * period, POLICY) > 40.0 * 1.5
+
+    def test_the_hold_counts_requests_not_latencies(self) -> None:
+        """Against an agent answering in 5 s the probing period is 3 latencies (15 s);
+        the hold after slow start lasts 80 requests at the held rate instead (0.8 s,
+        at least 1 s), since what it waits for is a refusal, which comes at once."""
+        state = _learned_rate.fresh(0.0, POLICY)
+        for _ in range(30):
+            state = _learned_rate.latency_reported(state, now=0.0, policy=POLICY, latency=5.0)
+        assert state.latency == pytest.approx(5.0, rel=0.01)
+        state, _ = _learned_rate.throttled(state, now=0.0, policy=POLICY, generation=0, rate=200.0)
+        assert state.law.peak == pytest.approx(100.0)
+        assert state.law.period == pytest.approx(1.0)
+        probing, _ = _learned_rate.throttled(
+            state, now=5.0, policy=POLICY, generation=1, rate=150.0
+        )
+        assert probing.law.period == pytest.approx(15.0, rel=0.01)
+
+    def test_a_later_refusal_climbs_back_towards_the_refused_rate(self) -> None:
+        """Only slow start's exit holds: a refusal while probing cuts to 90 % and climbs
+        back to the refused rate within a period (CUBIC), as before."""
+        state, _ = _learned_rate.throttled(None, now=0.0, policy=POLICY, generation=0, rate=80.0)
+        period = state.law.period
+        state, cut = _learned_rate.throttled(
+            state, now=period, policy=POLICY, generation=1, rate=50.0
+        )
+        assert cut
+        assert state.law.peak == pytest.approx(50.0)
+        assert _learned_rate.rate_at(state, period, POLICY) == pytest.approx(45.0)
 
 
 class TestThrottled:
