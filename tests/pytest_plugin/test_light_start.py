@@ -35,6 +35,37 @@ DEFERRED = (
 )
 
 
+#: What a session builds (the journal, the ledger, the group verdicts, the result model
+#: and the engine): loading the plugin's entry point, which pytest does for every run
+#: to read the options, imports none of it.
+SESSION_PARTS = (
+    "rampart.pytest_plugin._ledger",
+    "rampart.pytest_plugin._groups",
+    "rampart.pytest_plugin._items",
+    "rampart.pytest_plugin._runner",
+    "rampart.pytest_plugin._session",
+    "rampart.core.result",
+    "rampart.core._group_outcome",
+    "rampart.core._trial_rule",
+    "rampart.engine",
+    "anyio",
+)
+
+
+def test_loading_the_plugin_imports_no_session_part() -> None:
+    """The entry point and every module that declares options load none of them; the
+    journal module (its options) is light too."""
+    code = (
+        "import sys, rampart.pytest_plugin.plugin\n"
+        f"print(sorted(m for m in {SESSION_PARTS!r} if m in sys.modules))\n"
+        "print('rampart.pytest_plugin._journal' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == ["[]", "True"]
+
+
 def test_configuring_the_plugin_defers_what_a_run_may_not_use() -> None:
     """Importing everything ``pytest_configure`` imports leaves the deferred parts out."""
     code = (
