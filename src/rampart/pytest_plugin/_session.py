@@ -2,8 +2,11 @@
 
 Each feature module declares its own options (the entry point calls every
 ``add_options``), holds its plugin object and implements its hooks, as pytest's own
-junitxml does; ``start`` makes one run ledger (``config.stash[LEDGER_KEY]``) and
-registers the parts around it:
+junitxml does; ``start`` checks the options and opens the run, and ``_Wiring.engage``
+makes one run ledger (``config.stash[LEDGER_KEY]``) and registers the parts around it
+-- at once when the run names a rampart option, is an xdist worker or controller, or
+has rampart loaded already; otherwise ``Waiting`` does it when the run first uses
+rampart, so a suite that never does loads none of the parts' modules:
 
 - ``ItemHooks`` (``_items``) -- markers (``_markers``), trial groups and result
   collection, per item, with the anyio backend note, live progress around the call and,
@@ -22,7 +25,7 @@ registers the parts around it:
 The run journal (``_journal``), resume (``_resume``) and the library layers' statistics
 (``_layers``) implement no hook: they are used by the parts above. ``stop`` (the entry
 point's ``pytest_unconfigure``, the plugin's one) closes every part in reverse order
-of ``start`` -- docs/architecture.md ("The pytest plugin's hooks") lists which object
+of opening -- docs/architecture.md ("The pytest plugin's hooks") lists which object
 implements which hook, and why.
 """
 
