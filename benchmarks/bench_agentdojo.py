@@ -16,7 +16,16 @@ Path (a) runs too: ``rampart scan agentdojo --model sim-agentdojo:follow=0.5,see
 against the test server (a process) whose simulated tool-calling model takes
 ``--delay`` seconds per call, the same choices as the scripted pipeline.
 
-Targets: rampart's wall time <= 1/30 of AgentDojo's on banking and slack,
+Two measures, both sides (DESIGN decision 26): **(a)** the pairs' time after process
+start -- AgentDojo's runner timed around its loop, rampart's scan by the call phase of
+its test items (the longest, under ``-n``; a timing plugin loaded through
+``PYTEST_ADDOPTS`` records it), both after their processes' start and AgentDojo's
+imports, where the ratio targets below stand; **(b)** the whole process on both sides
+-- AgentDojo's runner in a fresh ``python`` process of its own against the whole
+``rampart scan agentdojo`` command -- at zero latency and at ``--delay``. At zero
+latency rampart's whole process must not be slower than AgentDojo's (``--only whole``).
+
+Targets: rampart's pairs' time (a) <= 1/30 of AgentDojo's on banking and slack,
 <= 1/15 on workspace in one process and <= 1/30 with ``-n 2``. Workspace's own
 per-pair setup (YAML load, model build, deep copy) is CPU that bounds any one
 process; it is measured and printed as the bound ``pairs x setup CPU``.
@@ -31,7 +40,7 @@ of requests answered 429, 0 ERROR.
 
 Usage: ``python benchmarks/bench_agentdojo.py [--suites banking,slack,workspace]
 [--user-tasks K] [--delay S] [--concurrency N] [--rate R] [--rate-pairs P]
-[--only suites|rate] [--quick]``. ``--user-tasks K`` takes the first K user tasks of
+[--only suites|whole|rate] [--quick]``. ``--user-tasks K`` takes the first K user tasks of
 each suite with all its injection tasks (default: all of banking and slack, 20 of
 workspace's 40).
 """
@@ -92,6 +101,45 @@ def agentdojo_run(
         return time.perf_counter() - start, verdicts
 
 
+AGENTDOJO_PROCESS = """
+import json, sys, time
+sys.path.insert(0, {bench!r})
+from bench_agentdojo import agentdojo_run
+pairs_s, verdicts = agentdojo_run({suite!r}, {user_tasks!r}, {delay!r})
+print(json.dumps({{"pairs_s": pairs_s, "verdicts": verdicts}}))
+"""
+
+
+#: Loaded into the scan's pytest process (``PYTEST_ADDOPTS``): the call phase of each of
+#: its test items -- the pairs, after the process's start and AgentDojo's import.
+TIMING_PLUGIN = """
+import json, os
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        with open(os.environ["BENCH_CALLS"], "a") as f:
+            f.write(json.dumps(report.duration) + "\\n")
+"""
+
+
+def agentdojo_process(
+    suite_name: str, user_tasks: list[str], delay: float
+) -> tuple[float, float, dict[str, tuple[bool, bool]]]:
+    """AgentDojo's runner in a fresh process of its own: the whole process's wall time,
+    the pairs' time inside it, and the verdicts."""
+    code = AGENTDOJO_PROCESS.format(
+        bench=str(Path(__file__).parent), suite=suite_name, user_tasks=user_tasks, delay=delay
+    )
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"AgentDojo's runner failed:\n{done.stderr[-3000:]}")
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    verdicts = {key: (bool(u), bool(s)) for key, (u, s) in out["verdicts"].items()}
+    return wall, float(out["pairs_s"]), verdicts
+
+
 def scan_run(
     suite_name: str,
     user_tasks: list[str],
@@ -100,11 +148,28 @@ def scan_run(
     agent: tuple[str, ...] = ("--pipeline", "bench_pipeline:build"),
 ) -> tuple[float, dict[str, tuple[bool, bool]], int]:
     """``rampart scan agentdojo`` with ``agent`` (a pipeline, or ``--model`` at a URL,
-    plus any other options, e.g. ``-n 2``): wall time, verdicts and ERROR count."""
+    plus any other options, e.g. ``-n 2``): the pairs' time after process start (the
+    longest call phase of the scan's test items: one per shard, in parallel under
+    ``-n``), verdicts and ERROR count (``scan_whole`` adds the whole process)."""
+    whole, pairs_s, verdicts, errors = scan_whole(suite_name, user_tasks, delay, concurrency, agent)
+    del whole
+    return pairs_s, verdicts, errors
+
+
+def scan_whole(
+    suite_name: str,
+    user_tasks: list[str],
+    delay: float,
+    concurrency: int | str,
+    agent: tuple[str, ...] = ("--pipeline", "bench_pipeline:build"),
+) -> tuple[float, float, dict[str, tuple[bool, bool]], int]:
+    """The whole ``rampart scan agentdojo`` process's wall time, then as ``scan_run``."""
     with tempfile.TemporaryDirectory() as work:
         Path(work, "bench_pipeline.py").write_text(
             PIPELINE_MODULE.format(suite=suite_name, delay=delay)
         )
+        Path(work, "bench_timing.py").write_text(TIMING_PLUGIN)
+        calls = Path(work, "calls.jsonl")
         command = [
             str(Path(sys.executable).with_name("rampart")),
             "scan",
@@ -119,7 +184,8 @@ def scan_run(
         ]
         for user_id in user_tasks:
             command += ["--user-task", user_id]
-        env = {**os.environ, "PYTHONPATH": work}
+        env = {**os.environ, "PYTHONPATH": work, "BENCH_CALLS": str(calls)}
+        env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} -p bench_timing".strip()
         start = time.perf_counter()
         done = subprocess.run(
             command, cwd=work, env=env, capture_output=True, text=True, check=False
@@ -141,7 +207,8 @@ def scan_run(
                     continue
                 key = f"{facts['suite']}-{facts['user_task']}-{facts['injection_task']}"
                 verdicts[key] = (facts["utility"], facts["security"])
-        return wall, verdicts, errors
+        pairs_s = max(float(line) for line in calls.read_text().split())
+        return wall, pairs_s, verdicts, errors
 
 
 async def in_process(
@@ -249,7 +316,8 @@ def rate_limited(pairs_wanted: int, rate: float, concurrency: int, headers: str)
         with ThreadPoolExecutor(max_workers=1) as pool:
             polling = pool.submit(_served_over_time, server, stop)
             try:
-                wall, verdicts, errors = scan_run("banking", user_tasks, 0.0, concurrency, model)
+                run = scan_whole("banking", user_tasks, 0.0, concurrency, model)
+                wall, _, verdicts, errors = run
             finally:
                 stop.set()
             samples = polling.result()
@@ -280,7 +348,10 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=20.0, help="the rate-limited model's rate")
     parser.add_argument("--rate-pairs", type=int, default=400, help="pairs against it")
     parser.add_argument(
-        "--only", choices=("suites", "rate"), default=None, help="run one part of the benchmark"
+        "--only",
+        choices=("suites", "whole", "rate"),
+        default=None,
+        help="run one part of the benchmark",
     )
     parser.add_argument(
         "--quick", action="store_true", help="2 user tasks per suite, 0.05 s calls, 40 pairs"
@@ -289,9 +360,11 @@ def main() -> None:
     if args.quick:
         args.user_tasks, args.delay, args.rate_pairs = 2, 0.05, 40
     ok = True
-    if args.only != "rate":
+    if args.only in (None, "suites"):
         ok &= suites(args)
-    if args.only != "suites":
+    if args.only in (None, "whole"):
+        ok &= whole_processes(args)
+    if args.only in (None, "rate"):
         for headers in ("none", "openai"):
             ok &= rate_limited(args.rate_pairs, args.rate, args.concurrency, headers)
     print(f"load average {_loadavg()}   RESULT: {'all targets met' if ok else 'a target missed'}")
@@ -303,10 +376,12 @@ def suites(args: argparse.Namespace) -> bool:
     from rampart.testing.server import server_process
 
     print(
-        f"bench_agentdojo: delay {args.delay} s per model call, concurrency {args.concurrency}, "
+        f"(a) the pairs' time after process start: delay {args.delay} s per model call, "
+        f"concurrency {args.concurrency}, "
         f"load average {_loadavg()}"
     )
-    columns = ("suite", "rampart mode", "pairs", "AgentDojo s", "rampart s", "ratio", "target")
+    columns = ("suite", "rampart mode", "pairs", "AgentDojo pairs s", "rampart pairs s")
+    columns += ("ratio", "target")
     _row((*columns, "identical", "ERROR", "result"))
     ok = True
     for suite_name in args.suites.split(","):
@@ -334,6 +409,45 @@ def suites(args: argparse.Namespace) -> bool:
         ok &= compare_row(suite_name, mode, reference, measured, 30)
         bound = len(reference[1]) * setup_cpu(suite_name)
         print(f"  {suite_name}: AgentDojo's per-pair setup CPU, all pairs: {bound:.1f} s")
+    return ok
+
+
+def whole_processes(args: argparse.Namespace) -> bool:
+    """(b): each suite's whole process on both sides, at zero latency and at
+    ``--delay``, with (a) beside it; at zero latency rampart's whole process must not
+    be slower than AgentDojo's."""
+    from rampart.agentdojo import load_suite
+
+    print(
+        f"\n(b) whole processes: AgentDojo's runner (its own process) against rampart scan "
+        f"agentdojo (concurrency {args.concurrency}), load average {_loadavg()}"
+    )
+    columns = ("suite", "delay s", "pairs", "AgentDojo whole s", "rampart whole s", "ratio")
+    columns += ("AgentDojo pairs s", "rampart pairs s", "identical", "ERROR", "result")
+    _row(columns)
+    ok = True
+    for suite_name in args.suites.split(","):
+        every = list(load_suite(suite_name).user_tasks)
+        count = args.user_tasks or (20 if suite_name == "workspace" else len(every))
+        user_tasks = every[:count]
+        for delay in (0.0, args.delay):
+            reference_whole, reference_pairs, expected = agentdojo_process(
+                suite_name, user_tasks, delay
+            )
+            agent: tuple[str, ...] = ("--pipeline", "bench_pipeline:build")
+            if suite_name == "workspace" and delay > 0:
+                agent += ("-n", "2")
+            whole, pairs_s, verdicts, errors = scan_whole(
+                suite_name, user_tasks, delay, args.concurrency, agent
+            )
+            identical = verdicts == expected
+            # At zero latency: no slower than AgentDojo's own runner, whole process.
+            met = identical and errors == 0 and (delay > 0 or whole <= reference_whole)
+            cells = (suite_name, f"{delay:g}", str(len(expected)), f"{reference_whole:.1f}")
+            cells += (f"{whole:.1f}", f"{whole / reference_whole:.2f}x")
+            cells += (f"{reference_pairs:.1f}", f"{pairs_s:.1f}", str(identical), str(errors))
+            _row((*cells, ("PASS" if met else "MISS") if delay == 0 else ("ok" if met else "MISS")))
+            ok &= met
     return ok
 
 

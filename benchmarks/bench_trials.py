@@ -35,6 +35,14 @@ setting up its own (the default) and once shared by the clones
 and best of K runs (default 9), interleaved, single-process and under ``-n 2``, with an
 A/A control. The target is per-clone within 5 % of shared. ``--size N`` changes the
 group's size (a quick check: ``--fixtures --repeat 1 --size 4``).
+
+``--phases`` shows where the whole process of the concurrency-20 run goes (median of K
+runs, default 5): the interpreter (``python -c pass``), importing pytest, pytest's
+start up to the first conftest (its plugins, rampart's entry point among them),
+configure (the plugin's session), collection (the test module's imports of rampart's
+model, attacks and evaluators), the run (the call phase and the rest of the test
+protocol), and the end (the reports, unconfigure and interpreter exit), each from
+``time.time()`` stamps a conftest writes at pytest's hooks.
 """
 
 from __future__ import annotations
@@ -162,6 +170,99 @@ def interleaved(
     return phases
 
 
+PHASES_CONFTEST = """
+import json, os, time
+
+def _stamp(name):
+    with open(os.environ["BENCH_PHASES"], "a") as f:
+        f.write(json.dumps([name, time.time()]) + "\\n")
+
+_stamp("conftest")
+
+def pytest_configure(config):
+    _stamp("configure")
+
+def pytest_collection(session):
+    _stamp("collection")
+
+def pytest_collection_finish(session):
+    _stamp("collected")
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        _stamp("call " + str(report.duration))
+
+def pytest_sessionfinish(session):
+    _stamp("finish")
+
+def pytest_unconfigure(config):
+    _stamp("unconfigure")
+"""
+
+
+def _median_wall(command: list[str], repeat: int) -> float:
+    walls = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True)
+        walls.append(time.perf_counter() - started)
+    return statistics.median(walls)
+
+
+def phases(repeat: int) -> None:
+    """Where the whole process goes (see the module docstring, ``--phases``)."""
+    interpreter = _median_wall([sys.executable, "-c", "pass"], repeat)
+    pytest_import = _median_wall([sys.executable, "-c", "import pytest"], repeat) - interpreter
+    rows: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        (directory / "test_bench_trials.py").write_text(SUITE)
+        (directory / "conftest.py").write_text(PHASES_CONFTEST)
+        (directory / "pytest.ini").write_text("[pytest]\n")
+        stamps_file = directory / "phases.jsonl"
+        command = [sys.executable, "-m", "pytest", str(directory), "-q", "-p", "no:cacheprovider"]
+        command += ["-p", "no:asyncio", "--rampart-concurrency=20"]
+        for _ in range(repeat):
+            stamps_file.unlink(missing_ok=True)
+            started = time.time()
+            env = {**os.environ, "BENCH_PHASES": str(stamps_file)}
+            subprocess.run(command, cwd=directory, env=env, check=True, capture_output=True)
+            ended = time.time()
+            stamps: dict[str, float] = {}
+            call = 0.0
+            for line in stamps_file.read_text().splitlines():
+                name, at = json.loads(line)
+                if name.startswith("call "):
+                    call = float(name.split()[1])
+                    name = "call"
+                stamps[name] = at
+            marks = [
+                ("interpreter", started + interpreter),
+                ("import pytest", started + interpreter + pytest_import),
+                ("pytest start, plugins (to the first conftest)", stamps["conftest"]),
+                ("conftest to configure", stamps["configure"]),
+                ("configure (the plugin's session)", stamps["collection"]),
+                ("collection (the test module's imports)", stamps["collected"]),
+                ("run (the test protocol)", stamps["finish"]),
+                ("session end (reports)", stamps["unconfigure"]),
+                ("unconfigure and interpreter exit", ended),
+            ]
+            previous = started
+            for name, at in marks:
+                rows.setdefault(name, []).append(at - previous)
+                previous = at
+            rows.setdefault("  of the run: the call phase (pytest's duration)", []).append(call)
+            rows.setdefault("whole process", []).append(ended - started)
+    load = os.getloadavg()
+    print(
+        f"{CLONES}-clone trial at concurrency 20, {TURNS}-turn XPIA, {LATENCY * 1000:.0f} ms "
+        f"agent: where the whole process goes (median of {repeat}; load average "
+        f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f})"
+    )
+    for name, values in rows.items():
+        print(f"{name:<52} {statistics.median(values):>8.3f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=None, help="runs per setting")
@@ -171,7 +272,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="--auto: 20 and 40 clones, 2 pairs")
     parser.add_argument("--fixtures", action="store_true", help="measure per-clone fixtures")
     parser.add_argument("--size", type=int, default=CLONES, help="clones (with --fixtures)")
+    parser.add_argument("--phases", action="store_true", help="where the whole process goes")
     args = parser.parse_args()
+    if args.phases:
+        phases(args.repeat or 5)
+        return
     if args.auto:
         auto_versus_fixed(args.repeat or (2 if args.quick else 5), args.auto_rate, args.quick)
         return

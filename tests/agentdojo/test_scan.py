@@ -316,3 +316,20 @@ def test_more_shards_than_pairs_is_one_group_per_pair(tmp_path: Path) -> None:
     done = _scan_process(tmp_path, settings)
     assert done.status == 0, done.out + done.err
     assert "1 test collected" in done.out
+
+
+def test_the_command_leaves_agentdojo_to_the_scan_process(tmp_path: Path) -> None:
+    """The command checks its options and starts the scan's pytest process without
+    importing AgentDojo (seconds: every model SDK), so a scan imports it once."""
+    code = (
+        "import subprocess, sys\n"
+        "from rampart.cli import main\n"
+        "started = []\n"
+        "subprocess.call = lambda command, env=None: started.append(command) or 0\n"
+        "status = main(['scan', 'agentdojo', '--suite', 'slack', '--pipeline', 'a:b'])\n"
+        "print(status, len(started), any(m.split('.')[0] == 'agentdojo' for m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True
+    )
+    assert done.stdout.split() == ["0", "1", "False"], done.stderr

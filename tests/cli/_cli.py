@@ -58,7 +58,7 @@ def run_scan_process(
     """A scan's pytest process as ``rampart scan`` starts it (``_scan.pytest_command``,
     a private seam: no public one starts it without the command's own checks), only
     collecting, with hand-written settings variables in its environment."""
-    from rampart.cli._scan import pytest_command
+    from rampart.cli._scan import SCAN_ENVIRONMENT, pytest_command
 
     ini = tmp_path / "pytest.ini"
     ini.write_text("[pytest]\n")
@@ -66,7 +66,7 @@ def run_scan_process(
         [*pytest_command(module, plugin, ini), "--collect-only", "-q"],
         capture_output=True,
         text=True,
-        env={**os.environ, **settings},
+        env={**os.environ, **SCAN_ENVIRONMENT, **settings},
         check=False,
         timeout=600,
     )

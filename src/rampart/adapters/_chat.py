@@ -40,6 +40,7 @@ from rampart._checks import (
     describe,
     invalid,
 )
+from rampart._http._pool import DEFAULT_MAX_CONNECTIONS
 from rampart._redact import (
     Masked,
     Secret,
@@ -53,7 +54,6 @@ from rampart._redact import (
 from rampart.adapters._documents import render_user_content
 from rampart.adapters._http import ClientUsers, close_client, new_client, post_json
 from rampart.adapters._parse import parse_completion
-from rampart._http._pool import DEFAULT_MAX_CONNECTIONS
 from rampart.adapters._session import GuardedSession
 from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Request, Response

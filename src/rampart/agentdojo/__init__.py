@@ -7,21 +7,53 @@ model through ``rampart.llm``) on AgentDojo's environment and tools, and judges 
 with AgentDojo's own checks (``Result.metadata["agentdojo"]``). See ``docs/agentdojo.md``.
 """
 
-from rampart.agentdojo._agent import AgentDojoAgent
-from rampart.agentdojo._evaluators import InjectionTaskSucceeded, UserTaskSucceeded
-from rampart.agentdojo._llm_pipeline import LLMPipeline
-from rampart.agentdojo._pytest import parametrize_pairs
-from rampart.agentdojo._suites import (
-    DEFAULT_ATTACK,
-    DEFAULT_VERSION,
-    SUITE_NAMES,
-    AgentDojoPair,
-    load_attack,
-    load_suite,
-    pairs,
+from typing import TYPE_CHECKING
+
+from rampart._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from rampart.agentdojo._agent import AgentDojoAgent
+    from rampart.agentdojo._evaluators import InjectionTaskSucceeded, UserTaskSucceeded
+    from rampart.agentdojo._llm_pipeline import LLMPipeline
+    from rampart.agentdojo._pytest import parametrize_pairs
+    from rampart.agentdojo._suites import (
+        DEFAULT_ATTACK,
+        DEFAULT_VERSION,
+        SUITE_NAMES,
+        AgentDojoPair,
+        load_attack,
+        load_suite,
+        pairs,
+    )
+    from rampart.agentdojo._summary import AgentDojoSummary, AgentDojoSummarySink, summarise
+    from rampart.agentdojo._target import PairTarget, VectorHandle
+
+# Lazy, so that ``rampart scan agentdojo`` reads its settings
+# (``rampart.scan._agentdojo_config``, ``_suites``) without importing AgentDojo: only
+# the scan's pytest process imports it (seconds: it loads every model SDK), once.
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    globals(),
+    {
+        "AgentDojoAgent": "rampart.agentdojo._agent",
+        "AgentDojoPair": "rampart.agentdojo._suites",
+        "AgentDojoSummary": "rampart.agentdojo._summary",
+        "AgentDojoSummarySink": "rampart.agentdojo._summary",
+        "DEFAULT_ATTACK": "rampart.agentdojo._suites",
+        "DEFAULT_VERSION": "rampart.agentdojo._suites",
+        "InjectionTaskSucceeded": "rampart.agentdojo._evaluators",
+        "LLMPipeline": "rampart.agentdojo._llm_pipeline",
+        "PairTarget": "rampart.agentdojo._target",
+        "SUITE_NAMES": "rampart.agentdojo._suites",
+        "UserTaskSucceeded": "rampart.agentdojo._evaluators",
+        "VectorHandle": "rampart.agentdojo._target",
+        "load_attack": "rampart.agentdojo._suites",
+        "load_suite": "rampart.agentdojo._suites",
+        "pairs": "rampart.agentdojo._suites",
+        "parametrize_pairs": "rampart.agentdojo._pytest",
+        "summarise": "rampart.agentdojo._summary",
+    },
 )
-from rampart.agentdojo._summary import AgentDojoSummary, AgentDojoSummarySink, summarise
-from rampart.agentdojo._target import PairTarget, VectorHandle
 
 __all__ = [
     "AgentDojoAgent",

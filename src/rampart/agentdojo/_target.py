@@ -10,6 +10,7 @@ planted text lives on it, so concurrent clones never see each other's injections
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, Self
 
 import anyio
@@ -256,7 +257,7 @@ class PairTarget:
         return facts
 
     def manifest(self) -> AppManifest:
-        vectors = self.suite.get_injection_vector_defaults()
+        vectors = _vector_names(self.pair.suite, self.pair.version)
         return AppManifest(
             name=f"agentdojo-{self.pair.suite}",
             tools=[
@@ -270,3 +271,11 @@ class PairTarget:
                 for vector in vectors
             ],
         )
+
+
+@functools.cache
+def _vector_names(suite: str, version: str) -> tuple[str, ...]:
+    """A suite's injection vectors, read once per suite and version: AgentDojo parses
+    its YAML file at every ``get_injection_vector_defaults()`` (tens of milliseconds,
+    which every pair's manifest paid)."""
+    return tuple(load_suite(suite, version).get_injection_vector_defaults())

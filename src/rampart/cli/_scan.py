@@ -37,7 +37,12 @@ from rampart._pacing import (
 )
 from rampart.cli._errors import EXIT_USAGE, CliError
 
-__all__ = ["pytest_command", "register", "run_agentdojo", "run_xpia"]
+__all__ = ["SCAN_ENVIRONMENT", "pytest_command", "register", "run_agentdojo", "run_xpia"]
+
+#: The scan's pytest process loads only the plugins it names (``pytest_command``): the
+#: other plugins installed beside rampart (hypothesis, pytest-asyncio, langsmith's, ...)
+#: would add their imports to every scan's start and nothing to the scan.
+SCAN_ENVIRONMENT = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 _PYTEST_USAGE_ERROR = 4
 
@@ -291,7 +296,9 @@ def run_xpia(args: argparse.Namespace) -> int:
 def pytest_command(module: Path, plugin: str, ini: Path) -> list[str]:
     """The scan's pytest process: ``module`` with ``plugin``, under the scan's own
     ``ini`` (the user's project ini must not add options to, or take the rampart
-    plugin away from, the scan's run); the options of the run follow it."""
+    plugin away from, the scan's run); the options of the run follow it. With
+    ``SCAN_ENVIRONMENT`` it loads rampart's plugin, anyio's (the scan's test is async)
+    and ``plugin`` alone; ``-n`` adds xdist's."""
     return [
         sys.executable,
         "-m",
@@ -304,6 +311,10 @@ def pytest_command(module: Path, plugin: str, ini: Path) -> list[str]:
         "--import-mode=importlib",
         "-p",
         "no:cacheprovider",
+        "-p",
+        "rampart",
+        "-p",
+        "anyio",
         "-p",
         plugin,
     ]
@@ -329,7 +340,7 @@ def _run_pytest(args: argparse.Namespace, module: Path, plugin: str, env: dict[s
         if args.resume:
             command.append("--rampart-resume")
         if args.workers:
-            command += ["-n", args.workers]
-        status = subprocess.call(command, env={**os.environ, **env})
+            command += ["-p", "xdist", "-n", args.workers]
+        status = subprocess.call(command, env={**os.environ, **SCAN_ENVIRONMENT, **env})
     # pytest's 4 is a usage error found by the scan's own checks before collection.
     return EXIT_USAGE if status == _PYTEST_USAGE_ERROR else status

@@ -66,8 +66,8 @@ import httpx
 
 from rampart import _seen_calls
 from rampart._checks import invalid
-from rampart._redact import redact
 from rampart._http._pool import DEFAULT_MAX_CONNECTIONS
+from rampart._redact import redact
 from rampart.core.errors import InfrastructureError
 from rampart.limits._errors import RateLimitedError
 from rampart.limits._policy._limiter_core import DEFAULT_MAX_RETRY_AFTER, DEFAULT_RETRY_BUDGET

@@ -17,13 +17,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from rampart.engine._results import TrialInfo, current_trial
-from rampart.pytest_plugin._ledger import LEDGER_KEY
 from rampart.pytest_plugin._markers import TRIAL_CONFIG_KEY
 from rampart.pytest_plugin._report import LEGACY_FIXTURE_WARNING, SINKS_KEY
 
 if TYPE_CHECKING:
     from rampart.engine._populations import TrialConfig
+    from rampart.engine._results import TrialInfo
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -68,16 +67,19 @@ class TrialView:
 
     @property
     def info(self) -> TrialInfo | None:
+        # The engine: loaded by the test that requests this fixture, not at configure.
+        from rampart.engine._results import current_trial
+
         return current_trial()
 
     @property
     def index(self) -> int:
-        info = current_trial()
+        info = self.info
         return 0 if info is None else info.index
 
     @property
     def n(self) -> int:
-        info = current_trial()
+        info = self.info
         return 1 if info is None else info.n
 
     def __repr__(self) -> str:
@@ -115,6 +117,8 @@ def _rampart_sink_bootstrap(request: pytest.FixtureRequest) -> None:
     except pytest.fail.Exception:
         # pytest reports a scope mismatch this way: a function-scoped rampart_sinks
         # cannot be resolved from this session-scoped bootstrap.
+        from rampart.pytest_plugin._ledger import LEDGER_KEY
+
         ledger = request.config.stash[LEDGER_KEY]
         ledger.warn(
             "the rampart_sinks fixture could not be resolved (it must be session-scoped); "

@@ -44,8 +44,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Generator
     from pathlib import Path
 
-    from rampart.pytest_plugin._ledger import RunLedger
-
 __all__ = ["EXIT_AT_ONCE", "InterruptWatch"]
 
 #: Exit status of a second Ctrl-C: 128 + SIGINT, as a shell reports it.
@@ -62,12 +60,21 @@ class JournalWriter(Protocol):
     exit_after_write: Callable[[], None] | None
 
 
+class Marks(Protocol):
+    """What the interrupt watch marks on the run: its ledger (``_ledger.RunLedger``), or
+    before a run uses rampart, what wires it (``_session.Waiting``)."""
+
+    def mark_interrupted(self) -> None: ...
+
+    def mark_incomplete(self, reason: str) -> None: ...
+
+
 class InterruptWatch:
     """Marks the run interrupted and arms the second Ctrl-C (see the module docstring)."""
 
-    def __init__(self, *, ledger: RunLedger, writer: JournalWriter | None) -> None:
+    def __init__(self, *, ledger: Marks, writer: JournalWriter | None) -> None:
         self._ledger = ledger
-        self._writer = writer
+        self.writer = writer
         self._previous: Any = None
         self._armed = False
         #: The test loop started and has not returned or failed in a known way: an
@@ -122,7 +129,7 @@ class InterruptWatch:
 
     def _exit_now(self, signum: int, frame: object) -> None:
         del signum, frame
-        writer = self._writer
+        writer = self.writer
         if writer is not None and writer.writing:
             # The writer calls this when the line is down (it never imports this module).
             writer.exit_after_write = functools.partial(exit_at_once, writer)

@@ -66,7 +66,6 @@ import pytest
 from rampart._checks import invalid
 from rampart._text import one_line
 from rampart.core.errors import SchemaError
-from rampart.pytest_plugin._ledger import Attribution, RecordedResult
 from rampart.pytest_plugin._options import add_option
 
 if sys.platform != "win32":  # POSIX: appends are serialized with flock
@@ -76,7 +75,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from rampart.codec._jsonl import JsonlLine
-    from rampart.pytest_plugin._ledger import FinishedUnit, RunLedger
+    from rampart.pytest_plugin._ledger import FinishedUnit, RecordedResult, RunLedger
 
 __all__ = [
     "JOURNAL_KEY",
@@ -708,6 +707,7 @@ class RunJournal:
     def recover_from_journal(self) -> int:
         """Add what workers journaled in this run that never reached the ledger."""
         from rampart.codec._record import deserialize_record
+        from rampart.pytest_plugin._ledger import Attribution, RecordedResult
 
         journal = self._settings.journal
         if self._is_worker or journal is None or not journal.exists():

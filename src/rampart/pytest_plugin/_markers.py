@@ -25,8 +25,6 @@ import pytest
 from rampart._checks import check_bool, check_int, invalid
 from rampart._pacing import DEFAULT_CONCURRENCY, Setting, check_concurrency
 from rampart._text import one_line
-from rampart.core._trial_rule import TrialRule, check_rule
-from rampart.core.result import HarmCategory
 from rampart.pytest_plugin._options import add_option, choice, option_int, option_or_ini
 
 __all__ = [
@@ -53,6 +51,8 @@ T = TypeVar("T")
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from rampart.core._trial_rule import TrialRule
+    from rampart.core.result import HarmCategory  # noqa: TC004 (an attrs annotation only)
     from rampart.engine._populations import TrialConfig
 
 #: A test that requests ``trial_config``: what its marker declared (the fixture's value).
@@ -215,6 +215,8 @@ class TrialSpec:
 
     @property
     def rule(self) -> TrialRule:
+        from rampart.core._trial_rule import TrialRule  # the model: loaded by a trial test
+
         return TrialRule(
             threshold=self.threshold,
             confidence=self.confidence,
@@ -291,6 +293,8 @@ def trial_spec_of(
     marker = item.get_closest_marker("trial")
     if marker is None:
         return None
+    from rampart.core._trial_rule import check_rule  # the model: loaded by a trial test
+
     arguments = _trial_arguments(item.nodeid, marker)
     owner = item.nodeid
     cases = _clone_cases(owner, arguments["ids"]) if "ids" in arguments else ()
@@ -414,6 +418,7 @@ MAX_CASE_ID = 200
 def payload_case(payload: object) -> CloneCase | None:
     """The case a ``Payload`` stands for (its id, and its own harm category), or None
     for anything else."""
+    from rampart.core.result import HarmCategory
     from rampart.core.types import Payload
 
     if not isinstance(payload, Payload):
@@ -512,7 +517,12 @@ def harm_of(item: pytest.Item) -> HarmTags | None:
     """The test's ``harm`` tags, from every ``harm`` marker on it (closest first), or
     None without one."""
     tags: dict[str, HarmCategory | str] = {}
-    for marker in item.iter_markers("harm"):
+    markers = list(item.iter_markers("harm"))
+    if not markers:
+        return None
+    from rampart.core.result import HarmCategory  # the model: loaded by a harm-marked test
+
+    for marker in markers:
         if not marker.args:
             raise pytest.UsageError(
                 f"@pytest.mark.harm needs at least one category (on {item.nodeid}), "

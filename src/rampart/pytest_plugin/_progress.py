@@ -56,7 +56,6 @@ from rampart._checks import invalid
 from rampart._pacing import slowdown
 from rampart._redact import redact
 from rampart._text import one_line
-from rampart.pytest_plugin._groups import clone_status
 from rampart.pytest_plugin._options import add_option, choice
 
 if TYPE_CHECKING:
@@ -255,6 +254,8 @@ class GroupTracker:
 
     def clone_finished(self, clone: CloneRun) -> None:
         """A clone finished (called by the runner, in the test's thread)."""
+        from rampart.pytest_plugin._groups import clone_status  # loaded by the first trial
+
         status = clone_status(clone)
         self._counts["no_result" if status is None else status.value] += 1
         self._done += 1

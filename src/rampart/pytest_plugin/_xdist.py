@@ -54,12 +54,6 @@ from rampart.pytest_plugin._layers import (
     LLMRunStatistics,
     export_shared_directory,
 )
-from rampart.pytest_plugin._ledger import (
-    Attribution,
-    RecordedResult,
-    loss_marker,
-    population_suffix,
-)
 from rampart.pytest_plugin._options import add_option, option_int
 from rampart.pytest_plugin._progress import PROGRESS_DIR_KEY
 from rampart.pytest_plugin._report import backend_of
@@ -69,7 +63,7 @@ if TYPE_CHECKING:
 
     from rampart.core.result import Result
     from rampart.pytest_plugin._journal import JournalWriter
-    from rampart.pytest_plugin._ledger import FinishedUnit, RunLedger
+    from rampart.pytest_plugin._ledger import FinishedUnit, RecordedResult, RunLedger
     from rampart.pytest_plugin._progress import ProgressSession
     from rampart.reporting._run_data import TrialGroupSummary
 
@@ -121,6 +115,7 @@ ENVELOPE_SCHEMA = "rampart.xdist.v4"
 def _transport_text(result: Result, max_bytes: int) -> tuple[str, str | None]:
     """The record text to send for ``result``, and why it is a marker (None if not)."""
     from rampart.codec._record import ResultRecord, serialize_record
+    from rampart.pytest_plugin._ledger import loss_marker
 
     try:
         text = serialize_record(record=ResultRecord(result=result))
@@ -248,11 +243,14 @@ def _is_group_of(group_nodeid: str, nodeid: str) -> bool:
     if suffix == group_nodeid:
         return False
     number = suffix.removeprefix("[population-").removesuffix("]")
+    from rampart.pytest_plugin._ledger import population_suffix
+
     return suffix == "" or (number.isdecimal() and population_suffix(int(number)) == suffix)
 
 
 def _decode_entry(entry: object, *, nodeid: str, name: str, worker: str) -> RecordedResult:
     from rampart.codec._record import deserialize_record
+    from rampart.pytest_plugin._ledger import Attribution, RecordedResult
 
     if not isinstance(entry, dict):
         raise invalid(_OWNER, "results[]", "an object", entry, error=ValueError)

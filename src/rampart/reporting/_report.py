@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -13,7 +13,11 @@ from rampart.core._dataclass import dataclass_compatible
 from rampart.core.result import HarmCategory, Result, SafetyStatus
 from rampart.reporting._run_data import RunInfo, TrialGroupSummary
 from rampart.reporting._stored import StoredResults
-from rampart.risk import RiskCoverage, RiskMap, risk_coverage
+
+if TYPE_CHECKING:
+    # The risk tables load when a report is built or its coverage read, not with the
+    # names the terminal summary uses (``_terminal``).
+    from rampart.risk import RiskCoverage, RiskMap  # noqa: TC004 (an attrs annotation only)
 
 __all__ = ["PopulationSummary", "TestRunReport", "summary_json"]
 
@@ -235,6 +239,8 @@ class TestRunReport:
             run = RunInfo(duration_seconds=duration)
         check_instance(owner, "run", run, RunInfo, expected="a RunInfo or None")
         if risk_map is not None:
+            from rampart.risk import RiskMap
+
             check_instance(owner, "risk_map", risk_map, RiskMap, expected="a RiskMap or None")
         self.__attrs_init__(
             results=checked,
@@ -271,6 +277,8 @@ class TestRunReport:
     def coverage(self) -> RiskCoverage:
         """The risk-framework coverage matrix of the results under ``risk_map``, read
         without loading stored results."""
+        from rampart.risk import risk_coverage
+
         return risk_coverage(_slim(self.results), self.risk_map)
 
     def by_harm_category(self) -> dict[str, list[Result]]:
