@@ -25,9 +25,7 @@ KINDS = ("run_report_*.json", "run_report_*.html", "traces_*.jsonl")
 
 def _files(out: Path) -> dict[str, list[str]]:
     """The files of each kind rampart wrote (named by their UTC time: ``..._2026-...``)."""
-    return {
-        kind: sorted(path.name for path in out.glob(kind.replace("*", "2*"))) for kind in KINDS
-    }
+    return {kind: sorted(path.name for path in out.glob(kind.replace("*", "2*"))) for kind in KINDS}
 
 
 def _journals(directory: Path) -> list[str]:
