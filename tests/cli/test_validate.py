@@ -234,9 +234,12 @@ class TestFiles:
     def test_empty_trace_file_is_a_run_without_results(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
+        """A valid file, but nothing was checked: not "all valid", and status 2."""
         path = tmp_path / "traces.jsonl"
         path.write_text("", encoding="utf-8")
-        assert run_main(capsys, "validate", path).lines == ["checked 1 file, 0 records: all valid"]
+        outcome = run_main(capsys, "validate", path)
+        assert outcome.lines == ["checked 1 file, 0 records: nothing checked (no record in them)"]
+        assert outcome.status == 2
 
     def test_unreadable_files_exit_2_and_the_rest_is_checked(
         self, saved_runs: SavedRuns, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -246,7 +249,8 @@ class TestFiles:
         assert outcome.status == 2
         assert outcome.err.splitlines() == [
             f"rampart validate: error: {missing}: no such file",
-            f"rampart validate: error: {tmp_path}: is a directory, not a report or trace file",
+            f"rampart validate: error: {tmp_path}: no saved run in it (run_report_*.json, "
+            "traces_*.jsonl or journal/rampart-journal-*.jsonl)",
         ]
         assert outcome.lines == ["checked 1 file, 32 records: all valid; 2 not readable"]
 

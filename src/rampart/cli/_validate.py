@@ -379,13 +379,12 @@ def check_file(path: Path, text: str) -> tuple[str, int, list[Problem]]:
     return kind, count, problems
 
 
-def _files(names: list[str], *, every: bool) -> tuple[list[Path], int]:
-    """The files to check (each file named; each directory's latest run's, or all of
-    its files), and how many directories held none (said on stderr)."""
+def _files(names: list[str], *, every: bool) -> list[Path | CliError]:
+    """What to check, in the order given: each file named, each directory's latest
+    run's files (or all of them), or the error saying why a directory has none."""
     from rampart.cli import _select
 
-    files: list[Path] = []
-    empty = 0
+    files: list[Path | CliError] = []
     for name in names:
         path = Path(name)
         if not path.is_dir():
@@ -394,16 +393,16 @@ def _files(names: list[str], *, every: bool) -> tuple[list[Path], int]:
         try:
             files.extend(_select.all_files(path) if every else _select.latest_files(path))
         except CliError as error:
-            print(f"rampart validate: error: {error}", file=sys.stderr, flush=True)
-            empty += 1
-    return files, empty
+            files.append(error)
+    return files
 
 
 def run(args: argparse.Namespace) -> int:
-    files, unreadable = _files(args.paths, every=args.all)
-    bad_files = records = bad_records = checked = 0
-    for name in files:
+    unreadable = bad_files = records = bad_records = checked = 0
+    for name in _files(args.paths, every=args.all):
         try:
+            if isinstance(name, CliError):
+                raise name
             path, data = _inputs.read_bytes(name)
         except CliError as error:
             print(f"rampart validate: error: {error}", file=sys.stderr, flush=True)
