@@ -150,13 +150,14 @@ class TestData:
         (group,) = state["groups"]
         assert group["verdict"] == "failed"
         assert group["reason"] == "1 UNSAFE, 1 ERROR"
-        # One cell per clone: its status and the result it links to.
+        # One cell per clone: its status, the result it links to and its case (none:
+        # the marker gave no ids=).
         assert group["clones"] == [
-            ["safe", 0],
-            ["unsafe", 1],
-            ["safe", 2],
-            ["error", 3],
-            ["safe", 4],
+            ["safe", 0, None],
+            ["unsafe", 1, None],
+            ["safe", 2, None],
+            ["error", 3, None],
+            ["safe", 4, None],
         ]
         assert state["metadata"]["llm"]["llm:judge"]["calls"] == 3
 
@@ -166,7 +167,7 @@ class TestData:
         state = state_of(
             render_html(TestRunReport.from_results(kept, trial_groups=report.trial_groups)).decode()
         )
-        assert state["groups"][0]["clones"][2] == [None, -1]
+        assert state["groups"][0]["clones"][2] == [None, -1, None]
 
     def test_size_grows_linearly(self) -> None:
         """The page is a fixed frame plus the state: bytes per result do not grow with n."""

@@ -33,6 +33,7 @@ TOP_KEYS = [
     "by_harm_category",
     "trial_groups",
     "run",
+    "coverage",
 ]
 RESULT_KEYS = [
     "safe",
