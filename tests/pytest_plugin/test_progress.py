@@ -64,12 +64,22 @@ class TestPlain:
         result.stdout.fnmatch_lines(["test_lines_while*.py ..*"])
 
     def test_quiet_and_off_print_nothing(self, pytester: pytest.Pytester) -> None:
+        """-q turns the automatic choice off; ``off`` turns it off."""
         write_ini(pytester)
         pytester.makepyfile(SLOW_GROUP)
-        for args in (("-q",), ("--rampart-progress=off",)):
-            result = pytester.runpytest(*NO_ASYNCIO, *PLAIN, *args)
+        interval = ("-o", "rampart_progress_interval=0")
+        for args in (("-q", "--rampart-progress=auto"), ("--rampart-progress=off",)):
+            result = pytester.runpytest(*NO_ASYNCIO, *interval, *args)
             result.assert_outcomes(passed=2)
             assert _progress(result.stdout.str()) == []
+
+    def test_plain_by_name_is_honoured_under_quiet(self, pytester: pytest.Pytester) -> None:
+        """``--rampart-progress=plain`` asked for by name prints its lines under -q too."""
+        write_ini(pytester)
+        pytester.makepyfile(SLOW_GROUP)
+        result = pytester.runpytest(*NO_ASYNCIO, *PLAIN, "-q")
+        result.assert_outcomes(passed=2)
+        assert _progress(result.stdout.str()) != []
 
     def test_default_interval_keeps_a_short_group_silent(self, pytester: pytest.Pytester) -> None:
         """Plain lines come every 5 s by default: a sub-second group prints none."""
