@@ -49,3 +49,17 @@ async def test_an_origin_that_answered_once_is_never_cut_off() -> None:
             error = await _failure(adapter)
             assert "connection failed" in str(error)
             assert error.transient is True
+
+
+async def test_a_cut_off_origin_is_still_tried_now_and_then(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every ``RETRY_SECONDS`` one request goes through (a server started late is found)."""
+    from rampart.adapters import _reachability
+
+    monkeypatch.setattr(_reachability, "RETRY_SECONDS", 0.0)
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    async with ChatCompletionsAdapter(base_url=url, model="m") as adapter:
+        for _ in range(UNREACHABLE_AFTER + 2):
+            error = await _failure(adapter)
+            assert "connection failed" in str(error)  # tried each time: no wait configured

@@ -64,12 +64,22 @@ class TestPlain:
         result.stdout.fnmatch_lines(["test_lines_while*.py ..*"])
 
     def test_quiet_and_off_print_nothing(self, pytester: pytest.Pytester) -> None:
+        """-q turns the automatic choice off; ``off`` turns it off."""
         write_ini(pytester)
         pytester.makepyfile(SLOW_GROUP)
-        for args in (("-q",), ("--rampart-progress=off",)):
-            result = pytester.runpytest(*NO_ASYNCIO, *PLAIN, *args)
+        interval = ("-o", "rampart_progress_interval=0")
+        for args in (("-q", "--rampart-progress=auto"), ("--rampart-progress=off",)):
+            result = pytester.runpytest(*NO_ASYNCIO, *interval, *args)
             result.assert_outcomes(passed=2)
             assert _progress(result.stdout.str()) == []
+
+    def test_plain_by_name_is_honoured_under_quiet(self, pytester: pytest.Pytester) -> None:
+        """``--rampart-progress=plain`` asked for by name prints its lines under -q too."""
+        write_ini(pytester)
+        pytester.makepyfile(SLOW_GROUP)
+        result = pytester.runpytest(*NO_ASYNCIO, *PLAIN, "-q")
+        result.assert_outcomes(passed=2)
+        assert _progress(result.stdout.str()) != []
 
     def test_default_interval_keeps_a_short_group_silent(self, pytester: pytest.Pytester) -> None:
         """Plain lines come every 5 s by default: a sub-second group prints none."""
@@ -155,9 +165,14 @@ from rampart.limits import limit
 def anyio_backend(request):
     return request.param
 
+# A port per backend: the asyncio run would otherwise leave the endpoint cut off
+# (unreachable after 5 refusals) before the trio run starts retrying.
+PORTS = {"asyncio": {port}, "trio": {other_port}}
+
 @pytest.mark.trial(n=2, threshold=0.5, concurrency=2)
-async def test_down(rampart_trial):
-    async with ChatCompletionsAdapter(base_url="http://127.0.0.1:{port}/v1", model="m") as down:
+async def test_down(rampart_trial, anyio_backend):
+    url = f"http://127.0.0.1:{PORTS[anyio_backend]}/v1"
+    async with ChatCompletionsAdapter(base_url=url, model="m") as down:
         agent = limit(down, max_retries=3, name="down-agent")
         await Attacks.xpia(trigger="hi", evaluator=ToolCalled("send_email")).execute_async(
             adapter=agent
@@ -171,7 +186,12 @@ class TestRetrying:
         retry, so none finishes for a while: the progress line says why, on asyncio
         and trio, before the group ends (in ERROR)."""
         write_ini(pytester)
-        pytester.makepyfile(DOWN_AGENT.replace("{port}", str(_dead_port())))
+        port = other = _dead_port()
+        while other == port:
+            other = _dead_port()
+        pytester.makepyfile(
+            DOWN_AGENT.replace("{port}", str(port)).replace("{other_port}", str(other))
+        )
         result = pytester.runpytest(*NO_ASYNCIO, *PLAIN)
         text = result.stdout.str()
         for backend in ("asyncio", "trio"):

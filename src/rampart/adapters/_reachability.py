@@ -12,27 +12,35 @@ connection) that says why.
 It cannot change a verdict that could have been reached: it only acts on an origin that
 has not answered a single request in this process, so every result that depended on it
 was an ERROR already. An origin that answered once (any HTTP status) is never cut off:
-a flapping endpoint keeps being retried as before. A server that is still starting when
-the run starts should be waited for before the run (its first requests would be
-refused).
+a flapping endpoint keeps being retried as before. A cut-off origin is still tried once
+every ``RETRY_SECONDS`` (a server started late, a port taken by a new server in a
+long-lived process): the first answer ends the cut-off for good. A server that is still
+starting when the run starts should be waited for before the run (its first requests
+would be refused).
 """
 
 from __future__ import annotations
+
+import time
 
 import attrs
 
 from rampart.core.errors import InfrastructureError
 
-__all__ = ["UNREACHABLE_AFTER", "answered", "check", "refused", "unreachable"]
+__all__ = ["RETRY_SECONDS", "UNREACHABLE_AFTER", "answered", "check", "refused", "unreachable"]
 
 #: Refused connections in a row, from an origin that never answered, before it is cut off.
 UNREACHABLE_AFTER = 5
+
+#: How often a cut-off origin is still tried (one request through), in seconds.
+RETRY_SECONDS = 10.0
 
 
 @attrs.define
 class _Origin:
     refused: int = 0
     answered: bool = False
+    tried_at: float = 0.0  # when the last request was let through (time.monotonic())
 
 
 _ORIGINS: dict[str, _Origin] = {}
@@ -49,6 +57,10 @@ def check(url: str, where: str) -> None:
     state = _ORIGINS.get(_origin(url))
     if state is None or state.answered or state.refused < UNREACHABLE_AFTER:
         return
+    now = time.monotonic()
+    if now - state.tried_at >= RETRY_SECONDS:
+        state.tried_at = now  # one request through, in case it is up now
+        return
     raise InfrastructureError(
         f"{where}: unreachable: {UNREACHABLE_AFTER} or more connections to it were refused "
         "and it has not answered once in this run, so rampart stopped calling it (is the "
@@ -60,6 +72,8 @@ def refused(url: str) -> None:
     """A connection to ``url`` was refused (nothing reached)."""
     state = _ORIGINS.setdefault(_origin(url), _Origin())
     state.refused += 1
+    if state.refused == UNREACHABLE_AFTER:
+        state.tried_at = time.monotonic()
 
 
 def answered(url: str) -> None:

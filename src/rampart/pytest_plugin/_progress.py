@@ -83,7 +83,7 @@ __all__ = [
 PROGRESS_MODES = ("auto", "live", "plain", "off")
 _PROGRESS_HELP = (
     "Progress of running trial groups: auto (a live line per group on a terminal, plain "
-    "lines otherwise; the default), live, plain or off. -q turns it off."
+    "lines otherwise; the default), live, plain or off. -q turns auto off."
 )
 _PROGRESS_INTERVAL_HELP = "Seconds between plain progress lines of one trial group (default 5)."
 
@@ -182,14 +182,11 @@ def _duration(seconds: float) -> str:
 def format_snapshot(snapshot: Snapshot, width: int | None = None) -> str:
     """``rampart test_x: 23/50 | 18 safe, 5 unsafe, 0 undet, 0 error | 9.8/s, ETA 2.8s``.
 
-    With ``width``, the test's name is shortened (never the numbers) to fit.
+    With ``width``, the line fits without cutting the numbers or the ETA: the note (a
+    reason, ``| rate-limited ...``) is shortened at a word, or left out, first; then the
+    test's name; then the counts take their short form (``18 safe 5 unsafe`` ->
+    ``S18 U5 ?0 E0``).
     """
-    counts = (
-        f"{snapshot.safe} safe, {snapshot.unsafe} unsafe, "
-        f"{snapshot.undetermined} undet, {snapshot.error} error"
-    )
-    if snapshot.no_result:
-        counts += f", {snapshot.no_result} no result"
     rate = snapshot.done / snapshot.elapsed if snapshot.elapsed > 0 else 0.0
     if snapshot.finished:
         timing = f"done in {_duration(snapshot.elapsed)}"
@@ -197,15 +194,50 @@ def format_snapshot(snapshot: Snapshot, width: int | None = None) -> str:
         timing = f"{rate:.1f}/s, ETA {_duration((snapshot.n - snapshot.done) / rate)}"
     else:
         timing = f"{_duration(snapshot.elapsed)} elapsed"
-    tail = f": {snapshot.done}/{snapshot.n} | {counts} | {timing}"
-    if snapshot.note and not snapshot.finished:
-        tail += f" | {one_line(snapshot.note[:NOTE_CHARS])}"
     name = one_line(snapshot.name)
-    if width is not None:
-        room = max(width - len("rampart ") - len(tail), 8)
-        if len(name) > room:
-            name = name[: room - 1] + "…"
-    return f"rampart {name}{tail}"
+    note = one_line(snapshot.note[:NOTE_CHARS]) if snapshot.note and not snapshot.finished else ""
+    for short in (False, True):
+        core = f": {snapshot.done}/{snapshot.n} | {_counts(snapshot, short=short)} | {timing}"
+        if width is None:
+            return f"rampart {name}{core}" + (f" | {note}" if note else "")
+        room = width - len("rampart ") - min(len(name), _MIN_NAME) - len(core)
+        if room >= 0 or short:
+            break
+    assert width is not None  # the loop returned otherwise
+    if note:  # what the whole name leaves, if anything
+        note = _shortened(note, width - len("rampart ") - len(name) - len(core) - len(" | "))
+        if note:
+            core += f" | {note}"
+    room = max(width - len("rampart ") - len(core), _MIN_NAME)
+    if len(name) > room:
+        name = name[: room - 1] + "…"
+    return f"rampart {name}{core}"
+
+
+#: The fewest characters of a test's name a fitted progress line keeps.
+_MIN_NAME = 8
+
+
+def _counts(snapshot: Snapshot, *, short: bool) -> str:
+    if short:
+        text = f"S{snapshot.safe} U{snapshot.unsafe} ?{snapshot.undetermined} E{snapshot.error}"
+        return text + (f" -{snapshot.no_result}" if snapshot.no_result else "")
+    text = (
+        f"{snapshot.safe} safe, {snapshot.unsafe} unsafe, "
+        f"{snapshot.undetermined} undet, {snapshot.error} error"
+    )
+    return text + (f", {snapshot.no_result} no result" if snapshot.no_result else "")
+
+
+def _shortened(text: str, room: int) -> str:
+    """``text`` in ``room`` characters, cut at a word with ``…``; ``""`` if too little
+    of it would be left to read."""
+    if len(text) <= room:
+        return text
+    if room < 16:
+        return ""
+    cut = text[: room - 1].rsplit(" ", 1)[0]
+    return cut + "…"
 
 
 class ProgressSink(Protocol):
@@ -280,10 +312,12 @@ class GroupTracker:
 def progress_mode(config: pytest.Config, option: str) -> str:
     """``live``, ``plain`` or ``off`` for this run, from the option and the terminal."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if option == "off" or reporter is None or config.get_verbosity() < 0:
+    if option == "off" or reporter is None:
         return "off"
     if option in ("live", "plain"):
-        return option
+        return option  # asked for by name: honoured under -q too
+    if config.get_verbosity() < 0:
+        return "off"  # -q turns the automatic choice off
     return "live" if reporter.isatty() else "plain"
 
 
