@@ -7,7 +7,7 @@ import json
 
 from rampart import Result, SafetyStatus
 from rampart.core.types import Request, Response, Turn
-from rampart.pytest_plugin._ledger import Attribution, RecordedResult, RunLedger
+from rampart.pytest_plugin._ledger import SLIM_KEYS, Attribution, RecordedResult, RunLedger
 from rampart.reporting import StoredResults, TestRunReport
 from rampart.reporting._json_report import build_document, render_report
 from rampart.reporting._jsonl import render_traces
@@ -32,7 +32,11 @@ class TestLedgerMemory:
                     )
                 )
             kept = ledger.results
-            assert all(entry.result.turns == [] and entry.result.metadata == {} for entry in kept)
+            # A slim copy keeps no turns, and of its metadata only which test and row it
+            # is (SLIM_KEYS), never the result's own keys.
+            assert all(entry.result.turns == [] for entry in kept)
+            assert all(set(entry.result.metadata) <= set(SLIM_KEYS) for entry in kept)
+            assert all("note" not in entry.result.metadata for entry in kept)
             assert [entry.result.summary for entry in kept] == ["r0", "r1", "r2"]
             report_results = ledger.report_results()
             assert isinstance(report_results, StoredResults)
