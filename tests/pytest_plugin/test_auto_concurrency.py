@@ -1,17 +1,19 @@
 """``--rampart-concurrency auto``, ini ``rampart_concurrency = auto`` and
 ``@pytest.mark.trial(concurrency="auto")`` in real pytest runs: a group of clones with a
-flat latency runs more than the fixed default of 10 at once; a throttled one backs off."""
+flat latency runs more than the 10 it starts at; a throttled one backs off."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rampart._concurrency import DEFAULT_CONCURRENCY
 from tests.pytest_plugin.conftest import NO_ASYNCIO, write_ini
 
 if TYPE_CHECKING:
     import pytest
 
-# 40 clones of 20 ms each; test_peak reads the most that ran at once.
+# 40 clones of 20 ms each (2 s where every slot must fill, however
+# loaded the machine); test_peak reads the most that ran at once.
 GROUP = """
 import anyio
 import pytest
@@ -25,7 +27,7 @@ PEAK = [0]
 async def test_group():
     IN_FLIGHT[0] += 1
     PEAK[0] = max(PEAK[0], IN_FLIGHT[0])
-    await anyio.sleep(0.02)
+    await anyio.sleep({seconds})
     IN_FLIGHT[0] -= 1
     turn = Turn(request=Request(prompt="hi"), response=Response(text="no"), turn_number=0)
     record_result(Result(status=SafetyStatus.SAFE, summary="ok", turns=[turn]))
@@ -38,18 +40,20 @@ def test_peak():
 class TestAutoForms:
     def test_option(self, pytester: pytest.Pytester) -> None:
         write_ini(pytester)
-        pytester.makepyfile(GROUP.format(marker="n=40", expect="> 10"))
+        pytester.makepyfile(GROUP.format(seconds=0.02, marker="n=40", expect="> 10"))
         result = pytester.runpytest(*NO_ASYNCIO, "--rampart-concurrency", "auto")
         result.assert_outcomes(passed=2)
 
     def test_ini(self, pytester: pytest.Pytester) -> None:
         write_ini(pytester, "rampart_concurrency = auto")
-        pytester.makepyfile(GROUP.format(marker="n=40", expect="> 10"))
+        pytester.makepyfile(GROUP.format(seconds=0.02, marker="n=40", expect="> 10"))
         pytester.runpytest(*NO_ASYNCIO).assert_outcomes(passed=2)
 
     def test_marker(self, pytester: pytest.Pytester) -> None:
         write_ini(pytester)
-        pytester.makepyfile(GROUP.format(marker='n=40, concurrency="auto"', expect="> 10"))
+        pytester.makepyfile(
+            GROUP.format(seconds=0.02, marker='n=40, concurrency="auto"', expect="> 10")
+        )
         pytester.runpytest(*NO_ASYNCIO).assert_outcomes(passed=2)
 
     def test_marker_takes_what_the_option_takes(self, pytester: pytest.Pytester) -> None:
@@ -57,21 +61,23 @@ class TestAutoForms:
         any case, and a number given as text."""
         write_ini(pytester)
         pytester.makepyfile(
-            test_auto=GROUP.format(marker='n=40, concurrency=" AUTO"', expect="> 10"),
-            test_text=GROUP.format(marker='n=40, concurrency="4"', expect="== 4"),
+            test_auto=GROUP.format(seconds=0.02, marker='n=40, concurrency=" AUTO"', expect="> 10"),
+            test_text=GROUP.format(seconds=0.02, marker='n=40, concurrency="4"', expect="== 4"),
         )
         pytester.runpytest(*NO_ASYNCIO).assert_outcomes(passed=4)
 
     def test_marker_number_beats_the_auto_option(self, pytester: pytest.Pytester) -> None:
         write_ini(pytester)
-        pytester.makepyfile(GROUP.format(marker="n=40, concurrency=4", expect="== 4"))
+        pytester.makepyfile(GROUP.format(seconds=0.02, marker="n=40, concurrency=4", expect="== 4"))
         result = pytester.runpytest(*NO_ASYNCIO, "--rampart-concurrency=auto")
         result.assert_outcomes(passed=2)
 
     def test_default_stays_fixed(self, pytester: pytest.Pytester) -> None:
-        """``auto`` is opt-in: without it the default bound of 10 holds."""
+        """``auto`` is opt-in: without it the fixed default bound holds."""
         write_ini(pytester)
-        pytester.makepyfile(GROUP.format(marker="n=40", expect="== 10"))
+        pytester.makepyfile(
+            GROUP.format(seconds=2.0, marker="n=40", expect=f"== {DEFAULT_CONCURRENCY}")
+        )
         pytester.runpytest(*NO_ASYNCIO).assert_outcomes(passed=2)
 
 
@@ -120,7 +126,7 @@ def test_what_auto_did_is_in_the_report(pytester: pytest.Pytester) -> None:
     write_ini(pytester)
     pytester.makepyfile(
         # test_peak may run on the other worker: the report's statistics say it here.
-        GROUP.format(marker='n=40, concurrency="auto"', expect=">= 0")
+        GROUP.format(seconds=0.02, marker='n=40, concurrency="auto"', expect=">= 0")
         + """
 @pytest.mark.trial(n=3, concurrency=2)
 def test_fixed():
