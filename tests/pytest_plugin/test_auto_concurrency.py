@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rampart._concurrency import DEFAULT_CONCURRENCY
+from rampart._pacing import DEFAULT_CONCURRENCY
 from tests.pytest_plugin.conftest import NO_ASYNCIO, write_ini
 
 if TYPE_CHECKING:
