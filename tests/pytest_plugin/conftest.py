@@ -7,9 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 # The project's own run disables the plugin (``-p no:rampart``: its unit tests are not a
 # safety suite), so each in-process pytester run loads it, and pytester drops modules a
-# run imported once the run is over. Importing the plugin's session here keeps one copy
-# of it, its codec and reporting for every inner run: faster, and no run sees a module
-# left half-replaced by an earlier one.
+# run imported once the run is over. Importing the plugin's session and its per-item
+# parts here (with them the model and the engine, which a session loads only when a run
+# uses rampart) keeps one copy of them for every inner run: faster, and no run sees a
+# module left half-replaced by an earlier one.
+import rampart.pytest_plugin._items
 import rampart.pytest_plugin._session  # noqa: F401
 
 if TYPE_CHECKING:

@@ -99,9 +99,14 @@ def _register(config: pytest.Config, parts: dict[str, object]) -> None:
 
 def _engages_at_once(config: pytest.Config) -> bool:
     """A run that names any rampart option (a report, a journal, resume, trials ...),
-    or an xdist worker or controller, wires every part at configure; so does one whose
-    conftest already imported rampart."""
+    an xdist worker or controller, or a suite that tests plugins with pytester wires
+    every part at configure; so does one whose conftest already imported rampart."""
     if hasattr(config, "workerinput") or str(getattr(config.option, "dist", "no")) != "no":
+        return True
+    if config.pluginmanager.has_plugin("pytester"):
+        # pytester's in-process runs drop the modules imported during them: rampart's
+        # model must be loaded by this session, not by the first inner run, or the
+        # package's cached names would outlive the modules they came from.
         return True
     if any(
         name.startswith("rampart_") and value is not None
