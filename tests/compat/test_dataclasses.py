@@ -207,7 +207,7 @@ MODELS: list[tuple[type, Any, bool, str]] = [
         True,
         # RAMPART's fields, then rampart's additive report sections.
         "results total_runs passed failed undetermined errors duration_seconds metadata "
-        "trial_groups run no_result",
+        "trial_groups run no_result risk_map",
     ),
     (ResultRecord, ResultRecord(result=_result()), True, "result pytest_nodeid result_index"),
 ]
