@@ -16,7 +16,7 @@ Path (a) runs too: ``rampart scan agentdojo --model sim-agentdojo:follow=0.5,see
 against the test server (a process) whose simulated tool-calling model takes
 ``--delay`` seconds per call, the same choices as the scripted pipeline.
 
-Two measures, both sides (DESIGN decision 26): **(a)** the pairs' time after process
+Two measures, both sides: **(a)** the pairs' time after process
 start -- AgentDojo's runner timed around its loop, rampart's scan by the call phase of
 its test items (the longest, under ``-n``; a timing plugin loaded through
 ``PYTEST_ADDOPTS`` records it), both after their processes' start and AgentDojo's

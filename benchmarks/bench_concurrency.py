@@ -13,7 +13,7 @@ header modes, the shared runs) or ``--quick`` for a subset of a few minutes. See
     s, 40 latencies) at the agent's rate, at most 60 s, with at least 200 trials. Trial
     ``i`` sends request seed ``i``, so its verdict must equal trial ``i`` of a
     sequential run (one trial at a time against an unlimited server with the same
-    seed). The grid ends with a short run (issue 37): 200 trials at 40/s x 20 ms x
+    seed). The grid ends with a short run: 200 trials at 40/s x 20 ms x
     burst 5, where slow start is most of the run. The grid runs twice:
     with the server stating its bucket in OpenAI's ``x-ratelimit-*`` headers, and with
     only ``429`` + ``Retry-After`` / ``retry-after-ms`` to go on.

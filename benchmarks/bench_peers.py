@@ -1,6 +1,6 @@
 """Peers benchmark: rampart's defaults beside Inspect AI's on the same rate-limited work.
 
-The work (issue 37): ``--n`` single-turn requests (default 400) to one test server that
+The work: ``--n`` single-turn requests (default 400) to one test server that
 admits ``--rate`` requests per second (20) with a burst of ``--burst`` (5) and answers
 in ``--latency`` seconds (1 s), once with ``x-ratelimit-*`` headers on every answer and
 once without. Each row is a **whole process** (interpreter start to exit), and the
@@ -31,7 +31,7 @@ over the rounds), the requests it served, and the process's CPU seconds (user + 
 median). Every request must be served once: a row whose process fails or serves fewer
 than ``n`` says so.
 
-Target (issue 37): rampart's ``default`` row >= 80 % of the ideal, with fewer 429s than
+Target: rampart's ``default`` row >= 80 % of the ideal, with fewer 429s than
 Inspect's default. ``python benchmarks/bench_peers.py --n 20 --rounds 1 --rate 20
 --latency 0.1`` is a smoke run of a few seconds; the measured figures come from the
 full size on a quiet machine (the load average is printed with the table).

@@ -64,7 +64,7 @@ THROUGHPUT_TARGET = 0.90
 REFUSED_TARGET = 0.05
 WARMUP = 0.20
 SHORT_CELL = (40.0, 0.02, 5, 200)
-"""The short run of issue 37: rate, latency, burst, trials."""
+"""The short run: rate, latency, burst, trials."""
 SHORT_TARGET = 1.15
 
 

@@ -15,4 +15,4 @@ DEFAULT_MAX_CONNECTIONS = 1000
 the LLM client's and the real-agent transport's): the OpenAI SDK's own default. The
 run's concurrency and rate limiter, not the pool, bound what is in flight; an idle
 pool slot costs nothing, while a pool smaller than what is in flight queues requests
-in the client (100 halved the throughput of 200 in flight, issue 37)."""
+in the client (100 halved the throughput of 200 in flight)."""

@@ -53,7 +53,7 @@ DEFAULT_CONCURRENCY: Setting = 32
 32 holds a rate-limited agent's rate where 10 held half of it: 400 single-turn trials
 against a 20/s, burst-5 agent answering in 1 s need 20 in flight, and 10 reached 46 %
 of the ideal time where 32 reached 80-82 %, with or without ``x-ratelimit-*``
-headers, and fewer 429s than Inspect AI's default (issue 37,
+headers, and fewer 429s than Inspect AI's default (
 ``benchmarks/bench_peers.py``). The learned rate (``limit(..., adaptive=True)``), not
 the concurrency, keeps such a run within the agent's limit. ``AUTO`` is the other
 candidate (it follows the agent instead of a number): it is one line away, here."""

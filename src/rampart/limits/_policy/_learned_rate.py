@@ -166,7 +166,7 @@ cell of the virtual-time grid within its targets (1 s and 5 s latencies included
 brings a short run (200 trials at 40/s x 20 ms x burst 5) from 1.45 to 1.14 times the
 ideal time; 0.2 s refused 5.2 % at 5/s x 1 s x burst 10. Doubling per requests sent
 (TCP's per window of acknowledgements: every ``k / rate`` seconds) is slowest at the
-low rates where a short run loses most, and did worse in the grid (issue 37). An agent that
+low rates where a short run loses most, and did worse in the grid. An agent that
 refuses only after a while overshoots more before its first refusal, which cuts from
 the rate the refused request was sent at (``--refusal-latency`` in the simulation
 measures what that costs)."""
