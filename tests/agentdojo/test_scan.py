@@ -246,9 +246,10 @@ def test_resuming_with_another_pipeline_runs_every_pair_again(tmp_path: Path) ->
 def test_a_pipeline_that_hangs_ends_at_the_timeout(tmp_path: Path) -> None:
     """``--timeout``: each pair of a pipeline that never answers is an ERROR after that
     many seconds, and the scan ends (its process does not wait for the abandoned
-    pipeline threads) with exit 1."""
+    pipeline threads) with exit 6: every pair failed as infrastructure (ERROR), no
+    finding decided the run."""
     done = scan(tmp_path, *SELECTION, "--pipeline", "my_agents:hangs", "--timeout", "2")
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == 6, done.stdout + done.stderr
     (report_path,) = (tmp_path / ".report").glob("run_report_*.json")
     report = json.loads(report_path.read_text())
     entries = [entry for group in report["by_harm_category"].values() for entry in group]
