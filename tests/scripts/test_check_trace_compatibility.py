@@ -6,6 +6,7 @@ import importlib.util
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -479,3 +480,17 @@ class TestRepositoryDeclaration:
         assert data["decision"] in ("initial", "compatible")
         assert (data["previous_contract_sha256"] is None) == (data["decision"] == "initial")
         assert (ROOT / data["migration_note"]).is_file()
+
+
+def test_this_checkout_declares_its_contract() -> None:
+    """The checked-in declaration is bound to this checkout's contract: a change to the
+    model or codec modules without a reviewed decision fails here, in the suite, and not
+    only in the Makefile's schema-check."""
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
