@@ -269,10 +269,22 @@ def main() -> int:
         "--quick", action="store_true", help="smoke run: tiny, figures mean nothing"
     )
     parser.add_argument("--n", type=int, default=None, help="trials per cell (default 100)")
+    parser.add_argument("--bursts", default=None, help="comma-separated (default 1,20)")
+    parser.add_argument(
+        "--concurrency", default=None, help="comma-separated settings (default 1,10,50,auto)"
+    )
+    parser.add_argument("--ways", default="recipe,sdk", help="recipe, sdk or both (default)")
     arguments = parser.parse_args()
     n = arguments.n or (6 if arguments.quick else 100)
     bursts = (1,) if arguments.quick else (1, 20)
+    if arguments.bursts:
+        bursts = tuple(int(burst) for burst in arguments.bursts.split(","))
     concurrencies = ("1", "10", "auto") if arguments.quick else ("1", "10", "50", "auto")
+    if arguments.concurrency:
+        concurrencies = tuple(arguments.concurrency.split(","))
+    ways = tuple(arguments.ways.split(","))
+    if not set(ways) <= {"recipe", "sdk"}:
+        parser.error("--ways: expected 'recipe', 'sdk' or both, comma-separated")
 
     print(
         f"bench_real_agent: helpdesk-bot (Agent Framework, Responses API), n={n}, "
@@ -289,7 +301,7 @@ def main() -> int:
         (demo / TEST_FILE).write_text(SUITE)
         for burst in bursts:
             reference: Cell | None = None
-            for way in ("recipe", "sdk"):
+            for way in ways:
                 for concurrency in concurrencies:
                     cell = run_cell(demo, n=n, burst=burst, way=way, concurrency=concurrency)
                     if way == "recipe" and concurrency == "1":
