@@ -3,8 +3,9 @@ agent calling a rate-limited model API.
 
 Run ``python benchmarks/bench_real_agent.py`` (about 20 minutes: 16 cells, most of it
 the four concurrency-1 cells at 150 s each) or ``--quick`` for a smoke run of about two
-minutes (6 trials, burst 1, concurrency 1, 10 and auto; its figures mean nothing). See
-``docs/benchmarks.md``.
+minutes (6 trials, burst 1, concurrency 1, 10 and auto; its figures mean nothing).
+``--bursts``, ``--concurrency`` and ``--ways`` pick cells (without concurrency 1 there is
+no reference, so the same-verdicts claims are not checked). See ``docs/benchmarks.md``.
 
 The agent is microsoft/rampart-examples' ``helpdesk-bot`` (exported from a local clone
 at run time, never copied: ``tests/compat/_examples.py``): a Microsoft Agent Framework
