@@ -4,7 +4,7 @@ The scans live here together, each a settings class, a pytest plugin and a test
 module, sharing how ``rampart scan`` hands them their settings (``_handover``):
 
 * ``rampart scan xpia`` runs ``_xpia_suite`` with the plugin ``_xpia_plugin``;
-* ``rampart scan agentdojo`` runs ``_agentdojo_suite`` with the plugin
+* ``rampart scan agentdojo`` runs ``_agentdojo/_scan_suite`` with the plugin
   ``_agentdojo_plugin``, on the AgentDojo integration (``rampart.agentdojo``).
 """
 
@@ -20,4 +20,4 @@ def _xpia_suite_path() -> Path:
 
 def _agentdojo_suite_path() -> Path:
     """The test module ``rampart scan agentdojo`` runs."""
-    return Path(__file__).with_name("_agentdojo_suite.py")
+    return Path(__file__).with_name("_agentdojo") / "_scan_suite.py"
