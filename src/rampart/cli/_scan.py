@@ -1,12 +1,13 @@
 """``rampart scan KIND ...``: config-only scans, run through pytest and the plugin.
 
-Each kind is a ready-made test module run in a fresh ``python -m pytest`` process (so
-the terminal summary, the JSON, JSONL and HTML reports, the journal, ``--resume`` and
-``-n`` work exactly as in a suite), with its settings handed over in one environment
-variable:
+Each kind is a ready-made test module that the command runs with ``pytest.main``, in
+its own process (so the terminal summary, the JSON, JSONL and HTML reports, the
+journal, ``--resume`` and ``-n`` work exactly as in a suite, and the scan pays one
+interpreter's start and one import of its framework), with its settings handed over
+in one environment variable, set for the run and restored after it:
 
 * ``agentdojo``: AgentDojo's injection suites against an AgentDojo pipeline or an
-  OpenAI-compatible model (``rampart.scan._agentdojo_suite``);
+  OpenAI-compatible model (``rampart.scan._agentdojo._scan_suite``);
 * ``xpia``: the built-in payload pack against an OpenAI-compatible agent endpoint,
   judged by an LLM judge (``rampart.scan._xpia_suite``).
 
@@ -14,19 +15,20 @@ The items to attack run as one trial group, so they are in flight concurrently u
 ``--concurrency``. The exit status is pytest's: 1 when anything was not SAFE, 0 when
 every attack was resisted, 6 when the only failures were ERRORs (the agent or the judge
 unreachable: nothing was learned); a usage error (here or in the scan's own checks before
-collection, pytest's 4) is 2.
+collection, pytest's 4) is 2; an interrupted scan (Ctrl-C: its reports are written,
+marked interrupted) is 130, as for every command.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rampart._pacing import (
     AUTO,
@@ -35,15 +37,29 @@ from rampart._pacing import (
     Setting,
     parse_concurrency,
 )
-from rampart.cli._errors import EXIT_USAGE, CliError
+from rampart.cli._errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError
 
-__all__ = ["SCAN_ENVIRONMENT", "pytest_command", "register", "run_agentdojo", "run_xpia"]
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
-#: The scan's pytest process loads only the plugins it names (``pytest_command``): the
+__all__ = ["SCAN_ENVIRONMENT", "pytest_arguments", "register", "run_agentdojo", "run_xpia"]
+
+#: The scan's pytest run loads only the plugins it names (``pytest_arguments``): the
 #: other plugins installed beside rampart (hypothesis, pytest-asyncio, langsmith's, ...)
-#: would add their imports to every scan's start and nothing to the scan.
+#: would add their imports to every scan's start, and their options and output to the
+#: scan's, and nothing to the scan. Set for the run, as the settings are, so ``-n``'s
+#: worker processes inherit both.
 SCAN_ENVIRONMENT = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
+_PYTEST_INTERRUPTED = 2
+
+#: The scan's own ini. The command has imported ``rampart`` before pytest loads it as a
+#: plugin (``-p rampart``), so pytest warns that it cannot rewrite its asserts (none of
+#: them is a test's); the warning is about how the scan runs, not about the scan.
+_INI = (
+    "[pytest]\nfilterwarnings =\n    ignore:Module already imported so cannot be rewritten; "
+    "rampart$:pytest.PytestAssertRewriteWarning\n"
+)
 _PYTEST_USAGE_ERROR = 4
 
 _DESCRIPTION = """\
@@ -293,16 +309,14 @@ def run_xpia(args: argparse.Namespace) -> int:
     )
 
 
-def pytest_command(module: Path, plugin: str, ini: Path) -> list[str]:
-    """The scan's pytest process: ``module`` with ``plugin``, under the scan's own
-    ``ini`` (the user's project ini must not add options to, or take the rampart
-    plugin away from, the scan's run); the options of the run follow it. With
-    ``SCAN_ENVIRONMENT`` it loads rampart's plugin, anyio's (the scan's test is async)
-    and ``plugin`` alone; ``-n`` adds xdist's."""
+def pytest_arguments(module: Path, plugin: str, ini: Path) -> list[str]:
+    """The scan's pytest run: ``module`` with ``plugin``, under the scan's own ``ini``
+    (the user's project ini must not add options to, or take the rampart plugin away
+    from, the scan's run); the options of the run follow it. With ``SCAN_ENVIRONMENT``
+    it loads rampart's plugin, anyio's (the scan's test is async) and ``plugin`` alone;
+    ``-n`` adds xdist's. The module is imported by pytest's ``importlib`` mode (no
+    ``sys.path`` change), afresh for each run (``_fresh``)."""
     return [
-        sys.executable,
-        "-m",
-        "pytest",
         str(module),
         "-c",
         str(ini),
@@ -320,12 +334,49 @@ def pytest_command(module: Path, plugin: str, ini: Path) -> list[str]:
     ]
 
 
+@contextlib.contextmanager
+def _environment(variables: dict[str, str]) -> Iterator[None]:
+    """``variables`` set in this process's environment for the run, then restored."""
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextlib.contextmanager
+def _fresh(module: Path) -> Iterator[None]:
+    """``module`` imported afresh by the run and forgotten after it: the scan's test is
+    built from the settings when its module is imported, and pytest would reuse a module
+    a previous run in this process left in ``sys.modules``."""
+
+    def forget() -> None:
+        for name, loaded in list(sys.modules.items()):
+            if getattr(loaded, "__file__", None) == str(module):
+                del sys.modules[name]
+
+    forget()
+    try:
+        yield
+    finally:
+        forget()
+
+
 def _run_pytest(args: argparse.Namespace, module: Path, plugin: str, env: dict[str, str]) -> int:
+    import pytest
+
+    from rampart.scan import _end_if_threads_left
+
     with tempfile.TemporaryDirectory(prefix="rampart-scan-") as scratch:
         ini = Path(scratch, "pytest.ini")
-        ini.write_text("[pytest]\n", encoding="utf-8")
-        command = [
-            *pytest_command(module, plugin, ini),
+        ini.write_text(_INI, encoding="utf-8")
+        arguments = [
+            *pytest_arguments(module, plugin, ini),
             "--rampart-report-dir",
             str(Path(args.report_dir).resolve()),
             "--rampart-concurrency",
@@ -336,11 +387,21 @@ def _run_pytest(args: argparse.Namespace, module: Path, plugin: str, env: dict[s
             ("--rampart-risk-map", args.risk_map),
         ):
             if value:
-                command += [option, str(Path(value).resolve())]
+                arguments += [option, str(Path(value).resolve())]
         if args.resume:
-            command.append("--rampart-resume")
+            arguments.append("--rampart-resume")
         if args.workers:
-            command += ["-p", "xdist", "-n", args.workers]
-        status = subprocess.call(command, env={**os.environ, **SCAN_ENVIRONMENT, **env})
-    # pytest's 4 is a usage error found by the scan's own checks before collection.
-    return EXIT_USAGE if status == _PYTEST_USAGE_ERROR else status
+            arguments += ["-p", "xdist", "-n", args.workers]
+        with _environment({**SCAN_ENVIRONMENT, **env}), _fresh(module):
+            status = int(pytest.main(arguments))
+    # pytest's 4 is a usage error found by the scan's own checks before collection; its
+    # 2 is Ctrl-C (the reports are written), 130 as for every command (``main``).
+    interrupted = status == _PYTEST_INTERRUPTED
+    if interrupted:
+        status = EXIT_INTERRUPTED
+    elif status == _PYTEST_USAGE_ERROR:
+        status = EXIT_USAGE
+    _end_if_threads_left(status, f"rampart scan {args.kind}")
+    if interrupted:
+        raise KeyboardInterrupt
+    return status
