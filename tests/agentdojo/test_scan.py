@@ -371,6 +371,11 @@ def test_the_scan_runs_in_the_commands_own_process(tmp_path: Path) -> None:
         out, _ = process.communicate(timeout=600)
     assert process.returncode == 0, out
     assert (tmp_path / "pid").read_text() == str(process.pid)
+    # Only the plugins the scan names run in it, not those installed beside rampart
+    # (pytest-asyncio is, in rampart's test environment), in its process as in its own.
+    (plugins,) = [line for line in out.splitlines() if line.startswith("plugins: ")]
+    names = {part.rsplit("-", 1)[0] for part in plugins.removeprefix("plugins: ").split(", ")}
+    assert names == {"rampart", "anyio"}, plugins
 
 
 TWO_SCANS = """

@@ -1,6 +1,6 @@
 """The pytest plugin ``rampart scan agentdojo`` loads (``-p rampart.scan._agentdojo_plugin``).
 
-It builds the agent once per process (from ``--pipeline module:factory``, or
+It builds the agent once per run (from ``--pipeline module:factory``, or
 ``--model`` at ``--base-url`` as an ``LLMPipeline``) and prints
 AgentDojo's attack success rate and utility at the end of the run.
 
