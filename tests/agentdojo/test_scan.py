@@ -45,10 +45,10 @@ def hangs():
 
 class _Slow(ScriptedPipeline):
     def query(self, *args, **kwargs):
-        import os, pathlib, time
+        import pathlib, time
 
         pathlib.Path("started").touch()  # the scan is under way: Ctrl-C now
-        time.sleep(1)
+        time.sleep(5)  # each model call: the pairs are still running when it comes
         return super().query(*args, **kwargs)
 
 

@@ -51,9 +51,6 @@ __all__ = ["SCAN_ENVIRONMENT", "pytest_arguments", "register", "run_agentdojo", 
 #: worker processes inherit both.
 SCAN_ENVIRONMENT = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
-_PYTEST_INTERRUPTED = 2
-_PYTEST_USAGE_ERROR = 4
-
 _DESCRIPTION = """\
 Scan an agent without writing a test. The attacks run concurrently through pytest and
 rampart's plugin: the summary, the reports, the journal and --resume work as in a suite.
@@ -351,10 +348,16 @@ def _fresh(module: Path) -> Iterator[None]:
     """``module`` imported afresh by the run and forgotten after it: the scan's test is
     built from the settings when its module is imported, and pytest would reuse a module
     a previous run in this process left in ``sys.modules``."""
+    target = os.path.realpath(module)
 
     def forget() -> None:
         for name, loaded in list(sys.modules.items()):
-            if getattr(loaded, "__file__", None) == str(module):
+            path = getattr(loaded, "__file__", None)
+            if (
+                isinstance(path, str)
+                and os.path.basename(path) == module.name
+                and os.path.realpath(path) == target
+            ):
                 del sys.modules[name]
                 package, _, attribute = name.rpartition(".")
                 if getattr(sys.modules.get(package), attribute, None) is loaded:
@@ -394,12 +397,12 @@ def _run_pytest(args: argparse.Namespace, module: Path, plugin: str, env: dict[s
             arguments += ["-p", "xdist", "-n", args.workers]
         with _environment({**SCAN_ENVIRONMENT, **env}), _fresh(module):
             status = int(pytest.main(arguments))
-    # pytest's 4 is a usage error found by the scan's own checks before collection; its
-    # 2 is Ctrl-C (the reports are written), 130 as for every command (``main``).
-    interrupted = status == _PYTEST_INTERRUPTED
+    # pytest's usage error is one the scan's own checks found before collection; its
+    # interrupted is Ctrl-C (the reports are written), 130 as for every command (``main``).
+    interrupted = status == pytest.ExitCode.INTERRUPTED
     if interrupted:
         status = EXIT_INTERRUPTED
-    elif status == _PYTEST_USAGE_ERROR:
+    elif status == pytest.ExitCode.USAGE_ERROR:
         status = EXIT_USAGE
     _end_if_threads_left(status, f"rampart scan {args.kind}")
     if interrupted:
