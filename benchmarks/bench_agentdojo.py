@@ -4,13 +4,13 @@ Every model call of the pipeline takes ``--delay`` seconds (default 0.5; the scr
 reference pipeline sleeps, standing for a model): AgentDojo's runner
 (``run_task_with_injection_tasks``, what ``benchmark_suite_with_injections`` calls
 for each user task) takes the pairs one at a time; rampart runs them through
-``rampart scan agentdojo`` (a real pytest process, with the plugin, journal and reports)
-at ``--concurrency`` pairs in flight. Both use the same pipeline (ground truth for the
-user task, carries out a read injection with probability 0.5, seed 1), and the
-per-pair utility and security must be identical.
+``rampart scan agentdojo`` (the command, running pytest in its own process with the
+plugin, journal and reports) at ``--concurrency`` pairs in flight. Both use the same
+pipeline (ground truth for the user task, carries out a read injection with
+probability 0.5, seed 1), and the per-pair utility and security must be identical.
 
-The same pairs also run through ``AgentDojoAgent`` inside this process (no pytest
-process, no second AgentDojo import): the "in-process" column.
+The same pairs also run through ``AgentDojoAgent`` inside this process (no command,
+no pytest run, no second AgentDojo import): the "in-process" column.
 
 Path (a) runs too: ``rampart scan agentdojo --model sim-agentdojo:follow=0.5,seed=1``
 against the test server (a process) whose simulated tool-calling model takes
@@ -22,8 +22,10 @@ its test items (the longest, under ``-n``; a timing plugin loaded through
 ``PYTEST_ADDOPTS`` records it), both after their processes' start and AgentDojo's
 imports, where the ratio targets below stand; **(b)** the whole process on both sides
 -- AgentDojo's runner in a fresh ``python`` process of its own against the whole
-``rampart scan agentdojo`` command -- at zero latency and at ``--delay``. At zero
-latency rampart's whole process must not be slower than AgentDojo's (``--only whole``).
+``rampart scan agentdojo`` command, one process that imports AgentDojo once -- at zero
+latency and at ``--delay``, with each side's time outside its pairs beside it (process
+start, imports, and for rampart pytest and the reports). At zero latency rampart's whole
+process must not be slower than AgentDojo's (``--only whole``).
 
 Targets: rampart's pairs' time (a) <= 1/30 of AgentDojo's on banking and slack,
 <= 1/15 on workspace in one process and <= 1/30 with ``-n 2``. Workspace's own
@@ -110,7 +112,7 @@ print(json.dumps({{"pairs_s": pairs_s, "verdicts": verdicts}}))
 """
 
 
-#: Loaded into the scan's pytest process (``PYTEST_ADDOPTS``): the call phase of each of
+#: Loaded into the scan's pytest run (``PYTEST_ADDOPTS``): the call phase of each of
 #: its test items -- the pairs, after the process's start and AgentDojo's import.
 TIMING_PLUGIN = """
 import json, os
@@ -423,8 +425,8 @@ def whole_processes(args: argparse.Namespace) -> bool:
         f"agentdojo (concurrency {args.concurrency}), load average {_loadavg()}"
     )
     columns = ("suite", "delay s", "pairs", "AgentDojo whole s", "rampart whole s", "ratio")
-    columns += ("AgentDojo pairs s", "rampart pairs s", "identical", "ERROR", "result")
-    _row(columns)
+    columns += ("AgentDojo pairs s", "rampart pairs s", "AgentDojo rest s", "rampart rest s")
+    _row((*columns, "identical", "ERROR", "result"))
     ok = True
     for suite_name in args.suites.split(","):
         every = list(load_suite(suite_name).user_tasks)
@@ -445,7 +447,11 @@ def whole_processes(args: argparse.Namespace) -> bool:
             met = identical and errors == 0 and (delay > 0 or whole <= reference_whole)
             cells = (suite_name, f"{delay:g}", str(len(expected)), f"{reference_whole:.1f}")
             cells += (f"{whole:.1f}", f"{whole / reference_whole:.2f}x")
-            cells += (f"{reference_pairs:.1f}", f"{pairs_s:.1f}", str(identical), str(errors))
+            cells += (f"{reference_pairs:.1f}", f"{pairs_s:.1f}")
+            # Outside the pairs: the process's start and imports (and rampart's pytest
+            # session and reports), where a miss at zero latency would come from.
+            cells += (f"{reference_whole - reference_pairs:.1f}", f"{whole - pairs_s:.1f}")
+            cells += (str(identical), str(errors))
             _row((*cells, ("PASS" if met else "MISS") if delay == 0 else ("ok" if met else "MISS")))
             ok &= met
     return ok

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,26 @@ class _Hangs(ScriptedPipeline):
 
 def hangs():
     return _Hangs("slack")
+
+
+class _Slow(ScriptedPipeline):
+    def query(self, *args, **kwargs):
+        import pathlib, time
+
+        pathlib.Path("started").touch()  # the scan is under way: Ctrl-C now
+        time.sleep(5)  # each model call: the pairs are still running when it comes
+        return super().query(*args, **kwargs)
+
+
+def slow():
+    return _Slow("slack")
+
+
+def where():
+    import os, pathlib
+
+    pathlib.Path("pid").write_text(str(os.getpid()))
+    return ScriptedPipeline("slack", follow=0.0)
 """
 
 
@@ -102,11 +124,14 @@ def test_a_successful_injection_exits_1_with_reports(tmp_path: Path) -> None:
     )
     # Each row names its pair, and the pairs are prompt injections mapped per task.
     assert list(report["by_harm_category"]) == ["prompt_injection"]
-    names = sorted(
-        entry["metadata"]["_pytest_nodeid"].split("::")[1]
+    nodeids = [
+        entry["metadata"]["_pytest_nodeid"]
         for entries in report["by_harm_category"].values()
         for entry in entries
-    )
+    ]
+    # The ids a scan has always had (its module is ``_scan_suite.py``).
+    assert {nodeid.split("::")[0] for nodeid in nodeids} == {"_scan_suite.py"}
+    names = sorted(nodeid.split("::")[1] for nodeid in nodeids)
     pair_1, pair_2 = "slack-user_task_2-injection_task_1", "slack-user_task_2-injection_task_2"
     assert names == sorted(
         [
@@ -319,18 +344,101 @@ def test_more_shards_than_pairs_is_one_group_per_pair(tmp_path: Path) -> None:
     assert "1 test collected" in done.out
 
 
-def test_the_command_leaves_agentdojo_to_the_scan_process(tmp_path: Path) -> None:
-    """The command checks its options and starts the scan's pytest process without
-    importing AgentDojo (seconds: every model SDK), so a scan imports it once."""
+def test_a_bad_option_is_refused_before_agentdojo_is_imported(tmp_path: Path) -> None:
+    """The command checks its options before it imports AgentDojo (seconds: every model
+    SDK), so a mistyped option is answered at once."""
     code = (
-        "import subprocess, sys\n"
+        "import sys\n"
         "from rampart.cli import main\n"
-        "started = []\n"
-        "subprocess.call = lambda command, env=None: started.append(command) or 0\n"
-        "status = main(['scan', 'agentdojo', '--suite', 'slack', '--pipeline', 'a:b'])\n"
-        "print(status, len(started), any(m.split('.')[0] == 'agentdojo' for m in sys.modules))"
+        "status = main(['scan', 'agentdojo', '--suite', 'bank', '--pipeline', 'a:b'])\n"
+        "print(status, any(m.split('.')[0] == 'agentdojo' for m in sys.modules))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True
     )
-    assert done.stdout.split() == ["0", "1", "False"], done.stderr
+    assert done.stdout.split() == ["2", "False"], done.stderr
+
+
+def test_the_scan_runs_in_the_commands_own_process(tmp_path: Path) -> None:
+    """One interpreter, one AgentDojo import: the pipeline is built in the ``rampart``
+    process itself, not in a second process the command starts."""
+    (tmp_path / "my_agents.py").write_text(PIPELINES)
+    command = [str(RAMPART), "scan", "agentdojo", *SELECTION, "--pipeline", "my_agents:where"]
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    with subprocess.Popen(
+        command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as process:
+        out, _ = process.communicate(timeout=600)
+    assert process.returncode == 0, out
+    assert (tmp_path / "pid").read_text() == str(process.pid)
+    # Only the plugins the scan names run in it, not those installed beside rampart
+    # (pytest-asyncio is, in rampart's test environment), in its process as in its own.
+    (plugins,) = [line for line in out.splitlines() if line.startswith("plugins: ")]
+    names = {part.rsplit("-", 1)[0] for part in plugins.removeprefix("plugins: ").split(", ")}
+    assert names == {"rampart", "anyio"}, plugins
+
+
+TWO_SCANS = """
+import json, os, sys
+from pathlib import Path
+from rampart.cli import main
+
+def scan(pipeline, injection, out):
+    status = main(["scan", "agentdojo", "--suite", "slack", "--user-task", "user_task_2",
+                   "--injection-task", injection, "--pipeline", pipeline, "--report-dir", out])
+    (report,) = Path(out).glob("run_report_*.json")
+    entries = [e for g in json.loads(report.read_text())["by_harm_category"].values() for e in g]
+    return [status, sorted((e["metadata"]["_pytest_nodeid"], e["status"]) for e in entries)]
+
+print(json.dumps([
+    scan("my_agents:always", "injection_task_1", "first"),
+    scan("my_agents:never", "injection_task_2", "second"),
+    scan("my_agents:always", "injection_task_1", "third"),
+    sorted(name for name in os.environ if name.startswith(("RAMPART_SCAN", "PYTEST_DISABLE"))),
+]))
+"""
+
+
+def test_two_scans_in_one_process_give_each_its_own_result(tmp_path: Path) -> None:
+    """``main`` run three times in one process: each scan builds its test from its own
+    settings (the scan's module is imported afresh), the second's results are its own,
+    the third's are the first's again, and the command's environment is as it was."""
+    (tmp_path / "my_agents.py").write_text(PIPELINES)
+    done = subprocess.run(
+        [sys.executable, "-c", TWO_SCANS],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        check=False,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    first, second, third, environment = json.loads(done.stdout.splitlines()[-1])
+    pair_1, pair_2 = "slack-user_task_2-injection_task_1", "slack-user_task_2-injection_task_2"
+    assert first == [1, [[f"_scan_suite.py::test_agentdojo[trial-0:{pair_1}]", "unsafe"]]]
+    assert second == [0, [[f"_scan_suite.py::test_agentdojo[trial-0:{pair_2}]", "safe"]]]
+    assert third == first
+    assert environment == []
+
+
+def test_ctrl_c_ends_the_scan_with_130_and_its_reports(tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT to the command) while pairs run: the results that finished are
+    reported, marked interrupted, and the command exits 130 without waiting for the
+    pipeline's threads."""
+    (tmp_path / "my_agents.py").write_text(PIPELINES)
+    command = [str(RAMPART), "scan", "agentdojo", *SELECTION, "--pipeline", "my_agents:slow"]
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    with subprocess.Popen(
+        command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as process:
+        deadline = time.monotonic() + 600  # generous: a loaded machine starts slowly
+        while not (tmp_path / "started").exists() and process.poll() is None:
+            assert time.monotonic() < deadline, "the scan never started a pair"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=600)
+    assert process.returncode == 130, out
+    assert "RAMPART: INTERRUPTED" in out
+    (report_path,) = (tmp_path / ".report").glob("run_report_*.json")
+    assert json.loads(report_path.read_text())["metadata"]["interrupted"] is True

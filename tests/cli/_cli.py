@@ -55,15 +55,17 @@ def run_process(
 def run_scan_process(
     tmp_path: Path, *, module: Path, plugin: str, settings: dict[str, str]
 ) -> Outcome:
-    """A scan's pytest process as ``rampart scan`` starts it (``_scan.pytest_command``,
-    a private seam: no public one starts it without the command's own checks), only
-    collecting, with hand-written settings variables in its environment."""
-    from rampart.cli._scan import SCAN_ENVIRONMENT, pytest_command
+    """A scan's pytest run as ``rampart scan`` starts it (``_scan.pytest_arguments``,
+    a private seam: no public one starts it without the command's own checks), in a
+    process of its own, only collecting, with hand-written settings variables in its
+    environment."""
+    from rampart.cli._scan import SCAN_ENVIRONMENT, pytest_arguments
 
     ini = tmp_path / "pytest.ini"
     ini.write_text("[pytest]\n")
+    arguments = [*pytest_arguments(module, plugin, ini), "--collect-only", "-q"]
     completed = subprocess.run(
-        [*pytest_command(module, plugin, ini), "--collect-only", "-q"],
+        [sys.executable, "-m", "pytest", *arguments],
         capture_output=True,
         text=True,
         env={**os.environ, **SCAN_ENVIRONMENT, **settings},

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 # Lazy, so that ``rampart scan agentdojo`` reads its settings
 # (``rampart.scan._agentdojo_config``, ``_suites``) without importing AgentDojo: only
-# the scan's pytest process imports it (seconds: it loads every model SDK), once.
+# the scan's pytest run imports it (seconds: it loads every model SDK), once.
 __getattr__, __dir__ = lazy_attributes(
     __name__,
     globals(),

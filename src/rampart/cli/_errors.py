@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CliError", "EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE"]
+__all__ = ["CliError", "EXIT_FINDINGS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -10,6 +10,8 @@ EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 """A wrong option, a missing or unreadable file, a file of the wrong kind (argparse's own
 status for usage errors)."""
+EXIT_INTERRUPTED = 130
+"""Ctrl-C (the shell's status for a process ended by SIGINT)."""
 
 
 class CliError(Exception):

@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from rampart.cli import _diff, _history, _report, _rescore, _scan, _sweep, _validate
-from rampart.cli._errors import EXIT_USAGE, CliError
+from rampart.cli._errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"rampart {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # `rampart report ... | head`
         sys.stderr.close()
         return 0

@@ -1,12 +1,13 @@
 """``rampart scan KIND ...``: config-only scans, run through pytest and the plugin.
 
-Each kind is a ready-made test module run in a fresh ``python -m pytest`` process (so
-the terminal summary, the JSON, JSONL and HTML reports, the journal, ``--resume`` and
-``-n`` work exactly as in a suite), with its settings handed over in one environment
-variable:
+Each kind is a ready-made test module that the command runs with ``pytest.main``, in
+its own process (so the terminal summary, the JSON, JSONL and HTML reports, the
+journal, ``--resume`` and ``-n`` work exactly as in a suite, and the scan pays one
+interpreter's start and one import of its framework), with its settings handed over
+in one environment variable, set for the run and restored after it:
 
 * ``agentdojo``: AgentDojo's injection suites against an AgentDojo pipeline or an
-  OpenAI-compatible model (``rampart.scan._agentdojo_suite``);
+  OpenAI-compatible model (``rampart.scan._agentdojo._scan_suite``);
 * ``xpia``: the built-in payload pack against an OpenAI-compatible agent endpoint,
   judged by an LLM judge (``rampart.scan._xpia_suite``).
 
@@ -14,19 +15,20 @@ The items to attack run as one trial group, so they are in flight concurrently u
 ``--concurrency``. The exit status is pytest's: 1 when anything was not SAFE, 0 when
 every attack was resisted, 6 when the only failures were ERRORs (the agent or the judge
 unreachable: nothing was learned); a usage error (here or in the scan's own checks before
-collection, pytest's 4) is 2.
+collection, pytest's 4) is 2; an interrupted scan (Ctrl-C: its reports are written,
+marked interrupted) is 130, as for every command.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rampart._pacing import (
     AUTO,
@@ -35,16 +37,19 @@ from rampart._pacing import (
     Setting,
     parse_concurrency,
 )
-from rampart.cli._errors import EXIT_USAGE, CliError
+from rampart.cli._errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError
 
-__all__ = ["SCAN_ENVIRONMENT", "pytest_command", "register", "run_agentdojo", "run_xpia"]
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
-#: The scan's pytest process loads only the plugins it names (``pytest_command``): the
+__all__ = ["SCAN_ENVIRONMENT", "pytest_arguments", "register", "run_agentdojo", "run_xpia"]
+
+#: The scan's pytest run loads only the plugins it names (``pytest_arguments``): the
 #: other plugins installed beside rampart (hypothesis, pytest-asyncio, langsmith's, ...)
-#: would add their imports to every scan's start and nothing to the scan.
+#: would add their imports to every scan's start, and their options and output to the
+#: scan's, and nothing to the scan. Set for the run, as the settings are, so ``-n``'s
+#: worker processes inherit both.
 SCAN_ENVIRONMENT = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-
-_PYTEST_USAGE_ERROR = 4
 
 _DESCRIPTION = """\
 Scan an agent without writing a test. The attacks run concurrently through pytest and
@@ -202,9 +207,9 @@ def _workers(value: str | None) -> int:
 
 
 def _agentdojo_config(args: argparse.Namespace) -> Any:
-    """The checks that need no AgentDojo import; the scan's pytest process makes the
-    rest (tasks, attack, the pipeline itself) before it collects anything, so the
-    command pays AgentDojo's import (seconds: it loads every model SDK) once."""
+    """The checks that need no AgentDojo import, so a mistyped option is answered at
+    once; the scan's pytest run makes the rest (tasks, attack, the pipeline itself)
+    before it collects anything, importing AgentDojo (seconds: every model SDK) once."""
     from rampart.agentdojo._suites import DEFAULT_ATTACK, DEFAULT_VERSION, SUITE_NAMES, VERSIONS
     from rampart.scan._agentdojo_config import ScanConfig
 
@@ -293,22 +298,25 @@ def run_xpia(args: argparse.Namespace) -> int:
     )
 
 
-def pytest_command(module: Path, plugin: str, ini: Path) -> list[str]:
-    """The scan's pytest process: ``module`` with ``plugin``, under the scan's own
-    ``ini`` (the user's project ini must not add options to, or take the rampart
-    plugin away from, the scan's run); the options of the run follow it. With
-    ``SCAN_ENVIRONMENT`` it loads rampart's plugin, anyio's (the scan's test is async)
-    and ``plugin`` alone; ``-n`` adds xdist's."""
+def pytest_arguments(module: Path, plugin: str, ini: Path) -> list[str]:
+    """The scan's pytest run: ``module`` with ``plugin``, under the scan's own ``ini``
+    (the user's project ini must not add options to, or take the rampart plugin away
+    from, the scan's run); the options of the run follow it. With ``SCAN_ENVIRONMENT``
+    it loads rampart's plugin, anyio's (the scan's test is async) and ``plugin`` alone;
+    ``-n`` adds xdist's. The module is imported by pytest's ``importlib`` mode (no
+    ``sys.path`` change), afresh for each run (``_fresh``)."""
     return [
-        sys.executable,
-        "-m",
-        "pytest",
         str(module),
         "-c",
         str(ini),
         "--rootdir",
         str(module.parent),
         "--import-mode=importlib",
+        # The scan's asserts carry their own messages (the result's summary), so pytest's
+        # assert rewriting would change nothing in its output, and it costs: its import
+        # hook sits in front of AgentDojo's thousands of modules and rewrites each of
+        # rampart's (about 15 % of a small scan's CPU).
+        "--assert=plain",
         "-p",
         "no:cacheprovider",
         "-p",
@@ -320,12 +328,58 @@ def pytest_command(module: Path, plugin: str, ini: Path) -> list[str]:
     ]
 
 
+@contextlib.contextmanager
+def _environment(variables: dict[str, str]) -> Iterator[None]:
+    """``variables`` set in this process's environment for the run, then restored."""
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextlib.contextmanager
+def _fresh(module: Path) -> Iterator[None]:
+    """``module`` imported afresh by the run and forgotten after it: the scan's test is
+    built from the settings when its module is imported, and pytest would reuse a module
+    a previous run in this process left in ``sys.modules``."""
+    target = os.path.realpath(module)
+
+    def forget() -> None:
+        for name, loaded in list(sys.modules.items()):
+            path = getattr(loaded, "__file__", None)
+            if (
+                isinstance(path, str)
+                and os.path.basename(path) == module.name
+                and os.path.realpath(path) == target
+            ):
+                del sys.modules[name]
+                package, _, attribute = name.rpartition(".")
+                if getattr(sys.modules.get(package), attribute, None) is loaded:
+                    delattr(sys.modules[package], attribute)
+
+    forget()
+    try:
+        yield
+    finally:
+        forget()
+
+
 def _run_pytest(args: argparse.Namespace, module: Path, plugin: str, env: dict[str, str]) -> int:
+    import pytest
+
+    from rampart.scan import _end_if_threads_left
+
     with tempfile.TemporaryDirectory(prefix="rampart-scan-") as scratch:
         ini = Path(scratch, "pytest.ini")
         ini.write_text("[pytest]\n", encoding="utf-8")
-        command = [
-            *pytest_command(module, plugin, ini),
+        arguments = [
+            *pytest_arguments(module, plugin, ini),
             "--rampart-report-dir",
             str(Path(args.report_dir).resolve()),
             "--rampart-concurrency",
@@ -336,11 +390,21 @@ def _run_pytest(args: argparse.Namespace, module: Path, plugin: str, env: dict[s
             ("--rampart-risk-map", args.risk_map),
         ):
             if value:
-                command += [option, str(Path(value).resolve())]
+                arguments += [option, str(Path(value).resolve())]
         if args.resume:
-            command.append("--rampart-resume")
+            arguments.append("--rampart-resume")
         if args.workers:
-            command += ["-p", "xdist", "-n", args.workers]
-        status = subprocess.call(command, env={**os.environ, **SCAN_ENVIRONMENT, **env})
-    # pytest's 4 is a usage error found by the scan's own checks before collection.
-    return EXIT_USAGE if status == _PYTEST_USAGE_ERROR else status
+            arguments += ["-p", "xdist", "-n", args.workers]
+        with _environment({**SCAN_ENVIRONMENT, **env}), _fresh(module):
+            status = int(pytest.main(arguments))
+    # pytest's usage error is one the scan's own checks found before collection; its
+    # interrupted is Ctrl-C (the reports are written), 130 as for every command (``main``).
+    interrupted = status == pytest.ExitCode.INTERRUPTED
+    if interrupted:
+        status = EXIT_INTERRUPTED
+    elif status == pytest.ExitCode.USAGE_ERROR:
+        status = EXIT_USAGE
+    _end_if_threads_left(status, f"rampart scan {args.kind}")
+    if interrupted:
+        raise KeyboardInterrupt
+    return status

@@ -1,6 +1,6 @@
 """What ``rampart scan agentdojo`` asks of the test module it runs.
 
-The command runs pytest in a fresh process (so the plugin, xdist, journals and
+The command runs pytest in its own process (so the plugin, xdist, journals and
 ``--rampart-resume`` behave exactly as in a suite) and hands the scan's settings over
 in one environment variable, as JSON; this module reads and checks them.
 """

@@ -1,26 +1,25 @@
 """The pytest plugin ``rampart scan agentdojo`` loads (``-p rampart.scan._agentdojo_plugin``).
 
-It builds the agent once per process (from ``--pipeline module:factory``, or
+It builds the agent once per run (from ``--pipeline module:factory``, or
 ``--model`` at ``--base-url`` as an ``LLMPipeline``) and prints
 AgentDojo's attack success rate and utility at the end of the run.
 
 A pair that ``--timeout`` ended leaves its pipeline's thread behind (a thread cannot
-be stopped from outside), and on asyncio worker threads keep the interpreter from
-exiting: once everything is reported, the scan's process (its own, started by the
-command) then ends at once with its exit status instead of waiting for the pipeline.
+be stopped from outside), which keeps the interpreter from exiting: once everything is
+reported, the command ends its process at once (``rampart.scan._end_if_threads_left``),
+and so does each ``-n`` worker here, instead of waiting for the pipeline.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-import threading
+import gc
 from typing import TYPE_CHECKING
 
 import pytest
 
 from rampart.agentdojo._agent import AgentDojoAgent
 from rampart.agentdojo._summary import AgentDojoSummarySink
+from rampart.scan import _end_if_threads_left
 from rampart.scan._agentdojo_config import ScanConfig, build_pipeline
 from rampart.scan._handover import register_marker
 
@@ -42,6 +41,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_AGENT] = AgentDojoAgent(build_pipeline(scan), max_threads=scan.max_threads)
     except (ValueError, TypeError, ImportError, RuntimeError) as error:
         raise pytest.UsageError(f"rampart scan agentdojo: {error}") from error
+    # AgentDojo's import leaves a large heap that lives as long as the process (every
+    # model SDK's classes); each full collection of the run (and pytest's at its end)
+    # would walk it again: about a quarter of a small scan's CPU. Frozen, the collector
+    # leaves it out (``gc.freeze``, meant for such long-lived objects).
+    gc.freeze()
 
 
 def pytest_rampart_sinks(config: pytest.Config) -> list[ReportSink]:
@@ -59,20 +63,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """End the process now if a pipeline's thread is still running (see above)."""
-    stuck = [
-        thread
-        for thread in threading.enumerate()
-        if thread is not threading.current_thread() and thread.is_alive() and not thread.daemon
-    ]
+    """An ``-n`` worker's process ends now if a pipeline's thread is still running (see
+    above; the command, running the controller, does the same for its own)."""
     session = config.stash.get(_SESSION, None)
-    if not stuck or session is None:
-        return
-    sys.stderr.write(
-        f"rampart scan agentdojo: {len(stuck)} thread(s) still running at the end (a "
-        "pipeline a timeout left behind, or one it started); ending the scan's process "
-        "without waiting for them\n"
-    )
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(int(session.exitstatus))
+    if session is not None and hasattr(config, "workerinput"):
+        _end_if_threads_left(int(session.exitstatus), "rampart scan agentdojo (worker)")

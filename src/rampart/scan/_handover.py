@@ -1,7 +1,8 @@
-"""The settings ``rampart scan`` hands its pytest process, and the scan's identity.
+"""The settings ``rampart scan`` hands its pytest run, and the scan's identity.
 
-A scan command checks its options and hands them to a fresh ``python -m pytest`` in one
-environment variable of JSON. The pytest process reads it back here as any input:
+A scan command checks its options and hands them to the pytest run it starts in its own
+process (``pytest.main``) in one environment variable of JSON, set for the run (and so
+inherited by ``-n``'s workers). The run reads it back here as any input:
 with the strict JSON policy (``rampart.codec.parse_strict_json``), as an object whose
 members are exactly the settings' fields, each checked by the settings class's own
 validators, so a damaged or hand-written variable is a usage error naming the field,

@@ -1,7 +1,7 @@
-"""What ``rampart scan xpia`` hands its pytest process: one environment variable of JSON.
+"""What ``rampart scan xpia`` hands its pytest run: one environment variable of JSON.
 
 API keys never travel in it: only the *names* of the environment variables that hold
-them (``--api-key-env``), read in the pytest process.
+them (``--api-key-env``), read by the scan's test.
 """
 
 from __future__ import annotations
