@@ -4,6 +4,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import attrs
 import pytest
 
 from rampart.core.errors import (
@@ -167,6 +168,40 @@ class TestLifecycleEvents:
 
         result = await _Execution(body).execute_async(adapter=replying_agent())
         assert result.duration_seconds >= 0.0
+
+    async def test_duration_goes_on_a_copy(self) -> None:
+        """The boundary times a copy: a result the strategy hands out again keeps its
+        own duration, and every other field (a subclass's too) reaches the copy."""
+
+        class Tagged(Result):
+            pass
+
+        shared = Result(
+            status=SafetyStatus.UNSAFE,
+            summary="s",
+            observability_level=ObservabilityLevel.TOOL_ONLY,
+            strategy="mine",
+            metadata={"k": 1},
+            duration_seconds=-1.0,
+        )
+        tagged = Tagged(status=SafetyStatus.SAFE, summary="t", duration_seconds=-1.0)
+        for given in (shared, tagged):
+
+            async def body(adapter: Any, given: Result = given) -> Result:
+                return given
+
+            result = await _Execution(body).execute_async(adapter=replying_agent())
+            assert result is not given
+            assert type(result) is type(given)
+            assert given.duration_seconds == -1.0
+            assert result.duration_seconds >= 0.0
+            for field in attrs.fields(Result):
+                if field.name != "duration_seconds":
+                    assert getattr(result, field.name) is getattr(given, field.name)
+            result.summary = "changed"  # a copy with its own values, still validated
+            assert given.summary != "changed"
+            with pytest.raises(TypeError, match="status"):
+                result.status = "SAFE"  # type: ignore[assignment]
 
 
 class TestEventHandlerValidation:
