@@ -79,8 +79,10 @@ class Observation:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        listening = self._listening
+        del self._listening  # it refers to self (self.saw): leave no cycle for the gc
         try:
-            self._listening.__exit__(exc_type, exc, tb)
+            listening.__exit__(exc_type, exc, tb)
         finally:
             _CURRENT.reset(self._token)
 
