@@ -15,10 +15,11 @@ stream-based structure cost about 30 us more per 2-turn execution than this one
 (``benchmarks/bench_engine.py``), for a generality (buffers, clones, several senders)
 this hand-off never uses.
 
-The event is made by ``event`` (default ``anyio.Event``, which looks up the running
-backend each time); a trace run passes its mailboxes the backend's own ``Event`` class,
-looked up once (``type(anyio.Event())``), which makes each wait's event in less than
-half the time.
+The event is made by ``event``. The default, ``anyio.Event``, looks up the running
+backend on every call, and its ``__new__`` returns the backend's subclass, whose
+``__init__`` Python then runs a second time (two native events for one). A trace run
+passes its mailboxes the backend's own ``Event`` class, looked up once
+(``type(anyio.Event())``): each wait's event then costs less than half as much.
 
 Semantics: ``put`` never blocks (a full slot is a protocol bug and raises
 ``RuntimeError``); ``get`` returns the item, waiting if the slot is empty, and raises
