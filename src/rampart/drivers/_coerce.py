@@ -35,8 +35,8 @@ def coerce_trigger(
     if isinstance(value, str | Request):
         return StaticDriver(prompts=[value])
     if isinstance(value, list | tuple):
-        # Validate under the caller's argument name, then build from the requests.
-        return StaticDriver(prompts=list(normalize_prompts(value, owner=owner, name=name)))
+        # Checked under the caller's argument name, once.
+        return StaticDriver._of(normalize_prompts(value, owner=owner, name=name))
     if not isinstance(value, type) and callable(getattr(value, "next_prompt_async", None)):
         return value  # type: ignore[return-value]
     raise invalid(owner, name, _ACCEPTED, value)

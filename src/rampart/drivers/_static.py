@@ -49,6 +49,15 @@ class StaticDriver:
     def __init__(self, *, prompts: Sequence[str | Request]) -> None:
         self._requests = normalize_prompts(prompts, owner="StaticDriver", name="prompts")
 
+    @classmethod
+    def _of(cls, requests: tuple[Request, ...]) -> StaticDriver:
+        """A driver over ``requests``, which ``normalize_prompts`` made (a strategy
+        checks its prompts under its own argument's name, and every execution built
+        from a list would otherwise check them twice)."""
+        driver = cls.__new__(cls)
+        driver._requests = requests
+        return driver
+
     @property
     def requests(self) -> tuple[Request, ...]:
         """The requests this driver sends, in order."""

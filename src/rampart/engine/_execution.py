@@ -82,7 +82,7 @@ from rampart.core.adapter import AgentAdapter
 from rampart.core.errors import DriverError, InfrastructureError
 from rampart.core.result import Result, SafetyStatus
 from rampart.core.types import ObservabilityLevel
-from rampart.engine._observed import Observation, observing
+from rampart.engine._observed import Observation
 from rampart.engine._policies import deadline
 
 if TYPE_CHECKING:
@@ -433,7 +433,7 @@ class BaseExecution(abc.ABC):
                 handlers, ExecutionEventData(event=ExecutionEvent.ON_PRE_EXECUTE, adapter=adapter)
             )
         # THE error boundary: the only place an exception becomes a result.
-        with observing() as observation:
+        with Observation() as observation:
             try:
                 if self._timeout is None:
                     result = await self._execute_async(adapter=adapter)
@@ -462,7 +462,7 @@ class BaseExecution(abc.ABC):
                         ),
                     )
         elapsed = time.monotonic() - started
-        result = attrs.evolve(result, duration_seconds=elapsed)
+        result = _timed(result, elapsed)
         if handlers:
             await _fire(
                 handlers,
@@ -528,6 +528,34 @@ class BaseExecution(abc.ABC):
             metadata=metadata,
         )
         return Result(**result_fields)
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _timed(result: Result, seconds: float) -> Result:
+    """``attrs.evolve(result, duration_seconds=seconds)`` for a plain ``Result``, without
+    running its constructor and validators again: its values were checked when it was
+    made (and are on assignment), and ``evolve`` costs three times this copy, in every
+    execution. A subclass is evolved (its constructor may differ). A field added to
+    ``Result`` is added here too (``tests/engine/test_execution.py`` checks each)."""
+    if type(result) is not Result:
+        return attrs.evolve(result, duration_seconds=seconds)
+    timed = _new(Result)
+    _set(timed, "status", result.status)
+    _set(timed, "summary", result.summary)
+    _set(timed, "observability_level", result.observability_level)
+    _set(timed, "final_trace_evaluation", result.final_trace_evaluation)
+    _set(timed, "turns", result.turns)
+    _set(timed, "trace_end_reason", result.trace_end_reason)
+    _set(timed, "duration_seconds", seconds)
+    _set(timed, "harm_category", result.harm_category)
+    _set(timed, "strategy", result.strategy)
+    _set(timed, "injections", result.injections)
+    _set(timed, "population", result.population)
+    _set(timed, "metadata", result.metadata)
+    return timed
 
 
 async def _fire(handlers: tuple[ExecutionEventHandler, ...], data: ExecutionEventData) -> None:

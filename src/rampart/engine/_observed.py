@@ -1,9 +1,9 @@
 """What a run had observed when it failed: the trace it was producing.
 
 The error boundary (``BaseExecution.execute_async``) opens an ``Observation`` for each
-run (``observing``, a context variable); the trace runner registers there the trace
-record it writes (``observe``), and the session actor counts in that record the
-requests it sent. When a failure reaches the boundary, what was observed is still at
+run (``with Observation()``, held in a context variable); the trace runner registers
+there the trace record it writes (``observe``), and the session actor counts in that
+record the requests it sent. When a failure reaches the boundary, what was observed is still at
 hand: the completed turns (evaluated before the failure becomes ERROR, so no finding
 is lost) and whether the agent failed while answering a request
 (``in_send``: "on turn 2 after 1 completed turn").
@@ -18,7 +18,6 @@ judges with the completed ones.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -27,12 +26,14 @@ from rampart import _seen_calls
 from rampart.core.types import Response, ToolCall, Turn
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Sequence
+    from contextvars import Token
+    from types import TracebackType
 
     from rampart._seen_calls import SeenCall
     from rampart.engine._pipeline import TraceRecord
 
-__all__ = ["Observation", "observe", "observing"]
+__all__ = ["Observation", "observe"]
 
 
 #: At most this many tool calls are remembered per run (the first ones seen).
@@ -53,13 +54,37 @@ class _Seen:
 
 class Observation:
     """The trace record of the run's latest trace (``None``: no trace was started), and
-    the tool calls its model traffic showed."""
+    the tool calls its model traffic showed.
 
-    __slots__ = ("_calls", "record")
+    Within ``with Observation() as observation:``, traces register with it (``observe``)
+    and seen calls reach it (``rampart._seen_calls``). A class with ``__enter__`` rather
+    than a generator-based context manager: every execution opens one, and
+    ``@contextmanager`` costs several times as much."""
+
+    __slots__ = ("_calls", "_listening", "_token", "record")
 
     def __init__(self) -> None:
         self.record: TraceRecord | None = None
         self._calls: dict[str, _Seen] = {}
+
+    def __enter__(self) -> Observation:
+        self._token: Token[Observation | None] = _CURRENT.set(self)
+        self._listening = _seen_calls.listen(self.saw)
+        self._listening.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        listening = self._listening
+        del self._listening  # it refers to self (self.saw): leave no cycle for the gc
+        try:
+            listening.__exit__(exc_type, exc, tb)
+        finally:
+            _CURRENT.reset(self._token)
 
     def saw(self, calls: Sequence[SeenCall]) -> None:
         """Remember the parts of ``calls`` (a ``rampart._seen_calls`` listener)."""
@@ -107,18 +132,6 @@ class Observation:
 
 
 _CURRENT: ContextVar[Observation | None] = ContextVar("rampart_observation", default=None)
-
-
-@contextmanager
-def observing() -> Iterator[Observation]:
-    """Within the block, traces register with the ``Observation`` yielded."""
-    observation = Observation()
-    token = _CURRENT.set(observation)
-    try:
-        with _seen_calls.listen(observation.saw):
-            yield observation
-    finally:
-        _CURRENT.reset(token)
 
 
 def observe(record: TraceRecord) -> None:

@@ -308,12 +308,13 @@ async def _trace(
     record = TraceRecord(observability_level=observability_level, manifest=manifest)
     observe(record)  # a failure's boundary still sees the turns completed so far
     pipeline = Pipeline(record=record, stop_when=stop_when, max_turns=max_turns)
-    requests: Mailbox[PromptDecision] = Mailbox()
-    events: Mailbox[Turn] = Mailbox()
+    event = type(anyio.Event())  # the backend's Event class, looked up once (_mailbox)
+    requests: Mailbox[PromptDecision] = Mailbox(event)
+    events: Mailbox[Turn] = Mailbox(event)
     production = None if stop_when is None else TurnProduction()
     # The producer reads raw turn events itself when there is no online stop check
     # (applying the pipeline step inline), else the pipeline task's acknowledgements.
-    replies: Mailbox[Turn] = events if production is None else Mailbox()
+    replies: Mailbox[Turn] = events if production is None else Mailbox(event)
     producer = _Producer(
         driver=driver,
         max_turns=max_turns,

@@ -84,3 +84,32 @@ async def test_a_cancelled_wait_leaves_the_mailbox_usable() -> None:
     assert scope.cancelled_caught
     box.put("after")
     assert await box.get() == "after"
+
+
+async def test_the_backends_own_event_class_serves_a_wait() -> None:
+    """Given the backend's Event class (as a trace run gives it), a receiver that has
+    to wait makes one event with it and wakes on the put; one that need not wait
+    makes none."""
+    made: list[anyio.Event] = []
+    event_type = type(anyio.Event())
+
+    def event() -> anyio.Event:
+        made.append(event_type())
+        return made[-1]
+
+    box: Mailbox[int] = Mailbox(event)
+    box.put(1)
+    assert await box.get() == 1
+    assert made == []
+    got: list[int] = []
+
+    async def receive() -> None:
+        got.append(await box.get())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(receive)
+        await anyio.wait_all_tasks_blocked()
+        box.put(2)
+    assert got == [2]
+    assert len(made) == 1
+    assert made[0].is_set()
