@@ -94,7 +94,7 @@ def test_a_group_cut_short_is_incomplete_with_its_counts() -> None:
     """Interrupted: never a pass, however SAFE the clones that ran; the counts are over
     them, the clones cut short and those never run are apart, and ``missing`` says so."""
     outcome = interrupted_group(
-        size=40, rule=TrialRule(), clones={i: SAFE for i in range(8)}, cut_short=4
+        size=40, rule=TrialRule(), clones=dict.fromkeys(range(8), SAFE), cut_short=4
     )
     assert outcome.interrupted
     assert outcome.verdict is None
