@@ -64,8 +64,10 @@ class TestTrialGroupSummary:
             "not_counted_unsafe",
             "worker",
             "concurrency",
+            "interrupted",
         ]
         assert data["concurrency"] is None  # a fixed concurrency: nothing to say
+        assert data["interrupted"] is False  # it finished
         assert data["counts"] == {
             "safe": 6,
             "unsafe": 0,

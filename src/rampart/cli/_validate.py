@@ -352,12 +352,13 @@ def section_problems(document: dict[str, Any]) -> list[str]:
 def group_problems(document: dict[str, Any], records: list[Any]) -> list[str]:
     """The report's ``trial_groups`` that its own clone results contradict: each group
     is judged again from them (``rampart.cli._view``) and must be what it states."""
-    from rampart.cli._view import contradiction, derived_groups
+    from rampart.cli._view import contradiction, cut_short, derived_groups
     from rampart.reporting import TrialGroupSummary
 
-    derived = derived_groups(records)
+    entries = document.get("trial_groups") or []
+    derived = derived_groups(records, cut_short(entries))
     problems = []
-    for index, entry in enumerate(document.get("trial_groups") or []):
+    for index, entry in enumerate(entries):
         stated = TrialGroupSummary.from_json(entry)
         found = contradiction(stated, derived.get(stated.nodeid))
         if found is not None:

@@ -35,10 +35,13 @@ from rampart.reporting._report import category_key
 from rampart.reporting._run_data import INCOMPLETE, TrialGroupSummary
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from rampart.cli._inputs import SavedRun
 
 __all__ = [
     "contradiction",
+    "cut_short",
     "derived_groups",
     "RunView",
     "TestOutcome",
@@ -103,10 +106,14 @@ def group_key(record: ResultRecord) -> tuple[str, int] | None:
     return clone_base(nodeid, population.index), population.index
 
 
-def derived_groups(records: list[ResultRecord]) -> dict[str, TrialGroupSummary]:
+def derived_groups(
+    records: list[ResultRecord], interrupted: Collection[str] = ()
+) -> dict[str, TrialGroupSummary]:
     """Each trial group judged again from its records (``rebuild_group``: the plugin's
     ``TrialTally``) and stated as the plugin states it, or INCOMPLETE when they do not
-    hold what its verdict rests on."""
+    hold what its verdict rests on. The groups named in ``interrupted`` (a report
+    states that a Ctrl-C cut them short: ``cut_short``) are read as the plugin read
+    them then (``interrupted_group``)."""
     from rampart.core._group_outcome import rebuild_results
     from rampart.reporting._group_text import group_entry
 
@@ -121,7 +128,8 @@ def derived_groups(records: list[ResultRecord]) -> dict[str, TrialGroupSummary]:
     for nodeid, by_index in members.items():
         every = [record for found in by_index.values() for record in found]
         rebuilt = rebuild_results(
-            {index: [record.result for record in found] for index, found in by_index.items()}
+            {index: [record.result for record in found] for index, found in by_index.items()},
+            interrupted=nodeid in interrupted,
         )
         category = category_key(every[0].result)
         groups[nodeid] = group_entry(
@@ -131,6 +139,15 @@ def derived_groups(records: list[ResultRecord]) -> dict[str, TrialGroupSummary]:
             harm_category=None if category == "uncategorized" else category,
         )
     return groups
+
+
+def cut_short(entries: list[Any]) -> frozenset[str]:
+    """The node ids of a report's ``trial_groups`` entries a Ctrl-C cut short."""
+    return frozenset(
+        str(entry.get("nodeid"))
+        for entry in entries
+        if isinstance(entry, dict) and entry.get("interrupted") is True
+    )
 
 
 def contradiction(stated: TrialGroupSummary, derived: TrialGroupSummary | None) -> str | None:
@@ -144,7 +161,7 @@ def contradiction(stated: TrialGroupSummary, derived: TrialGroupSummary | None) 
         if stated.counts.no_result == stated.executed:
             return None  # every counted clone recorded nothing: no result to check
         return f"states {stated.executed} clones but the report holds no result of them"
-    if incomplete(derived):
+    if incomplete(derived) and not derived.interrupted:
         if _rule_unknown(derived):
             return None
         return f"its clone results do not decide it ({derived.reason})"
@@ -206,7 +223,7 @@ def build_view(runs: list[SavedRun]) -> RunView:
     records = [record for run in runs for record in run.records]
     groups = derived_groups(records)
     for run in runs:
-        derived_here = derived_groups(run.records)
+        derived_here = derived_groups(run.records, cut_short(run.trial_groups))
         for entry in run.trial_groups:
             nodeid = entry.get("nodeid")
             reported = _reported_group(entry, derived_here.get(str(nodeid)))

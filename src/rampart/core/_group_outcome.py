@@ -36,6 +36,8 @@ __all__ = [
     "GroupInterval",
     "StatusCounts",
     "TrialGroupOutcome",
+    "interrupted_group",
+    "interruption",
     "population_outcome",
     "rebuild_group",
     "rebuild_results",
@@ -100,7 +102,8 @@ class TrialGroupOutcome:
     ``SafetyStatus``: SAFE exactly when it passed, else UNSAFE if a counted clone was,
     else ERROR if one was, else UNDETERMINED. ``concurrency`` is what an adaptive
     group (``concurrency="auto"``) did (``ConcurrencyStatistics.as_dict()``): speed
-    only, never the verdict.
+    only, never the verdict. ``interrupted`` marks a group a Ctrl-C stopped before it
+    finished (``interrupted_group``): INCOMPLETE, ``missing`` gives its counts.
     """
 
     n: int
@@ -114,6 +117,7 @@ class TrialGroupOutcome:
     early_stopped: bool = False
     missing: str | None = None
     concurrency: dict[str, int] | None = None
+    interrupted: bool = False
 
     @property
     def executed(self) -> int:
@@ -196,6 +200,37 @@ def population_outcome(population: PopulationResult) -> TrialGroupOutcome:
         not_counted=len(late),
         not_counted_unsafe=sum(result.status is SafetyStatus.UNSAFE for result in late),
         concurrency=population.concurrency,
+    )
+
+
+def interrupted_group(
+    *, size: int, rule: TrialRule, clones: dict[int, SafetyStatus], cut_short: int
+) -> TrialGroupOutcome:
+    """A group a Ctrl-C stopped before it finished: INCOMPLETE, never a pass.
+
+    ``clones`` maps each clone that ran to the end to its status (they make the
+    counts); ``cut_short`` clones were running when the interrupt came (what they
+    recorded is kept, not counted); the rest of ``size`` never ran. A finding still
+    wins: more UNSAFE clones than ``max_unsafe`` fail the group whatever the others
+    would have done. Otherwise ``missing`` is ``interruption``'s counts.
+    """
+    tally = TrialTally(size=size, rule=rule)
+    for _, status in sorted(clones.items()):
+        tally.add(status)
+    not_run = max(0, size - len(clones) - cut_short)
+    found = tally.count(SafetyStatus.UNSAFE) > rule.max_unsafe
+    why = None if found else interruption(n=size, ran=len(clones), not_run=not_run)
+    outcome = tally_outcome(tally, not_run=not_run, early_stopped=False, missing=why)
+    return attrs.evolve(outcome, interrupted=True)
+
+
+def interruption(*, n: int, ran: int, not_run: int) -> str:
+    """What an interrupted group's line says of its clones: how many ran, were cut
+    short (running when the interrupt came) and never ran."""
+    cut_short = max(0, n - ran - not_run)
+    return (
+        f"{ran} of {n} clones ran, {cut_short} cut short (what they recorded is kept, "
+        f"not counted), {not_run} not run"
     )
 
 
@@ -298,7 +333,9 @@ def rebuild_group(
 _OUTCOME_ORDER = ("partial", "skipped", "passed", "failed")
 
 
-def rebuild_results(clones: dict[int, list[Result]]) -> TrialGroupOutcome:
+def rebuild_results(
+    clones: dict[int, list[Result]], *, interrupted: bool = False
+) -> TrialGroupOutcome:
     """A saved group's outcome from its clones' results (``clones`` maps each clone
     index to its results, each carrying its ``PopulationRef``): the facts the refs
     carry, fed to ``rebuild_group``. The one reading of saved clone results, for
@@ -307,7 +344,9 @@ def rebuild_results(clones: dict[int, list[Result]]) -> TrialGroupOutcome:
     A clone's status is its worst result (UNDETERMINED when its own assertions failed
     although every result was SAFE, as the plugin counts it). A group whose records
     disagree on the rule, or a clone whose outcome is not recorded (an older producer),
-    is INCOMPLETE, with the records' own threshold.
+    is INCOMPLETE, with the records' own threshold. With ``interrupted`` (the run's
+    Ctrl-C stopped the group) it is ``interrupted_group``'s: the clones whose records
+    say they finished ran, the partial ones were cut short.
     """
     from rampart.core._population import CloneOutcome
 
@@ -327,8 +366,16 @@ def rebuild_results(clones: dict[int, list[Result]]) -> TrialGroupOutcome:
         elif outcome in (CloneOutcome.PARTIAL, CloneOutcome.SKIPPED):
             partial.add(index)
             skipped = skipped or outcome is CloneOutcome.SKIPPED
+    size = max(refs[0].size, *(index + 1 for index in statuses))
+    if interrupted:
+        return interrupted_group(
+            size=size,
+            rule=rule or TrialRule(threshold=refs[0].threshold),
+            clones={index: s for index, s in statuses.items() if index not in partial},
+            cut_short=len(partial),
+        )
     rebuilt = rebuild_group(
-        size=max(refs[0].size, *(index + 1 for index in statuses)),
+        size=size,
         rule=rule,
         clones=statuses,
         partial=frozenset(partial),

@@ -77,6 +77,9 @@ class InterruptWatch:
         self.writer = writer
         self._previous: Any = None
         self._armed = False
+        #: Told once, at the first interrupt (an xdist worker says so to its controller).
+        self.on_interrupt: list[Callable[[], None]] = []
+        self._told = False
         #: The test loop started and has not returned or failed in a known way: an
         #: interrupt may have cut it short (see the module docstring).
         self.cut_short = False
@@ -118,14 +121,18 @@ class InterruptWatch:
             self.arm()
 
     def arm(self) -> None:
-        """From now on SIGINT exits at once (main thread only, where signals land)."""
-        if self._armed or threading.current_thread() is not threading.main_thread():
-            return
-        try:
-            self._previous = signal.signal(signal.SIGINT, self._exit_now)
-        except (ValueError, OSError):  # not the main interpreter, or no signals here
-            return
-        self._armed = True
+        """From now on SIGINT exits at once (main thread only, where signals land); then
+        tell ``on_interrupt`` (once), which a second Ctrl-C may cut short."""
+        if not self._armed and threading.current_thread() is threading.main_thread():
+            try:
+                self._previous = signal.signal(signal.SIGINT, self._exit_now)
+                self._armed = True
+            except (ValueError, OSError):  # not the main interpreter, or no signals here
+                pass
+        if not self._told:
+            self._told = True
+            for told in self.on_interrupt:
+                told()
 
     def _exit_now(self, signum: int, frame: object) -> None:
         del signum, frame

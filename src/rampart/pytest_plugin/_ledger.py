@@ -403,6 +403,40 @@ class RunLedger:
         """Record a finished trial group's report entry."""
         self._groups.append(group)
 
+    def record_cut_short_groups(self) -> None:
+        """Give each trial group a Ctrl-C stopped before it finished its report entry.
+
+        Such a group has clone results but no entry (its item never finished). Its
+        entry is ``interrupted`` (``rampart.core._group_outcome.interrupted_group``),
+        read from its clones' records (``rebuild_results``): in one process as on an
+        xdist controller, whose workers' results come back from the journal.
+        """
+        from rampart.core._group_outcome import rebuild_results
+        from rampart.reporting._group_text import group_entry
+        from rampart.reporting._report import UNCATEGORIZED, category_key
+
+        stated = {group.nodeid for group in self._groups}
+        found: dict[str, tuple[RecordedResult, dict[int, list[Result]]]] = {}
+        for recorded in self.results:
+            attribution = recorded.attribution
+            nodeid = attribution.group_nodeid
+            if attribution.clone is None or recorded.result.population is None:
+                continue
+            if nodeid not in stated:
+                _, clones = found.setdefault(nodeid, (recorded, {}))
+                clones.setdefault(attribution.clone, []).append(recorded.result)
+        for nodeid, (first, clones) in found.items():
+            category = category_key(first.result)
+            self._groups.append(
+                group_entry(
+                    rebuild_results(clones, interrupted=True),
+                    nodeid=nodeid,
+                    test_name=first.attribution.group_name,
+                    harm_category=None if category == UNCATEGORIZED else category,
+                    worker=first.attribution.worker,
+                )
+            )
+
     def mark_interrupted(self) -> None:
         """A KeyboardInterrupt stopped the run: the report says so and shows what finished."""
         self._interrupted = True
@@ -523,7 +557,9 @@ class RunLedger:
         from rampart.reporting._stored import StoredResults
 
         ordered = self.results
-        finished = {group.nodeid: group for group in self._groups}
+        # A group a Ctrl-C cut short has no counts to stamp (``rebuild_group`` then
+        # sees its clones as they were recorded).
+        finished = {group.nodeid: group for group in self._groups if not group.interrupted}
         marks = self.run_marks()
 
         def load(index: int) -> Result:

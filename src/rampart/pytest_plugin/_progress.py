@@ -145,6 +145,7 @@ class Snapshot:
     elapsed: float = 0.0
     finished: bool = False
     note: str = ""
+    interrupted: bool = False  # a Ctrl-C stopped the group before it finished
 
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -155,9 +156,14 @@ class Snapshot:
         if not isinstance(data, dict):
             return None
         try:
-            fields = {f.name: data[f.name] for f in attrs.fields(cls) if f.name != "note"}
+            optional = ("note", "interrupted")
+            fields = {f.name: data[f.name] for f in attrs.fields(cls) if f.name not in optional}
             note = data.get("note", "")
-            return cls(**fields, note=note if isinstance(note, str) else "")
+            return cls(
+                **fields,
+                note=note if isinstance(note, str) else "",
+                interrupted=data.get("interrupted") is True,
+            )
         except (KeyError, TypeError):
             return None
 
@@ -188,7 +194,9 @@ def format_snapshot(snapshot: Snapshot, width: int | None = None) -> str:
     ``S18 U5 ?0 E0``).
     """
     rate = snapshot.done / snapshot.elapsed if snapshot.elapsed > 0 else 0.0
-    if snapshot.finished:
+    if snapshot.interrupted:
+        timing = f"INTERRUPTED after {_duration(snapshot.elapsed)}"
+    elif snapshot.finished:
         timing = f"done in {_duration(snapshot.elapsed)}"
     elif rate > 0:
         timing = f"{rate:.1f}/s, ETA {_duration((snapshot.n - snapshot.done) / rate)}"
@@ -296,16 +304,24 @@ class GroupTracker:
             self._last = now
             self._sink.update(self.snapshot(now))
 
-    def snapshot(self, now: float, *, finished: bool = False) -> Snapshot:
+    def snapshot(
+        self, now: float, *, finished: bool = False, interrupted: bool = False
+    ) -> Snapshot:
+        counts = self._counts
         return Snapshot(
             key=self.key,
             name=self.name,
             n=self.n,
             done=self._done,
+            safe=counts["safe"],
+            unsafe=counts["unsafe"],
+            undetermined=counts["undetermined"],
+            error=counts["error"],
+            no_result=counts["no_result"],
             elapsed=now - self._started,
             finished=finished,
             note=self._note if now - self._note_at <= NOTE_SECONDS else "",
-            **self._counts,
+            interrupted=interrupted,
         )
 
 
@@ -369,7 +385,8 @@ class ProgressDisplay:
                 self._plain_line(format_snapshot(snapshot))
 
     def finish(self, snapshot: Snapshot, *, nodeid: str | None = None) -> None:
-        """The group is over: its last line stays, its slot in the live block goes."""
+        """The group is over: its last line stays, its slot in the live block goes. A
+        group a Ctrl-C stopped always gets its last line, drawn before or not."""
         if snapshot.key in self._finished:
             return
         self._finished.add(snapshot.key)
@@ -379,11 +396,11 @@ class ProgressDisplay:
             attrs.evolve(snapshot, finished=True), self._width_limit() if self._live else None
         )
         if self._live:
-            if not was_shown:
+            if not (was_shown or snapshot.interrupted):
                 return  # finished before it was ever drawn: nothing to replace
             self._redraw([final])
         else:
-            if self._printed.pop(snapshot.key, None) is None:
+            if self._printed.pop(snapshot.key, None) is None and not snapshot.interrupted:
                 return  # a group too quick for a progress line gets no final line either
             self._plain_line(final)
         if not self._active:
@@ -392,11 +409,20 @@ class ProgressDisplay:
     def is_active(self, key: str) -> bool:
         return key in self._active
 
+    def active_keys(self) -> list[str]:
+        return list(self._active)
+
     def finish_key(self, key: str, nodeid: str) -> None:
         """The controller saw the group's test report: finish it with its last snapshot."""
         snapshot = self._active.get(key)
         if snapshot is not None:
             self.finish(snapshot, nodeid=nodeid)
+
+    def interrupted(self, latest: dict[str, Snapshot]) -> None:
+        """A Ctrl-C stopped the run: each group still running ends with its INTERRUPTED
+        line (its ``latest`` snapshot where there is one, else the last one drawn)."""
+        for key, snapshot in list(self._active.items()):
+            self.finish(attrs.evolve(latest.get(key, snapshot), interrupted=True))
 
     # -- drawing ----------------------------------------------------------------------
 
@@ -498,12 +524,16 @@ class ProgressTracking:
         key = item.nodeid if self._worker is None else f"{self._worker}:{item.nodeid}"
         tracker = GroupTracker(key=key, name=item.name, n=state.spec.n, sink=sink)
         state.listeners.append(tracker)
+        interrupted = False
         try:
             with slowdown.listen(tracker.heard):
                 yield
+        except KeyboardInterrupt:
+            interrupted = True
+            raise
         finally:
             state.listeners.remove(tracker)
-            final = tracker.snapshot(time.monotonic(), finished=True)
+            final = tracker.snapshot(time.monotonic(), finished=True, interrupted=interrupted)
             if isinstance(sink, ProgressDisplay):
                 sink.finish(final, nodeid=item.nodeid)
             else:
@@ -659,10 +689,19 @@ class ProgressSession:
             return None
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=2)
+        if self.display is not None and session.exitstatus == pytest.ExitCode.INTERRUPTED:
+            # Under xdist no test report finishes a group a Ctrl-C stopped: end its
+            # line here, with what its worker wrote last.
+            latest = {}
+            for worker in {key.partition(":")[0] for key in self.display.active_keys()}:
+                snapshot = self._read(worker)
+                if snapshot is not None:
+                    latest[snapshot.key] = snapshot
+            self.display.interrupted(latest)
 
     def close(self) -> None:
         """Remove the workers' progress directory (at unconfigure, from ``_session.stop``)."""

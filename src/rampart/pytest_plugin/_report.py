@@ -692,6 +692,8 @@ class RunReporter:
                 session.exitstatus = decided
         if stopped and self._journal is not None and self._ledger.workers:
             self._journal.recover_from_journal()
+        if self._ledger.interrupted:
+            self._ledger.record_cut_short_groups()
         try:
             sinks = self.sinks.resolve() + self._report_dir_sinks
             if sinks:  # no sink, no report: a run that writes none never loads reporting

@@ -56,6 +56,7 @@ from rampart.pytest_plugin._markers import MarkerOptions
 from rampart.pytest_plugin._progress import ProgressSession, worker_progress
 from rampart.pytest_plugin._report import RunReporter, report_dir
 from rampart.pytest_plugin._retention import Retention
+from rampart.pytest_plugin._worker_stop import announce
 from rampart.pytest_plugin._xdist import XdistController, XdistWorker, max_bytes
 
 if TYPE_CHECKING:
@@ -338,6 +339,9 @@ class _Wiring:
             )
             parts["rampart-xdist-worker"] = outlet
             progress = worker_progress(config)
+            told = announce(config.workerinput)  # type: ignore[attr-defined]
+            if told is not None:
+                interrupts.on_interrupt.append(told)
         else:
             ledger.subscribe(journal.journal_unit)
             outlet = LedgerOutlet(ledger)
@@ -368,6 +372,7 @@ class _Wiring:
                 )
                 parts["rampart-xdist"] = controller
                 closing.append(controller.close)
+                interrupts.on_interrupt.append(controller.stop_workers)
         properties: Callable[[ItemState], list[tuple[str, str]]] | None = None
         if config.getoption("xmlpath", None):  # --junitxml: the properties are loaded for it
             from rampart.pytest_plugin._junit import properties as junit_properties

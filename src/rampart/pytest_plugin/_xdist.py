@@ -57,6 +57,7 @@ from rampart.pytest_plugin._layers import (
 from rampart.pytest_plugin._options import add_option, option_int
 from rampart.pytest_plugin._progress import PROGRESS_DIR_KEY
 from rampart.pytest_plugin._report import backend_of
+from rampart.pytest_plugin._worker_stop import WORKERS_KEY, WorkerStops
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -373,23 +374,32 @@ class XdistController:
         self._progress = progress
         self._received: Counter[str] = Counter()
         self._limits_directory: str | None = None
+        self._stops = WorkerStops()
 
     def pytest_configure_node(self, node: Any) -> None:
-        """Hand every worker the run's settings, the shared rate-limit bucket directory
-        and (when progress is shown) the directory its progress goes to."""
+        """Hand every worker the run's settings, the shared rate-limit bucket directory,
+        the directory it announces itself in (``_worker_stop``) and (when progress is
+        shown) the directory its progress goes to."""
         if self._limits_directory is None:
             self._limits_directory = tempfile.mkdtemp(prefix="rampart-limits-")
         node.workerinput[WORKERINPUT_KEY] = self._limits_directory
+        node.workerinput[WORKERS_KEY] = self._stops.directory()
         if self._run_input is not None:
             node.workerinput[RUN_INPUT_KEY] = self._run_input
         directory = None if self._progress is None else self._progress.worker_directory()
         if directory is not None:
             node.workerinput[PROGRESS_DIR_KEY] = directory
 
+    def stop_workers(self) -> None:
+        """The controller's first Ctrl-C: interrupt the workers it did not reach."""
+        self._stops.stop()
+
     def close(self) -> None:
-        """Remove the rate-limit directory (at unconfigure, from ``_session.stop``)."""
+        """Remove the rate-limit and workers' directories (at unconfigure, from
+        ``_session.stop``)."""
         if self._limits_directory is not None:
             shutil.rmtree(self._limits_directory, ignore_errors=True)
+        self._stops.close()
 
     def pytest_testnodeready(self, node: Any) -> None:
         self._ledger.worker_ready(_worker_id(node))

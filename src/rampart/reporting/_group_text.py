@@ -64,10 +64,17 @@ def group_entry(
         not_counted_unsafe=outcome.not_counted_unsafe,
         worker=worker,
         concurrency=outcome.concurrency,
+        interrupted=outcome.interrupted,
     )
     if outcome.verdict is None:
         return stated
-    return attrs.evolve(stated, reason=group_reason(stated))
+    reason = group_reason(stated)
+    if outcome.interrupted and reason is not None:  # a finding in a group cut short
+        from rampart.core._group_outcome import interruption
+
+        counts = interruption(n=outcome.n, ran=outcome.executed, not_run=outcome.not_run)
+        reason = f"{reason}; {counts}"
+    return attrs.evolve(stated, reason=reason)
 
 
 # The spec's rule, said where it fails a group, with the way to tolerate some.

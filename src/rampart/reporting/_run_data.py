@@ -80,7 +80,9 @@ class TrialGroupSummary:
     ``concurrency`` is what an adaptive group (``concurrency="auto"``) did: its
     ``final`` and ``peak`` limit, ``peak_in_flight``, ``cuts``, ``throttle_cuts`` and
     ``throttles`` (``None`` for a fixed concurrency); it describes speed, never the
-    verdict.
+    verdict. ``interrupted`` marks a group a Ctrl-C stopped before it finished: its
+    verdict is ``"incomplete"`` and ``reason`` says how many clones ran, were cut short
+    and did not run.
     """
 
     nodeid: str
@@ -104,6 +106,7 @@ class TrialGroupSummary:
     not_counted_unsafe: int = 0
     worker: str | None = None
     concurrency: dict[str, int] | None = None
+    interrupted: bool = False
 
     def __attrs_post_init__(self) -> None:
         owner = "TrialGroupSummary"
@@ -130,6 +133,7 @@ class TrialGroupSummary:
         check_int(owner, "not_counted", self.not_counted, minimum=0)
         check_int(owner, "not_counted_unsafe", self.not_counted_unsafe, minimum=0)
         check_optional_text(owner, "worker", self.worker)
+        check_bool(owner, "interrupted", self.interrupted)
         if self.concurrency is not None:
             for key, value in self.concurrency.items():
                 check_text(owner, "concurrency key", key)

@@ -91,10 +91,13 @@ def group_line(group: TrialGroupSummary) -> str:
 
     A group that did not pass says why on the line itself: ``-- FAILED: 4 UNSAFE``;
     an INCONCLUSIVE group (only with ``confidence=``) reads ``  WARN  ... --
-    INCONCLUSIVE: ...``, whatever outcome ``rampart_inconclusive`` gave its test.
+    INCONCLUSIVE: ...``, whatever outcome ``rampart_inconclusive`` gave its test. A
+    group a Ctrl-C cut short reads ``-- INTERRUPTED: 8 of 40 clones ran, ...``.
     """
     label = _GROUP_LABELS.get(group.verdict, "????")
     word = group.verdict.upper()
+    if group.interrupted:
+        word = "INTERRUPTED" if word == "INCOMPLETE" else f"INTERRUPTED, {word}"
     if group.reason is not None:
         word += f": {one_line(group.reason)}"
     name = one_line(group.test_name)

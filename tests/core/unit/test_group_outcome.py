@@ -3,7 +3,12 @@ population, and from saved records alike."""
 
 from __future__ import annotations
 
-from rampart.core._group_outcome import population_outcome, rebuild_group, tally_outcome
+from rampart.core._group_outcome import (
+    interrupted_group,
+    population_outcome,
+    rebuild_group,
+    tally_outcome,
+)
 from rampart.core._stats import clopper_pearson_interval, wilson_interval
 from rampart.core._trial_rule import TrialRule, TrialTally, TrialVerdict
 from rampart.core.result import PopulationRef, PopulationResult, Result, SafetyStatus
@@ -83,3 +88,34 @@ def test_missing_facts_are_incomplete_never_safe() -> None:
     assert not rebuilt.passed
     assert rebuilt.status is UND
     assert rebuilt.missing is not None
+
+
+def test_a_group_cut_short_is_incomplete_with_its_counts() -> None:
+    """Interrupted: never a pass, however SAFE the clones that ran; the counts are over
+    them, the clones cut short and those never run are apart, and ``missing`` says so."""
+    outcome = interrupted_group(
+        size=40, rule=TrialRule(), clones=dict.fromkeys(range(8), SAFE), cut_short=4
+    )
+    assert outcome.interrupted
+    assert outcome.verdict is None
+    assert outcome.status is UND
+    assert (outcome.executed, outcome.counts.safe, outcome.not_run) == (8, 8, 28)
+    assert outcome.not_counted == 0
+    assert not outcome.early_stopped
+    assert outcome.missing == (
+        "8 of 40 clones ran, 4 cut short (what they recorded is kept, not counted), 28 not run"
+    )
+
+
+def test_a_finding_in_a_group_cut_short_still_fails_it() -> None:
+    """More UNSAFE clones than ``max_unsafe`` fail the group whatever the others would
+    have done: an interrupt never hides a finding."""
+    clones = {0: SAFE, 1: UNSAFE, 3: SAFE}  # clone 2 was cut short
+    failed = interrupted_group(size=10, rule=TrialRule(), clones=clones, cut_short=1)
+    assert failed.verdict is TrialVerdict.FAILED
+    assert failed.status is UNSAFE
+    assert failed.missing is None
+    assert failed.interrupted
+    tolerated = interrupted_group(size=10, rule=TrialRule(max_unsafe=1), clones=clones, cut_short=1)
+    assert tolerated.verdict is None
+    assert tolerated.status is UNSAFE  # not decided, and never SAFE
