@@ -131,20 +131,20 @@ class DirectShardedClient(ShardedClient):
     def _raw_headers(
         self, host: bytes, headers: Mapping[str, str] | None, length: int
     ) -> list[tuple[bytes, bytes]]:
-        """What httpx would send: ``Host``, the client's headers updated with
-        ``headers``, its Basic authentication, the body's length and type."""
+        """What httpx would send, in its order: ``Host``, the client's headers updated
+        with ``headers``, the body's length and type, its Basic authentication."""
         sent = httpx.Headers(self.headers)
         if headers:
             sent.update(headers)
+        if "content-length" not in sent:
+            sent["Content-Length"] = str(length)
+        if "content-type" not in sent:
+            sent["Content-Type"] = "application/json"
         if isinstance(self._auth, httpx.BasicAuth):
             sent["Authorization"] = self._auth._auth_header
-        raw = [(b"Host", host)]
-        raw += sent.raw
-        if "content-length" not in sent:
-            raw.append((b"Content-Length", str(length).encode()))
-        if "content-type" not in sent:
-            raw.append((b"Content-Type", b"application/json"))
-        return raw
+        if "host" in sent:
+            return sent.raw
+        return [(b"Host", host), *sent.raw]
 
 
 async def _read(response: httpcore.Response, limit: int) -> tuple[int, dict[str, str], bytes]:
