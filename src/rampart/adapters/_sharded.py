@@ -68,6 +68,7 @@ def _as_httpx(exc: Exception) -> httpx.HTTPError:
 
 
 async def _chunks(stream: Any) -> AsyncIterator[bytes]:
+    """httpcore's body ``stream``, its failures raised as httpx's."""
     try:
         async for chunk in stream:
             yield chunk
