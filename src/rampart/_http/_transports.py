@@ -9,11 +9,13 @@ transport underneath when a client is created:
 * ``"aiohttp"`` (asyncio, when ``httpx-aiohttp`` is installed, as it is with the
   ``http`` and ``llm`` extras): aiohttp's connector, whose cost does not grow with the
   pool; the transport the OpenAI Python SDK offers for high concurrency.
-* ``"sharded"`` (trio, or asyncio without aiohttp): several httpcore pools side by
-  side, each of at most ``SHARD_SIZE`` connections; a request goes to the pool with
-  the fewest requests in flight, and a new pool opens only when every open one is
-  full. Each pool stays small, so its per-event walk stays cheap, and the number of
-  pools follows what is in flight. h11 speaks the protocol, as before.
+* ``"sharded"`` (trio, or asyncio without aiohttp): httpcore pools side by side, each
+  of at most ``SHARD_SIZE`` connections (one); a request goes to a pool with a free
+  connection, and a new pool opens only when every open one is full. Each pool stays
+  small, so its per-event walk stays cheap, and the number of pools follows what is in
+  flight. h11 speaks the protocol, as before. rampart's own chat requests skip httpx's
+  models and go straight to a pool (``rampart.adapters._sharded``), whose streams
+  open no cancel scope for an untimed read or write (``_backend.LeanBackend``).
 * ``"httpx"``: httpx's default transport, one pool. Chosen for ``http2=True`` (one
   multiplexed connection has no pool to walk) and on request.
 
@@ -43,9 +45,11 @@ import sys
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
+import httpcore
 import httpx
 
 from rampart._checks import invalid
+from rampart._http._backend import LeanBackend
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -55,6 +59,7 @@ __all__ = [
     "TRANSPORTS",
     "TRANSPORT_ENV",
     "JarlessClient",
+    "Shard",
     "ShardedClient",
     "ShardedTransport",
     "choose_transport",
@@ -64,9 +69,13 @@ __all__ = [
 
 TRANSPORT_ENV: Final = "RAMPART_HTTP_TRANSPORT"
 TRANSPORTS: Final = ("auto", "aiohttp", "sharded", "httpx")
-SHARD_SIZE: Final = 4
-"""Connections per httpcore pool of the sharded transport (measured in
-``benchmarks/bench_http.py``: the walk over a pool costs its size squared per event)."""
+SHARD_SIZE: Final = 1
+"""Connections per httpcore pool of the sharded transport. httpcore walks every
+connection of a pool, and asks each idle one whether its socket is readable, on every
+request and every answer, so one connection per pool is the cheapest: on trio at 200
+and 400 in flight, 0.37-0.40 ms of client CPU per request against 0.40-0.46 ms with 4
+(``benchmarks/bench_http.py``). A pool is a small object, opened only when a request
+needs a connection."""
 
 
 def default_ssl_context(trust_env: bool) -> ssl.SSLContext:
@@ -161,8 +170,13 @@ def transport_failure(exc: BaseException) -> tuple[str, str, str] | None:
 
 
 @attrs.define(eq=False)
-class _Shard:
+class Shard:
+    """One pool of a ``ShardedTransport``: httpx's transport and, for the direct path
+    (``rampart.adapters._sharded``), the httpcore pool under it (``None`` if httpx
+    ever stops keeping one there: the direct path then steps aside)."""
+
     transport: httpx.AsyncHTTPTransport
+    pool: httpcore.AsyncConnectionPool | None
     size: int
     in_flight: int = 0
     closed: bool = False
@@ -171,12 +185,10 @@ class _Shard:
 class _CountedStream(httpx.AsyncByteStream):
     """A response body that gives its shard's slot back when it is closed (once)."""
 
-    def __init__(
-        self, inner: httpx.AsyncByteStream, owner: ShardedTransport, shard: _Shard
-    ) -> None:
+    def __init__(self, inner: httpx.AsyncByteStream, owner: ShardedTransport, shard: Shard) -> None:
         self._inner = inner
         self._owner = owner
-        self._shard: _Shard | None = shard
+        self._shard: Shard | None = shard
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         async for chunk in self._inner:
@@ -185,7 +197,7 @@ class _CountedStream(httpx.AsyncByteStream):
     async def aclose(self) -> None:
         shard, self._shard = self._shard, None
         if shard is not None:
-            self._owner._release(shard)
+            self._owner.release(shard)
         await self._inner.aclose()
 
 
@@ -205,8 +217,8 @@ class ShardedTransport(httpx.AsyncBaseTransport):
         self._max_connections = max_connections
         self._shard_size = SHARD_SIZE if shard_size is None else shard_size
         self._pool_options = pool_options
-        self._shards: list[_Shard] = []
-        self._room: list[_Shard] = []  # pools with a free connection
+        self._shards: list[Shard] = []
+        self._room: list[Shard] = []  # pools with a free connection
         self._capacity = 0
 
     @property
@@ -214,14 +226,22 @@ class ShardedTransport(httpx.AsyncBaseTransport):
         """How many pools are open."""
         return len(self._shards)
 
-    def _take(self) -> _Shard:
+    def take(self) -> Shard:
+        """A pool for one request (see the class docstring); give it back with
+        ``release`` once its answer is closed."""
         if self._room:
             shard = self._room[-1]
         elif self._capacity < self._max_connections:
             size = min(self._shard_size, self._max_connections - self._capacity)
             limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
             pool = httpx.AsyncHTTPTransport(limits=limits, **self._pool_options)
-            shard = _Shard(transport=pool, size=size)
+            core = getattr(pool, "_pool", None)
+            if isinstance(core, httpcore.AsyncConnectionPool):
+                # Its streams open no cancel scope for an untimed read or write.
+                core._network_backend = LeanBackend()
+            else:
+                core = None
+            shard = Shard(transport=pool, pool=core, size=size)
             self._shards.append(shard)
             self._room.append(shard)
             self._capacity += size
@@ -234,17 +254,18 @@ class ShardedTransport(httpx.AsyncBaseTransport):
             self._room.pop()
         return shard
 
-    def _release(self, shard: _Shard) -> None:
+    def release(self, shard: Shard) -> None:
+        """Give back the slot ``take`` handed out."""
         if shard.in_flight == shard.size and not shard.closed:
             self._room.append(shard)
         shard.in_flight -= 1
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        shard = self._take()
+        shard = self.take()
         try:
             response = await shard.transport.handle_async_request(request)
         except BaseException:
-            self._release(shard)
+            self.release(shard)
             raise
         assert isinstance(response.stream, httpx.AsyncByteStream)
         response.stream = _CountedStream(response.stream, self, shard)

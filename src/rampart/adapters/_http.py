@@ -127,7 +127,9 @@ def new_client(
 
         client_class = AiohttpClient
     elif kind == "sharded":
-        client_class = _http.ShardedClient
+        from rampart.adapters._sharded import DirectShardedClient
+
+        client_class = DirectShardedClient
     return client_class(
         headers=dict(headers),
         timeout=httpx.Timeout(timeout),
@@ -165,8 +167,10 @@ async def post_json(
     reachability.check(url, where)
     try:
         with anyio.fail_after(time_limit):
-            # The asyncio client's direct path (``_aiohttp.AiohttpClient.post_bytes``)
-            # skips httpx's models, which cost as much CPU as aiohttp itself.
+            # The clients' direct paths (``_aiohttp.AiohttpClient.post_bytes``,
+            # ``_sharded.DirectShardedClient.post_bytes``) skip httpx's models, which
+            # cost as much CPU as the transport itself; this scope is their only time
+            # limit.
             direct = getattr(client, "post_bytes", None)
             answer: tuple[int, dict[str, str], bytes] | None = None
             if direct is not None:

@@ -1,6 +1,8 @@
-"""The asyncio client's direct path (``AiohttpClient.post_bytes``): rampart's chat
-requests go through aiohttp without httpx's models, and must send and read exactly what
-the httpx path does; what httpx must route itself (proxies) still goes through httpx."""
+"""The clients' direct paths (``AiohttpClient.post_bytes`` on asyncio,
+``DirectShardedClient.post_bytes`` on trio): rampart's chat requests go through aiohttp
+or straight to an httpcore pool without httpx's models, and must send and read exactly
+what the httpx path does; what httpx must route itself (proxies) still goes through
+httpx."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from rampart.adapters import ChatCompletionsAdapter
 from rampart.adapters._aiohttp import AiohttpClient
 from rampart.adapters._http import new_client
 from rampart.adapters._parse import MalformedResponseError
+from rampart.adapters._sharded import DirectShardedClient
 from rampart.core.errors import InfrastructureError
 from rampart.testing.server import serve, serve_asgi
 from tests.adapters.test_chat import _send_one, echo
@@ -37,8 +40,8 @@ ANSWER_HEADERS = [
     (b"x-note", b"a"),
     (b"X-Note", b"b"),
 ]
-#: aiohttp (and so the direct path) runs on asyncio only.
-ASYNCIO_ONLY = pytest.mark.parametrize("anyio_backend", ["asyncio"])
+#: Each backend's client, with its direct path.
+DIRECT = {"asyncio": AiohttpClient, "trio": DirectShardedClient}
 #: Request headers both paths must send alike (Accept-Encoding is each client's own).
 COMPARED = ("authorization", "content-type", "user-agent", "accept", "x-team")
 
@@ -83,13 +86,19 @@ class TestSameExchangeAsHttpx:
         }
         assert got["headers"]["authorization"].startswith("Basic ")
         assert got["headers"]["x-team"] == "red"
+        if anyio_backend == "trio":  # httpcore on both paths: every header, in order
+            assert next(iter(got["headers"])) == "host"
+            sent, reference_sent = (
+                [(k, v) for k, v in headers.items() if k != "host"]  # the ports differ
+                for headers in (got["headers"], expected["headers"])
+            )
+            assert sent == reference_sent
 
-    @ASYNCIO_ONLY
     async def test_answer_reads_as_httpx_reads_it(self, anyio_backend: str) -> None:
         """Status, lower-case header names with repeats joined, the decoded body."""
         app, _ = _recording_app()
         async with serve_asgi(app) as root, _client(root) as client:
-            assert isinstance(client, AiohttpClient)
+            assert isinstance(client, DIRECT[anyio_backend])
             url = f"{root}/v1/chat/completions"
             direct = await client.post_bytes(
                 url,
@@ -119,16 +128,17 @@ class TestSameExchangeAsHttpx:
 
 
 class TestTakenOnlyWhereItMay:
-    async def test_adapter_requests_skip_httpx_on_asyncio(
+    async def test_adapter_requests_skip_httpx(
         self, anyio_backend: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """With httpx-aiohttp's request handler broken, asyncio requests still succeed
-        (they never reach it); trio's transport is untouched by the direct path."""
+        """With httpx's transports broken (httpx-aiohttp's, the sharded pools' httpx
+        side), requests still succeed on both backends: they never reach them."""
 
         async def broken(*args: object, **kwargs: object) -> httpx.Response:
             raise AssertionError("went through httpx's transport")
 
         monkeypatch.setattr(AiohttpTransport, "handle_async_request", broken)
+        monkeypatch.setattr(transports.ShardedTransport, "handle_async_request", broken)
         app, seen = _recording_app()
         async with serve_asgi(app) as root:
             adapter = ChatCompletionsAdapter(base_url=f"{root}/v1", model="m")
@@ -136,7 +146,6 @@ class TestTakenOnlyWhereItMay:
                 assert (await _send_one(adapter)).text == "héllo ✓"
         assert len(seen) == 1
 
-    @ASYNCIO_ONLY
     async def test_environment_proxy_goes_through_httpx(
         self, anyio_backend: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -144,7 +153,7 @@ class TestTakenOnlyWhereItMay:
             monkeypatch.delenv(name, raising=False)
         monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
         async with _client("http://127.0.0.1:9/v1", trust_env=True) as client:
-            assert isinstance(client, AiohttpClient)
+            assert isinstance(client, DIRECT[anyio_backend])
             answer = await client.post_bytes(
                 "http://127.0.0.1:9/v1/chat/completions",
                 {},

@@ -16,6 +16,7 @@ from rampart import _http as transports
 from rampart.adapters import ChatCompletionsAdapter
 from rampart.adapters._aiohttp import AiohttpClient
 from rampart.adapters._http import new_client
+from rampart.adapters._sharded import DirectShardedClient
 from rampart.core.errors import InfrastructureError
 from rampart.core.types import Request
 from rampart.testing.server import serve, serve_asgi
@@ -51,7 +52,7 @@ class TestChoice:
         assert transports.choose_transport(http2=False) == EXPECTED[anyio_backend]
         assert transports.choose_transport(http2=True) == "httpx"
         async with _client() as client, _client(http2=True) as h2:
-            expected = AiohttpClient if anyio_backend == "asyncio" else transports.ShardedClient
+            expected = AiohttpClient if anyio_backend == "asyncio" else DirectShardedClient
             assert type(client) is expected
             assert isinstance(client, httpx.AsyncClient)
             assert type(h2) is transports.JarlessClient
@@ -182,6 +183,18 @@ class TestShardedPools:
             await client.post(f"{root}/v1/chat/completions", json={})
             assert transport.shards == 3
         assert transport.shards == 0
+
+    async def test_a_callers_read_timeout_still_fires(self) -> None:
+        """The pools' streams skip the cancel scope of an untimed read (the direct
+        path's); a read given a timeout through httpx still gets one."""
+        transport = transports.ShardedTransport(max_connections=2)
+        body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        async with (
+            serve(latency=3.0) as server,
+            httpx.AsyncClient(transport=transport, timeout=0.3) as client,
+        ):
+            with anyio.fail_after(20), pytest.raises(httpx.ReadTimeout):
+                await client.post(f"{server.url}/chat/completions", json=body)
 
     async def test_a_failed_request_gives_its_slot_back(self) -> None:
         transport = transports.ShardedTransport(max_connections=1, shard_size=1)
