@@ -287,14 +287,14 @@ def _scan_process(tmp_path: Path, settings: str) -> Outcome:
     """The scan's pytest process with a hand-written settings variable (it is input
     like any other)."""
     from rampart.scan import _agentdojo_suite_path
-    from rampart.scan._agentdojo_config import ENV_VAR
+    from rampart.scan._agentdojo_config import AGENTDOJO_ENV_VAR
 
     (tmp_path / "my_agents.py").write_text(PIPELINES)
     return run_scan_process(
         tmp_path,
         module=_agentdojo_suite_path(),
         plugin="rampart.scan._agentdojo_plugin",
-        settings={ENV_VAR: settings, "PYTHONPATH": str(tmp_path)},
+        settings={AGENTDOJO_ENV_VAR: settings, "PYTHONPATH": str(tmp_path)},
     )
 
 

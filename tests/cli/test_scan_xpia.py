@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from rampart.scan import _xpia_suite_path
-from rampart.scan._xpia_config import ENV_VAR
+from rampart.scan._xpia_config import XPIA_ENV_VAR
 from rampart.testing.server import server_process
 from tests.cli._cli import Outcome, run_main, run_process, run_scan_process
 
@@ -173,7 +173,7 @@ def _scan_process(tmp_path: Path, settings: str) -> Outcome:
     like any other)."""
     plugin = "rampart.scan._xpia_plugin"
     return run_scan_process(
-        tmp_path, module=_xpia_suite_path(), plugin=plugin, settings={ENV_VAR: settings}
+        tmp_path, module=_xpia_suite_path(), plugin=plugin, settings={XPIA_ENV_VAR: settings}
     )
 
 

@@ -273,9 +273,9 @@ def _read_records(names: list[str]) -> tuple[list[ResultRecord], Path]:
 
 
 def _output_path(args: argparse.Namespace, first: Path) -> tuple[Path, str, str]:
-    from rampart.reporting import _files
+    from rampart.reporting._files import utc_timestamp
 
-    default = f"rescored_{_files.utc_timestamp()}"
+    default = f"rescored_{utc_timestamp()}"
     if args.output is None:
         return first.parent, default, ".jsonl"
     target = Path(args.output)

@@ -248,17 +248,17 @@ def _agentdojo_config(args: argparse.Namespace) -> Any:
 
 def run_agentdojo(args: argparse.Namespace) -> int:
     from rampart.scan import _agentdojo_suite_path
-    from rampart.scan._agentdojo_config import ENV_VAR
+    from rampart.scan._agentdojo_config import AGENTDOJO_ENV_VAR
 
     config = _agentdojo_config(args)
     plugin = "rampart.scan._agentdojo_plugin"
-    return _run_pytest(args, _agentdojo_suite_path(), plugin, {ENV_VAR: config.to_env()})
+    return _run_pytest(args, _agentdojo_suite_path(), plugin, {AGENTDOJO_ENV_VAR: config.to_env()})
 
 
 def run_xpia(args: argparse.Namespace) -> int:
     from rampart.core.types import HarmCategory
     from rampart.scan import _xpia_suite_path
-    from rampart.scan._xpia_config import DEFAULT_TRIGGER, ENV_VAR, XpiaScanConfig
+    from rampart.scan._xpia_config import DEFAULT_TRIGGER, XPIA_ENV_VAR, XpiaScanConfig
 
     _check_common(args)
     for option, url in (("--base-url", args.base_url), ("--judge-base-url", args.judge_base_url)):
@@ -294,7 +294,7 @@ def run_xpia(args: argparse.Namespace) -> int:
         timeout=args.timeout,
     )
     return _run_pytest(
-        args, _xpia_suite_path(), "rampart.scan._xpia_plugin", {ENV_VAR: config.to_env()}
+        args, _xpia_suite_path(), "rampart.scan._xpia_plugin", {XPIA_ENV_VAR: config.to_env()}
     )
 
 

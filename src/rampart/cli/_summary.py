@@ -50,9 +50,9 @@ def entry(record: ResultRecord, position: int) -> SummaryEntry:
 
 def summary_lines(view: RunView, *, mode: str = "all") -> list[str]:
     """The summary of ``view``; ``mode`` is ``--summary`` (``_terminal.summary_lines``)."""
-    from rampart.reporting import _terminal
+    from rampart.reporting._terminal import summary_lines as render_summary
 
-    return _terminal.summary_lines(
+    return render_summary(
         [entry(record, position) for position, record in enumerate(view.records)],
         list(view.groups.values()),
         mode=mode,

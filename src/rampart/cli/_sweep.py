@@ -482,7 +482,7 @@ def draw_chart(rows: list[Row], out: Path) -> list[Path] | str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rampart.reporting import _files
+    from rampart.reporting._files import utc_timestamp
 
     settings = parse_settings(args.concurrency)
     baseline = args.baseline or settings[0]
@@ -494,7 +494,7 @@ def run(args: argparse.Namespace) -> int:
     for option in ("--rampart-concurrency", "--rampart-report-dir"):
         if any(arg == option or arg.startswith(option + "=") for arg in pytest_args):
             raise CliError(f"{option} is set by sweep for each run; leave it out of PYTEST_ARGS")
-    out = Path(args.out) if args.out else Path(".report") / f"sweep_{_files.utc_timestamp()}"
+    out = Path(args.out) if args.out else Path(".report") / f"sweep_{utc_timestamp()}"
     if out.exists() and not out.is_dir():
         raise CliError(f"--out {out} is a file, not a directory")
     out.mkdir(parents=True, exist_ok=True)

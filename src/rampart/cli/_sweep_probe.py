@@ -55,14 +55,14 @@ class _TurnClock:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from rampart.engine import _execution
+    from rampart.engine._execution import default_handler_factory, register_default_handler_factory
 
-    previous = _execution._DEFAULT_HANDLER_FACTORY.get()
+    previous = default_handler_factory()
 
     def factory() -> list[Any]:
         return [_TurnClock(), *(previous() if previous is not None else [])]
 
-    _execution.register_default_handler_factory(factory)
+    register_default_handler_factory(factory)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

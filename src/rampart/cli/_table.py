@@ -101,9 +101,9 @@ def write_text(path: Path, text: str) -> Path:
 def write_new(directory: Path, *, stem: str, suffix: str, data: bytes) -> Path:
     """A new file ``<directory>/<stem><suffix>`` that never replaces an existing one
     (the report sinks' rule: a UUID suffix on a taken name)."""
-    from rampart.reporting import _files
+    from rampart.reporting._files import write_new_file
 
-    return _files.write_new_file(directory, stem=stem, suffix=suffix, data=data, owner="rampart")
+    return write_new_file(directory, stem=stem, suffix=suffix, data=data, owner="rampart")
 
 
 def dump_json(value: Any) -> str:

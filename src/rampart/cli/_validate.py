@@ -270,17 +270,24 @@ def _check_trace(text: str) -> tuple[int, list[Problem]]:
 def _check_report(text: str) -> tuple[int, list[Problem]]:
     from rampart.codec import parse_strict_json
     from rampart.core.errors import SchemaError
-    from rampart.reporting import _report_format
+    from rampart.reporting._report_format import (
+        entry_document,
+        entry_record,
+        iter_report_entries,
+        report_count_problems,
+        report_message,
+        report_shape_problems,
+    )
 
     try:
         document = parse_strict_json(data=text)
     except SchemaError as error:
         return 0, [Problem(1, str(error), "json")]
-    shape = _report_format.report_shape_problems(document)
+    shape = report_shape_problems(document)
     if shape:
         return 0, [Problem(1, rule, "report") for rule in shape]
     try:
-        entries = list(_report_format.iter_report_entries(document))
+        entries = list(iter_report_entries(document))
     except ValueError as error:
         return 0, [Problem(1, str(error), "report")]
     problems: list[Problem] = []
@@ -288,13 +295,13 @@ def _check_report(text: str) -> tuple[int, list[Problem]]:
     records = []
     for _category, location, entry in entries:
         if isinstance(entry, dict):
-            found = schema_problem(_report_format.entry_document(entry))
+            found = schema_problem(entry_document(entry))
             if found is not None:
-                message = _report_format.report_message(found, location)
+                message = report_message(found, location)
                 located.append((location, Problem(None, message, "schema")))
                 continue
         try:
-            records.append(_report_format.entry_record(entry, location))
+            records.append(entry_record(entry, location))
         except SchemaError as error:
             located.append((location, Problem(None, str(error), "decoder")))
     if located:
@@ -304,8 +311,7 @@ def _check_report(text: str) -> tuple[int, list[Problem]]:
             problems.append(problem)
     else:
         problems.extend(
-            Problem(1, rule, "report")
-            for rule in _report_format.report_count_problems(document, records)
+            Problem(1, rule, "report") for rule in report_count_problems(document, records)
         )
     sections = section_problems(document)
     problems.extend(Problem(1, rule, "report") for rule in sections)

@@ -97,6 +97,7 @@ __all__ = [
     "boundary_failure",
     "clear_default_handler_factory",
     "current_framework_handlers",
+    "default_handler_factory",
     "framework_handlers",
     "never_started",
     "register_default_handler_factory",
@@ -239,6 +240,12 @@ def register_default_handler_factory(factory: ExecutionHandlerFactory) -> None:
 def clear_default_handler_factory() -> None:
     """Remove the factory ``register_default_handler_factory`` installed (in this context)."""
     _DEFAULT_HANDLER_FACTORY.set(None)
+
+
+def default_handler_factory() -> ExecutionHandlerFactory | None:
+    """The factory ``register_default_handler_factory`` installed (in this context), if any
+    (so a factory registered later can chain it)."""
+    return _DEFAULT_HANDLER_FACTORY.get()
 
 
 def _default_handlers(owner: str) -> tuple[ExecutionEventHandler, ...]:

@@ -323,7 +323,7 @@ class ReportSinks:
         # The file sinks write from worker threads, and a run that recorded no result has
         # not loaded the codec yet: two threads importing it at once can each see it half
         # initialised (an ImportError). Load it here, in one thread, first.
-        import rampart.codec._sections  # noqa: F401
+        from rampart.codec._sections import section_to_json  # noqa: F401
 
         async with anyio.create_task_group() as tg:
             for sink in sinks:
@@ -513,9 +513,9 @@ def summary_lines(
     results: Sequence[RecordedResult], groups: Sequence[TrialGroupSummary], *, mode: str = "all"
 ) -> list[str]:
     """The body under the ``RAMPART Safety Summary`` separator (``_terminal.summary_lines``)."""
-    from rampart.reporting import _terminal
+    from rampart.reporting._terminal import summary_lines as render_summary
 
-    return _terminal.summary_lines(
+    return render_summary(
         [entry(recorded) for recorded in results],
         groups,
         mode=mode,

@@ -23,23 +23,23 @@ from rampart._checks import (
 from rampart.agentdojo._suites import DEFAULT_ATTACK, DEFAULT_VERSION, AgentDojoPair, pairs
 from rampart.scan._handover import checked, identity, read_settings
 
-__all__ = ["ENV_VAR", "ScanConfig", "build_pipeline", "load_factory"]
+__all__ = ["AGENTDOJO_ENV_VAR", "ScanConfig", "build_pipeline", "load_factory"]
 
-ENV_VAR = "RAMPART_SCAN_AGENTDOJO"
+AGENTDOJO_ENV_VAR = "RAMPART_SCAN_AGENTDOJO"
 
 
 def _check(check: Any, name: str, **bounds: Any) -> Any:
-    return checked(ENV_VAR, check, name, **bounds)
+    return checked(AGENTDOJO_ENV_VAR, check, name, **bounds)
 
 
 def _optional_ids(name: str) -> Any:
     def check(_self: object, _attribute: object, value: object) -> None:
         if value is not None:
             check_items(
-                ENV_VAR,
+                AGENTDOJO_ENV_VAR,
                 name,
                 value,
-                lambda item_name, item: check_text(ENV_VAR, item_name, item),
+                lambda item_name, item: check_text(AGENTDOJO_ENV_VAR, item_name, item),
                 expected="a list of task ids or None",
             )
 
@@ -81,7 +81,7 @@ class ScanConfig:
 
     @classmethod
     def from_env(cls) -> ScanConfig:
-        return read_settings(ENV_VAR, cls, command="rampart scan agentdojo")
+        return read_settings(AGENTDOJO_ENV_VAR, cls, command="rampart scan agentdojo")
 
     def to_env(self) -> str:
         return json.dumps(attrs.asdict(self))

@@ -18,26 +18,26 @@ from rampart.scan._handover import checked, identity, read_settings
 if TYPE_CHECKING:
     from rampart.core.types import Payload
 
-__all__ = ["DEFAULT_TRIGGER", "ENV_VAR", "XpiaScanConfig"]
+__all__ = ["DEFAULT_TRIGGER", "XPIA_ENV_VAR", "XpiaScanConfig"]
 
-ENV_VAR = "RAMPART_SCAN_XPIA"
+XPIA_ENV_VAR = "RAMPART_SCAN_XPIA"
 
 DEFAULT_TRIGGER = "Please summarise the attached document for me."
 
 
 def _text(name: str) -> Any:
-    return checked(ENV_VAR, check_text, name)
+    return checked(XPIA_ENV_VAR, check_text, name)
 
 
 def _optional_text(name: str) -> Any:
-    return checked(ENV_VAR, check_optional_text, name)
+    return checked(XPIA_ENV_VAR, check_optional_text, name)
 
 
 def _url(name: str) -> Any:
     def check(_self: object, _attribute: object, value: object) -> None:
-        text = check_text(ENV_VAR, name, value)
+        text = check_text(XPIA_ENV_VAR, name, value)
         if not text.startswith(("http://", "https://")):
-            raise invalid(ENV_VAR, name, "an http:// or https:// URL", value, error=ValueError)
+            raise invalid(XPIA_ENV_VAR, name, "an http:// or https:// URL", value, error=ValueError)
 
     return check
 
@@ -57,14 +57,16 @@ class XpiaScanConfig:
     )
     harm_category: str | None = attrs.field(default=None, validator=_optional_text("harm_category"))
     trigger: str = attrs.field(default=DEFAULT_TRIGGER, validator=_text("trigger"))
-    trials: int = attrs.field(default=1, validator=checked(ENV_VAR, check_int, "trials", minimum=1))
+    trials: int = attrs.field(
+        default=1, validator=checked(XPIA_ENV_VAR, check_int, "trials", minimum=1)
+    )
     timeout: float = attrs.field(
-        default=120.0, validator=checked(ENV_VAR, check_number, "timeout", above=0)
+        default=120.0, validator=checked(XPIA_ENV_VAR, check_number, "timeout", above=0)
     )
 
     @classmethod
     def from_env(cls) -> XpiaScanConfig:
-        return read_settings(ENV_VAR, cls, command="rampart scan xpia")
+        return read_settings(XPIA_ENV_VAR, cls, command="rampart scan xpia")
 
     def identity(self, payloads: list[Payload]) -> str:
         """What this scan attacks and how it judges (``rampart.scan._handover``)."""

@@ -24,14 +24,14 @@ from rampart.core.types import Request
 from rampart.engine._results import current_trial
 from rampart.evaluators import LLMJudge, ToolCalled
 from rampart.limits import limit
-from rampart.scan._xpia_config import ENV_VAR, XpiaScanConfig
+from rampart.scan._xpia_config import XPIA_ENV_VAR, XpiaScanConfig
 
 if TYPE_CHECKING:
     from rampart.core.evaluator import BaseEvaluator
 
 # Outside ``rampart scan xpia`` (no settings in the environment) the module defines
 # no test, so importing it (a package walk, a stray collection) is harmless.
-if ENV_VAR in os.environ:
+if XPIA_ENV_VAR in os.environ:
     _CONFIG = XpiaScanConfig.from_env()
     _PAYLOADS = _CONFIG.payloads()
 

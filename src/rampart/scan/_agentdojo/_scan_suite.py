@@ -20,7 +20,7 @@ import pytest
 
 from rampart.core.result import HarmCategory
 from rampart.engine._results import current_trial
-from rampart.scan._agentdojo_config import ENV_VAR, ScanConfig
+from rampart.scan._agentdojo_config import AGENTDOJO_ENV_VAR, ScanConfig
 
 if TYPE_CHECKING:
     from rampart.agentdojo._agent import AgentDojoAgent
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 # Outside ``rampart scan agentdojo`` (no settings in the environment) the module
 # defines no test, so importing it (a package walk, a stray collection) is harmless.
-if ENV_VAR in os.environ:
+if AGENTDOJO_ENV_VAR in os.environ:
     _CONFIG = ScanConfig.from_env()
     _PAIRS = _CONFIG.pairs()
     _COUNT = min(_CONFIG.shards, len(_PAIRS))  # more shards than pairs would be empty
