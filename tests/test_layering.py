@@ -5,7 +5,8 @@ Every import counts: at module level, inside a function, and under ``TYPE_CHECKI
 it). No module of rampart takes part in an import cycle; no module imports from a
 higher layer except the compatibility re-exports, which say so with ``COMPAT_MARK``;
 the model imports no engine, codec or anyio, and the codec no engine; and a room reaches
-into another only through its internal face (``INTERNAL_FACES``).
+into another only through its public package or its internal face, the module
+``_internal`` of the room (``docs/architecture.md``, "Internal faces").
 """
 
 from __future__ import annotations
@@ -73,71 +74,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rampart.cli",),
     ("rampart", "rampart.__main__"),
 )
-
-
-# Each room's internal face: the private modules the other rooms may import (as trio's
-# ``_core/__init__`` is the face of its core for the rest of trio). Everything else in a
-# room is its own inside; a room whose ``__init__`` is its face (``rampart._pacing``,
-# ``rampart._http``) lists only what that face loads on demand. Tests may import any
-# module; this table is about rampart's own rooms.
-INTERNAL_FACES: dict[str, frozenset[str]] = {
-    "rampart._http": frozenset({"_aiohttp", "_pool"}),
-    "rampart.adapters": frozenset({"_documents", "_http", "_parse", "_session"}),
-    "rampart.agentdojo": frozenset({"_agent", "_llm_pipeline", "_suites", "_summary"}),
-    "rampart.cli": frozenset({"_main"}),
-    "rampart.codec": frozenset({"_json", "_jsonl", "_record", "_sections"}),
-    "rampart.converters": frozenset({"_chain"}),
-    "rampart.core": frozenset(
-        {
-            "_contract",
-            "_dataclass",
-            "_failures",
-            "_gaps",
-            "_group_outcome",
-            "_population",
-            "_protocols",
-            "_severity",
-            "_stats",
-            "_tested",
-            "_trial_rule",
-            "_verdicts",
-        }
-    ),
-    "rampart.engine": frozenset(
-        {
-            "_auto_concurrency",
-            "_exceptions",
-            "_execution",
-            "_fanout",
-            "_pipeline",
-            "_populations",
-            "_results",
-            "_strategy",
-            "_trace",
-        }
-    ),
-    "rampart.evaluators": frozenset({"_judge_prompt"}),
-    "rampart.limits": frozenset({"_signals"}),
-    "rampart.llm": frozenset({"_client"}),
-    "rampart.payloads": frozenset({"_planted", "_tool_text"}),
-    "rampart.reporting": frozenset(
-        {
-            "_canonical",
-            "_files",
-            "_group_text",
-            "_html",
-            "_json_report",
-            "_report",
-            "_report_format",
-            "_run_data",
-            "_sarif",
-            "_stored",
-            "_terminal",
-        }
-    ),
-    "rampart.scan": frozenset({"_agentdojo_config", "_xpia_config"}),
-    "rampart.strategies": frozenset({"_shaping", "_strategy"}),
-}
 
 
 def _module_name(path: Path) -> str:
@@ -323,34 +259,144 @@ def _private_inside(module: str) -> str | None:
     return parts[0] if any(part.startswith("_") for part in parts) else None
 
 
+#: The internal faces: each room that serves others hands on the private names they use
+#: from one module, ``<room>._internal`` (as trio's ``_core/__init__`` is the face of its
+#: core for the rest of trio). Its ``__all__`` is the list; nothing else is.
+FACE = "_internal"
+FACES = {_room(name): name for name in MODULES if name == f"{_room(name)}.{FACE}"}
+
+
+def _names_from_faces() -> list[tuple[str, str, str]]:
+    """(importing module, face, name) for every ``from <face> import name`` in rampart."""
+    found = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module in FACES.values():
+                found.extend((name, node.module, alias.name) for alias in node.names)
+    return found
+
+
+def _listed(tree: ast.Module, variable: str) -> ast.expr:
+    """The value assigned to ``variable`` at the top of ``tree``."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == [
+            variable
+        ]:
+            return node.value
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == variable:
+            assert node.value is not None
+            return node.value
+    raise AssertionError(f"no {variable} at the top of the module")
+
+
+def _face(face: str) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    """A face's ``__all__``, its typing imports (name -> module) and its load table."""
+    tree = ast.parse(MODULES[face].read_text(encoding="utf-8"))
+    typed = {
+        alias.asname or alias.name: node.module
+        for block in tree.body
+        if isinstance(block, ast.If) and _is_type_checking(block)
+        for node in block.body
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
+    return (
+        ast.literal_eval(_listed(tree, "__all__")),
+        typed,
+        ast.literal_eval(_listed(tree, "_FACE")),
+    )
+
+
 def _reaches_past_the_faces() -> list[str]:
     return sorted(
         f"{name} -> {target}"
         for name, path in MODULES.items()
         for target in _imports(path) & set(MODULES)
         if _room(target) != _room(name)
-        and (inside := _private_inside(target)) is not None
-        and inside not in INTERNAL_FACES.get(_room(target), frozenset())
+        and _private_inside(target) is not None
+        and target != FACES.get(_room(target))
     )
 
 
 def test_other_rooms_use_only_the_internal_faces() -> None:
     """A room imports another room's public modules and its internal face, never the
-    rest of its inside (widen ``INTERNAL_FACES`` on purpose, or use the face)."""
+    rest of its inside (put the name on the face, or make it public)."""
     assert _reaches_past_the_faces() == []
 
 
-def test_every_internal_face_is_used_by_another_room() -> None:
-    """Each face module exists and some other room imports it, so a face shrinks when
-    its last outside use goes (the table cannot hold stale entries)."""
-    used = {
-        (_room(target), inside)
-        for name, path in MODULES.items()
-        for target in _imports(path) & set(MODULES)
-        if _room(target) != _room(name) and (inside := _private_inside(target)) is not None
+def test_what_is_taken_from_a_face_is_on_it() -> None:
+    """Every name imported from a face is in its ``__all__`` (a typing-only import too,
+    which no run would check)."""
+    listed = {face: set(_face(face)[0]) for face in FACES.values()}
+    assert (
+        sorted(
+            f"{name}: {face}.{item}"
+            for name, face, item in _names_from_faces()
+            if item not in listed[face]
+        )
+        == []
+    )
+
+
+@pytest.mark.parametrize("face", sorted(FACES.values()))
+def test_a_face_hands_on_only_its_own_rooms_private_names(face: str) -> None:
+    """A face's ``__all__`` is sorted and is exactly what it imports for typing and loads
+    on access, each from the same private module of its own room, under its own name;
+    no name on it is one the room's package binds when imported (that one is imported
+    from there; a name the package loads lazily it caches, so the face hands it on)."""
+    exported, typed, loaded = _face(face)
+    room = _room(face)
+    assert exported == sorted(exported)
+    assert set(exported) == set(typed) == set(loaded)
+    assert typed == loaded
+    assert (
+        sorted(m for m in loaded.values() if _room(m) != room or _private_inside(m) is None) == []
+    )
+    package = ast.parse(MODULES[room].read_text("utf-8"))
+    bound = {
+        alias.asname or alias.name
+        for node in package.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
     }
-    listed = {(room, inside) for room, faces in INTERNAL_FACES.items() for inside in faces}
-    assert sorted(listed - used) == []
+    assert sorted(bound & set(exported)) == []
+
+
+def test_every_name_on_a_face_is_used_by_another_room() -> None:
+    """A face shrinks when the last outside use of a name goes (no stale entries), and a
+    room's own modules import its inside directly, not through its face."""
+    used = {(face, item) for name, face, item in _names_from_faces() if _room(name) != _room(face)}
+    listed = {(face, item) for face in FACES.values() for item in _face(face)[0]}
+    inside = sorted(
+        f"{name}: {face}" for name, face, _ in _names_from_faces() if _room(name) == _room(face)
+    )
+    assert (sorted(listed - used), inside) == ([], [])
+
+
+def test_a_face_loads_its_names_on_access_and_nothing_before() -> None:
+    """Importing a face loads what importing its room's package loads and no more; each
+    name it hands on is the object of its defining module, looked up there at each access
+    (a patch of the defining module is seen through the face)."""
+    code = (
+        "import importlib, sys\n"
+        "face, room = sys.argv[1], sys.argv[2]\n"
+        "importlib.import_module(room)\n"
+        "before = set(sys.modules)\n"
+        "module = importlib.import_module(face)\n"
+        "print(sorted(set(sys.modules) - before - {face}))\n"
+        "for name, where in module._FACE.items():\n"
+        "    defining = importlib.import_module(where)\n"
+        "    value = getattr(defining, name)\n"
+        "    assert getattr(module, name) is value, name\n"
+        "    setattr(defining, name, marker := object())\n"
+        "    assert getattr(module, name) is marker, name\n"
+        "    setattr(defining, name, value)\n"
+    )
+    for room, face in sorted(FACES.items()):
+        out = subprocess.run(
+            [sys.executable, "-c", code, face, room], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        assert out == "[]", face
 
 
 def test_every_listed_room_exists() -> None:
