@@ -91,7 +91,7 @@ if TYPE_CHECKING:
         ExecutionEventHandler,
         execute_trials_async,
     )
-    from rampart.engine._results import TrialInfo, current_trial, record_result
+    from rampart.engine._internal import TrialInfo, current_trial, record_result
     from rampart.evaluators import LLMJudge, TranscriptScope
     from rampart.limits import RateLimitedError, limit
     from rampart.probes import Probes

@@ -1,6 +1,6 @@
 """``python -m rampart``: the ``rampart`` command line (``docs/cli.md``)."""
 
-from rampart.cli._main import main
+from rampart.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

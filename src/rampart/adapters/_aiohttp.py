@@ -28,7 +28,7 @@ from httpx_aiohttp import HttpxAiohttpClient
 from httpx_aiohttp.transport import AiohttpTransport
 
 from rampart._http import JarlessClient
-from rampart._http._aiohttp import jarless
+from rampart._http._internal import jarless
 from rampart.adapters._parse import read_bounded
 
 if TYPE_CHECKING:

@@ -40,7 +40,7 @@ from rampart._checks import (
     describe,
     invalid,
 )
-from rampart._http._pool import DEFAULT_MAX_CONNECTIONS
+from rampart._http._internal import DEFAULT_MAX_CONNECTIONS
 from rampart._redact import (
     Masked,
     Secret,

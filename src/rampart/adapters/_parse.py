@@ -170,7 +170,7 @@ def _mark_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def _decoders() -> tuple[json.JSONDecoder, json.JSONDecoder, json.JSONDecoder]:
     """The strict, the locating and the arguments decoder, with the codec's finite-number
     rule. Built on first use: importing the adapters stays free of the codec."""
-    from rampart.codec._json import finite_decoder
+    from rampart.codec._internal import finite_decoder
 
     return finite_decoder(_unique_members), finite_decoder(_mark_repeats), finite_decoder()
 
@@ -178,7 +178,7 @@ def _decoders() -> tuple[json.JSONDecoder, json.JSONDecoder, json.JSONDecoder]:
 def _policy_text(data: bytes | str, *, what: str) -> str:
     """``data`` as text that passes the codec's size and depth limits, or
     ``MalformedResponseError`` naming ``what`` (the one JSON reading policy)."""
-    from rampart.codec._json import check_limits
+    from rampart.codec._internal import check_limits
 
     text = data.decode("utf-8") if isinstance(data, bytes) else data
     try:
@@ -217,7 +217,7 @@ def _find_repeat(value: object, path: str) -> str | None:
 def _decode(body: bytes) -> object:
     """The body's JSON value under the codec's one reading policy (size, nesting depth,
     finite numbers, no duplicate keys), or ``MalformedResponseError``."""
-    from rampart.codec._json import NON_FINITE_MESSAGE, NonFiniteNumber
+    from rampart.codec._internal import NON_FINITE_MESSAGE, NonFiniteNumber
 
     strict, locating, _arguments = _decoders()
     try:
@@ -260,7 +260,7 @@ def _tool_call(item: object, path: str) -> tuple[ToolCall, str | None, bool]:
         raise _fail(f"{path}.function.arguments", "a string", arguments)
     # The reading policy's size, depth and number rules apply; arguments that break
     # them are kept raw (as text that is not JSON is). A repeated key keeps the last.
-    from rampart.codec._json import NonFiniteNumber
+    from rampart.codec._internal import NonFiniteNumber
 
     try:
         text = _policy_text(arguments, what="arguments")

@@ -6,6 +6,6 @@ re-exported here for the adapters' own imports.
 
 from __future__ import annotations
 
-from rampart.limits._signals import parse_retry_after
+from rampart.limits import parse_retry_after
 
 __all__ = ["parse_retry_after"]

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from rampart._text import one_line
-from rampart.payloads._tool_text import letters, read_text
+from rampart.payloads._internal import letters, read_text
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

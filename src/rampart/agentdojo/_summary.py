@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from rampart.core._stats import wilson_interval
+from rampart.core._internal import wilson_interval
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -33,7 +33,7 @@ from rampart.core.types import (
     SideEffect,
     ToolCall,
 )
-from rampart.payloads._tool_text import letters
+from rampart.payloads._internal import letters
 
 if TYPE_CHECKING:
     from types import TracebackType

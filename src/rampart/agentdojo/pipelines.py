@@ -26,7 +26,7 @@ from agentdojo.types import (
 
 from rampart._checks import check_probability, check_seconds
 from rampart.agentdojo._suites import DEFAULT_VERSION, load_suite
-from rampart.payloads._tool_text import follows, letters, read_text
+from rampart.payloads._internal import follows, letters, read_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

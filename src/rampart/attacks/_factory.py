@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from rampart.core.evaluator import Evaluator
     from rampart.core.injection import InjectionHandle
     from rampart.core.types import Request
-    from rampart.engine._execution import ExecutionEventHandler
+    from rampart.engine._internal import ExecutionEventHandler
 
 __all__ = ["Attacks"]
 

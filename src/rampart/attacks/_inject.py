@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING
 import anyio
 
 from rampart._checks import check_items, invalid
-from rampart.core._contract import enter_handle, exit_handle, is_handle
+from rampart.core._internal import enter_handle, exit_handle, is_handle
 from rampart.core.injection import readiness_wait
-from rampart.engine._exceptions import combine, raise_unwrapped
+from rampart.engine._internal import combine, raise_unwrapped
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

@@ -36,12 +36,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rampart.attacks._inject import active_injections, check_handles
-from rampart.core._contract import handle_delivered
+from rampart.core._internal import handle_delivered
 from rampart.core.result import InjectionRecord, Result
-from rampart.engine._strategy import TraceExecution
-from rampart.payloads._planted import remember_planted
+from rampart.engine._internal import TraceExecution
+from rampart.payloads._internal import remember_planted
 from rampart.strategies import XPIA
-from rampart.strategies._shaping import collect_response_metadata, unobserved_turns
+from rampart.strategies._internal import collect_response_metadata, unobserved_turns
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -50,9 +50,8 @@ if TYPE_CHECKING:
     from rampart.core.driver import PromptDriver
     from rampart.core.evaluator import Evaluator
     from rampart.core.injection import InjectionHandle
-    from rampart.engine._execution import ExecutionEventHandler
-    from rampart.engine._trace import TraceRun
-    from rampart.strategies._strategy import Strategy
+    from rampart.engine._internal import ExecutionEventHandler, TraceRun
+    from rampart.strategies import Strategy
 
 __all__ = ["XPIAExecution"]
 

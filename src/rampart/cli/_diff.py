@@ -144,7 +144,7 @@ def _group_side(group: TrialGroupSummary) -> dict[str, Any]:
 def compare(old: RunView, new: RunView, *, alpha: float, strict: bool) -> dict[str, Any]:
     """The comparison as a JSON-ready dict (what ``--json`` prints)."""
     from rampart.cli._view import incomplete as undecided
-    from rampart.core._stats import fisher_exact, holm
+    from rampart.core._internal import fisher_exact, holm
 
     both = sorted(set(old.groups) & set(new.groups))
     # A group either side cannot judge is not compared: missing results are never
@@ -255,7 +255,7 @@ def compare(old: RunView, new: RunView, *, alpha: float, strict: bool) -> dict[s
 def _rate(side: dict[str, Any] | None) -> str:
     if side is None:
         return "-"
-    from rampart.core._stats import percent
+    from rampart.core._internal import percent
 
     return f"{side['safe']}/{side['executed']} ({percent(side['pass_rate'])}) {side['verdict']}"
 

@@ -84,7 +84,7 @@ def register(commands: Any) -> None:
 
 
 def _interval(entry: dict[str, Any]) -> str:
-    from rampart.core._stats import percent
+    from rampart.core._internal import percent
 
     if not entry["executed"]:
         return "-"

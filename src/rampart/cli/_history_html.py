@@ -35,7 +35,7 @@ def _text(value: object) -> str:
 
 
 def _percent(value: float) -> str:
-    from rampart.core._stats import percent
+    from rampart.core._internal import percent
 
     return percent(value)
 

@@ -29,7 +29,7 @@ import attrs
 
 from rampart.cli._errors import CliError
 from rampart.codec import ResultRecord
-from rampart.reporting._files import STAMP_PATTERN
+from rampart.reporting._internal import STAMP_PATTERN
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -207,7 +207,7 @@ def iter_trace_lines(text: str) -> Iterator[tuple[int, str]]:
     codec's JSONL reader, ``rampart.codec._jsonl.split_jsonl``). A record written over
     several lines (pretty-printed) is read as one record.
     """
-    from rampart.codec._jsonl import split_jsonl
+    from rampart.codec._internal import split_jsonl
 
     lines = text.split("\n")
     if _is_one_document(text, lines):
@@ -317,8 +317,8 @@ def entry_lines(text: str) -> dict[str, int]:
     to locate problems, so its cost is paid when there is one; ``{}`` if the text is not
     a report.
     """
-    from rampart.codec._json import check_limits
-    from rampart.reporting._report_format import iter_report_entries
+    from rampart.codec._internal import check_limits
+    from rampart.reporting._internal import iter_report_entries
 
     try:
         check_limits(text)  # the pure-Python scanner below recurses per level
@@ -350,7 +350,7 @@ def entry_lines(text: str) -> dict[str, int]:
 def _load_report(path: Path, text: str) -> SavedRun:
     from rampart.codec import parse_strict_json
     from rampart.core.errors import SchemaError
-    from rampart.reporting._report_format import (
+    from rampart.reporting._internal import (
         report_count_problems,
         report_records,
         report_shape_problems,

@@ -184,7 +184,7 @@ def _by_nodeid(group: TrialGroupSummary) -> str:
 
 
 def _render_html(report: TestRunReport) -> bytes:
-    from rampart.reporting._html import render_html
+    from rampart.reporting._internal import render_html
 
     return render_html(report)
 
@@ -206,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
     from rampart.cli._summary import summary_lines
     from rampart.cli._view import build_view
     from rampart.reporting import ReportError
-    from rampart.reporting._json_report import render_report
+    from rampart.reporting._internal import render_report
 
     risk_map = _risk_map(args.risk_map)
     if args.merge:
@@ -221,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     view = build_view(runs)
     written = []
     if args.html or args.json or args.sarif:
-        from rampart.reporting._sarif import render_sarif
+        from rampart.reporting._internal import render_sarif
 
         try:
             report = build_report(runs, view, risk_map)

@@ -178,7 +178,7 @@ def _import_target(module_name: str) -> Any:
 
 def load_evaluator(spec: str) -> Evaluator:
     """The evaluator ``MODULE:ATTR`` names (see the module); :class:`CliError` if none."""
-    from rampart.core._protocols import check_evaluator
+    from rampart.core._internal import check_evaluator
 
     module_name, colon, attribute = spec.rpartition(":")
     if not colon or not module_name or not attribute:
@@ -273,7 +273,7 @@ def _read_records(names: list[str]) -> tuple[list[ResultRecord], Path]:
 
 
 def _output_path(args: argparse.Namespace, first: Path) -> tuple[Path, str, str]:
-    from rampart.reporting._files import utc_timestamp
+    from rampart.reporting._internal import utc_timestamp
 
     default = f"rescored_{utc_timestamp()}"
     if args.output is None:
@@ -294,7 +294,7 @@ def selected(record: ResultRecord, keywords: list[str], strategies: list[str]) -
 
 
 def _jsonl(records: list[ResultRecord]) -> bytes:
-    from rampart.codec._jsonl import jsonl_records
+    from rampart.codec._internal import jsonl_records
 
     return jsonl_records(records)
 

@@ -210,8 +210,8 @@ def _agentdojo_config(args: argparse.Namespace) -> Any:
     """The checks that need no AgentDojo import, so a mistyped option is answered at
     once; the scan's pytest run makes the rest (tasks, attack, the pipeline itself)
     before it collects anything, importing AgentDojo (seconds: every model SDK) once."""
-    from rampart.agentdojo._suites import DEFAULT_ATTACK, DEFAULT_VERSION, SUITE_NAMES, VERSIONS
-    from rampart.scan._agentdojo_config import ScanConfig
+    from rampart.agentdojo._internal import DEFAULT_ATTACK, DEFAULT_VERSION, SUITE_NAMES, VERSIONS
+    from rampart.scan._internal import ScanConfig
 
     concurrency = _check_common(args)
     if args.suite not in SUITE_NAMES:
@@ -248,7 +248,7 @@ def _agentdojo_config(args: argparse.Namespace) -> Any:
 
 def run_agentdojo(args: argparse.Namespace) -> int:
     from rampart.scan import _agentdojo_suite_path
-    from rampart.scan._agentdojo_config import AGENTDOJO_ENV_VAR
+    from rampart.scan._internal import AGENTDOJO_ENV_VAR
 
     config = _agentdojo_config(args)
     plugin = "rampart.scan._agentdojo_plugin"
@@ -258,7 +258,7 @@ def run_agentdojo(args: argparse.Namespace) -> int:
 def run_xpia(args: argparse.Namespace) -> int:
     from rampart.core.types import HarmCategory
     from rampart.scan import _xpia_suite_path
-    from rampart.scan._xpia_config import DEFAULT_TRIGGER, XPIA_ENV_VAR, XpiaScanConfig
+    from rampart.scan._internal import DEFAULT_TRIGGER, XPIA_ENV_VAR, XpiaScanConfig
 
     _check_common(args)
     for option, url in (("--base-url", args.base_url), ("--judge-base-url", args.judge_base_url)):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rampart.cli._view import RunView
     from rampart.codec import ResultRecord
-    from rampart.reporting._terminal import SummaryEntry
+    from rampart.reporting._internal import SummaryEntry
 
 __all__ = ["MODES", "entry", "summary_lines"]
 
@@ -30,7 +30,7 @@ def entry(record: ResultRecord, position: int) -> SummaryEntry:
     (``_pytest_test_name``), else the last part of its node id.
     """
     from rampart.cli._view import group_key, record_nodeid
-    from rampart.reporting._terminal import SummaryEntry
+    from rampart.reporting._internal import SummaryEntry
 
     nodeid = record_nodeid(record)
     own = f"record {position}" if nodeid is None else nodeid
@@ -50,7 +50,7 @@ def entry(record: ResultRecord, position: int) -> SummaryEntry:
 
 def summary_lines(view: RunView, *, mode: str = "all") -> list[str]:
     """The summary of ``view``; ``mode`` is ``--summary`` (``_terminal.summary_lines``)."""
-    from rampart.reporting._terminal import summary_lines as render_summary
+    from rampart.reporting._internal import summary_lines as render_summary
 
     return render_summary(
         [entry(record, position) for position, record in enumerate(view.records)],

@@ -303,7 +303,7 @@ def _changes(
 
 def build_row(outcome: Outcome, baseline: Outcome | None) -> tuple[Row, list[dict[str, Any]]]:
     """The table row of ``outcome`` and its verdict changes against ``baseline``."""
-    from rampart.core._stats import mcnemar
+    from rampart.core._internal import mcnemar
     from rampart.core.result import SafetyStatus
 
     saved = outcome.saved
@@ -482,7 +482,7 @@ def draw_chart(rows: list[Row], out: Path) -> list[Path] | str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rampart.reporting._files import utc_timestamp
+    from rampart.reporting._internal import utc_timestamp
 
     settings = parse_settings(args.concurrency)
     baseline = args.baseline or settings[0]

@@ -55,7 +55,7 @@ class _TurnClock:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from rampart.engine._execution import default_handler_factory, register_default_handler_factory
+    from rampart.engine._internal import default_handler_factory, register_default_handler_factory
 
     previous = default_handler_factory()
 

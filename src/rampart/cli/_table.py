@@ -76,7 +76,7 @@ def csv_text(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 def output_target(path: Path) -> Path:
     """Where a file the user named is written (``rampart.reporting._files.output_file``:
     a new or regular file, or the file a symbolic link names), or a :class:`CliError`."""
-    from rampart.reporting._files import output_file
+    from rampart.reporting._internal import output_file
 
     try:
         return output_file(path)
@@ -91,7 +91,7 @@ def write_text(path: Path, text: str) -> Path:
     is replaced, as a shell redirection would, and a symbolic link writes the file it
     names; anything else is refused (:func:`output_target`). Returns ``path``.
     """
-    from rampart.reporting._files import replace_file
+    from rampart.reporting._internal import replace_file
 
     output_target(path)
     replace_file(path, text.encode("utf-8"))
@@ -101,7 +101,7 @@ def write_text(path: Path, text: str) -> Path:
 def write_new(directory: Path, *, stem: str, suffix: str, data: bytes) -> Path:
     """A new file ``<directory>/<stem><suffix>`` that never replaces an existing one
     (the report sinks' rule: a UUID suffix on a taken name)."""
-    from rampart.reporting._files import write_new_file
+    from rampart.reporting._internal import write_new_file
 
     return write_new_file(directory, stem=stem, suffix=suffix, data=data, owner="rampart")
 

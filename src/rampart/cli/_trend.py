@@ -116,7 +116,7 @@ def change_point(observed: list[tuple[int, int, int]]) -> dict[str, Any] | None:
     """The best split of ``observed`` (``(run index, safe, executed)``, oldest first)
     where the pass rate fell, with its one-sided Fisher p-value and that p-value times
     the number of splits (Bonferroni); ``None`` with fewer than two observations."""
-    from rampart.core._stats import fisher_exact
+    from rampart.core._internal import fisher_exact
 
     splits = len(observed) - 1
     if splits < 1:
@@ -163,7 +163,7 @@ def _run_entry(index: int, run: SavedRun) -> dict[str, Any]:
 
 def history(runs: list[SavedRun], *, alpha: float, confidence: float = 0.95) -> dict[str, Any]:
     """The history of ``runs`` (oldest first) as a JSON-ready dict (``history --json``)."""
-    from rampart.core._stats import holm, wilson_interval
+    from rampart.core._internal import holm, wilson_interval
 
     entries: list[dict[str, Any]] = []
     tested: list[tuple[int, float]] = []
@@ -234,7 +234,7 @@ def when(started: str | None) -> str:
 
 def fraction(safe: int, executed: int) -> str:
     """``safe/executed (percent)``, or ``-`` when nothing ran."""
-    from rampart.core._stats import percent
+    from rampart.core._internal import percent
 
     if not executed:
         return "-"

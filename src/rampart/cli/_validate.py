@@ -270,7 +270,7 @@ def _check_trace(text: str) -> tuple[int, list[Problem]]:
 def _check_report(text: str) -> tuple[int, list[Problem]]:
     from rampart.codec import parse_strict_json
     from rampart.core.errors import SchemaError
-    from rampart.reporting._report_format import (
+    from rampart.reporting._internal import (
         entry_document,
         entry_record,
         iter_report_entries,

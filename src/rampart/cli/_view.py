@@ -27,12 +27,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from rampart.codec import ResultRecord
-from rampart.core._group_outcome import RULE_NOT_RECORDED
-from rampart.core._severity import worst
-from rampart.core._tested import clone_base
+from rampart.core._internal import RULE_NOT_RECORDED, clone_base, worst
 from rampart.core.result import SafetyStatus
-from rampart.reporting._report import category_key
-from rampart.reporting._run_data import INCOMPLETE, TrialGroupSummary
+from rampart.reporting._internal import INCOMPLETE, TrialGroupSummary, category_key
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -114,8 +111,8 @@ def derived_groups(
     hold what its verdict rests on. The groups named in ``interrupted`` (a report
     states that a Ctrl-C cut them short: ``cut_short``) are read as the plugin read
     them then (``interrupted_group``)."""
-    from rampart.core._group_outcome import rebuild_results
-    from rampart.reporting._group_text import group_entry
+    from rampart.core._internal import rebuild_results
+    from rampart.reporting._internal import group_entry
 
     members: dict[str, dict[int, list[ResultRecord]]] = {}
     for record in records:

@@ -32,7 +32,7 @@ from rampart.codec._schema import (
     build_json_schema,
     envelope_kinds,
 )
-from rampart.core._dataclass import dataclass_compatible
+from rampart.core._internal import dataclass_compatible
 from rampart.core.errors import SchemaError
 from rampart.core.result import Result
 

@@ -26,8 +26,7 @@ from typing import Any, TypeAlias, Union
 
 import attrs
 
-from rampart.core._contract import normalise_evaluation
-from rampart.core._population import PopulationRef
+from rampart.core._internal import PopulationRef, normalise_evaluation
 from rampart.core.result import InjectionRecord, Result
 from rampart.core.types import (
     EvalResult,

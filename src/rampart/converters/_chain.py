@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from rampart._checks import check_items, check_method
 from rampart.converters._base import require_payload
-from rampart.core._contract import convert_checked
+from rampart.core._internal import convert_checked
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         GroupInterval,
         StatusCounts,
         TrialGroupOutcome,
+        interruption,
         population_outcome,
         rebuild_results,
         tally_outcome,
@@ -119,6 +120,7 @@ _FACE = {
     "check_rule": "rampart.core._trial_rule",
     "Polarity": "rampart.core._verdicts",
     "resolve_verdict": "rampart.core._verdicts",
+    "interruption": "rampart.core._group_outcome",
 }
 __getattr__, __dir__ = lazy_attributes(__name__, globals(), _FACE, uncached=frozenset(_FACE))
 
@@ -163,6 +165,7 @@ __all__ = [
     "handle_delivered",
     "harm_labels",
     "holm",
+    "interruption",
     "is_handle",
     "mcnemar",
     "next_decision",

@@ -30,7 +30,7 @@ from rampart.core.driver import PromptDecision
 from rampart.core.errors import DriverError, InfrastructureError
 from rampart.core.persona import Persona
 from rampart.core.types import Payload, Request
-from rampart.llm._client import LLMClient, as_client
+from rampart.llm import LLMClient, as_client
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import anyio
 import attrs
 
-from rampart.core._contract import (
+from rampart.core._internal import (
     check_entered,
     create_session,
     enter_session,

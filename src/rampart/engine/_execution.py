@@ -76,8 +76,13 @@ from rampart._checks import check_callable, check_optional_seconds, invalid
 from rampart._pacing import slowdown
 from rampart._redact import redact, safe_summary
 from rampart._text import safe_str
-from rampart.core._dataclass import dataclass_compatible
-from rampart.core._failures import Failure, FailureKind, classify_failure, type_label
+from rampart.core._internal import (
+    Failure,
+    FailureKind,
+    classify_failure,
+    dataclass_compatible,
+    type_label,
+)
 from rampart.core.adapter import AgentAdapter
 from rampart.core.errors import DriverError, InfrastructureError
 from rampart.core.result import Result, SafetyStatus

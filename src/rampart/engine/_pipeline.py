@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING
 import anyio
 import attrs
 
-from rampart.core._contract import evaluate_checked
-from rampart.core._dataclass import dataclass_compatible
+from rampart.core._internal import dataclass_compatible, evaluate_checked
 from rampart.core.evaluator import Evaluator
 from rampart.core.types import (
     EvalContext,

@@ -29,8 +29,7 @@ import attrs
 
 from rampart._checks import check_bool, check_int, check_optional_number, check_probability
 from rampart._pacing import Setting, check_concurrency
-from rampart.core._dataclass import dataclass_compatible
-from rampart.core._trial_rule import TrialRule, check_rule
+from rampart.core._internal import TrialRule, check_rule, dataclass_compatible
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -30,9 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from rampart._checks import check_int
 from rampart._text import safe_str
-from rampart.core._failures import classify_failure
-from rampart.core._protocols import check_driver, check_evaluator
-from rampart.core._verdicts import Polarity
+from rampart.core._internal import Polarity, check_driver, check_evaluator, classify_failure
 from rampart.core.evaluator import detected_is_absorbing, not_detected_is_absorbing
 from rampart.core.result import SafetyStatus
 from rampart.core.types import EvalOutcome
@@ -46,7 +44,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from contextlib import AbstractAsyncContextManager
 
-    from rampart.core._failures import Failure
+    from rampart.core._internal import Failure
     from rampart.core.adapter import AgentAdapter
     from rampart.core.driver import PromptDriver
     from rampart.core.evaluator import Evaluator

@@ -56,9 +56,14 @@ import attrs
 
 from rampart._checks import check_instance, check_int, check_method
 from rampart._text import safe_str_list
-from rampart.core._contract import evaluate_checked, evaluator_raised, next_decision
-from rampart.core._dataclass import dataclass_compatible
-from rampart.core._protocols import check_driver, check_evaluator
+from rampart.core._internal import (
+    check_driver,
+    check_evaluator,
+    dataclass_compatible,
+    evaluate_checked,
+    evaluator_raised,
+    next_decision,
+)
 from rampart.core.errors import EvaluatorError
 from rampart.core.manifest import AppManifest
 from rampart.core.types import (

@@ -26,8 +26,7 @@ import attrs
 
 from rampart._checks import check_bool, check_callable, check_int, invalid
 from rampart._pacing import check_concurrency, default_concurrency
-from rampart.core._population import CloneOutcome, PopulationRef
-from rampart.core._trial_rule import TrialTally, check_rule
+from rampart.core._internal import CloneOutcome, PopulationRef, TrialTally, check_rule
 from rampart.core.result import PopulationResult, Result
 from rampart.engine._fanout import bound, fan_out
 from rampart.engine._populations import (

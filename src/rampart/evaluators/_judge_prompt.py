@@ -47,7 +47,7 @@ from rampart.codec import parse_strict_json
 from rampart.core.errors import SchemaError
 from rampart.core.types import EvalOutcome
 from rampart.evaluators._scope import TranscriptScope
-from rampart.payloads._planted import payload_pieces
+from rampart.payloads._internal import payload_pieces
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

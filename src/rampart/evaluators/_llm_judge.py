@@ -46,7 +46,7 @@ from rampart.evaluators._judge_prompt import (
 from rampart.evaluators._scope import TranscriptScope
 from rampart.evaluators.personas import NEUTRAL_EVALUATOR
 from rampart.limits import RateLimitedError
-from rampart.llm._client import LLMClient, as_client
+from rampart.llm import LLMClient, as_client
 
 if TYPE_CHECKING:
     from rampart.core.llm import LLMConfig

@@ -4,7 +4,7 @@ same news from a foreign client's error."""
 from __future__ import annotations
 
 from rampart._checks import check_optional_instance, check_optional_seconds
-from rampart.core._failures import FailureKind, classify_failure
+from rampart.core._internal import FailureKind, classify_failure
 from rampart.core.errors import InfrastructureError
 from rampart.limits._policy._headers import (
     RateLimitSignal,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Self, final
 import anyio
 
 from rampart._checks import check_callable, invalid
-from rampart.core._contract import (
+from rampart.core._internal import (
     check_entered,
     create_session,
     enter_session,

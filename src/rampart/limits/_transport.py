@@ -66,7 +66,7 @@ import httpx
 
 from rampart import _seen_calls
 from rampart._checks import invalid
-from rampart._http._pool import DEFAULT_MAX_CONNECTIONS
+from rampart._http._internal import DEFAULT_MAX_CONNECTIONS
 from rampart._redact import redact
 from rampart.core.errors import InfrastructureError
 from rampart.limits._errors import RateLimitedError
@@ -530,7 +530,7 @@ def _default_async_transport(http: Any) -> httpx.AsyncBaseTransport:
     verify = default_ssl_context(True)
     kind = choose_transport(http2=False)
     if kind == "aiohttp":
-        from rampart._http._aiohttp import jarless_transport
+        from rampart._http._internal import jarless_transport
 
         return jarless_transport(max_connections=DEFAULT_MAX_CONNECTIONS, verify=verify)
     if kind == "sharded":

@@ -37,7 +37,7 @@ from rampart._checks import (
     check_text,
     invalid,
 )
-from rampart._http._pool import DEFAULT_MAX_CONNECTIONS
+from rampart._http._internal import DEFAULT_MAX_CONNECTIONS
 from rampart.core.llm import LLMConfig
 from rampart.limits import DEFAULT_MAX_RETRY_AFTER, DEFAULT_RETRY_BUDGET, LimitBackend, limit
 from rampart.llm._cache import CachedCompletion, ResponseCache, default_cache

@@ -38,12 +38,11 @@ import anyio
 from rampart._checks import check_choice, check_instance, check_int
 from rampart._text import safe_str
 from rampart.codec import ResultRecord
-from rampart.core._verdicts import Polarity as VerdictPolarity
+from rampart.core._internal import Polarity as VerdictPolarity
 from rampart.core.evaluator import require_evaluator
 from rampart.core.result import Result, SafetyStatus
 from rampart.core.types import EvalContext, Turn
-from rampart.engine._execution import boundary_failure
-from rampart.engine._pipeline import evaluate
+from rampart.engine._internal import boundary_failure, evaluate
 from rampart.strategies import Strategy, strategy_for, strategy_named
 
 if TYPE_CHECKING:
@@ -67,7 +66,7 @@ def read_trace_records(path: str | os.PathLike[str]) -> list[ResultRecord]:
     policy and the record decoder. A bad line raises ``SchemaError`` naming the file and
     its line number (``<path>:<line>: ...``).
     """
-    from rampart.codec._jsonl import read_records
+    from rampart.codec._internal import read_records
 
     return read_records(Path(path).read_bytes(), source=str(path))
 

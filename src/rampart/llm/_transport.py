@@ -26,9 +26,14 @@ from anyio.lowlevel import RunVar
 
 from rampart._checks import check_instance
 from rampart._redact import Masked, Secret, mask_secrets
-from rampart.adapters._http import ClientUsers, close_client, new_client, post_json
-from rampart.adapters._parse import parse_completion
-from rampart.adapters._session import GuardedSession
+from rampart.adapters._internal import (
+    ClientUsers,
+    GuardedSession,
+    close_client,
+    new_client,
+    parse_completion,
+    post_json,
+)
 from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Request, Response
 

@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING
 import anyio
 
 from rampart._checks import check_instance, check_int, check_optional_instance, invalid
-from rampart.converters._chain import apply_converters, check_converters
+from rampart.converters._internal import apply_converters, check_converters
 from rampart.core.errors import InfrastructureError
 from rampart.core.llm import LLMConfig
 from rampart.core.manifest import AppManifest
 from rampart.core.persona import Persona
 from rampart.core.types import Payload, PayloadFormat
-from rampart.engine._exceptions import raise_unwrapped
+from rampart.engine._internal import raise_unwrapped
 from rampart.payloads._template import PayloadTemplate
 
 if TYPE_CHECKING:

@@ -194,7 +194,7 @@ class PayloadStore:
                 shutil.copyfile(source, directory / _ARTIFACTS / filename)
                 artifact = f"{_ARTIFACTS}/{filename}"
             lines.append(_record(index, payload, artifact))
-        from rampart.codec._jsonl import jsonl_line  # the codec's one JSONL writer
+        from rampart.codec._internal import jsonl_line  # the codec's one JSONL writer
 
         (directory / _PAYLOADS).write_text("".join(map(jsonl_line, lines)), encoding="utf-8")
         (directory / _MANIFEST).write_text(manifest + "\n", encoding="utf-8")
@@ -277,7 +277,7 @@ class PayloadStore:
             PayloadFormat,
             expected="a PayloadFormat",
         )
-        from rampart.codec._jsonl import split_jsonl  # the codec's one JSONL reader
+        from rampart.codec._internal import split_jsonl  # the codec's one JSONL reader
 
         payloads = []
         text = (directory / _PAYLOADS).read_text(encoding="utf-8")

@@ -7,7 +7,7 @@ from typing import Any
 import attrs
 
 from rampart._checks import check_instance, check_text, invalid
-from rampart.core._dataclass import dataclass_compatible
+from rampart.core._internal import dataclass_compatible
 
 __all__ = ["PayloadTemplate"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rampart._checks import invalid
-from rampart.core._protocols import check_driver
+from rampart.core._internal import check_driver
 from rampart.core.types import Request
 from rampart.drivers import coerce_trigger
 from rampart.probes._single_turn import SingleTurnExecution
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from rampart.core.driver import PromptDriver
     from rampart.core.evaluator import Evaluator
-    from rampart.engine._execution import ExecutionEventHandler
+    from rampart.engine._internal import ExecutionEventHandler
 
 __all__ = ["Probes"]
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rampart.engine._strategy import TraceExecution
+from rampart.engine._internal import TraceExecution
 from rampart.strategies import PROBE
-from rampart.strategies._shaping import unobserved_turns
+from rampart.strategies._internal import unobserved_turns
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -26,9 +26,8 @@ if TYPE_CHECKING:
     from rampart.core.driver import PromptDriver
     from rampart.core.evaluator import Evaluator
     from rampart.core.result import Result
-    from rampart.engine._execution import ExecutionEventHandler
-    from rampart.engine._trace import TraceRun
-    from rampart.strategies._strategy import Strategy
+    from rampart.engine._internal import ExecutionEventHandler, TraceRun
+    from rampart.strategies import Strategy
 
 __all__ = ["SingleTurnExecution"]
 

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 from rampart._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from rampart.engine._populations import TrialConfig
-    from rampart.engine._results import (
+    from rampart.engine._internal import (
         ResultCollectionHandler,
         ResultCollector,
+        TrialConfig,
         TrialInfo,
         current_trial,
         record_result,

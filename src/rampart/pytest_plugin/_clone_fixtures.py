@@ -64,7 +64,7 @@ from rampart.pytest_plugin._groups import CloneNotRun
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from rampart.engine._results import ResultCollector
+    from rampart.engine._internal import ResultCollector
 
 __all__ = [
     "ITEM_BOUND",

@@ -21,8 +21,7 @@ from rampart.pytest_plugin._markers import TRIAL_CONFIG_KEY
 from rampart.pytest_plugin._report import LEGACY_FIXTURE_WARNING, SINKS_KEY
 
 if TYPE_CHECKING:
-    from rampart.engine._populations import TrialConfig
-    from rampart.engine._results import TrialInfo
+    from rampart.engine._internal import TrialConfig, TrialInfo
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -68,7 +67,7 @@ class TrialView:
     @property
     def info(self) -> TrialInfo | None:
         # The engine: loaded by the test that requests this fixture, not at configure.
-        from rampart.engine._results import current_trial
+        from rampart.engine._internal import current_trial
 
         return current_trial()
 

@@ -32,17 +32,21 @@ import pytest
 
 from rampart._redact import redact
 from rampart._text import one_line
-from rampart.core._group_outcome import TrialGroupOutcome, tally_outcome
-from rampart.core._severity import worst
-from rampart.core._tested import clone_suffix
-from rampart.core._trial_rule import TrialTally, TrialVerdict
+from rampart.core._internal import (
+    TrialGroupOutcome,
+    TrialTally,
+    TrialVerdict,
+    clone_suffix,
+    tally_outcome,
+    worst,
+)
 from rampart.core.result import Result, SafetyStatus
-from rampart.engine._results import ResultCollector
+from rampart.engine._internal import ResultCollector
 from rampart.pytest_plugin._markers import TrialSpec
 
 if TYPE_CHECKING:
     # Only (string) annotations of ``ItemRun``, which attrs never resolves.
-    from rampart.engine._auto_concurrency import ConcurrencyStatistics  # noqa: TC004
+    from rampart.engine._internal import ConcurrencyStatistics  # noqa: TC004
     from rampart.pytest_plugin._populations import PopulationRecorder  # noqa: TC004
 
 __all__ = [
@@ -185,7 +189,7 @@ def group_outcome(run: ItemRun) -> TrialGroupOutcome:
 def describe(outcome: TrialGroupOutcome) -> tuple[str, str | None]:
     """What the group line says of ``outcome``: its bracketed description and why it did
     not pass (``None`` when it passed), as its report entry states them."""
-    from rampart.reporting._group_text import group_description, group_entry
+    from rampart.reporting._internal import group_description, group_entry
 
     # The description and the reason read only the counts and the rule, not the names.
     stated = group_entry(outcome, nodeid=_UNNAMED, test_name=_UNNAMED)

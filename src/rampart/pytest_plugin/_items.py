@@ -25,11 +25,18 @@ import attrs
 import pytest
 
 from rampart._text import one_line
-from rampart.core._population import CloneOutcome, PopulationRef
-from rampart.core._severity import severity
-from rampart.core._tested import CASE_KEY, HARM_TAGS_KEY, PARAM_ID_KEY, PARAMS_KEY, PAYLOAD_KEY
+from rampart.core._internal import (
+    CASE_KEY,
+    HARM_TAGS_KEY,
+    PARAM_ID_KEY,
+    PARAMS_KEY,
+    PAYLOAD_KEY,
+    CloneOutcome,
+    PopulationRef,
+    severity,
+)
 from rampart.core.result import Result
-from rampart.engine._results import ResultCollector
+from rampart.engine._internal import ResultCollector
 from rampart.pytest_plugin._exit_status import USAGE_ERROR_PROPERTY
 from rampart.pytest_plugin._groups import (
     CloneListener,
@@ -65,13 +72,13 @@ if TYPE_CHECKING:
 
     # Only (string) annotations of ``ItemState``, which attrs never resolves: they load
     # when a run first needs them (a trial item, a resumed run).
-    from rampart.core._group_outcome import TrialGroupOutcome  # noqa: TC004
+    from rampart.core._internal import TrialGroupOutcome  # noqa: TC004
     from rampart.pytest_plugin._clone_fixtures import ClonePlan  # noqa: TC004
     from rampart.pytest_plugin._layers import LimitTracker
     from rampart.pytest_plugin._markers import MarkerOptions
     from rampart.pytest_plugin._populations import PopulationRun
     from rampart.pytest_plugin._resume import ItemResume, ResumePlan  # noqa: TC004
-    from rampart.reporting._run_data import TrialGroupSummary
+    from rampart.reporting._internal import TrialGroupSummary
 
 __all__ = ["ITEM_KEY", "NO_RESULT", "ItemHooks", "ItemOutlet", "ItemState"]
 
@@ -463,7 +470,7 @@ class ItemHooks:
         facts they carry, as ``rampart report`` does), and the test skips (or fails as
         it did). When a unit no longer decodes or a group cannot be rebuilt, the test
         runs again instead (nothing was recorded)."""
-        from rampart.core._group_outcome import rebuild_results
+        from rampart.core._internal import rebuild_results
 
         state.resume = None
         units = [(key, unit) for key, unit in resume.trials.items()]
@@ -732,7 +739,7 @@ def _entry(
     item: pytest.Item, state: ItemState, group: int, outcome: TrialGroupOutcome
 ) -> TrialGroupSummary:
     """The report entry of the item's trial group ``group`` (``population_suffix``)."""
-    from rampart.reporting._group_text import group_entry
+    from rampart.reporting._internal import group_entry
 
     suffix = population_suffix(group)
     # A HarmCategory is a str enum; the record carries its plain value.

@@ -74,7 +74,7 @@ if sys.platform != "win32":  # POSIX: appends are serialized with flock
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from rampart.codec._jsonl import JsonlLine
+    from rampart.codec._internal import JsonlLine
     from rampart.pytest_plugin._ledger import FinishedUnit, RecordedResult, RunLedger
 
 __all__ = [
@@ -122,8 +122,8 @@ def encode_line(
     """One journal line (with its newline): the canonical record with its journal key,
     framed by the codec's JSONL writer."""
     # The codec loads when the first result is journaled, not at pytest start.
-    from rampart.codec._jsonl import jsonl_line
-    from rampart.codec._record import ResultRecord, serialize_record
+    from rampart.codec import ResultRecord, serialize_record
+    from rampart.codec._internal import jsonl_line
 
     attribution = recorded.attribution
     bookkeeping: dict[str, Any] = {
@@ -344,7 +344,7 @@ def read_journal(path: Path) -> JournalContents:
     was killed there) is skipped too. Records are checked by the strict codec when
     they are loaded, not here.
     """
-    from rampart.codec._jsonl import stream_jsonl  # the codec's one JSONL splitter
+    from rampart.codec._internal import stream_jsonl  # the codec's one JSONL splitter
 
     found: list[JournalLine] = []
     problems: list[str] = []
@@ -377,7 +377,7 @@ def looks_like_journal(path: Path) -> bool:
     a JSONL trace or report is not one."""
     if path.name.startswith(JOURNAL_PREFIX):
         return True
-    from rampart.codec._jsonl import stream_jsonl
+    from rampart.codec._internal import stream_jsonl
 
     try:
         with path.open("rb") as handle:
@@ -706,7 +706,7 @@ class RunJournal:
 
     def recover_from_journal(self) -> int:
         """Add what workers journaled in this run that never reached the ledger."""
-        from rampart.codec._record import deserialize_record
+        from rampart.codec import deserialize_record
         from rampart.pytest_plugin._ledger import Attribution, RecordedResult
 
         journal = self._settings.journal

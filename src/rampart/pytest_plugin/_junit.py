@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING
 
 from rampart._redact import redact
 from rampart._text import one_line
-from rampart.core._severity import severity
-from rampart.core._stats import wilson_interval
+from rampart.core._internal import severity, wilson_interval
 from rampart.pytest_plugin._groups import describe
 
 if TYPE_CHECKING:

@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pytest
 
-from rampart.core._tested import CASE_KEY, HARM_TAGS_KEY, PAYLOAD_KEY, clone_suffix
+from rampart.core._internal import CASE_KEY, HARM_TAGS_KEY, PAYLOAD_KEY, clone_suffix
 from rampart.core.errors import SchemaError
 from rampart.core.result import Result, SafetyStatus
 
@@ -66,8 +66,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import IO
 
-    from rampart.reporting._run_data import TrialGroupSummary
-    from rampart.reporting._stored import StoredResults
+    from rampart.reporting._internal import StoredResults, TrialGroupSummary
 
 __all__ = [
     "Attribution",
@@ -144,7 +143,7 @@ class ResultStore:
         Raises ``SchemaError`` when the canonical codec cannot record it (nothing is
         stored then).
         """
-        from rampart.codec._record import ResultRecord, serialize_record
+        from rampart.codec import ResultRecord, serialize_record
 
         record = ResultRecord(result=result, pytest_nodeid=pytest_nodeid, result_index=result_index)
         data = serialize_record(record=record).encode("utf-8")
@@ -169,7 +168,7 @@ class ResultStore:
 
     def get(self, location: tuple[int, int]) -> Result:
         """The full result stored at ``location``."""
-        from rampart.codec._record import deserialize_record
+        from rampart.codec import deserialize_record
 
         return deserialize_record(data=self.text(location)).result
 
@@ -359,7 +358,7 @@ class RunLedger:
         The full result goes to the store, a slim copy stays here; a result the
         canonical codec cannot record is replaced by an ERROR marker that says so.
         """
-        from rampart.reporting._stored import unusable_confidences
+        from rampart.reporting._internal import unusable_confidences
 
         try:
             location = self._put(recorded)
@@ -382,7 +381,7 @@ class RunLedger:
 
     def _put(self, recorded: RecordedResult) -> tuple[int, int]:
         """Store the result as the report carries it: stamped, attributed on the record."""
-        from rampart.reporting._canonical import record_attribution
+        from rampart.reporting._internal import record_attribution
 
         stamped = recorded.stamped()
         nodeid, index = record_attribution(stamped)
@@ -411,9 +410,8 @@ class RunLedger:
         read from its clones' records (``rebuild_results``): in one process as on an
         xdist controller, whose workers' results come back from the journal.
         """
-        from rampart.core._group_outcome import rebuild_results
-        from rampart.reporting._group_text import group_entry
-        from rampart.reporting._report import UNCATEGORIZED, category_key
+        from rampart.core._internal import rebuild_results
+        from rampart.reporting._internal import UNCATEGORIZED, category_key, group_entry
 
         stated = {group.nodeid for group in self._groups}
         found: dict[str, tuple[RecordedResult, dict[int, list[Result]]]] = {}
@@ -544,7 +542,7 @@ class RunLedger:
     def full_result(self, recorded: RecordedResult) -> Result:
         """The full result behind a ledger entry, as reported (stamped), read back from
         the store."""
-        from rampart.reporting._stored import restore_unusable_confidences
+        from rampart.reporting._internal import restore_unusable_confidences
 
         if recorded.stored_at is None:
             return recorded.stamped()
@@ -554,7 +552,7 @@ class RunLedger:
     def report_results(self) -> StoredResults:
         """The results as the report carries them: in report order, stamped, each read
         from the store only when a sink reads it."""
-        from rampart.reporting._stored import StoredResults
+        from rampart.reporting._internal import StoredResults
 
         ordered = self.results
         # A group a Ctrl-C cut short has no counts to stamp (``rebuild_group`` then

@@ -51,9 +51,9 @@ T = TypeVar("T")
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from rampart.core._trial_rule import TrialRule
+    from rampart.core._internal import TrialRule
     from rampart.core.result import HarmCategory  # noqa: TC004 (an attrs annotation only)
-    from rampart.engine._populations import TrialConfig
+    from rampart.engine._internal import TrialConfig
 
 #: A test that requests ``trial_config``: what its marker declared (the fixture's value).
 TRIAL_CONFIG_KEY = pytest.StashKey["TrialConfig"]()
@@ -215,7 +215,7 @@ class TrialSpec:
 
     @property
     def rule(self) -> TrialRule:
-        from rampart.core._trial_rule import TrialRule  # the model: loaded by a trial test
+        from rampart.core._internal import TrialRule  # the model: loaded by a trial test
 
         return TrialRule(
             threshold=self.threshold,
@@ -231,7 +231,7 @@ class TrialSpec:
 
     def config(self) -> TrialConfig:
         """The settings as a test that requests ``trial_config`` receives them."""
-        from rampart.engine._populations import TrialConfig
+        from rampart.engine._internal import TrialConfig
 
         return TrialConfig(
             n=self.n,
@@ -293,7 +293,7 @@ def trial_spec_of(
     marker = item.get_closest_marker("trial")
     if marker is None:
         return None
-    from rampart.core._trial_rule import check_rule  # the model: loaded by a trial test
+    from rampart.core._internal import check_rule  # the model: loaded by a trial test
 
     arguments = _trial_arguments(item.nodeid, marker)
     owner = item.nodeid

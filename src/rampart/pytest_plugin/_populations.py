@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from rampart.core._population import CloneOutcome
+from rampart.core._internal import CloneOutcome
 
 if TYPE_CHECKING:
-    from rampart.core._group_outcome import TrialGroupOutcome
+    from rampart.core._internal import TrialGroupOutcome
 
     # Only (string) annotations of ``PopulationRun``, which attrs never resolves.
     from rampart.core.result import PopulationResult, Result  # noqa: TC004
@@ -59,7 +59,7 @@ class PopulationRun:
 
     def outcome(self) -> TrialGroupOutcome:
         """The group's outcome (the population is decided)."""
-        from rampart.core._group_outcome import population_outcome
+        from rampart.core._internal import population_outcome
 
         if self.result is None:
             raise ValueError("the population has not finished: it has no outcome")

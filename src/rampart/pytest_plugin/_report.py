@@ -82,7 +82,7 @@ if TYPE_CHECKING:
     from rampart.pytest_plugin._resume import ResumePlan
     from rampart.pytest_plugin._retention import Retention
     from rampart.reporting import ReportSink, RunInfo, TestRunReport, TrialGroupSummary
-    from rampart.reporting._terminal import SummaryEntry
+    from rampart.reporting._internal import SummaryEntry
     from rampart.risk import RiskMap
 
 __all__ = [
@@ -196,8 +196,7 @@ def sarif_sinks(config: pytest.Config) -> list[ReportSink]:
     path = _path_option(config, "rampart_sarif", "a file path")
     if path is None:
         return []
-    from rampart.reporting._files import output_file
-    from rampart.reporting._sarif import SarifReportSink
+    from rampart.reporting._internal import SarifReportSink, output_file
 
     try:
         output_file(path)
@@ -323,7 +322,7 @@ class ReportSinks:
         # The file sinks write from worker threads, and a run that recorded no result has
         # not loaded the codec yet: two threads importing it at once can each see it half
         # initialised (an ImportError). Load it here, in one thread, first.
-        from rampart.codec._sections import section_to_json  # noqa: F401
+        from rampart.codec._internal import section_to_json  # noqa: F401
 
         async with anyio.create_task_group() as tg:
             for sink in sinks:
@@ -391,7 +390,7 @@ class ReportSinks:
 
     def remove_stale_temporaries(self, sinks: list[ReportSink], *, older_than: float) -> None:
         """Remove temporary files rampart left in the file sinks' directories earlier."""
-        from rampart.reporting._files import remove_stale_temporaries
+        from rampart.reporting._internal import remove_stale_temporaries
 
         for sink in sinks:
             directory = getattr(sink, "output_dir", None)
@@ -497,7 +496,7 @@ def backend_of(report: object) -> str | None:
 
 def entry(recorded: RecordedResult) -> SummaryEntry:
     """``recorded`` as the summary lists it."""
-    from rampart.reporting._terminal import SummaryEntry
+    from rampart.reporting._internal import SummaryEntry
 
     attribution = recorded.attribution
     return SummaryEntry(
@@ -513,7 +512,7 @@ def summary_lines(
     results: Sequence[RecordedResult], groups: Sequence[TrialGroupSummary], *, mode: str = "all"
 ) -> list[str]:
     """The body under the ``RAMPART Safety Summary`` separator (``_terminal.summary_lines``)."""
-    from rampart.reporting._terminal import summary_lines as render_summary
+    from rampart.reporting._internal import summary_lines as render_summary
 
     return render_summary(
         [entry(recorded) for recorded in results],
@@ -653,7 +652,7 @@ class RunReporter:
         places = {place for place in places if place.is_dir()}
         if not places:
             return  # nothing to clean, and the reporting layer stays unloaded
-        from rampart.reporting._files import remove_stale_temporaries
+        from rampart.reporting._internal import remove_stale_temporaries
 
         for place in places:
             remove_stale_temporaries(place, older_than=older_than)

@@ -234,7 +234,7 @@ class ResumePlan:
 
         Raises ``SchemaError`` when a line does not decode (the unit then runs again).
         """
-        from rampart.codec._record import deserialize_record
+        from rampart.codec import deserialize_record
 
         loaded = []
         with self.journal.open("rb") as handle:

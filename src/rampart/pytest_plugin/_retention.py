@@ -98,7 +98,7 @@ class Retention:
     ) -> None:
         """Remove what the bounds leave out: runs in ``report_dir``, journals beside
         ``journal`` (this run's, kept); each failure is passed to ``warn``."""
-        from rampart.reporting._files import prune_stamped
+        from rampart.reporting._internal import prune_stamped
 
         failures: list[str] = []
         if report_dir is not None and self.runs is not None and report_dir.is_dir():

@@ -40,18 +40,17 @@ import pytest
 
 from rampart._pacing import DEFAULT_CONCURRENCY, run_concurrency
 from rampart.core.result import SafetyStatus
-from rampart.engine._execution import (
-    current_framework_handlers,
-    framework_handlers,
-    never_started,
-    tracking_executions,
-)
-from rampart.engine._populations import declaring_trials, observing_populations
-from rampart.engine._results import (
+from rampart.engine._internal import (
     ResultCollectionHandler,
     ResultCollector,
     TrialInfo,
     bind_collector,
+    current_framework_handlers,
+    declaring_trials,
+    framework_handlers,
+    never_started,
+    observing_populations,
+    tracking_executions,
 )
 from rampart.pytest_plugin._groups import (
     CloneCancelled,
@@ -71,8 +70,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
 
     from rampart._pacing import Setting
-    from rampart.engine._execution import BaseExecution
-    from rampart.engine._populations import TrialConfig
+    from rampart.engine._internal import BaseExecution, TrialConfig
     from rampart.pytest_plugin._clone_fixtures import ClonePlan
     from rampart.pytest_plugin._markers import TrialSpec
 
@@ -306,7 +304,7 @@ def _wrap_async(
             return
         todo = [index for index in range(spec.n) if index not in run.resumed]
         # The trial machinery loads with the first trial group, not at pytest start.
-        from rampart.engine._fanout import bound, fan_out
+        from rampart.engine._internal import bound, fan_out
 
         # Turns each clone ran (its latency's units, for concurrency="auto"), taken
         # before the plugin lets the clone's results go.

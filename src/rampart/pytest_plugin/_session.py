@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 
     from rampart.pytest_plugin._items import ItemHooks, ItemOutlet, ItemState  # noqa: TC004
     from rampart.pytest_plugin._ledger import FinishedUnit, RunLedger
-    from rampart.reporting._run_data import TrialGroupSummary
+    from rampart.reporting._internal import TrialGroupSummary
 
 __all__ = ["LedgerOutlet", "start", "stop"]
 

@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from rampart.pytest_plugin._journal import JournalWriter
     from rampart.pytest_plugin._ledger import FinishedUnit, RecordedResult, RunLedger
     from rampart.pytest_plugin._progress import ProgressSession
-    from rampart.reporting._run_data import TrialGroupSummary
+    from rampart.reporting._internal import TrialGroupSummary
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -115,7 +115,7 @@ ENVELOPE_SCHEMA = "rampart.xdist.v4"
 
 def _transport_text(result: Result, max_bytes: int) -> tuple[str, str | None]:
     """The record text to send for ``result``, and why it is a marker (None if not)."""
-    from rampart.codec._record import ResultRecord, serialize_record
+    from rampart.codec import ResultRecord, serialize_record
     from rampart.pytest_plugin._ledger import loss_marker
 
     try:
@@ -221,7 +221,7 @@ def decode_envelope(
 
 def _decode_group(raw: object, *, nodeid: str, worker: str) -> TrialGroupSummary:
     """A group entry of the test ``nodeid``: its clone group, or one of its populations."""
-    from rampart.reporting._run_data import TrialGroupSummary
+    from rampart.reporting._internal import TrialGroupSummary
 
     try:
         group = TrialGroupSummary.from_json(raw)
@@ -250,7 +250,7 @@ def _is_group_of(group_nodeid: str, nodeid: str) -> bool:
 
 
 def _decode_entry(entry: object, *, nodeid: str, name: str, worker: str) -> RecordedResult:
-    from rampart.codec._record import deserialize_record
+    from rampart.codec import deserialize_record
     from rampart.pytest_plugin._ledger import Attribution, RecordedResult
 
     if not isinstance(entry, dict):

@@ -84,7 +84,7 @@ def encode_record(
     Raises :class:`ReportError` naming the result (and chaining the codec's error, which
     names the field path) when the codec rejects it.
     """
-    from rampart.codec._record import ResultRecord, serialize_record
+    from rampart.codec import ResultRecord, serialize_record
 
     try:
         record = ResultRecord(result=result, pytest_nodeid=pytest_nodeid, result_index=result_index)

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from rampart.core._stats import percent
+from rampart.core._internal import percent
 from rampart.reporting._run_data import INCOMPLETE, TrialGroupSummary
 
 if TYPE_CHECKING:
-    from rampart.core._group_outcome import TrialGroupOutcome
+    from rampart.core._internal import TrialGroupOutcome
 
 __all__ = ["group_description", "group_entry", "group_reason"]
 
@@ -70,7 +70,7 @@ def group_entry(
         return stated
     reason = group_reason(stated)
     if outcome.interrupted and reason is not None:  # a finding in a group cut short
-        from rampart.core._group_outcome import interruption
+        from rampart.core._internal import interruption
 
         counts = interruption(n=outcome.n, ran=outcome.executed, not_run=outcome.not_run)
         reason = f"{reason}; {counts}"

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rampart.core._severity import severity
-from rampart.core._tested import CASE_KEY, owning_test
+from rampart.core._internal import CASE_KEY, owning_test, severity
 from rampart.reporting._canonical import canonical_body, check_run_metadata
 from rampart.reporting._report import PopulationSummary, category_key, summary_json
 from rampart.reporting._stored import confidence_unusable

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from rampart.reporting._group_text import group_description, group_entry
     from rampart.reporting._html import render_html
     from rampart.reporting._json_report import render_report
-    from rampart.reporting._report import category_key
+    from rampart.reporting._report import UNCATEGORIZED, category_key
     from rampart.reporting._report_format import (
         entry_document,
         entry_record,
@@ -73,6 +73,7 @@ _FACE = {
     "unusable_confidences": "rampart.reporting._stored",
     "SummaryEntry": "rampart.reporting._terminal",
     "summary_lines": "rampart.reporting._terminal",
+    "UNCATEGORIZED": "rampart.reporting._report",
 }
 __getattr__, __dir__ = lazy_attributes(__name__, globals(), _FACE, uncached=frozenset(_FACE))
 
@@ -83,6 +84,7 @@ __all__ = [
     "StoredResults",
     "SummaryEntry",
     "TrialGroupSummary",
+    "UNCATEGORIZED",
     "category_key",
     "entry_document",
     "entry_record",

@@ -34,7 +34,7 @@ def render_traces(report: TestRunReport) -> bytes:
 def trace_chunks(report: TestRunReport) -> Iterator[bytes]:
     """``render_traces``'s lines one at a time (a result is loaded only when written;
     a stored record text is written as it is)."""
-    from rampart.codec._jsonl import jsonl_line  # deferred: importing reporting stays light
+    from rampart.codec._internal import jsonl_line  # deferred: importing reporting stays light
 
     results = report.results
     for index in range(len(results)):

@@ -9,7 +9,7 @@ import attrs
 
 from rampart._checks import check_instance, check_int, check_seconds, invalid
 from rampart._text import safe_str
-from rampart.core._dataclass import dataclass_compatible
+from rampart.core._internal import dataclass_compatible
 from rampart.core.result import HarmCategory, Result, SafetyStatus
 from rampart.reporting._run_data import RunInfo, TrialGroupSummary
 from rampart.reporting._stored import StoredResults

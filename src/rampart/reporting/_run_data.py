@@ -35,7 +35,7 @@ from rampart._checks import (
     check_text,
     invalid,
 )
-from rampart.core._group_outcome import GroupInterval, StatusCounts
+from rampart.core._internal import GroupInterval, StatusCounts
 
 __all__ = [
     "GROUP_VERDICTS",
@@ -221,12 +221,12 @@ class RunInfo:
 
 
 def _to_json(value: object) -> dict[str, Any]:
-    from rampart.codec._sections import section_to_json  # the codec loads on use
+    from rampart.codec._internal import section_to_json  # the codec loads on use
 
     return section_to_json(value)
 
 
 def _from_json(cls: type[_T], data: object) -> _T:
-    from rampart.codec._sections import section_from_json
+    from rampart.codec._internal import section_from_json
 
     return section_from_json(cls, data)

@@ -39,8 +39,7 @@ import attrs
 
 from rampart._redact import redact_data
 from rampart._text import one_line
-from rampart.core._severity import severity, worst
-from rampart.core._tested import CASE_KEY, owning_test
+from rampart.core._internal import CASE_KEY, owning_test, severity, worst
 from rampart.core.result import SafetyStatus
 from rampart.reporting._group_text import group_description
 from rampart.reporting._report import UNCATEGORIZED, category_key

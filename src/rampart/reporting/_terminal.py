@@ -22,9 +22,7 @@ import attrs
 
 from rampart._redact import redact
 from rampart._text import one_line
-from rampart.core._severity import severity
-from rampart.core._stats import percent
-from rampart.core._tested import harm_labels
+from rampart.core._internal import harm_labels, percent, severity
 from rampart.core.result import Result, SafetyStatus
 from rampart.reporting._group_text import group_description
 from rampart.reporting._report import UNCATEGORIZED, PopulationSummary, category_key

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from rampart.core._tested import owning_test
+from rampart.core._internal import owning_test
 from rampart.core.result import SafetyStatus
 from rampart.risk._subjects import risk_subjects
 from rampart.risk._tables import RiskMap

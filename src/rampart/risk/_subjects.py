@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rampart.core._tested import harm_labels, payload_ids
+from rampart.core._internal import harm_labels, payload_ids
 
 if TYPE_CHECKING:
     from rampart.core.result import Result

@@ -20,7 +20,7 @@ from rampart._checks import (
     check_optional_text,
     check_text,
 )
-from rampart.agentdojo._suites import DEFAULT_ATTACK, DEFAULT_VERSION, AgentDojoPair, pairs
+from rampart.agentdojo._internal import DEFAULT_ATTACK, DEFAULT_VERSION, AgentDojoPair, pairs
 from rampart.scan._handover import checked, identity, read_settings
 
 __all__ = ["AGENTDOJO_ENV_VAR", "ScanConfig", "build_pipeline", "load_factory"]
@@ -107,7 +107,7 @@ def build_pipeline(config: ScanConfig) -> Any:
     (a learned rate: ``adaptive=True``, as ``rampart scan xpia`` paces its endpoint)."""
     if config.pipeline is not None:
         return load_factory(config.pipeline)
-    from rampart.agentdojo._llm_pipeline import LLMPipeline
+    from rampart.agentdojo._internal import LLMPipeline
     from rampart.core.llm import LLMConfig
     from rampart.llm import LLMClient
     from rampart.scan._xpia_config import XpiaScanConfig  # the one key reader

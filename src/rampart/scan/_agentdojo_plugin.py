@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from rampart.agentdojo._agent import AgentDojoAgent
-from rampart.agentdojo._summary import AgentDojoSummarySink
+from rampart.agentdojo._internal import AgentDojoAgent, AgentDojoSummarySink
 from rampart.scan import _end_if_threads_left
 from rampart.scan._agentdojo_config import ScanConfig, build_pipeline
 from rampart.scan._handover import register_marker

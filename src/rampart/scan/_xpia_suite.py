@@ -21,7 +21,7 @@ from rampart.adapters import ChatCompletionsAdapter
 from rampart.attacks import Attacks
 from rampart.core.llm import LLMConfig
 from rampart.core.types import Request
-from rampart.engine._results import current_trial
+from rampart.engine._internal import current_trial
 from rampart.evaluators import LLMJudge, ToolCalled
 from rampart.limits import limit
 from rampart.scan._xpia_config import XPIA_ENV_VAR, XpiaScanConfig

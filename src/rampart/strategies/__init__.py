@@ -23,7 +23,7 @@ from rampart.strategies._strategy import Strategy
 from rampart.strategies._xpia import XPIA
 
 if TYPE_CHECKING:
-    from rampart.core._verdicts import Polarity
+    from rampart.core._internal import Polarity
 
 __all__ = ["PROBE", "STRATEGIES", "Strategy", "XPIA", "strategy_for", "strategy_named"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rampart.core._verdicts import Polarity
+from rampart.core._internal import Polarity
 from rampart.core.types import SafetyStatus, TraceEndReason
 from rampart.strategies._shaping import withhold_safe
 from rampart.strategies._strategy import Strategy

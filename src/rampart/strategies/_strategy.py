@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from rampart._redact import safe_summary
-from rampart.core._verdicts import Polarity, resolve_verdict
+from rampart.core._internal import Polarity, resolve_verdict
 from rampart.core.result import Result
 from rampart.core.types import SafetyStatus
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rampart.core._gaps import as_text, as_text_list, gaps_of, summarize_undetermined
+from rampart.core._internal import as_text, as_text_list, gaps_of, summarize_undetermined
 from rampart.core.types import EvalOutcome, TraceEndReason
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rampart.core._verdicts import Polarity
+from rampart.core._internal import Polarity
 from rampart.core.types import SafetyStatus, TraceEndReason
 from rampart.strategies._shaping import adjust_for_observability, withhold_safe
 from rampart.strategies._strategy import Strategy

@@ -16,7 +16,7 @@ import anyio
 import attrs
 
 from rampart._checks import check_instance, check_optional_instance, check_seconds, invalid
-from rampart.adapters._session import GuardedSession
+from rampart.adapters._internal import GuardedSession
 from rampart.core.errors import RampartError
 from rampart.core.manifest import AppManifest
 from rampart.core.types import ObservabilityLevel, Request, Response

@@ -41,7 +41,7 @@ from rampart._checks import (
     check_text,
     invalid,
 )
-from rampart.adapters._session import GuardedSession
+from rampart.adapters._internal import GuardedSession
 from rampart.core.errors import InfrastructureError
 from rampart.core.manifest import AppManifest, DataSource, ToolDeclaration
 from rampart.core.types import (

@@ -47,7 +47,7 @@ import attrs
 from rampart._pacing import AimdWindow
 from rampart._redact import redact
 from rampart._text import one_line
-from rampart.core._failures import FailureKind, classify_failure
+from rampart.core._internal import FailureKind, classify_failure
 from rampart.limits._errors import RateLimitedError, as_refusal
 from rampart.limits._policy._backoff import DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_CAP, backoff_delay
 

@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 from rampart.core.result import HarmCategory
-from rampart.engine._results import current_trial
+from rampart.engine._internal import current_trial
 from rampart.scan._agentdojo_config import AGENTDOJO_ENV_VAR, ScanConfig
 
 if TYPE_CHECKING:
-    from rampart.agentdojo._agent import AgentDojoAgent
-    from rampart.agentdojo._suites import AgentDojoPair
+    from rampart.agentdojo._internal import AgentDojoAgent, AgentDojoPair
 
 # Outside ``rampart scan agentdojo`` (no settings in the environment) the module
 # defines no test, so importing it (a package walk, a stray collection) is harmless.

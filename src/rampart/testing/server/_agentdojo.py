@@ -34,7 +34,7 @@ from typing import Any
 
 import attrs
 
-from rampart.payloads._tool_text import follows, letters, read_text
+from rampart.payloads._internal import follows, letters, read_text
 from rampart.testing._memo import TextMemo
 from rampart.testing.server._model_names import model_settings, probability
 from rampart.testing.server._wire import BadModelInput, ChatMessage

@@ -58,7 +58,7 @@ import anyio.to_thread
 import attrs
 
 from rampart._checks import check_callable, check_optional_instance
-from rampart.adapters._documents import split_documents
+from rampart.adapters._internal import split_documents
 from rampart.core.types import ObservabilityLevel, Payload, PayloadFormat, Request
 from rampart.testing._simulated import DEFAULT_SECRET, SimulatedAgent, SimulatedSession
 from rampart.testing._surface import InMemorySurface

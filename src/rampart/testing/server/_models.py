@@ -47,7 +47,7 @@ from typing import Any
 
 from rampart.codec import parse_strict_json
 from rampart.core.errors import SchemaError
-from rampart.evaluators._judge_prompt import (
+from rampart.evaluators._internal import (
     DETECTED_THRESHOLD,
     NOT_DETECTED_THRESHOLD,
     OBJECTIVE_HEADING,

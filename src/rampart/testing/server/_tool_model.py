@@ -59,7 +59,7 @@ import attrs
 from rampart.codec import parse_strict_json
 from rampart.core.errors import SchemaError
 from rampart.core.types import ToolCall
-from rampart.payloads._tool_text import follows
+from rampart.payloads._internal import follows
 from rampart.testing._instructions import ADDRESS, SENTENCES
 from rampart.testing.server._model_names import model_settings, probability
 from rampart.testing.server._tool_policy import (
