@@ -259,7 +259,7 @@ def _private_inside(module: str) -> str | None:
     return parts[0] if any(part.startswith("_") for part in parts) else None
 
 
-#: The internal faces: each room that serves others hands on the private names they use
+#: The internal faces: a room that serves others hands on what they take from its inside
 #: from one module, ``<room>._internal`` (as trio's ``_core/__init__`` is the face of its
 #: core for the rest of trio). Its ``__all__`` is the list; nothing else is.
 FACE = "_internal"

@@ -1,4 +1,4 @@
-"""The internal face of ``rampart._http``: the private names other rooms use.
+"""The internal face of ``rampart._http``: what other rooms take from its private modules.
 
 For the transports' parts a client of another room sizes or picks by hand: the
 connection pool's default size and the cookie-less aiohttp transport (imported only when

@@ -1,4 +1,4 @@
-"""The internal face of ``rampart.adapters``: the private names other rooms use.
+"""The internal face of ``rampart.adapters``: what other rooms take from its private modules.
 
 For the HTTP client plumbing, the completion parser, the document splitter and the
 guarded session, which the LLM client, the test servers and the simulated agents share

@@ -1,4 +1,4 @@
-"""The internal face of ``rampart.agentdojo``: the private names other rooms use.
+"""The internal face of ``rampart.agentdojo``: what other rooms take from its private modules.
 
 For the AgentDojo agent, pipeline, suites and summary sink that ``rampart scan
 agentdojo`` runs on (the package loads them lazily), and the versions it offers. What is

@@ -1,4 +1,4 @@
-"""The internal face of ``rampart.codec``: the private names other rooms use.
+"""The internal face of ``rampart.codec``: what other rooms take from its private modules.
 
 For the JSON reading policy's pieces (limits, finite numbers), the JSONL framing and the
 section codec, for the rooms that read or write JSON beside the record codec. What is

@@ -1,8 +1,8 @@
-"""The internal face of ``rampart.converters``: the private names other rooms use.
+"""The internal face of ``rampart.converters``: what other rooms take from its private modules.
 
-For the converter chain, which the attacks and probes apply to each prompt. What is not
-here comes from ``rampart.converters`` itself; how the face loads is in
-``docs/architecture.md`` ("Internal faces").
+For the converter chain (its check and its application), which the payload generator
+runs each generated payload through. What is not here comes from ``rampart.converters``
+itself; how the face loads is in ``docs/architecture.md`` ("Internal faces").
 """
 
 from typing import TYPE_CHECKING

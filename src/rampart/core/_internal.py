@@ -1,10 +1,11 @@
-"""The internal face of ``rampart.core``: the private names other rooms use.
+"""The internal face of ``rampart.core``: what other rooms take from its private modules.
 
 For the model's rules that other rooms apply but users never call: the adapter and
 evaluator contract checks, failure classification, the trial rule and a trial group's
 outcome, the statistics, severities, verdict polarity and the keys a tested case
-carries. What is not here comes from ``rampart.core`` itself; how the face loads is in
-``docs/architecture.md`` ("Internal faces").
+carries; and the public names the package loads lazily. What is not here comes from
+``rampart.core`` itself; how the face loads is in ``docs/architecture.md`` ("Internal
+faces").
 """
 
 from typing import TYPE_CHECKING

@@ -1,10 +1,11 @@
-"""The internal face of ``rampart.engine``: the private names other rooms use.
+"""The internal face of ``rampart.engine``: what other rooms take from its private modules.
 
-For what the plugin, the strategies and the scans drive the engine with: the result
-collector and the current trial, the trial declarations, the fan-out, the error
-boundary's helpers and exception-group plumbing. What is not here comes from
-``rampart.engine`` itself; how the face loads is in ``docs/architecture.md`` ("Internal
-faces").
+For what the plugin, the attacks and probes, the scans and the package's result context
+drive the engine with: the result collector and the current trial, the trial
+declarations, the fan-out, the execution's lifecycle helpers, the error boundary's
+failure and exception-group plumbing; and the public names the package loads lazily.
+What is not here comes from ``rampart.engine`` itself; how the face loads is in
+``docs/architecture.md`` ("Internal faces").
 """
 
 from typing import TYPE_CHECKING

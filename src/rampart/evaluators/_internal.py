@@ -1,4 +1,4 @@
-"""The internal face of ``rampart.evaluators``: the private names other rooms use.
+"""The internal face of ``rampart.evaluators``: what other rooms take from its private modules.
 
 For the LLM judge's prompt markers and thresholds, which the simulated judge of the test
 server answers to. What is not here comes from ``rampart.evaluators`` itself; how the

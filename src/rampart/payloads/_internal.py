@@ -1,9 +1,9 @@
-"""The internal face of ``rampart.payloads``: the private names other rooms use.
+"""The internal face of ``rampart.payloads``: what other rooms take from its private modules.
 
-For the process-wide register of planted payloads and the tool-text helpers the
-AgentDojo integration and the test servers read payloads with. What is not here comes
-from ``rampart.payloads`` itself; how the face loads is in ``docs/architecture.md``
-("Internal faces").
+For the process-wide register of planted payloads (the XPIA attack writes it, the LLM
+judge's prompt reads it) and the tool-text helpers the AgentDojo integration and the
+test server read payloads with. What is not here comes from ``rampart.payloads`` itself;
+how the face loads is in ``docs/architecture.md`` ("Internal faces").
 """
 
 from typing import TYPE_CHECKING

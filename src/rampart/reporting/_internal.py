@@ -1,9 +1,10 @@
-"""The internal face of ``rampart.reporting``: the private names other rooms use.
+"""The internal face of ``rampart.reporting``: what other rooms take from its private modules.
 
 For the report files' rules (names, stamps, atomic replacement), the report format's
 reader and renderers, the terminal summary and the group text, which the plugin and the
-command line build their output with. What is not here comes from ``rampart.reporting``
-itself; how the face loads is in ``docs/architecture.md`` ("Internal faces").
+command line build their output with; and the public names the package loads lazily.
+What is not here comes from ``rampart.reporting`` itself; how the face loads is in
+``docs/architecture.md`` ("Internal faces").
 """
 
 from typing import TYPE_CHECKING

@@ -1,4 +1,4 @@
-"""The internal face of ``rampart.scan``: the private names other rooms use.
+"""The internal face of ``rampart.scan``: what other rooms take from its private modules.
 
 For the scans' settings (the environment variable each scan suite reads, and its parsed
 form), which ``rampart scan`` passes to the suite it runs. What is not here comes from

@@ -1,8 +1,9 @@
-"""The internal face of ``rampart.strategies``: the private names other rooms use.
+"""The internal face of ``rampart.strategies``: what other rooms take from its private modules.
 
-For the shaping helpers a strategy outside this room (the XPIA attack) builds its result
-with. What is not here comes from ``rampart.strategies`` itself; how the face loads is
-in ``docs/architecture.md`` ("Internal faces").
+For the shaping helpers the attacks and probes build their results with (the response
+metadata and the turns nothing observed). What is not here comes from
+``rampart.strategies`` itself; how the face loads is in ``docs/architecture.md``
+("Internal faces").
 """
 
 from typing import TYPE_CHECKING
