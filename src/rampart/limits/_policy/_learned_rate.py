@@ -114,8 +114,9 @@ EXIT_HOLD_REQUESTS = 10.0
 so there the exit halves a rate that was not too high, and the rate climbs back only
 after the hold: 80 requests (4 s at 20/s, ``PERIOD_REQUESTS``) left a burst-1 agent
 at 20/s below 90 % of its rate for 4.1-4.8 s (the virtual-time grid, 0.01-1 s
-latencies; 12 s at 5 s), a third of a 15 s run; 10 requests take 1.8-2.5 s (6.5 s at
-5 s) and change no other cell of the grid, with about one refusal more. An agent
+latencies; 12 s at 5 s), a third of a 15 s run; with 10 requests it gets there in
+1.8-2.5 s (6.5 s at 5 s), and every cell of the grid still meets its targets, for up
+to 2 more refusals in a burst-1 cell (5, 1.3 %, at 50/s x 1 s x burst 10). An agent
 with a burst refuses later, further above its rate: there the half is still above
 its rate, and the refusals that follow the hold cut from what it accepts
 (``REFUSING``), as they did after a longer one. A hold shorter than ``PERIOD_MIN``
