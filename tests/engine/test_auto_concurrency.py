@@ -20,9 +20,10 @@ from rampart.engine._auto_concurrency import (
     report_throttle,
     running_job,
 )
+from rampart.limits import RateLimitedError
 from rampart.limits._limiter import _build
 from tests._builders import turn
-from tests.limits._server import ConcurrencyCeiling, NoJitter, recording_agent
+from tests.limits._server import ConcurrencyCeiling, NoJitter, ServerBucket, recording_agent
 
 SAFE = SafetyStatus.SAFE
 
@@ -230,6 +231,26 @@ class _Execution:
         return Result(status=SAFE, summary="ok", turns=[turn()])
 
 
+def _one_turn(*, sdk_retries: bool = False) -> Any:
+    """An execution factory: one turn through the adapter; ``sdk_retries``: the
+    execution retries a refused send itself, as an agent's SDK does."""
+
+    class OneTurn:
+        async def execute_async(self, *, adapter: Any) -> Result:
+            async with await adapter.create_session_async() as session:
+                while True:
+                    try:
+                        response = await session.send_async(Request(prompt="hi"))
+                        break
+                    except RateLimitedError:
+                        if not sdk_retries:
+                            raise
+                        await anyio.sleep(0.01)
+            return Result(status=SAFE, summary="ok", turns=[turn(response=response)])
+
+    return OneTurn
+
+
 class TestTrialGroups:
     @pytest.mark.anyio
     async def test_flat_latency_grows_above_the_default(self) -> None:
@@ -265,7 +286,6 @@ class TestTrialGroups:
         """An unlimited adapter refusing with a 429: the engine's error boundary turns it
         into an ERROR result and reports the refusal to the group on the one channel."""
         from rampart.evaluators import ToolCalled
-        from rampart.limits import RateLimitedError
         from rampart.testing import ScriptedAgent
 
         def refuse(request: Any, turn: int) -> str:
@@ -287,19 +307,13 @@ class TestTrialGroups:
 
     @pytest.mark.anyio
     async def test_the_limiter_reports_rate_limited_answers(self) -> None:
-        """Through ``limit(...)``: every 429 the limiter sees reaches the group."""
+        """Through a fixed ``limit(...)`` (retries only: it cannot slow itself down):
+        every 429 the limiter sees reaches the group."""
         ceiling = ConcurrencyCeiling(6)
         agent, server = recording_agent(latency=0.01, refuse=ceiling)
         limited = _build(agent, max_retries=50, rng=NoJitter())  # limit() with no jitter
-
-        class OneTurn:
-            async def execute_async(self, *, adapter: Any) -> Result:
-                async with await adapter.create_session_async() as session:
-                    response = await session.send_async(Request(prompt="hi"))
-                return Result(status=SAFE, summary="ok", turns=[turn(response=response)])
-
         population = await execute_trials_async(
-            execution_factory=OneTurn, adapter=limited, n=30, concurrency="auto"
+            execution_factory=_one_turn(), adapter=limited, n=30, concurrency="auto"
         )
         stats = population.concurrency
         assert stats is not None
@@ -309,6 +323,50 @@ class TestTrialGroups:
         assert stats["final"] < 10
         assert population.status is SAFE
         assert server.outcomes.count("ok") == 30
+
+    @pytest.mark.anyio
+    async def test_an_adaptive_limiters_retried_refusals_do_not_cut(self) -> None:
+        """A learned rate retries the agent's 429s and paces the requests: the group
+        hears none of them, so its trials in flight are not cut for the limiter's
+        business (it grows on the flat latency instead)."""
+        bucket = ServerBucket(rate=40.0, burst=1)
+        agent, server = recording_agent(latency=0.01, refuse=bucket)
+        # Starting (and capped) at 100/s, 2.5 times the agent's rate: refusals at once.
+        limited = _build(agent, adaptive=True, rate=100.0, max_retries=50, rng=NoJitter())
+        population = await execute_trials_async(
+            execution_factory=_one_turn(), adapter=limited, n=40, concurrency="auto"
+        )
+        stats = population.concurrency
+        assert stats is not None
+        assert bucket.refused > 0
+        assert limited.statistics().retries == bucket.refused
+        assert (stats["throttles"], stats["throttle_cuts"]) == (0, 0)
+        assert population.status is SAFE
+        assert server.outcomes.count("ok") == 40
+
+    @pytest.mark.anyio
+    async def test_a_refusal_the_agent_sees_cuts(self) -> None:
+        """The same limiter with no retries of its own hands each refusal to the agent,
+        whose own client retries it (as an SDK does): those refusals reach the group,
+        which backs off, and every trial still ends SAFE."""
+        bucket = ServerBucket(rate=40.0, burst=1)
+        agent, server = recording_agent(latency=0.01, refuse=bucket)
+        limited = _build(agent, adaptive=True, rate=100.0, max_retries=0, rng=NoJitter())
+        population = await execute_trials_async(
+            execution_factory=_one_turn(sdk_retries=True),
+            adapter=limited,
+            n=40,
+            concurrency="auto",
+        )
+        stats = population.concurrency
+        assert stats is not None
+        assert bucket.refused > 0
+        assert limited.statistics().retries == 0
+        assert stats["throttles"] == bucket.refused
+        assert stats["throttle_cuts"] >= 1
+        assert stats["final"] < 10
+        assert population.status is SAFE
+        assert server.outcomes.count("ok") == 40
 
     @pytest.mark.anyio
     async def test_verdicts_match_a_fixed_concurrency(self) -> None:

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import socket
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
 import httpx
 import pytest
 
+from rampart.core.result import Result, SafetyStatus
+from rampart.engine import execute_trials_async
 from rampart.limits import (
     LimitedSyncTransport,
     LimitedTransport,
@@ -20,7 +22,7 @@ from rampart.limits import (
     live_limiters,
 )
 from rampart.testing.server import serve, serve_asgi
-from tests._builders import replying_agent
+from tests._builders import replying_agent, turn
 from tests.limits._scripted_http import OK, SSE, SSE_EVENTS, ScriptedEndpoint, refusal
 
 if TYPE_CHECKING:
@@ -266,3 +268,51 @@ class TestArguments:
             LimitedTransport(name="m", rate=0)
         with pytest.raises(ValueError, match="LimitedSyncTransport: retry_budget must be"):
             LimitedSyncTransport(name="m", retry_budget=-1)
+
+
+class TestAutoConcurrency:
+    """Under ``concurrency="auto"``: the 429s the transport's learned rate retried are
+    its own business (the group is not cut for them); the ones it hands back to the
+    SDK are the agent's, and the group backs off."""
+
+    @staticmethod
+    async def _group(server_url: str, transport: LimitedTransport, *, sdk_retries: bool) -> Any:
+        client = httpx.AsyncClient(transport=transport)
+
+        class ModelCall:  # one model call an agent makes, its SDK retrying a 429
+            async def execute_async(self, *, adapter: object) -> Result:
+                while True:
+                    answer = await client.post(f"{server_url}/chat/completions", json=BODY)
+                    if answer.status_code != 429 or not sdk_retries:
+                        break
+                    await anyio.sleep(0.01)
+                answer.raise_for_status()
+                return Result(status=SafetyStatus.SAFE, summary="ok", turns=[turn()])
+
+        async with client:
+            population = await execute_trials_async(
+                execution_factory=ModelCall, adapter=object(), n=40, concurrency="auto"
+            )
+        assert population.status is SafetyStatus.SAFE
+        return population.concurrency
+
+    async def test_retried_refusals_do_not_cut_auto(self) -> None:
+        async with serve(rate=40, burst=1) as server:
+            # Starting at 100/s, 2.5 times the server's rate: refusals at once.
+            transport = LimitedTransport(name="model", adaptive=True, rate=100.0)
+            stats = await self._group(server.url, transport, sdk_retries=False)
+            served = server.statistics()
+        assert served.rate_limited > 0
+        assert transport.statistics().retries == served.rate_limited
+        assert (stats["throttles"], stats["throttle_cuts"]) == (0, 0)
+
+    async def test_refusals_handed_back_to_the_sdk_cut_auto(self) -> None:
+        async with serve(rate=40, burst=1) as server:
+            transport = LimitedTransport(name="model", adaptive=True, rate=100.0, max_retries=0)
+            stats = await self._group(server.url, transport, sdk_retries=True)
+            served = server.statistics()
+        assert served.rate_limited > 0
+        assert transport.statistics().retries == 0
+        assert stats["throttles"] == served.rate_limited
+        assert stats["throttle_cuts"] >= 1
+        assert stats["final"] < 10

@@ -8,7 +8,9 @@ Three parties listen, nested in this order: an adaptive trial group (``concurren
 * an adapter reports what an answer's headers said (``signal``: a
   ``rampart.limits.RateLimitSignal``), through ``rampart.limits.report_rate_limit``;
 * a limiter (or a custom adapter, through ``rampart.engine.report_throttle``) reports
-  that the agent refused a request for its rate (``refused``);
+  that the agent refused a request for its rate (``refused``): a limiter only for a
+  refusal it passes on (not retried) or cannot learn from (a fixed limiter); one an
+  adaptive limiter retries is its own business (``LimiterCore.passes_on``);
 * a limiter reports that it backs off before retrying a failed request
   (``retrying``: a down agent's refused connection, for instance);
 * the engine's error boundary reports it when a refusal ends a run (rampart's

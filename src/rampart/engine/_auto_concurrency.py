@@ -24,8 +24,10 @@ requests; this module decides only what counts as a clean or a slow window:
 
 **The channel** is rampart's one "slow down" channel (``rampart._pacing.slowdown``): each
 job listens on it (``running_job``) for refusals, which ``rampart.limits`` reports for
-every rate-limited answer, the engine's error boundary for a refusal that ended a
-request as an ERROR result, and a custom adapter with ``report_throttle()``. Outside
+a rate-limited answer it passes on (not retried) or, in a fixed limiter, cannot learn
+from (an adaptive limiter's retried refusals are its own: its learned rate paces the
+requests already), the engine's error boundary for a refusal that ended a request as
+an ERROR result, and a custom adapter with ``report_throttle()``. Outside
 an adaptive fan-out a report is a no-op. The listener is a context variable inherited
 by child tasks, so a report from a task the job starts reaches it.
 """

@@ -377,9 +377,6 @@ class Limiter:
                         failing += max(0.0, ended - now)
                         # rampart's RateLimitedError, or a foreign 429 read as one.
                         refusal = as_refusal(error)
-                        if refusal is not None:
-                            # An adaptive trial group around us backs off too.
-                            slowdown.report(slowdown.SlowDown(refused=True))
                         decision = core.on_failure(
                             ticket,
                             error,
@@ -388,6 +385,9 @@ class Limiter:
                             failing_for=failing,
                             may_retry=may_retry,
                         )
+                        if refusal is not None and core.passes_on(decision):
+                            # An adaptive trial group around us backs off too.
+                            slowdown.report(slowdown.SlowDown(refused=True))
                         if learner is not None and serial is not None:
                             learner.end(serial, ended, timed=True)
                             try:

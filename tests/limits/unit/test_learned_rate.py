@@ -137,7 +137,7 @@ class TestSlowStart:
 
     def test_the_hold_counts_requests_not_latencies(self) -> None:
         """Against an agent answering in 5 s the probing period is 3 latencies (15 s);
-        the hold after slow start lasts 80 requests at the held rate instead (0.8 s,
+        the hold after slow start lasts 10 requests at the held rate instead (0.1 s,
         at least 1 s), since what it waits for is a refusal, which comes at once."""
         state = _learned_rate.fresh(0.0, POLICY)
         for _ in range(30):
@@ -150,6 +150,22 @@ class TestSlowStart:
             state, now=5.0, policy=POLICY, generation=1, rate=150.0
         )
         assert probing.law.period == pytest.approx(15.0, rel=0.01)
+
+    def test_an_agent_without_a_burst_is_back_at_its_rate_soon(self) -> None:
+        """A burst-1 agent at 20/s refuses as soon as slow start passes 20/s (here at
+        20.5/s): the exit halves a rate that was not too high, holds for 10 requests
+        (1 s at 10/s, where 80 held for 3.9 s) and is back above 90 % of the refused
+        rate 1.5 s after the exit (it stayed near 10/s for 4 s)."""
+        state, grants = _reserve_many(None, 0.0, 20)
+        state, cut = _learned_rate.throttled(
+            state, now=0.6, policy=POLICY, generation=grants[-1].generation, rate=20.5
+        )
+        assert cut
+        assert state.law.period == pytest.approx(1.0)
+        for step in range(1, 31):  # requests queued all along: the rate binds
+            state, _ = _reserve_many(state, 0.6 + step * 0.05, 2)
+        assert _learned_rate.rate_at(state, 0.6 + 0.5, POLICY) <= 10.25 * 1.07
+        assert _learned_rate.rate_at(state, 0.6 + 1.5, POLICY) >= 0.9 * 20.5
 
     def test_a_later_refusal_climbs_back_towards_the_refused_rate(self) -> None:
         """Only slow start's exit holds: a refusal while probing cuts to 90 % and climbs
@@ -199,15 +215,15 @@ class TestThrottled:
         assert cut
         assert late.law.origin == pytest.approx(27.0)
         sparse, cut = _learned_rate.throttled(
-            state, now=0.1 * period, policy=POLICY, generation=1, rate=30.0
+            state, now=0.3 * period, policy=POLICY, generation=1, rate=30.0
         )
         assert cut
         assert sparse.law.origin == pytest.approx(21.0)
         busy = state
         for i in range(100):
-            busy, _ = _learned_rate.reserve(busy, now=0.1 * period * i / 100, policy=POLICY)
+            busy, _ = _learned_rate.reserve(busy, now=0.3 * period * i / 100, policy=POLICY)
         lone, cut = _learned_rate.throttled(
-            busy, now=0.1 * period, policy=POLICY, generation=1, rate=30.0
+            busy, now=0.3 * period, policy=POLICY, generation=1, rate=30.0
         )
         assert not cut
         assert lone.law == busy.law

@@ -48,6 +48,26 @@ class TestClassify:
         assert classify(error) is kind
 
 
+class TestPassesOn:
+    """Which refusals an adaptive trial group around the limiter hears."""
+
+    @pytest.mark.parametrize(
+        ("options", "retried", "passed"),
+        [
+            ({"adaptive": True, "learned": True}, True, False),  # the learned rate's own
+            ({"adaptive": True, "learned": True}, False, True),  # left the limiter
+            ({"adaptive": True}, True, False),  # an adaptive window is cut instead
+            ({}, True, True),  # retries alone cannot slow down
+            ({"max_concurrency": 4}, True, True),
+            ({}, False, True),
+        ],
+    )
+    def test_table(self, options: dict[str, object], retried: bool, passed: bool) -> None:
+        core = _core(**options)
+        decision = Decision(kind=FailureKind.RATE_LIMITED, retry=retried, delay=0.1)
+        assert core.passes_on(decision) is passed
+
+
 class TestRetryDecisions:
     def test_rate_limited_is_retried_no_sooner_than_retry_after(self) -> None:
         """A 429 with Retry-After is retried after at least that long."""

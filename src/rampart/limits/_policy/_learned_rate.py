@@ -102,14 +102,28 @@ back towards the refused rate: that rate was a doubling too high, not the edge o
 agent's limit. Climbing back within one period (CUBIC's rule after a loss while
 probing) turned a quick slow start into a cascade of cuts: 7 cuts and 13 refusals at
 40/s x 20 ms x burst 5 in the virtual-time grid, against 4 and 6 when holding. The
-hold lasts the probing period or ``PERIOD_REQUESTS`` requests at the held rate,
-whichever is shorter: what it waits for is a refusal, which comes at once, not the
-answers' latency (holding for 3 latencies, 15 s at 5 s, left a burst-1 agent at
-100/s x 5 s at about half its rate for that long: 1.23 times the ideal time, 1.20
-with the shorter hold, 1.26 before the hold)."""
+hold lasts the probing period or ``EXIT_HOLD_REQUESTS`` requests at the held rate (at
+least ``PERIOD_MIN``), whichever is shorter: what it waits for is a refusal, which comes
+at once, not the answers' latency (holding for 3 latencies, 15 s at 5 s, left a
+burst-1 agent at 100/s x 5 s at about half its rate for that long: 1.23 times the
+ideal time, 1.20 with the shorter hold, 1.26 before the hold)."""
+
+EXIT_HOLD_REQUESTS = 10.0
+"""Requests at the held rate that the hold after slow start's exit lasts (see
+``BETA_START``). An agent without a burst refuses as soon as the rate passes its own,
+so there the exit halves a rate that was not too high, and the rate climbs back only
+after the hold: 80 requests (4 s at 20/s, ``PERIOD_REQUESTS``) left a burst-1 agent
+at 20/s below 90 % of its rate for 4.1-4.8 s (the virtual-time grid, 0.01-1 s
+latencies; 12 s at 5 s), a third of a 15 s run; with 10 requests it gets there in
+1.8-2.5 s (6.5 s at 5 s), and every cell of the grid still meets its targets, for up
+to 2 more refusals in a burst-1 cell (5, 1.3 %, at 50/s x 1 s x burst 10). An agent
+with a burst refuses later, further above its rate: there the half is still above
+its rate, and the refusals that follow the hold cut from what it accepts
+(``REFUSING``), as they did after a longer one. A hold shorter than ``PERIOD_MIN``
+gained little more and cost the short-run cell its target."""
 
 BETA = 0.9
-"""The cut while probing: the rate drops to 80 % of the rate that was refused."""
+"""The cut while probing: the rate drops to 90 % of the rate that was refused."""
 
 REFUSING = 0.3
 """When at least this share of recent requests was refused (and at least
@@ -829,7 +843,7 @@ def throttled(
     if current.law.phase == "start":
         # Slow start's last doubling overshot: hold at the half (see ``BETA_START``).
         cut = _cut(current, now=now, peak=rate, beta=BETA_START, policy=policy)
-        held = max(PERIOD_MIN, PERIOD_REQUESTS / max(cut.law.origin, MIN_RATE))
+        held = max(PERIOD_MIN, EXIT_HOLD_REQUESTS / max(cut.law.origin, MIN_RATE))
         period = min(cut.law.period, held)
         law = _cubic.plateau(cut.law, now=now, peak=cut.law.origin, period=period)
         return attrs.evolve(cut, law=law), True

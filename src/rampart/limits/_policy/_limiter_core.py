@@ -427,6 +427,17 @@ class LimiterCore:
         """The attempt was cancelled (not a failure of the agent): only bookkeeping."""
         self._end_attempt(now)
 
+    def passes_on(self, decision: Decision) -> bool:
+        """Whether a refusal that led to ``decision`` concerns an adaptive trial group
+        around the limiter (``concurrency="auto"``): when it leaves the limiter (not
+        retried: the agent, or the run, sees it), or when the limiter does not learn
+        from refusals (a fixed rate or concurrency, or retries alone, cannot slow itself
+        down, so only fewer trials in flight can). A refusal an adaptive limiter
+        retries is its own business: its learned rate (or window) already paces the
+        requests, and the group cutting its trials in flight as well only idles the
+        rate the limiter learned."""
+        return not decision.retry or not (self.adaptive or self._learned)
+
     def on_failure(
         self,
         ticket: Ticket,
