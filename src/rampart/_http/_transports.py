@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import functools
 import http.cookiejar
+import json
 import os
 import ssl
 import sys
@@ -309,6 +310,22 @@ class JarlessClient(httpx.AsyncClient):
     @cookies.setter
     def cookies(self, cookies: Any) -> None:
         raise AttributeError("rampart's HTTP clients keep no cookies; send a Cookie header")
+
+    def _direct_path_open(self) -> bool:
+        """Whether a subclass's direct path (``post_bytes``) may send a request instead
+        of httpx, as far as the client goes: no proxy mounts (httpx picks the transport),
+        no authentication but Basic (which the direct paths send) and no event hooks
+        (which only httpx calls). The URL and the transport are each path's own checks."""
+        return (
+            not self._mounts
+            and (self._auth is None or isinstance(self._auth, httpx.BasicAuth))
+            and not any(self._event_hooks.values())
+        )
+
+    @staticmethod
+    def _json_body(body: Any) -> bytes:
+        """``body`` encoded as httpx encodes ``json=``: compact UTF-8, no NaN."""
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
 _DEFAULT_LIMITS: Final = httpx.Limits()

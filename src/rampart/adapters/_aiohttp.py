@@ -18,7 +18,6 @@ environment) still goes through httpx.
 from __future__ import annotations
 
 import functools
-import json
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -76,7 +75,7 @@ class AiohttpClient(JarlessClient, HttpxAiohttpClient):
         """POST ``body`` as JSON straight through aiohttp: the status, the answer's
         headers (lower-case names, repeated ones joined with ``", "`` as httpx joins
         them) and at most ``limit`` bytes of body (``_parse.read_bounded``); ``None``
-        when httpx must route the request (a proxy from the environment).
+        when httpx must send the request (``JarlessClient._direct_path_open``).
 
         What goes out is what httpx would send: the client's headers (but
         ``Accept-Encoding``, which aiohttp sets to what it decodes), its Basic
@@ -84,10 +83,9 @@ class AiohttpClient(JarlessClient, HttpxAiohttpClient):
         transport = self._transport
         target = _url(url)
         if (
-            self._mounts  # proxies: httpx picks the transport
-            or not isinstance(transport, AiohttpTransport)
+            not isinstance(transport, AiohttpTransport)
             or target.user is not None  # credentials in the URL: httpx's auth rule
-            or not (self._auth is None or isinstance(self._auth, httpx.BasicAuth))
+            or not self._direct_path_open()
         ):
             return None
         session = transport.client
@@ -96,11 +94,10 @@ class AiohttpClient(JarlessClient, HttpxAiohttpClient):
         sent = self._direct_headers()
         if headers:
             sent.update(headers)
-        content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         timeout = self.timeout
         async with session.post(
             target,
-            data=content.encode(),
+            data=self._json_body(body),
             headers=sent,
             allow_redirects=False,
             timeout=aiohttp.ClientTimeout(

@@ -19,7 +19,6 @@ httpx.
 from __future__ import annotations
 
 import functools
-import json
 from typing import TYPE_CHECKING, Any
 
 import httpcore
@@ -98,10 +97,8 @@ class DirectShardedClient(ShardedClient):
         target = _target(url)
         if (
             target is None
-            or self._mounts  # proxies: httpx picks the transport
             or not isinstance(transport, ShardedTransport)
-            or not (self._auth is None or isinstance(self._auth, httpx.BasicAuth))
-            or any(self._event_hooks.values())
+            or not self._direct_path_open()
         ):
             return None
         shard = transport.take()
@@ -109,9 +106,7 @@ class DirectShardedClient(ShardedClient):
             pool = shard.pool
             if pool is None:
                 return None
-            content = json.dumps(
-                body, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-            ).encode()
+            content = self._json_body(body)
             request = httpcore.Request(
                 b"POST",
                 target[0],
