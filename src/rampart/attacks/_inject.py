@@ -174,6 +174,8 @@ def check_handles(owner: str, name: str, value: object) -> tuple[InjectionHandle
     """
     if value is None:
         return ()
+    if is_handle(value):  # the common case (one handle) first: no checker is built
+        return (value,)  # type: ignore[return-value]
     if isinstance(value, list | tuple):
         for item in value:
             if not is_handle(item):

@@ -47,6 +47,7 @@ from rampart.core.errors import (
 from rampart.core.types import EvalOutcome, EvalResult, Payload, Request, Response
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
     from types import TracebackType
 
     from rampart.core._protocols import Evaluator
@@ -429,22 +430,23 @@ def inject_checked(surface: object, *, payload: Payload) -> InjectionHandle:
     return cast("InjectionHandle", handle)
 
 
-async def enter_handle(handle: InjectionHandle) -> None:
-    """``await handle.__aenter__()`` (activate the injection), checked."""
-    await _call_handle(handle, "__aenter__")
+def enter_handle(handle: InjectionHandle) -> Coroutine[Any, Any, None]:
+    """``await handle.__aenter__()`` (activate the injection), checked (await it; like
+    ``exit_handle``, it returns the check's coroutine: one frame fewer per call)."""
+    return _call_handle(handle, "__aenter__")
 
 
-async def exit_handle(
+def exit_handle(
     handle: InjectionHandle,
     exc_type: type[BaseException] | None,
     exc: BaseException | None,
     tb: TracebackType | None,
-) -> None:
-    """``await handle.__aexit__(...)`` (remove the injection), checked.
+) -> Coroutine[Any, Any, None]:
+    """``await handle.__aexit__(...)`` (remove the injection), checked (await it).
 
     Its return value is ignored: a handle cannot swallow the engine's exceptions.
     """
-    await _call_handle(handle, "__aexit__", exc_type, exc, tb)
+    return _call_handle(handle, "__aexit__", exc_type, exc, tb)
 
 
 def handle_delivered(handle: object) -> bool | None:

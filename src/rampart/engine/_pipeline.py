@@ -19,7 +19,7 @@ stop simply ends the production loop.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import attrs
@@ -37,6 +37,8 @@ from rampart.core.types import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
     from rampart.core.manifest import AppManifest
     from rampart.core.types import Request
     from rampart.engine._mailbox import Mailbox
@@ -98,14 +100,16 @@ class TraceRecord:
         )
 
 
-async def evaluate(evaluator: Evaluator, context: EvalContext) -> EvalResult:
-    """Run ``evaluator`` on ``context`` through the evaluator contract check.
+def evaluate(evaluator: Evaluator, context: EvalContext) -> Coroutine[Any, Any, EvalResult]:
+    """Run ``evaluator`` on ``context`` through the evaluator contract check (await it).
 
     A malformed answer or an evaluator that is not async is an
     ``EvaluatorContractError``, an exception it raises an ``EvaluatorError`` naming it
-    (see ``rampart.core._contract``); the boundary makes either an ERROR result.
+    (see ``rampart.core._contract``); the boundary makes either an ERROR result. (It
+    returns the check's coroutine instead of awaiting it: one frame fewer per
+    evaluation.)
     """
-    return await evaluate_checked(evaluator, context=context)
+    return evaluate_checked(evaluator, context=context)
 
 
 class Pipeline:

@@ -41,7 +41,7 @@ from rampart.engine._policies import resolve_stop_when
 from rampart.engine._trace import evaluate_record, run_trace_around
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Coroutine, Sequence
     from contextlib import AbstractAsyncContextManager
 
     from rampart.core._internal import Failure
@@ -143,14 +143,18 @@ class TraceExecution(BaseExecution):
     def _result(self, run: TraceRun) -> Result:
         """Map the completed trace to the strategy's verdict (called inside ``_trace_scope``)."""
 
-    async def _execute_async(self, *, adapter: AgentAdapter) -> Result:
+    def _execute_async(self, *, adapter: AgentAdapter) -> Coroutine[Any, Any, Result]:
+        # A plain method returning the runner's coroutine rather than an ``async def``
+        # awaiting it: the calling task is the session actor, so every suspension of the
+        # trace is resumed through one frame fewer. (The boundary calls this inside its
+        # ``try``, so what the checks below raise is handled as if raised by the await.)
         # The adapter's declarations are checked before the scope opens, so a broken
         # adapter fails before anything (an injection) has been set up.
         observability_level = observability_of(adapter)
         manifest = manifest_of(adapter)
         # The result is made inside the trace scope: a strategy may ask what is still
         # live (an injection handle, whether its payload was read) before it is torn down.
-        return await run_trace_around(
+        return run_trace_around(
             around=self._trace_scope(),
             finish=self._result,
             adapter=adapter,

@@ -86,6 +86,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from contextlib import AbstractAsyncContextManager
 
+    from anyio.abc import TaskGroup
+
     from rampart.core.adapter import AgentAdapter, Session
     from rampart.core.driver import PromptDecision, PromptDriver
     from rampart.core.evaluator import Evaluator
@@ -299,6 +301,21 @@ async def _run(
     )
 
 
+#: The backend's own ``Event`` class (see ``rampart.engine._mailbox``) by the class of
+#: the backend's task group, which names the backend: finding it by making an
+#: ``anyio.Event()`` cost every execution about a microsecond.
+_EVENT_CLASSES: dict[type[object], Callable[[], anyio.Event]] = {}
+
+
+def _event_class(task_group: TaskGroup) -> Callable[[], anyio.Event]:
+    """The running backend's ``Event`` class, looked up once per backend."""
+    backend = type(task_group)
+    event = _EVENT_CLASSES.get(backend)
+    if event is None:
+        event = _EVENT_CLASSES[backend] = type(anyio.Event())
+    return event
+
+
 async def _trace(
     *,
     session_scope: AbstractAsyncContextManager[Session],
@@ -313,7 +330,8 @@ async def _trace(
     record = TraceRecord(observability_level=observability_level, manifest=manifest)
     observe(record)  # a failure's boundary still sees the turns completed so far
     pipeline = Pipeline(record=record, stop_when=stop_when, max_turns=max_turns)
-    event = type(anyio.Event())  # the backend's Event class, looked up once (_mailbox)
+    task_group = anyio.create_task_group()
+    event = _event_class(task_group)
     requests: Mailbox[PromptDecision] = Mailbox(event)
     events: Mailbox[Turn] = Mailbox(event)
     production = None if stop_when is None else TurnProduction()
@@ -334,7 +352,7 @@ async def _trace(
     # session's cleanup sees a failure as itself, not as the task group's wrapper.
     async with session_scope as session:
         try:
-            async with anyio.create_task_group() as tg:
+            async with task_group as tg:
                 tg.start_soon(producer.run)
                 if production is not None:
                     tg.start_soon(pipeline.run, events, replies, production)
