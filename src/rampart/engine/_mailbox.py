@@ -18,8 +18,9 @@ this hand-off never uses.
 The event is made by ``event``. The default, ``anyio.Event``, looks up the running
 backend on every call, and its ``__new__`` returns the backend's subclass, whose
 ``__init__`` Python then runs a second time (two native events for one). A trace run
-passes its mailboxes the backend's own ``Event`` class, looked up once
-(``type(anyio.Event())``): each wait's event then costs less than half as much.
+passes its mailboxes the backend's own ``Event`` class, looked up once per backend
+(``type(anyio.Event())``, ``rampart.engine._trace``): each wait's event then costs less
+than half as much.
 
 Semantics: ``put`` never blocks (a full slot is a protocol bug and raises
 ``RuntimeError``); ``get`` returns the item, waiting if the slot is empty, and raises
