@@ -42,7 +42,22 @@ start up to the first conftest (its plugins, rampart's entry point among them),
 configure (the plugin's session), collection (the test module's imports of rampart's
 model, attacks and evaluators), the run (the call phase and the rest of the test
 protocol), and the end (the reports, unconfigure and interpreter exit), each from
-``time.time()`` stamps a conftest writes at pytest's hooks.
+``time.time()`` stamps a conftest writes at pytest's hooks, and the whole process's CPU
+time (which a busy machine inflates less than its wall time).
+
+Environments. Every whole-process figure is taken with bytecode cached, as an installed
+rampart has it (this machine sets ``PYTHONDONTWRITEBYTECODE=1``; the measured processes
+run without it, after a warm-up run). The interpreter running this script is the first
+environment: in a dev venv, pytest autoloads every installed plugin (hypothesis,
+langsmith, xdist, ...), which a user who installs rampart alone does not have.
+``--lean-venv DIR`` adds a lean venv: this checkout installed with its runtime
+dependencies only (pytest among them), made with ``python -m venv`` and pip if DIR is
+missing, rampart reinstalled from the checkout on every use; the default table gains a
+lean-venv row at concurrency 20 and ``--phases`` a column. The whole-process target of
+issue 37, <= 0.73 s (12x RAMPART 0.1.0's 8.8 s), is checked in the lean venv.
+``--phases --against CHECKOUT`` measures another checkout too (its ``.venv`` and, with
+``--lean-venv``, a lean venv ``DIR-against``), all environments interleaved, a column
+each: an A/B in one run, e.g. ``--phases --lean-venv /tmp/lean --against ../main``.
 """
 
 from __future__ import annotations
@@ -52,6 +67,7 @@ import contextlib
 import json
 import math
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -120,7 +136,7 @@ def run_once(
     completed = subprocess.run(
         command,
         cwd=directory,
-        env={**with_bytecode(), **(env or {}), "BENCH_OUT": str(out)},
+        env={**measured_environment(), **(env or {}), "BENCH_OUT": str(out)},
         capture_output=True,
         text=True,
         check=False,
@@ -205,11 +221,12 @@ def pytest_unconfigure(config):
 """
 
 
-def with_bytecode() -> dict[str, str]:
-    """The environment for a measured process, with bytecode caching on: an installed
-    rampart has its modules compiled (pip compiles them; a venv writes them on first
-    import), while this machine sets ``PYTHONDONTWRITEBYTECODE=1``, which would make
-    every run compile rampart's modules (and pytest rewrite them) anew."""
+def measured_environment() -> dict[str, str]:
+    """The environment of a measured process: this one's, with bytecode caching on and
+    no ``PYTEST_ADDOPTS``. An installed rampart has its modules compiled (pip compiles
+    them; a venv writes them on first import), while this machine sets
+    ``PYTHONDONTWRITEBYTECODE=1``, which would make every run compile rampart's modules
+    (and pytest rewrite them) anew."""
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.pop("PYTEST_ADDOPTS", None)
@@ -265,7 +282,7 @@ def _median_wall(command: list[str], repeat: int) -> float:
     walls = []
     for _ in range(repeat):
         started = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True, env=with_bytecode())
+        subprocess.run(command, check=True, capture_output=True, env=measured_environment())
         walls.append(time.perf_counter() - started)
     return statistics.median(walls)
 
@@ -290,10 +307,10 @@ def _phase_run(python: str, directory: Path, start_up: tuple[float, float]) -> d
     stamps_file.unlink(missing_ok=True)
     command = [python, "-m", "pytest", str(directory), "-q", "-p", "no:cacheprovider"]
     command += ["-p", "no:asyncio", "--rampart-concurrency=20"]
-    env = {**with_bytecode(), "BENCH_PHASES": str(stamps_file)}
-    started = time.time()
+    env = {**measured_environment(), "BENCH_PHASES": str(stamps_file)}
+    cpu, started = _children_cpu(), time.time()
     subprocess.run(command, cwd=directory, env=env, check=True, capture_output=True)
-    ended = time.time()
+    ended, cpu = time.time(), _children_cpu() - cpu
     stamps: dict[str, float] = {}
     call = 0.0
     for line in stamps_file.read_text().splitlines():
@@ -313,7 +330,15 @@ def _phase_run(python: str, directory: Path, start_up: tuple[float, float]) -> d
         previous = at
     row["  of the run: the call phase (pytest's duration)"] = call
     row["whole process"] = ended - started
+    row["whole process, CPU (user + system)"] = cpu
     return row
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the finished child processes: a busy machine inflates it less
+    than the wall time, so an A/B on a shared machine reads it beside the wall time."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def phases(repeat: int, envs: dict[str, str]) -> None:
