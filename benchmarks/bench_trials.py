@@ -454,7 +454,7 @@ def main() -> None:
             print(f"  {name}: {python}")
         print(header)
         print("-" * len(header))
-        at_20 = math.inf
+        at_20, lean_whole = math.inf, None
         for label, extra, concurrency, env_name in settings:
             python = pythons[env_name]
             ideal = math.ceil(CLONES / concurrency) * TURNS * LATENCY
@@ -464,6 +464,8 @@ def main() -> None:
             whole = min(r[1] for r in runs)
             if label == "concurrency 20" and env_name == dev:
                 at_20 = phase
+            if env_name != dev:
+                lean_whole = whole
             print(
                 f"{label:<22} {env_name:<12} {ideal:>8.2f} {phase:>13.3f} {phase / ideal:>6.2f} "
                 f"{whole:>16.2f}"
@@ -474,6 +476,12 @@ def main() -> None:
             f"\ntarget: test phase <= {TARGET_TEST_PHASE} s at concurrency 20 "
             f"(ideal 0.2 s): {at_20:.3f} s -> {verdict}"
         )
+        if lean_whole is not None:
+            verdict = "PASS" if lean_whole <= TARGET_WHOLE else "MISS"
+            print(
+                f"target: whole process <= {TARGET_WHOLE} s at concurrency 20 in the lean venv "
+                f"(12x RAMPART 0.1.0's): {lean_whole:.2f} s -> {verdict}"
+            )
 
 
 AUTO_SUITE = """
