@@ -42,7 +42,8 @@ start up to the first conftest (its plugins, rampart's entry point among them),
 configure (the plugin's session), collection (the test module's imports of rampart's
 model, attacks and evaluators), the run (the call phase and the rest of the test
 protocol), and the end (the reports, unconfigure and interpreter exit), each from
-``time.time()`` stamps a conftest writes at pytest's hooks, and the whole process's CPU
+``time.time()`` stamps a conftest writes at pytest's hooks (the interpreter and
+pytest's import are timed apart, just before each run), and the whole process's CPU
 time (which a busy machine inflates less than its wall time).
 
 Environments. Every whole-process figure is taken with bytecode cached, as an installed
@@ -300,9 +301,12 @@ _MARKS = (
 )
 
 
-def _phase_run(python: str, directory: Path, start_up: tuple[float, float]) -> dict[str, float]:
-    """One run of the concurrency-20 suite: phase name -> seconds (``start_up``: the
-    interpreter's and pytest's import, measured apart)."""
+def _phase_run(python: str, directory: Path) -> dict[str, float]:
+    """One run of the concurrency-20 suite: phase name -> seconds. The interpreter's
+    start and pytest's import are timed apart, just before (``python -c pass``, ``python
+    -c "import pytest"``), so a load that drifts between rounds moves them together."""
+    interpreter = _median_wall([python, "-c", "pass"], 1)
+    pytest_import = _median_wall([python, "-c", "import pytest"], 1) - interpreter
     stamps_file = directory / "phases.jsonl"
     stamps_file.unlink(missing_ok=True)
     command = [python, "-m", "pytest", str(directory), "-q", "-p", "no:cacheprovider"]
@@ -319,7 +323,6 @@ def _phase_run(python: str, directory: Path, start_up: tuple[float, float]) -> d
             call = float(name.split()[1])
             name = "call"
         stamps[name] = at
-    interpreter, pytest_import = start_up
     stamps["interpreter"] = started + interpreter
     stamps["import pytest"] = started + interpreter + pytest_import
     row: dict[str, float] = {}
@@ -344,11 +347,6 @@ def _children_cpu() -> float:
 def phases(repeat: int, envs: dict[str, str]) -> None:
     """Where the whole process goes in each environment, runs interleaved (see the
     module docstring, ``--phases``)."""
-    start_up = {}
-    for label, python in envs.items():
-        interpreter = _median_wall([python, "-c", "pass"], repeat)
-        start_up[label] = (interpreter, _median_wall([python, "-c", "import pytest"], repeat))
-        start_up[label] = (interpreter, start_up[label][1] - interpreter)
     rows: dict[str, dict[str, list[float]]] = {label: {} for label in envs}
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
@@ -356,12 +354,12 @@ def phases(repeat: int, envs: dict[str, str]) -> None:
         (directory / "test_bench_trials.py").write_text(SUITE)
         (directory / "conftest.py").write_text(PHASES_CONFTEST)
         (directory / "pytest.ini").write_text("[pytest]\n")
-        for label, python in envs.items():  # a warm-up: bytecode written, files cached
-            _phase_run(python, directory, start_up[label])
+        for python in envs.values():  # a warm-up: bytecode written, files cached
+            _phase_run(python, directory)
         for round_index in range(repeat):
             order = list(envs) if round_index % 2 == 0 else list(envs)[::-1]
             for label in order:
-                for name, seconds in _phase_run(envs[label], directory, start_up[label]).items():
+                for name, seconds in _phase_run(envs[label], directory).items():
                     rows[label].setdefault(name, []).append(seconds)
     load = os.getloadavg()
     print(
