@@ -42,7 +42,23 @@ start up to the first conftest (its plugins, rampart's entry point among them),
 configure (the plugin's session), collection (the test module's imports of rampart's
 model, attacks and evaluators), the run (the call phase and the rest of the test
 protocol), and the end (the reports, unconfigure and interpreter exit), each from
-``time.time()`` stamps a conftest writes at pytest's hooks.
+``time.time()`` stamps a conftest writes at pytest's hooks (the interpreter and
+pytest's import are timed apart, just before each run), and the whole process's CPU
+time (which a busy machine inflates less than its wall time).
+
+Environments. Every whole-process figure is taken with bytecode cached, as an installed
+rampart has it (this machine sets ``PYTHONDONTWRITEBYTECODE=1``; the measured processes
+run without it, after a warm-up run). The interpreter running this script is the first
+environment: in a dev venv, pytest autoloads every installed plugin (hypothesis,
+langsmith, xdist, ...), which a user who installs rampart alone does not have.
+``--lean-venv DIR`` adds a lean venv: this checkout installed with its runtime
+dependencies only (pytest among them), made with ``python -m venv`` and pip if DIR is
+missing, rampart reinstalled from the checkout on every use; the default table gains a
+lean-venv row at concurrency 20 and ``--phases`` a column. The whole-process target of
+issue 37, <= 0.73 s (12x RAMPART 0.1.0's 8.8 s), is checked in the lean venv.
+``--phases --against CHECKOUT`` measures another checkout too (its ``.venv`` and, with
+``--lean-venv``, a lean venv ``DIR-against``), all environments interleaved, a column
+each: an A/B in one run, e.g. ``--phases --lean-venv /tmp/lean --against ../main``.
 """
 
 from __future__ import annotations
@@ -52,6 +68,7 @@ import contextlib
 import json
 import math
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -104,18 +121,23 @@ def pytest_runtest_logreport(report):
 
 
 def run_once(
-    directory: Path, extra: list[str], *, quiet: bool = True, env: dict[str, str] | None = None
+    directory: Path,
+    extra: list[str],
+    *,
+    quiet: bool = True,
+    env: dict[str, str] | None = None,
+    python: str = sys.executable,
 ) -> tuple[float, float]:
     out = directory / "durations.jsonl"
     out.unlink(missing_ok=True)
-    command = [sys.executable, "-m", "pytest", str(directory), "-p", "no:cacheprovider"]
+    command = [python, "-m", "pytest", str(directory), "-p", "no:cacheprovider"]
     command += ["-q"] if quiet else []
     command += ["-p", "no:asyncio", *extra]
     started = time.perf_counter()
     completed = subprocess.run(
         command,
         cwd=directory,
-        env={**os.environ, **(env or {}), "BENCH_OUT": str(out)},
+        env={**measured_environment(), **(env or {}), "BENCH_OUT": str(out)},
         capture_output=True,
         text=True,
         check=False,
@@ -133,7 +155,7 @@ def suites(sources: dict[str, tuple[str, str]]) -> Iterator[dict[str, Path]]:
     """Each suite (name -> (test file name, source)) in its own temporary directory,
     beside the duration-recording conftest; yields name -> directory."""
     with tempfile.TemporaryDirectory() as tmp:
-        directories = {}
+        directories: dict[str, Path] = {}
         for name, (filename, source) in sources.items():
             directory = Path(tmp) / f"suite{len(directories)}"
             directory.mkdir()
@@ -200,67 +222,168 @@ def pytest_unconfigure(config):
 """
 
 
+def measured_environment() -> dict[str, str]:
+    """The environment of a measured process: this one's, with bytecode caching on and
+    no ``PYTEST_ADDOPTS``. An installed rampart has its modules compiled (pip compiles
+    them; a venv writes them on first import), while this machine sets
+    ``PYTHONDONTWRITEBYTECODE=1``, which would make every run compile rampart's modules
+    (and pytest rewrite them) anew."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("PYTEST_ADDOPTS", None)
+    return env
+
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+#: The whole-process target of issue 37: 12x RAMPART 0.1.0's 8.8 s for this suite.
+TARGET_WHOLE = 0.73
+
+
+def lean_venv(directory: Path, checkout: Path) -> str:
+    """The python of a lean venv at ``directory``: what a user who installs rampart gets
+    (this checkout with its runtime dependencies only, pytest among them; no dev extras,
+    so none of the dev venv's other pytest plugins). Made with ``python -m venv`` and
+    pip from PyPI if missing; rampart itself is reinstalled from ``checkout`` each time
+    (without its dependencies), so the venv runs the checkout as it is now."""
+    python = directory / "bin" / "python"
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    if not python.exists():
+        print(f"making the lean venv {directory} from {checkout} ...", flush=True)
+        _quietly([sys.executable, "-m", "venv", str(directory)])
+        _quietly([*pip, str(checkout)])
+    _quietly([*pip, "--no-deps", "--force-reinstall", str(checkout)])
+    return str(python)
+
+
+def _quietly(command: list[str]) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}")
+
+
+def environments(lean: Path | None, against: Path | None) -> dict[str, str]:
+    """Label -> python of each environment ``--phases`` measures: this checkout's dev
+    venv (the interpreter running this script) and, with ``--lean-venv``, its lean venv;
+    with ``--against``, the same for another checkout (its ``.venv``, and a lean venv
+    beside the first, named ``<DIR>-against``)."""
+    found = {"dev venv, this checkout": sys.executable}
+    if lean is not None:
+        found["lean venv, this checkout"] = lean_venv(lean, CHECKOUT)
+    if against is not None:
+        other = against / ".venv" / "bin" / "python"
+        if other.exists():
+            found[f"dev venv, {against}"] = str(other)
+        if lean is not None:
+            found[f"lean venv, {against}"] = lean_venv(Path(f"{lean}-against"), against)
+    return found
+
+
 def _median_wall(command: list[str], repeat: int) -> float:
     walls = []
     for _ in range(repeat):
         started = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True)
+        subprocess.run(command, check=True, capture_output=True, env=measured_environment())
         walls.append(time.perf_counter() - started)
     return statistics.median(walls)
 
 
-def phases(repeat: int) -> None:
-    """Where the whole process goes (see the module docstring, ``--phases``)."""
-    interpreter = _median_wall([sys.executable, "-c", "pass"], repeat)
-    pytest_import = _median_wall([sys.executable, "-c", "import pytest"], repeat) - interpreter
-    rows: dict[str, list[float]] = {}
+_MARKS = (
+    ("interpreter", None),
+    ("import pytest", None),
+    ("pytest start, plugins (to the first conftest)", "conftest"),
+    ("conftest to configure", "configure"),
+    ("configure (the plugin's session)", "collection"),
+    ("collection (the test module's imports)", "collected"),
+    ("run (the test protocol)", "finish"),
+    ("session end (reports)", "unconfigure"),
+    ("unconfigure and interpreter exit", None),
+)
+
+
+def _phase_run(python: str, directory: Path) -> dict[str, float]:
+    """One run of the concurrency-20 suite: phase name -> seconds. The interpreter's
+    start and pytest's import are timed apart, just before (``python -c pass``, ``python
+    -c "import pytest"``), so a load that drifts between rounds moves them together."""
+    interpreter = _median_wall([python, "-c", "pass"], 1)
+    pytest_import = _median_wall([python, "-c", "import pytest"], 1) - interpreter
+    stamps_file = directory / "phases.jsonl"
+    stamps_file.unlink(missing_ok=True)
+    command = [python, "-m", "pytest", str(directory), "-q", "-p", "no:cacheprovider"]
+    command += ["-p", "no:asyncio", "--rampart-concurrency=20"]
+    env = {**measured_environment(), "BENCH_PHASES": str(stamps_file)}
+    cpu, started = _children_cpu(), time.time()
+    subprocess.run(command, cwd=directory, env=env, check=True, capture_output=True)
+    ended, cpu = time.time(), _children_cpu() - cpu
+    stamps: dict[str, float] = {}
+    call = 0.0
+    for line in stamps_file.read_text().splitlines():
+        name, at = json.loads(line)
+        if name.startswith("call "):
+            call = float(name.split()[1])
+            name = "call"
+        stamps[name] = at
+    stamps["interpreter"] = started + interpreter
+    stamps["import pytest"] = started + interpreter + pytest_import
+    row: dict[str, float] = {}
+    previous = started
+    for name, stamp in _MARKS:
+        at = stamps[stamp or name] if name != "unconfigure and interpreter exit" else ended
+        row[name] = at - previous
+        previous = at
+    row["  of the run: the call phase (pytest's duration)"] = call
+    row["whole process"] = ended - started
+    row["whole process, CPU (user + system)"] = cpu
+    return row
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the finished child processes: a busy machine inflates it less
+    than the wall time, so an A/B on a shared machine reads it beside the wall time."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def phases(repeat: int, envs: dict[str, str]) -> None:
+    """Where the whole process goes in each environment, runs interleaved (see the
+    module docstring, ``--phases``)."""
+    rows: dict[str, dict[str, list[float]]] = {label: {} for label in envs}
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         (directory / "test_bench_trials.py").write_text(SUITE)
         (directory / "conftest.py").write_text(PHASES_CONFTEST)
         (directory / "pytest.ini").write_text("[pytest]\n")
-        stamps_file = directory / "phases.jsonl"
-        command = [sys.executable, "-m", "pytest", str(directory), "-q", "-p", "no:cacheprovider"]
-        command += ["-p", "no:asyncio", "--rampart-concurrency=20"]
-        for _ in range(repeat):
-            stamps_file.unlink(missing_ok=True)
-            started = time.time()
-            env = {**os.environ, "BENCH_PHASES": str(stamps_file)}
-            subprocess.run(command, cwd=directory, env=env, check=True, capture_output=True)
-            ended = time.time()
-            stamps: dict[str, float] = {}
-            call = 0.0
-            for line in stamps_file.read_text().splitlines():
-                name, at = json.loads(line)
-                if name.startswith("call "):
-                    call = float(name.split()[1])
-                    name = "call"
-                stamps[name] = at
-            marks = [
-                ("interpreter", started + interpreter),
-                ("import pytest", started + interpreter + pytest_import),
-                ("pytest start, plugins (to the first conftest)", stamps["conftest"]),
-                ("conftest to configure", stamps["configure"]),
-                ("configure (the plugin's session)", stamps["collection"]),
-                ("collection (the test module's imports)", stamps["collected"]),
-                ("run (the test protocol)", stamps["finish"]),
-                ("session end (reports)", stamps["unconfigure"]),
-                ("unconfigure and interpreter exit", ended),
-            ]
-            previous = started
-            for name, at in marks:
-                rows.setdefault(name, []).append(at - previous)
-                previous = at
-            rows.setdefault("  of the run: the call phase (pytest's duration)", []).append(call)
-            rows.setdefault("whole process", []).append(ended - started)
+        for python in envs.values():  # a warm-up: bytecode written, files cached
+            _phase_run(python, directory)
+        for round_index in range(repeat):
+            order = list(envs) if round_index % 2 == 0 else list(envs)[::-1]
+            for label in order:
+                for name, seconds in _phase_run(envs[label], directory).items():
+                    rows[label].setdefault(name, []).append(seconds)
     load = os.getloadavg()
     print(
         f"{CLONES}-clone trial at concurrency 20, {TURNS}-turn XPIA, {LATENCY * 1000:.0f} ms "
-        f"agent: where the whole process goes (median of {repeat}; load average "
-        f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f})"
+        f"agent: where the whole process goes (median of {repeat}, environments interleaved; "
+        f"bytecode cached, as an installed rampart has it; load average "
+        f"{load_before[0]:.2f} before, {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} after)"
     )
-    for name, values in rows.items():
-        print(f"{name:<52} {statistics.median(values):>8.3f} s")
+    for number, (label, python) in enumerate(envs.items(), 1):
+        print(f"  [{number}] {label}: {python}")
+    header = f"{'phase':<52}" + "".join(f"{f'[{n}] s':>10}" for n in range(1, len(envs) + 1))
+    print(header)
+    print("-" * len(header))
+    for name in rows[next(iter(envs))]:
+        cells = "".join(f"{statistics.median(rows[label][name]):>10.3f}" for label in envs)
+        print(f"{name:<52}{cells}")
+    for number, label in enumerate(envs, 1):
+        if label.startswith("lean venv"):
+            whole = statistics.median(rows[label]["whole process"])
+            verdict = "PASS" if whole <= TARGET_WHOLE else "MISS"
+            print(
+                f"target: whole process <= {TARGET_WHOLE} s in a lean venv (12x RAMPART "
+                f"0.1.0's): [{number}] {whole:.3f} s -> {verdict}"
+            )
 
 
 def main() -> None:
@@ -273,9 +396,25 @@ def main() -> None:
     parser.add_argument("--fixtures", action="store_true", help="measure per-clone fixtures")
     parser.add_argument("--size", type=int, default=CLONES, help="clones (with --fixtures)")
     parser.add_argument("--phases", action="store_true", help="where the whole process goes")
+    parser.add_argument(
+        "--lean-venv",
+        type=Path,
+        metavar="DIR",
+        help="also measure in a lean venv at DIR (made if missing): this checkout with its "
+        "runtime dependencies only, what a user who installs rampart gets",
+    )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="CHECKOUT",
+        help="--phases: also measure another checkout (its .venv and, with --lean-venv, a "
+        "lean venv DIR-against), interleaved: an A/B",
+    )
     args = parser.parse_args()
+    if args.against is not None and not args.phases:
+        parser.error("--against: only with --phases")
     if args.phases:
-        phases(args.repeat or 5)
+        phases(args.repeat or 5, environments(args.lean_venv, args.against))
         return
     if args.auto:
         auto_versus_fixed(args.repeat or (2 if args.quick else 5), args.auto_rate, args.quick)
@@ -287,39 +426,60 @@ def main() -> None:
         fixture_overhead(args.repeat or 9, args.size)
         return
     args.repeat = args.repeat or 3
+    dev = "dev venv"
     settings = [
-        ("concurrency 1", ["--rampart-concurrency=1"], 1),
-        ("concurrency 4", ["--rampart-concurrency=4"], 4),
-        ("concurrency 20", ["--rampart-concurrency=20"], 20),
-        ("concurrency auto", ["--rampart-concurrency=auto"], 10),
-        ("concurrency 20, -n 2", ["--rampart-concurrency=20", "-n", "2"], 20),
+        ("concurrency 1", ["--rampart-concurrency=1"], 1, dev),
+        ("concurrency 4", ["--rampart-concurrency=4"], 4, dev),
+        ("concurrency 20", ["--rampart-concurrency=20"], 20, dev),
+        ("concurrency auto", ["--rampart-concurrency=auto"], 10, dev),
+        ("concurrency 20, -n 2", ["--rampart-concurrency=20", "-n", "2"], 20, dev),
     ]
+    pythons = {dev: sys.executable}
+    if args.lean_venv is not None:
+        pythons["lean venv"] = lean_venv(args.lean_venv, CHECKOUT)
+        settings.append(("concurrency 20", ["--rampart-concurrency=20"], 20, "lean venv"))
     with suites({"trials": ("test_bench_trials.py", SUITE)}) as directories:
         directory = directories["trials"]
         header = (
-            f"{'setting':<22} {'ideal s':>8} {'test phase s':>13} {'ratio':>6} "
-            f"{'whole process s':>16}"
+            f"{'setting':<22} {'environment':<12} {'ideal s':>8} {'test phase s':>13} "
+            f"{'ratio':>6} {'whole process s':>16}"
         )
         print(
             f"{CLONES}-clone trial, {TURNS}-turn XPIA, {LATENCY * 1000:.0f} ms agent; "
-            f"best of {args.repeat}"
+            f"best of {args.repeat}; bytecode cached; load average {os.getloadavg()[0]:.2f}"
         )
+        for name, python in pythons.items():
+            print(f"  {name}: {python}")
         print(header)
         print("-" * len(header))
-        at_20 = math.inf
-        for label, extra, concurrency in settings:
+        at_20, lean_whole = math.inf, None
+        for label, extra, concurrency, env_name in settings:
+            python = pythons[env_name]
             ideal = math.ceil(CLONES / concurrency) * TURNS * LATENCY
-            runs = [run_once(directory, extra) for _ in range(args.repeat)]
+            run_once(directory, extra, python=python)  # a warm-up: bytecode, file cache
+            runs = [run_once(directory, extra, python=python) for _ in range(args.repeat)]
             phase = min(r[0] for r in runs)
             whole = min(r[1] for r in runs)
-            if label == "concurrency 20":
+            if label == "concurrency 20" and env_name == dev:
                 at_20 = phase
-            print(f"{label:<22} {ideal:>8.2f} {phase:>13.3f} {phase / ideal:>6.2f} {whole:>16.2f}")
+            if env_name != dev:
+                lean_whole = whole
+            print(
+                f"{label:<22} {env_name:<12} {ideal:>8.2f} {phase:>13.3f} {phase / ideal:>6.2f} "
+                f"{whole:>16.2f}"
+            )
+        print(f"load average at the end {os.getloadavg()[0]:.2f}")
         verdict = "PASS" if at_20 <= TARGET_TEST_PHASE else "MISS"
         print(
             f"\ntarget: test phase <= {TARGET_TEST_PHASE} s at concurrency 20 "
             f"(ideal 0.2 s): {at_20:.3f} s -> {verdict}"
         )
+        if lean_whole is not None:
+            verdict = "PASS" if lean_whole <= TARGET_WHOLE else "MISS"
+            print(
+                f"target: whole process <= {TARGET_WHOLE} s at concurrency 20 in the lean venv "
+                f"(12x RAMPART 0.1.0's): {lean_whole:.2f} s -> {verdict}"
+            )
 
 
 AUTO_SUITE = """

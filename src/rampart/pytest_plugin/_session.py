@@ -26,7 +26,8 @@ The run journal (``_journal``), resume (``_resume``) and the library layers' sta
 (``_layers``) implement no hook: they are used by the parts above. ``stop`` (the entry
 point's ``pytest_unconfigure``, the plugin's one) closes every part in reverse order
 of opening -- docs/architecture.md ("The pytest plugin's hooks") lists which object
-implements which hook, and why.
+implements which hook, and why. A run whose parts were wired exits without collecting
+the cycles of the heap it leaves (``_quick_exit``).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from rampart.pytest_plugin._journal import (
 from rampart.pytest_plugin._layers import LimitTracker, LLMRunStatistics, cache_directory
 from rampart.pytest_plugin._markers import MarkerOptions
 from rampart.pytest_plugin._progress import ProgressSession, worker_progress
+from rampart.pytest_plugin._quick_exit import register as register_quick_exit
 from rampart.pytest_plugin._report import RunReporter, report_dir
 from rampart.pytest_plugin._retention import Retention
 from rampart.pytest_plugin._worker_stop import announce
@@ -304,6 +306,7 @@ class _Wiring:
         self.ledger = ledger
         closing = config.stash[_CLOSE]
         closing.append(ledger.close)
+        register_quick_exit()  # the process's exit leaves the heap's cycles to the OS
         writer = None
         if settings.journal is not None:
             writer = JournalWriter(
