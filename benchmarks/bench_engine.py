@@ -38,16 +38,18 @@ import os
 import sys
 import time
 import tracemalloc
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import anyio
 
 from rampart import (
     Attacks,
     BaseExecution,
+    ObservabilityLevel,
     Payload,
     PopulationResult,
     Request,
+    Response,
     Result,
     SafetyStatus,
     execute_trials_async,
@@ -153,6 +155,32 @@ class _NoopExecution(BaseExecution):
 _NOOP_RESULT = Result(status=SafetyStatus.SAFE, summary="no-op")
 
 
+class _NullSession:
+    """Answers every request at once with the same text: an agent that costs nothing."""
+
+    async def __aenter__(self) -> _NullSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def send_async(self, request: Request) -> Response:
+        return _NULL_RESPONSE
+
+
+class _NullAdapter:
+    """The do-nothing agent of the cross-check row (see ``bench_overhead``)."""
+
+    observability_profile = ObservabilityLevel.TOOL_AND_SIDE_EFFECTS
+    manifest = None
+
+    async def create_session_async(self) -> _NullSession:
+        return _NullSession()
+
+
+_NULL_RESPONSE = Response(text="ok")
+
+
 async def _overhead(rounds: int, per_round: int) -> tuple[dict[str, float], str]:
     """Best CPU per iteration of each loop, over ``rounds`` interleaved rounds."""
     agent = SimulatedAgent(compliance=0.5, seed=7, latency=0.0)
@@ -181,7 +209,26 @@ async def _overhead(rounds: int, per_round: int) -> tuple[dict[str, float], str]
             execution_factory=_NoopExecution, adapter=agent, n=count, concurrency=50
         )
 
-    loops = {"engine": engine, "agent": agent_alone, "floor": _structure_loop, "trials": trials}
+    null_adapter = cast("AgentAdapter", _NullAdapter())
+    # The handle plants on a surface of its own, so the engine loop's agent never sees it.
+    null_handle = SimulatedAgent(latency=0.0).surface.inject(payload=Payload(content=PAYLOAD))
+    evaluator = ToolCalled("send_email")
+
+    async def engine_null(count: int) -> None:
+        """The same attack against the do-nothing agent: no subtraction needed."""
+        for _ in range(count):
+            execution = Attacks.xpia(
+                inject=null_handle, trigger=PROMPTS, evaluator=evaluator, stop_when=None
+            )
+            await execution.execute_async(adapter=null_adapter)
+
+    loops = {
+        "engine": engine,
+        "agent": agent_alone,
+        "floor": _structure_loop,
+        "trials": trials,
+        "engine_null": engine_null,
+    }
     best = dict.fromkeys(loops, math.inf)
     for loop in loops.values():  # warm caches (instruction analysis, views)
         await loop(min(200, per_round))
@@ -210,6 +257,7 @@ def bench_overhead(rounds: int, per_round: int) -> list[list[str]]:
                 f"<= {FLOOR_RATIO_TARGET}x",
                 _verdict(ratio <= FLOOR_RATIO_TARGET),
                 f"{best['trials'] * 1e6:.0f}",
+                f"{best['engine_null'] / best['floor']:.2f}x",
                 mix,
             ]
         )
@@ -391,6 +439,7 @@ def main(argv: list[str] | None = None) -> int:
                 "target",
                 "result",
                 "trials us",
+                "null/floor",
                 "verdicts",
             ],
             bench_overhead(rounds, per_round),
@@ -401,7 +450,11 @@ def main(argv: list[str] | None = None) -> int:
         "  agent = plant the document, the same two sends on a bare session, remove it;\n"
         "  engine = total - agent;\n"
         "  floor = one task group, one child task and a 2-turn memory-stream round trip;\n"
-        "  trials = execute_trials_async's own cost per trial (no-op execution, concurrency 50)."
+        "  trials = execute_trials_async's own cost per trial (no-op execution, concurrency 50);\n"
+        "  null/floor = a cross-check, for information: the whole execution against a\n"
+        "    do-nothing agent (no subtraction) over the floor. Inside the engine the simulated\n"
+        "    agent costs more CPU per instruction than alone, so engine/floor counts part of\n"
+        "    the agent as engine; this row has no agent to miscount."
     )
     print(_load())
     print()
