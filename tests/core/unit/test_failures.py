@@ -4,7 +4,6 @@ exception groups, and never a raise, whatever the exception holds."""
 from __future__ import annotations
 
 import enum
-import importlib
 import itertools
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
@@ -40,6 +39,7 @@ from tests._foreign import (
     HTTPStatusError,
     InternalServerError,
     rate_limit_error,
+    sdk_http,
     wrapped,
 )
 
@@ -169,7 +169,7 @@ class TestRealClients:
         import openai
 
         request = _sdk_request(openai)
-        http = _sdk_module(openai)
+        http = sdk_http(openai)
         cases = [
             (
                 openai.RateLimitError(
@@ -218,7 +218,7 @@ class TestRealClients:
         from agent_framework.exceptions import ChatClientException as RealChatClientException
 
         request = _sdk_request(openai)
-        http = _sdk_module(openai)
+        http = sdk_http(openai)
         limited = openai.RateLimitError(
             "Error code: 429",
             response=http.Response(429, headers={"retry-after-ms": "250"}, request=request),
@@ -269,18 +269,8 @@ class TestRealClients:
         assert _read(aiohttp.ServerTimeoutError())[:2] == (TRANSIENT, True)
 
 
-def _sdk_module(sdk: Any) -> Any:
-    """The httpx module the SDK builds its requests with (httpx, or the fork it ships)."""
-    exceptions = importlib.import_module(f"{sdk.__name__}._exceptions")
-    for name in ("httpx", "httpx2"):
-        module = getattr(exceptions, name, None)
-        if module is not None:
-            return module
-    raise AssertionError(f"{sdk.__name__} builds requests with no httpx we know")
-
-
 def _sdk_request(sdk: Any) -> Any:
-    http = _sdk_module(sdk)
+    http = sdk_http(sdk)
     return http.Request("POST", "https://api.openai.com/v1/chat/completions")
 
 
