@@ -2,9 +2,8 @@
 
 For the JSON reading policy's pieces (limits, finite numbers), the JSONL framing, the
 section codec and the tool calls in a model API's bodies, for the rooms that read or
-write JSON beside the record codec. What is
-not here comes from ``rampart.codec`` itself; how the face loads is in
-``docs/architecture.md`` ("Internal faces").
+write JSON beside the record codec. What is not here comes from ``rampart.codec``
+itself; how the face loads is in ``docs/architecture.md`` ("Internal faces").
 """
 
 from typing import TYPE_CHECKING
