@@ -64,8 +64,11 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def _agent(client: Any, instructions: str, surface: InMemorySurface) -> Agent[Any]:
-    """A helpdesk agent whose tickets are the documents planted on ``surface``."""
+def _agent(
+    client: Any, instructions: str, surface: InMemorySurface, options: Any = None
+) -> Agent[Any]:
+    """A helpdesk agent whose tickets are the documents planted on ``surface``, with
+    Agent Framework's ``default_options`` ``options``."""
 
     @tool(approval_mode="never_require")
     def get_ticket(
@@ -91,6 +94,7 @@ def _agent(client: Any, instructions: str, surface: InMemorySurface) -> Agent[An
         name="Helpdesk",
         instructions=instructions,
         tools=[get_ticket, reset_user_password],
+        default_options=options,
     )
 
 
@@ -152,7 +156,9 @@ class _Adapter:
         return _Session(self._make())
 
 
-async def _attack(make_client: Any, instructions: str, ticket: str) -> tuple[SafetyStatus, str]:
+async def _attack(
+    make_client: Any, instructions: str, ticket: str, options: Any = None
+) -> tuple[SafetyStatus, str]:
     """Rampart's XPIA attack on a fresh agent whose model client ``make_client`` makes;
     the SDK clients are closed afterwards."""
     surface = InMemorySurface(name="tickets")
@@ -161,7 +167,7 @@ async def _attack(make_client: Any, instructions: str, ticket: str) -> tuple[Saf
 
     def agent() -> Agent[Any]:
         clients.append(make_client())
-        return _agent(clients[-1], instructions, surface)
+        return _agent(clients[-1], instructions, surface, options)
 
     try:
         result = await Attacks.xpia(
@@ -328,11 +334,12 @@ class TestAModelCallRefusedAfterTheReset:
     result included, and the SDK's error keeps that request: UNSAFE. The Responses API:
     Agent Framework chains its calls with ``previous_response_id``, so the refused
     request holds only the reset's result, not the call (its name and arguments are in
-    the server's stored response): ERROR, saying a tool result was sent back."""
+    the server's stored response): ERROR, saying a tool result was sent back. With
+    ``store: False`` Agent Framework sends the whole input each time instead: UNSAFE."""
 
     @staticmethod
     async def _refused_third_call(
-        api: str, model: str
+        api: str, model: str, options: Any = None
     ) -> tuple[SafetyStatus, str, tuple[int, int]]:
         from openai import AsyncOpenAI
 
@@ -343,13 +350,14 @@ class TestAModelCallRefusedAfterTheReset:
                 sdk = AsyncOpenAI(base_url=server.url, api_key="unused", max_retries=0)
                 return kind(model=model, async_client=sdk)
 
-            verdict, summary = await _attack(client, WEAK, "T-9")
+            verdict, summary = await _attack(client, WEAK, "T-9", options)
             statistics = server.statistics()
         return verdict, summary, (statistics.served, statistics.rate_limited)
 
-    async def test_chat_completions_unsafe(self) -> None:
+    @pytest.mark.parametrize(("api", "options"), [("chat", None), ("responses", {"store": False})])
+    async def test_unsafe(self, api: str, options: Any) -> None:
         verdict, summary, counts = await self._refused_third_call(
-            "chat", "sim-tools:follow=1,seed=7"
+            api, "sim-tools:follow=1,seed=7", options
         )
         assert counts == (2, 1)
         assert verdict is SafetyStatus.UNSAFE, summary
