@@ -18,6 +18,7 @@ from rampart.core._failures import (
     Failure,
     FailureKind,
     classify_failure,
+    failed_requests,
     type_label,
 )
 from rampart.core.errors import (
@@ -413,8 +414,10 @@ class TestHostile:
             response = _Raises()
             headers = _Raises()
             args = _Raises()  # type: ignore[assignment]
+            request = _Raises()
 
         assert _read(Hostile()) == (FATAL, False, "")
+        assert failed_requests(Hostile()) == ()
 
     def test_chain_attributes_that_raise(self) -> None:
         class Hostile(Exception):
@@ -422,6 +425,7 @@ class TestHostile:
             __context__ = _Raises()  # type: ignore[assignment]
 
         assert _read(Hostile()) == (FATAL, False, "")
+        assert failed_requests(Hostile()) == ()
 
     @pytest.mark.parametrize(
         "status",
@@ -509,7 +513,7 @@ class TestHostile:
     @settings(max_examples=200, deadline=None)
     @given(
         st.dictionaries(
-            st.sampled_from(["status_code", "status", "response", "headers", "args"]),
+            st.sampled_from(["status_code", "status", "response", "headers", "args", "request"]),
             st.one_of(
                 st.integers(),
                 st.text(max_size=8),
@@ -532,6 +536,7 @@ class TestHostile:
         failure = classify_failure(error)
         assert isinstance(failure, Failure)
         assert isinstance(failure.describe(), str)
+        assert isinstance(failed_requests(error), tuple)
 
 
 class TestTypeLabel:
