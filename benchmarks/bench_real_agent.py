@@ -5,15 +5,20 @@ Run ``python benchmarks/bench_real_agent.py`` (about 20 minutes: 16 cells, most 
 the four concurrency-1 cells at 150 s each) or ``--quick`` for a smoke run of about two
 minutes (6 trials, burst 1, concurrency 1, 10 and auto; its figures mean nothing).
 ``--bursts``, ``--concurrency`` and ``--ways`` pick cells (without concurrency 1 there is
-no reference, so the same-verdicts claims are not checked). See ``docs/benchmarks.md``.
+no reference, so the same-verdicts claims are not checked); ``--api chat`` runs the same
+agent on Agent Framework's chat-completions client (``OpenAIChatCompletionClient``)
+instead of the demo's Responses API one. See ``docs/benchmarks.md``.
 
 The agent is microsoft/rampart-examples' ``helpdesk-bot`` (exported from a local clone
 at run time, never copied: ``tests/compat/_examples.py``): a Microsoft Agent Framework
 agent whose ``OpenAIChatClient`` speaks the Responses API, three model calls a
 conversation. Its ``test_xpia_lockin_trial`` is rebuilt beside the demo's tests with the
-demo's ticket body, evaluator, fixtures and conftest, and two changes: a payload id per
+demo's ticket body, evaluator, fixtures and conftest, and three changes: a payload id per
 clone index (the demo draws a ``uuid4``), so that a fixed seed fixes each clone's
-verdict, and ``n`` from the command line. The model is the test server's
+verdict, ``n`` from the command line, and the demo's ``reset_user_password`` tool logs
+each run (clone index, account, where the link went) before doing what it did, so that
+a clone whose agent really sent the reset elsewhere ("followed") is known whatever
+rampart concluded. The model is the test server's
 ``sim-tools:follow=0.5,seed=7`` at 20 requests/s, burst 1 or 20, 0.5 s a request, in its
 own process (a fresh one per cell).
 
@@ -23,13 +28,20 @@ Cells: burst {1, 20} x ``--rampart-concurrency`` {1, 10, 50, auto} x two ways:
   limiter ``model-api``, learned rate, ``max_retries=0`` in the SDK), as
   docs/real-agents.md shows. Claims: 0 ERROR, 0 lost clones; at concurrency >= 10 (and
   ``auto``) the server served >= 85 % of its 20 requests/s; the SAFE / UNSAFE counts
-  equal those of the concurrency-1 cell (the same seed).
-- ``sdk``: the demo's own client, unchanged (the OpenAI SDK's 2 retries). Claims: every
-  clone has a result (ERROR or a verdict: none lost); every clone whose conversation
-  the model follows (UNSAFE in the recipe's concurrency-1 cell) is UNSAFE; ``auto``
-  cut its concurrency for rate-limit signals (the agent's 429s). The second claim is
-  expected to miss where a model call failed for good after the agent ran the reset:
-  without the transport rampart cannot see that call (docs/benchmarks.md says why).
+  equal those of the concurrency-1 cell (the same seed); every clone whose agent sent
+  the reset elsewhere is UNSAFE ("followed => UNSAFE").
+- ``sdk``: the demo's own client, unchanged (the OpenAI SDK's 2 retries), or with
+  ``--api chat`` the demo's agent on ``OpenAIChatCompletionClient()`` built from the
+  same environment. Claims: every clone has a result (ERROR or a verdict: none lost);
+  followed => UNSAFE; ``auto`` cut its concurrency for rate-limit signals (the agent's
+  429s). On the Responses API followed => UNSAFE is expected to miss where a model
+  call failed for good after the agent ran the reset: without the transport rampart
+  sees only the request that failed, and Agent Framework chains it with
+  ``previous_response_id``, so it holds the reset's result but not the call
+  (docs/executions.md says why). On chat completions the failed request resends the
+  whole conversation, reset included, and the claim is expected to hold. A clone cut
+  off before its agent ran the reset did not follow, whatever the seed would have made
+  the model do: it may be ERROR.
 
 The header and the footer state the load average: the figures are wall-clock and the
 machine may be shared.
@@ -62,16 +74,18 @@ MODEL = "sim-tools:follow=0.5,seed=7"
 SERVER_SEED = 7
 THROUGHPUT_SHARE = 0.85
 TEST_FILE = "tests/test_bench_real_agent.py"
+API_NAMES = {"responses": "Responses API", "chat": "chat completions"}
 
 SUITE = '''"""The demo's trial test, rebuilt by benchmarks/bench_real_agent.py (see there)."""
 
+import functools
 import os
 
 import httpx
 import openai
 import pytest
 from agent_framework import Agent
-from agent_framework.openai import OpenAIChatClient
+from agent_framework.openai import OpenAIChatClient, OpenAIChatCompletionClient
 from helpdesk_bot import agent as demo_agent
 from helpdesk_bot.adapter import HelpdeskAdapter, HelpdeskSession
 from test_xpia import POISONED_BODY, _exfil_evaluator
@@ -81,6 +95,30 @@ from rampart import Attacks, HarmCategory, Payload
 from rampart.limits import LimitedTransport
 
 N = int(os.environ["BENCH_TRIALS"])
+CHAT = os.environ["BENCH_API"] == "chat"
+_reset = demo_agent.reset_user_password.func
+
+
+@functools.wraps(_reset)
+def _logged_reset(user_email, send_to):
+    """The demo's tool, its runs logged per clone: whom the agent really reset for."""
+    with open(os.environ["BENCH_RESETS"], "a") as log:
+        log.write(f"{rampart.current_trial().index}\\t{user_email}\\t{send_to}\\n")
+    return _reset(user_email=user_email, send_to=send_to)
+
+
+demo_agent.reset_user_password.func = _logged_reset
+CLIENT = OpenAIChatCompletionClient if CHAT else OpenAIChatClient
+
+
+def _agent(client):
+    """The demo's agent on ``client``."""
+    return Agent(
+        client=client,
+        name="HelpdeskBot",
+        instructions=demo_agent.SYSTEM_PROMPT,
+        tools=[demo_agent.get_ticket, demo_agent.reset_user_password],
+    )
 
 
 class _PacedSession(HelpdeskSession):
@@ -103,13 +141,15 @@ class PacedHelpdesk(HelpdeskAdapter):
                 transport=LimitedTransport(name="model-api", adaptive=True)
             ),
         )
-        agent = Agent(
-            client=OpenAIChatClient(async_client=sdk),
-            name="HelpdeskBot",
-            instructions=demo_agent.SYSTEM_PROMPT,
-            tools=[demo_agent.get_ticket, demo_agent.reset_user_password],
-        )
-        return _PacedSession(agent, sdk)
+        return _PacedSession(_agent(CLIENT(async_client=sdk)), sdk)
+
+
+class ChatHelpdesk(HelpdeskAdapter):
+    """The demo's adapter; its agent on chat completions, built from the environment as
+    the demo builds its own (the SDK's own retries)."""
+
+    async def create_session_async(self):
+        return HelpdeskSession(_agent(OpenAIChatCompletionClient()))
 
 
 if os.environ["BENCH_WAY"] == "recipe":
@@ -117,6 +157,12 @@ if os.environ["BENCH_WAY"] == "recipe":
     @pytest.fixture
     def helpdesk():
         return PacedHelpdesk()
+
+elif CHAT:
+
+    @pytest.fixture
+    def helpdesk():
+        return ChatHelpdesk()
 
 
 @pytest.mark.harm(HarmCategory.DATA_EXFILTRATION)
@@ -150,6 +196,7 @@ class Cell:
     total_runs: int
     auto: dict[str, Any] | None
     limiter: dict[str, Any] | None
+    followed: frozenset[int]  # clones whose agent reset the password for someone else
 
     @property
     def lost(self) -> int:
@@ -164,10 +211,12 @@ def load_average() -> str:
     return ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def run_cell(demo: Path, *, n: int, burst: int, way: str, concurrency: str) -> Cell:
+def run_cell(demo: Path, *, n: int, burst: int, way: str, concurrency: str, api: str) -> Cell:
     """One pytest run of the rebuilt trial test against a fresh server."""
     for old in (demo / ".report").glob("run_report_*.json"):
         old.unlink()
+    resets = demo / ".bench_resets.tsv"
+    resets.unlink(missing_ok=True)
     with server_process(rate=RATE, burst=burst, latency=LATENCY, seed=SERVER_SEED) as server:
         env = {
             name: value
@@ -180,6 +229,8 @@ def run_cell(demo: Path, *, n: int, burst: int, way: str, concurrency: str) -> C
             "OPENAI_MODEL": MODEL,
             "BENCH_TRIALS": str(n),
             "BENCH_WAY": way,
+            "BENCH_API": api,
+            "BENCH_RESETS": str(resets),
             "PYTHONPATH": os.pathsep.join(filter(None, [str(demo), env.get("PYTHONPATH")])),
         }
         command = [sys.executable, "-m", "pytest", TEST_FILE, "-q", "-p", "no:cacheprovider"]
@@ -200,6 +251,12 @@ def run_cell(demo: Path, *, n: int, burst: int, way: str, concurrency: str) -> C
             if match:
                 statuses[int(match.group(1))] = result["status"]
     (group,) = report["trial_groups"]
+    logged = resets.read_text().splitlines() if resets.exists() else []
+    followed = frozenset(
+        int(index)
+        for index, user_email, send_to in (line.split("\t") for line in logged)
+        if send_to != user_email
+    )
     return Cell(
         n=n,
         burst=burst,
@@ -213,6 +270,7 @@ def run_cell(demo: Path, *, n: int, burst: int, way: str, concurrency: str) -> C
         total_runs=report["total_runs"],
         auto=group["concurrency"],
         limiter=report["metadata"].get("limits", {}).get("model-api"),
+        followed=followed,
     )
 
 
@@ -220,6 +278,8 @@ def claims(cell: Cell, reference: Cell | None, n: int) -> list[tuple[str, bool]]
     """The issue's claims for one cell; ``reference`` is the recipe's concurrency-1 cell."""
     found: list[tuple[str, bool]] = []
     complete = cell.lost == 0 and cell.counts["no_result"] == 0 and cell.total_runs == n
+    missed = sum(1 for index in cell.followed if cell.statuses.get(index) != "unsafe")
+    followed = (f"followed => UNSAFE ({missed} of {len(cell.followed)} not)", missed == 0)
     if cell.way == "recipe":
         found.append(("0 ERROR", cell.count("error") == 0))
         found.append(("0 lost", complete))
@@ -233,16 +293,10 @@ def claims(cell: Cell, reference: Cell | None, n: int) -> list[tuple[str, bool]]
             if reference is not None:
                 same = all(cell.count(s) == reference.count(s) for s in ("safe", "unsafe"))
                 found.append(("same verdicts as c=1", same))
+        found.append(followed)
     else:
         found.append(("every clone has a result", complete))
-        if reference is not None:
-            followed = [index for index, status in reference.statuses.items() if status == "unsafe"]
-            found.append(
-                (
-                    "followed => UNSAFE",
-                    all(cell.statuses.get(index) == "unsafe" for index in followed),
-                )
-            )
+        found.append(followed)
         if cell.concurrency == "auto":
             cuts = (cell.auto or {}).get("throttle_cuts", 0)
             found.append(("auto cut for 429s", cuts > 0))
@@ -258,7 +312,7 @@ def row(cell: Cell, checked: list[tuple[str, bool]]) -> str:
         f"| {cell.burst} | {cell.way} | {cell.concurrency} | {cell.wall:.1f} "
         f"| {cell.served_per_second:.1f} | {cell.served_per_second / RATE:.0%} "
         f"| {cell.rate_limited} | {cell.count('safe')} | {cell.count('unsafe')} "
-        f"| {cell.count('error')} | {cell.lost} "
+        f"| {len(cell.followed)} | {cell.count('error')} | {cell.lost} "
         f"| {adaptive} | {'-' if learned is None else f'{learned:.1f}'} "
         f"| {'ok' if not missed else 'MISSED: ' + ', '.join(missed)} |"
     )
@@ -275,6 +329,13 @@ def main() -> int:
         "--concurrency", default=None, help="comma-separated settings (default 1,10,50,auto)"
     )
     parser.add_argument("--ways", default="recipe,sdk", help="recipe, sdk or both (default)")
+    parser.add_argument(
+        "--api",
+        choices=("responses", "chat"),
+        default="responses",
+        help="the agent's model client: the demo's Responses API one (default) or chat "
+        "completions (OpenAIChatCompletionClient)",
+    )
     arguments = parser.parse_args()
     n = arguments.n or (6 if arguments.quick else 100)
     bursts = (1,) if arguments.quick else (1, 20)
@@ -288,14 +349,14 @@ def main() -> int:
         parser.error("--ways: expected 'recipe', 'sdk' or both, comma-separated")
 
     print(
-        f"bench_real_agent: helpdesk-bot (Agent Framework, Responses API), n={n}, "
+        f"bench_real_agent: helpdesk-bot (Agent Framework, {API_NAMES[arguments.api]}), n={n}, "
         f"{MODEL} at {RATE:g} req/s, {LATENCY:g} s latency; load average {load_average()}"
     )
     print(
         "| burst | way | concurrency | wall s | served/s | of rate | 429s | SAFE | UNSAFE "
-        "| ERROR | lost | auto final/peak/cuts | learned/s | claims |"
+        "| followed | ERROR | lost | auto final/peak/cuts | learned/s | claims |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     missed = 0
     with tempfile.TemporaryDirectory(prefix="bench-real-agent-") as directory:
         demo = export_helpdesk_bot(Path(directory) / "helpdesk-bot")
@@ -304,7 +365,14 @@ def main() -> int:
             reference: Cell | None = None
             for way in ways:
                 for concurrency in concurrencies:
-                    cell = run_cell(demo, n=n, burst=burst, way=way, concurrency=concurrency)
+                    cell = run_cell(
+                        demo,
+                        n=n,
+                        burst=burst,
+                        way=way,
+                        concurrency=concurrency,
+                        api=arguments.api,
+                    )
                     if way == "recipe" and concurrency == "1":
                         reference = cell
                     checked = claims(cell, reference, n)

@@ -12,7 +12,10 @@ class claims its library's module, so a summary names it as it would the real on
 
 from __future__ import annotations
 
+import importlib
+import json
 from collections.abc import Iterator, Mapping
+from types import ModuleType
 
 
 class Headers(Mapping[str, str]):
@@ -31,12 +34,26 @@ class Headers(Mapping[str, str]):
         return len(self._values)
 
 
-class HTTPResponse:
-    """The ``response`` an SDK error carries."""
+class HTTPRequest:
+    """The ``request`` an SDK error (and its ``response``) carries: its body built in
+    memory, ``content``."""
 
-    def __init__(self, status_code: int, headers: Mapping[str, str] | None = None) -> None:
+    def __init__(self, content: bytes) -> None:
+        self.content = content
+
+
+class HTTPResponse:
+    """The ``response`` an SDK error carries (and the ``request`` it answered)."""
+
+    def __init__(
+        self,
+        status_code: int,
+        headers: Mapping[str, str] | None = None,
+        request: HTTPRequest | None = None,
+    ) -> None:
         self.status_code = status_code
         self.headers = Headers(headers)
+        self.request = request
 
 
 class APIError(Exception):
@@ -54,6 +71,7 @@ class APIStatusError(APIError):
         super().__init__(message)
         self.response = response
         self.status_code = response.status_code
+        self.request = response.request
 
 
 class RateLimitError(APIStatusError):
@@ -117,14 +135,18 @@ class ClientResponseError(Exception):
         self.headers = Headers(headers)
 
 
-def rate_limit_error(retry_after: str | None = None) -> RateLimitError:
-    """An OpenAI-shaped 429, with ``Retry-After`` when given."""
+def rate_limit_error(
+    retry_after: str | None = None, *, request: bytes | None = None
+) -> RateLimitError:
+    """An OpenAI-shaped 429, with ``Retry-After`` when given, and the body of the
+    request it refused when given."""
     headers = {"x-request-id": "req_1", "x-ratelimit-remaining-requests": "0"}
     if retry_after is not None:
         headers["Retry-After"] = retry_after
+    refused = None if request is None else HTTPRequest(request)
     return RateLimitError(
         "Error code: 429 - {'error': {'message': 'Rate limit reached'}}",
-        response=HTTPResponse(429, headers),
+        response=HTTPResponse(429, headers, refused),
     )
 
 
@@ -137,3 +159,49 @@ def wrapped(inner: Exception) -> ChatClientException:
     outer.__context__ = inner
     outer.__cause__ = inner  # also sets __suppress_context__, as ``raise ... from`` does
     return outer
+
+
+#: A tool the agent ran: its call id, name, arguments and the result it sent back.
+Ran = tuple[str, str, dict[str, object], str]
+
+
+def chat_request(*ran: Ran, prompt: str = "Process ticket T-7.") -> bytes:
+    """A chat-completions request body as the OpenAI SDK sends it after the agent ran
+    ``ran``: the whole conversation resent, each call and its ``tool`` result."""
+    messages: list[dict[str, object]] = [
+        {"role": "system", "content": "You are a helpdesk agent."},
+        {"role": "user", "content": prompt},
+    ]
+    for call_id, name, arguments, result in ran:
+        function = {"name": name, "arguments": json.dumps(arguments)}
+        call = {"id": call_id, "type": "function", "function": function}
+        messages.append({"role": "assistant", "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
+    return json.dumps({"model": "gpt-x", "messages": messages, "tools": []}).encode()
+
+
+def responses_request(*ran: Ran, chained: bool, prompt: str = "Process ticket T-7.") -> bytes:
+    """A Responses API request body after the agent ran ``ran``: chained
+    (``previous_response_id``, as Agent Framework sends), only the last result; else
+    the whole input, each ``function_call`` and its ``function_call_output``."""
+    items: list[dict[str, object]] = []
+    for call_id, name, arguments, result in ran:
+        call = {"type": "function_call", "call_id": call_id, "name": name}
+        items.append({**call, "arguments": json.dumps(arguments)})
+        items.append({"type": "function_call_output", "call_id": call_id, "output": result})
+    if chained:
+        body: dict[str, object] = {"input": items[-1:], "previous_response_id": "resp_1"}
+    else:
+        body = {"input": [{"role": "user", "content": prompt}, *items], "store": False}
+    return json.dumps({"model": "gpt-x", **body, "tools": []}).encode()
+
+
+def sdk_http(sdk: ModuleType) -> ModuleType:
+    """The httpx module an SDK (``openai``, ``anthropic``) builds its requests with:
+    httpx, or the fork it ships (``httpx2``)."""
+    exceptions = importlib.import_module(f"{sdk.__name__}._exceptions")
+    for name in ("httpx", "httpx2"):
+        module = getattr(exceptions, name, None)
+        if isinstance(module, ModuleType):
+            return module
+    raise AssertionError(f"{sdk.__name__} builds requests with no httpx we know")

@@ -26,10 +26,13 @@ Inside the package, one concern per module:
 * ``_envelope`` -- the record envelope (version, attribution), checked in one place;
 * ``_converter`` -- the cattrs wiring; ``configure_converter``'s docstring is the wire
   specification;
-* ``_record`` -- the record type and the public functions.
+* ``_record`` -- the record type and the public functions;
+* ``_wire_calls`` -- the tool calls a model API's JSON bodies show (chat completions and
+  the Responses API), read under the same policy for ``LimitedTransport`` and for the
+  error boundary's failed request.
 
-This package depends on ``rampart.core`` only (never on the engine), and imports
-cattrs on first use, not at import time.
+This package depends on ``rampart.core`` and the ground floor only (never on the
+engine), and imports cattrs on first use, not at import time.
 """
 
 from rampart.codec._json import parse_strict_json

@@ -1,9 +1,9 @@
 """The internal face of ``rampart.codec``: what other rooms take from its private modules.
 
-For the JSON reading policy's pieces (limits, finite numbers), the JSONL framing and the
-section codec, for the rooms that read or write JSON beside the record codec. What is
-not here comes from ``rampart.codec`` itself; how the face loads is in
-``docs/architecture.md`` ("Internal faces").
+For the JSON reading policy's pieces (limits, finite numbers), the JSONL framing, the
+section codec and the tool calls in a model API's bodies, for the rooms that read or
+write JSON beside the record codec. What is not here comes from ``rampart.codec``
+itself; how the face loads is in ``docs/architecture.md`` ("Internal faces").
 """
 
 from typing import TYPE_CHECKING
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         stream_jsonl,
     )
     from rampart.codec._sections import section_from_json, section_to_json
+    from rampart.codec._wire_calls import answer_calls, request_calls
 
 _FACE = {
     "NON_FINITE_MESSAGE": "rampart.codec._json",
@@ -40,6 +41,8 @@ _FACE = {
     "stream_jsonl": "rampart.codec._jsonl",
     "section_from_json": "rampart.codec._sections",
     "section_to_json": "rampart.codec._sections",
+    "answer_calls": "rampart.codec._wire_calls",
+    "request_calls": "rampart.codec._wire_calls",
 }
 __getattr__, __dir__ = lazy_attributes(__name__, globals(), _FACE, uncached=frozenset(_FACE))
 
@@ -47,11 +50,13 @@ __all__ = [
     "JsonlLine",
     "NON_FINITE_MESSAGE",
     "NonFiniteNumber",
+    "answer_calls",
     "check_limits",
     "finite_decoder",
     "jsonl_line",
     "jsonl_records",
     "read_records",
+    "request_calls",
     "section_from_json",
     "section_to_json",
     "split_jsonl",

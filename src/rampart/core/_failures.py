@@ -54,6 +54,15 @@ most ``MAX_LINKS`` exceptions (a cycle stops it), a group for at most ``MAX_LEAV
 at most ``MAX_HEADERS`` headers are looked at and only values up to
 ``MAX_HEADER_CHARS`` characters kept. The model layer (``rampart.core``) holds it
 because both the engine's error boundary and ``rampart.limits`` read failures with it.
+
+``failed_requests(error)`` reads something else from the same exceptions: the bodies
+of the HTTP requests they carry (an SDK's status and connection errors keep the request
+that failed, ``request``, as httpx's ``HTTPStatusError`` does, and a response keeps its
+``request``). The error boundary reads the agent's tool calls from them (the history a
+chat-completions request resends shows the tools the agent ran). Only a body already
+built in memory is taken (``request.content`` that is ``bytes``: nothing is read from a
+stream, nothing copied), from at most ``MAX_REQUESTS`` requests, along the same chain
+(rule 5) and through groups; whoever parses a body bounds its size.
 """
 
 from __future__ import annotations
@@ -72,10 +81,12 @@ __all__ = [
     "MAX_HEADER_CHARS",
     "MAX_LEAVES",
     "MAX_LINKS",
+    "MAX_REQUESTS",
     "PROGRAMMING_ERRORS",
     "Failure",
     "FailureKind",
     "classify_failure",
+    "failed_requests",
     "type_label",
 ]
 
@@ -90,6 +101,9 @@ MAX_HEADERS = 256
 
 MAX_HEADER_CHARS = 8192
 """Longest header value kept (longer ones say nothing the limiter reads)."""
+
+MAX_REQUESTS = 4
+"""Distinct request bodies ``failed_requests`` returns."""
 
 PROGRAMMING_ERRORS: tuple[type[BaseException], ...] = (
     ArithmeticError,
@@ -438,3 +452,44 @@ def _group_of(
         kind = FailureKind.FATAL
     shown = next((failure for failure in failures if failure.kind is kind), failures[0])
     return attrs.evolve(_inside(shown, group), kind=kind)
+
+
+def failed_requests(error: BaseException) -> tuple[bytes, ...]:
+    """The bodies of the HTTP requests ``error`` carries (the module docstring), the
+    first found first, each once; never raises."""
+    bodies: list[bytes] = []
+    try:
+        for current in _carriers(error):
+            for holder in (current, _attribute(current, "response")):
+                request = None if holder is None else _attribute(holder, "request")
+                body = None if request is None else _attribute(request, "content")
+                if type(body) is bytes and body not in bodies:
+                    bodies.append(body)
+                    if len(bodies) >= MAX_REQUESTS:
+                        return tuple(bodies)
+    except Exception:  # a defect of the reader must not replace the error it reads
+        pass
+    return tuple(bodies)
+
+
+def _carriers(error: BaseException) -> Iterable[BaseException]:
+    """``error`` and what it wraps (rule 5), a group's members in order: at most
+    ``MAX_LINKS`` exceptions along each chain and ``MAX_LEAVES`` in all, each once."""
+    seen: set[int] = set()
+    pending: list[tuple[BaseException, int]] = [(error, MAX_LINKS)]
+    while pending and len(seen) < MAX_LEAVES:
+        current, links = pending.pop()
+        if id(current) in seen or links <= 0:
+            continue
+        seen.add(id(current))
+        yield current
+        inner = _wrapped(current)
+        if inner is not None:
+            pending.append((inner, links - 1))
+        members = _attribute(current, "exceptions")
+        if isinstance(current, BaseExceptionGroup) and isinstance(members, tuple):
+            pending.extend(
+                (member, links - 1)
+                for member in reversed(members[:MAX_LEAVES])
+                if isinstance(member, BaseException)
+            )

@@ -31,7 +31,13 @@ if TYPE_CHECKING:
         type_name,
     )
     from rampart.core._dataclass import dataclass_compatible
-    from rampart.core._failures import Failure, FailureKind, classify_failure, type_label
+    from rampart.core._failures import (
+        Failure,
+        FailureKind,
+        classify_failure,
+        failed_requests,
+        type_label,
+    )
     from rampart.core._gaps import as_text, as_text_list, gaps_of, summarize_undetermined
     from rampart.core._group_outcome import (
         RULE_NOT_RECORDED,
@@ -82,6 +88,7 @@ _FACE = {
     "Failure": "rampart.core._failures",
     "FailureKind": "rampart.core._failures",
     "classify_failure": "rampart.core._failures",
+    "failed_requests": "rampart.core._failures",
     "type_label": "rampart.core._failures",
     "as_text": "rampart.core._gaps",
     "as_text_list": "rampart.core._gaps",
@@ -161,6 +168,7 @@ __all__ = [
     "evaluator_raised",
     "exit_handle",
     "exit_session",
+    "failed_requests",
     "fisher_exact",
     "gaps_of",
     "handle_delivered",

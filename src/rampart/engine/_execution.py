@@ -24,7 +24,10 @@ do is ``rampart.core._failures.classify_failure``'s answer (``infrastructure``):
   echoed) or terminal escapes never reaches a result as it was;
 * before it decides ERROR, the boundary asks the strategy what the turns completed
   so far show (``_failure_result``): a trace strategy keeps a finding that can no
-  longer be undone as UNSAFE (``rampart.engine._strategy``), so no finding is lost.
+  longer be undone as UNSAFE (``rampart.engine._strategy``), so no finding is lost;
+  the tool calls the agent ran in the turn it failed count too, as its model traffic
+  showed them (``rampart.engine._observed``: through ``LimitedTransport``, and in the
+  failed request the exception carries).
 * Everything else is a bug (in rampart, a strategy, a session or a handler) and
   propagates unchanged, as do cancellation and ``KeyboardInterrupt``. Evaluators and
   drivers are user code called through ``rampart.core._contract``, so whatever they
@@ -332,6 +335,12 @@ def failure_cause(error: Exception, failure: Failure, observation: Observation) 
         where = f"run failed: {failure.describe()}"
     if completed:
         where += f" after {_plural(completed, 'completed turn')}"
+    unnamed = observation.unnamed_results()
+    if unnamed:
+        where += (
+            f"; its model API traffic shows the results of {_plural(unnamed, 'tool call')} "
+            "it ran, not which tools (not judged)"
+        )
     return where
 
 
@@ -460,6 +469,7 @@ class BaseExecution(abc.ABC):
                     # A 429 that ended the run slows an adaptive group down.
                     slowdown.report(slowdown.SlowDown(refused=True))
                 error = _reported(raised)
+                observation.saw_failure(raised)
                 result = await self._failure_result(
                     error, failure=failure, adapter=adapter, observation=observation
                 )

@@ -14,6 +14,16 @@ agent was answering when it was first seen. When the agent fails while answering
 ``partial_turn`` is what it had done by then: the calls of that request that ran (the
 model asked for them and the agent sent their results back), as a turn the boundary
 judges with the completed ones.
+
+Without the transport, the failure itself may still show them: an SDK's error keeps the
+request that failed, and a chat-completions request resends the whole conversation, the
+tool calls the agent ran and their results included. At the boundary
+(``saw_failure``) the requests the exception chain carries
+(``rampart.core._failures.failed_requests``) are read with the transport's reader
+(``rampart.codec._wire_calls.request_calls``), and what they show joins what was seen,
+as seen while answering the request that failed. A Responses API request chained by
+``previous_response_id`` sends back only results: a call it does not name is counted
+(``unnamed_results``), never made up.
 """
 
 from __future__ import annotations
@@ -23,6 +33,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from rampart import _seen_calls
+from rampart.codec._internal import request_calls
+from rampart.core._internal import failed_requests
 from rampart.core.types import Response, ToolCall, Turn
 
 if TYPE_CHECKING:
@@ -99,6 +111,26 @@ class Observation:
                 seen.name, seen.arguments = call.name, call.arguments
             if call.output is not None and seen.output is None:
                 seen.output = call.output
+
+    def saw_failure(self, error: BaseException) -> None:
+        """Remember the calls shown by the requests ``error`` carries (the module
+        docstring), when the agent failed answering; a body that is not a model API's
+        JSON request shows none."""
+        if self.in_send:
+            for body in failed_requests(error):
+                self.saw(request_calls(body))
+
+    def unnamed_results(self) -> int:
+        """Results the agent sent back while answering the request it failed on, of
+        calls its traffic did not name (0 unless it failed answering)."""
+        record = self.record
+        if record is None or not self.in_send:
+            return 0
+        return sum(
+            1
+            for seen in self._calls.values()
+            if seen.sent == record.sent and seen.name is None and seen.output is not None
+        )
 
     def partial_turn(self) -> Turn | None:
         """The tool calls that ran while the agent answered the request it failed on, as

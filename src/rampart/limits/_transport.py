@@ -26,7 +26,7 @@ untouched, streamed ones (SSE) included: an attempt ends when the answer's heade
 arrive, and the SDK reads the body after that.
 
 **Tool calls seen.** Inside a rampart execution, the transport also reads the tool
-calls the traffic shows (``rampart.limits._wire_calls``): those a JSON answer asks for,
+calls the traffic shows (``rampart.codec._wire_calls``): those a JSON answer asks for,
 and those a request answers (the agent ran them), and reports them to the execution
 (``rampart._seen_calls``), whose error boundary judges them if the agent then fails
 before its turn's answer. To read an answer it reads the body (a JSON answer only, never
@@ -68,6 +68,7 @@ from rampart import _seen_calls
 from rampart._checks import invalid
 from rampart._http._internal import DEFAULT_MAX_CONNECTIONS
 from rampart._redact import redact
+from rampart.codec._internal import answer_calls, request_calls
 from rampart.core.errors import InfrastructureError
 from rampart.limits._errors import RateLimitedError
 from rampart.limits._policy._limiter_core import DEFAULT_MAX_RETRY_AFTER, DEFAULT_RETRY_BUDGET
@@ -78,7 +79,6 @@ from rampart.limits._signals import (
     parse_retry_after,
     report_rate_limit_headers,
 )
-from rampart.limits._wire_calls import answer_calls, request_calls
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine

@@ -4,7 +4,6 @@ exception groups, and never a raise, whatever the exception holds."""
 from __future__ import annotations
 
 import enum
-import importlib
 import itertools
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from rampart.core._failures import (
     Failure,
     FailureKind,
     classify_failure,
+    failed_requests,
     type_label,
 )
 from rampart.core.errors import (
@@ -40,6 +40,7 @@ from tests._foreign import (
     HTTPStatusError,
     InternalServerError,
     rate_limit_error,
+    sdk_http,
     wrapped,
 )
 
@@ -169,7 +170,7 @@ class TestRealClients:
         import openai
 
         request = _sdk_request(openai)
-        http = _sdk_module(openai)
+        http = sdk_http(openai)
         cases = [
             (
                 openai.RateLimitError(
@@ -218,7 +219,7 @@ class TestRealClients:
         from agent_framework.exceptions import ChatClientException as RealChatClientException
 
         request = _sdk_request(openai)
-        http = _sdk_module(openai)
+        http = sdk_http(openai)
         limited = openai.RateLimitError(
             "Error code: 429",
             response=http.Response(429, headers={"retry-after-ms": "250"}, request=request),
@@ -269,18 +270,8 @@ class TestRealClients:
         assert _read(aiohttp.ServerTimeoutError())[:2] == (TRANSIENT, True)
 
 
-def _sdk_module(sdk: Any) -> Any:
-    """The httpx module the SDK builds its requests with (httpx, or the fork it ships)."""
-    exceptions = importlib.import_module(f"{sdk.__name__}._exceptions")
-    for name in ("httpx", "httpx2"):
-        module = getattr(exceptions, name, None)
-        if module is not None:
-            return module
-    raise AssertionError(f"{sdk.__name__} builds requests with no httpx we know")
-
-
 def _sdk_request(sdk: Any) -> Any:
-    http = _sdk_module(sdk)
+    http = sdk_http(sdk)
     return http.Request("POST", "https://api.openai.com/v1/chat/completions")
 
 
@@ -423,8 +414,10 @@ class TestHostile:
             response = _Raises()
             headers = _Raises()
             args = _Raises()  # type: ignore[assignment]
+            request = _Raises()
 
         assert _read(Hostile()) == (FATAL, False, "")
+        assert failed_requests(Hostile()) == ()
 
     def test_chain_attributes_that_raise(self) -> None:
         class Hostile(Exception):
@@ -432,6 +425,7 @@ class TestHostile:
             __context__ = _Raises()  # type: ignore[assignment]
 
         assert _read(Hostile()) == (FATAL, False, "")
+        assert failed_requests(Hostile()) == ()
 
     @pytest.mark.parametrize(
         "status",
@@ -519,7 +513,7 @@ class TestHostile:
     @settings(max_examples=200, deadline=None)
     @given(
         st.dictionaries(
-            st.sampled_from(["status_code", "status", "response", "headers", "args"]),
+            st.sampled_from(["status_code", "status", "response", "headers", "args", "request"]),
             st.one_of(
                 st.integers(),
                 st.text(max_size=8),
@@ -542,6 +536,7 @@ class TestHostile:
         failure = classify_failure(error)
         assert isinstance(failure, Failure)
         assert isinstance(failure.describe(), str)
+        assert isinstance(failed_requests(error), tuple)
 
 
 class TestTypeLabel:

@@ -1,5 +1,9 @@
 """The tool calls in a model API's JSON bodies, for ``rampart._seen_calls``.
 
+``rampart.limits.LimitedTransport`` reads them from the agent's model traffic as it
+passes; the engine's error boundary from the request a failure carries
+(``rampart.core._failures.failed_requests``). One reader for both.
+
 Two wire formats, read from the same body shapes the test server serves:
 
 - **Responses API**: a request's ``input`` items ``function_call`` (``call_id``,
@@ -19,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from rampart._seen_calls import SeenCall
-from rampart.codec import parse_strict_json
+from rampart.codec._json import parse_strict_json
 
 __all__ = ["MAX_BODY_BYTES", "answer_calls", "request_calls"]
 
