@@ -24,8 +24,10 @@ imports, where the ratio targets below stand; **(b)** the whole process on both 
 -- AgentDojo's runner in a fresh ``python`` process of its own against the whole
 ``rampart scan agentdojo`` command, one process that imports AgentDojo once -- at zero
 latency and at ``--delay``, with each side's time outside its pairs beside it (process
-start, imports, and for rampart pytest and the reports). At zero latency rampart's whole
-process must not be slower than AgentDojo's (``--only whole``).
+start, imports, and for rampart pytest and the reports) and each whole process's CPU
+(user + system; at zero latency both sides are bound by one core, so on a busy machine
+the CPU figures compare them where the wall times cannot). At zero latency rampart's
+whole process must not be slower than AgentDojo's (``--only whole``).
 
 Targets: rampart's pairs' time (a) <= 1/30 of AgentDojo's on banking and slack,
 <= 1/15 on workspace in one process and <= 1/30 with ``-n 2``. Workspace's own
@@ -52,6 +54,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -251,6 +254,15 @@ def setup_cpu(suite_name: str, samples: int = 5) -> float:
     return (time.process_time() - start) / samples
 
 
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes so far: at zero
+    latency each side is bound by one core (the GIL), so its CPU stands beside its wall
+    time as the figure a busy machine disturbs least (the test server is a child too,
+    but only the rate part starts one)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _row(cells: tuple[str, ...]) -> None:
     print(" | ".join(cells))
 
@@ -426,6 +438,7 @@ def whole_processes(args: argparse.Namespace) -> bool:
     )
     columns = ("suite", "delay s", "pairs", "AgentDojo whole s", "rampart whole s", "ratio")
     columns += ("AgentDojo pairs s", "rampart pairs s", "AgentDojo rest s", "rampart rest s")
+    columns += ("AgentDojo CPU s", "rampart CPU s")
     _row((*columns, "identical", "ERROR", "result"))
     ok = True
     for suite_name in args.suites.split(","):
@@ -433,15 +446,18 @@ def whole_processes(args: argparse.Namespace) -> bool:
         count = args.user_tasks or (20 if suite_name == "workspace" else len(every))
         user_tasks = every[:count]
         for delay in (0.0, args.delay):
+            before = _children_cpu()
             reference_whole, reference_pairs, expected = agentdojo_process(
                 suite_name, user_tasks, delay
             )
             agent: tuple[str, ...] = ("--pipeline", "bench_pipeline:build")
             if suite_name == "workspace" and delay > 0:
                 agent += ("-n", "2")
+            between = _children_cpu()
             whole, pairs_s, verdicts, errors = scan_whole(
                 suite_name, user_tasks, delay, args.concurrency, agent
             )
+            cpu = (between - before, _children_cpu() - between)
             identical = verdicts == expected
             # At zero latency: no slower than AgentDojo's own runner, whole process.
             met = identical and errors == 0 and (delay > 0 or whole <= reference_whole)
@@ -451,7 +467,7 @@ def whole_processes(args: argparse.Namespace) -> bool:
             # Outside the pairs: the process's start and imports (and rampart's pytest
             # session and reports), where a miss at zero latency would come from.
             cells += (f"{reference_whole - reference_pairs:.1f}", f"{whole - pairs_s:.1f}")
-            cells += (str(identical), str(errors))
+            cells += (f"{cpu[0]:.1f}", f"{cpu[1]:.1f}", str(identical), str(errors))
             _row((*cells, ("PASS" if met else "MISS") if delay == 0 else ("ok" if met else "MISS")))
             ok &= met
     return ok

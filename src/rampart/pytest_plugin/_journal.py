@@ -20,8 +20,9 @@ Nothing is buffered in the process, so a killed process (``kill -9``, an OOM kil
 loses only the units still running; the lines are not fsynced one by one (that
 costs milliseconds per clone), so a power cut may lose the last ones. A writer that
 finds the file not ending in a newline (a writer killed mid-line) starts a new line
-first, so a torn line never swallows the next record; the reader skips torn and
-undecodable lines and says how many.
+first, so a torn line never swallows the next record (it reads the last byte only when
+the file grew since its own last line); the reader skips torn and undecodable lines and
+says how many.
 
 A journal that cannot be written (disk full, permissions) turns itself off with a
 warning; the run and its reports carry on.
@@ -172,6 +173,9 @@ class JournalWriter:
         self._worker = worker
         self._on_error = on_error
         self._fd: int | None = None
+        # Where this writer's last line ended: while the file still ends there, no one
+        # appended since, and the file ends with that line's newline.
+        self._end = -1
         self._broken = False
         self.units = 0
         self.lines = 0
@@ -216,11 +220,12 @@ class JournalWriter:
         try:
             with _locked(fd):
                 size = os.fstat(fd).st_size
-                if size and os.pread(fd, 1, size - 1) != b"\n":
+                if size and size != self._end and os.pread(fd, 1, size - 1) != b"\n":
                     data = b"\n" + data  # a writer died mid-line: never join onto it
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view) :]
+                self._end = size + len(data)
         finally:
             self.writing = False
         if self.exit_after_write is not None:
@@ -247,6 +252,7 @@ class JournalWriter:
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
+        self._end = -1
         with contextlib.suppress(OSError):
             os.fsync(fd)
         os.close(fd)

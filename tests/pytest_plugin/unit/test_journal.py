@@ -3,6 +3,7 @@ hostile lines, resumed results, an unwritable journal."""
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from rampart import Result, SafetyStatus
@@ -11,6 +12,8 @@ from rampart.pytest_plugin._ledger import Attribution, FinishedUnit, RecordedRes
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    import pytest
 
 
 def _unit(summary: str, clone: int) -> FinishedUnit:
@@ -43,6 +46,34 @@ class TestWriterAndReader:
         assert [line.clone for line in contents.lines] == [0, 1]
         assert contents.skipped == 1
         assert contents.torn_tail
+
+    def test_the_tail_is_read_only_when_the_file_grew_since_the_writers_last_line(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The writer's own lines end in a newline: it reads the file's last byte only
+        when another writer appended since (which may have died mid-line)."""
+        import rampart.pytest_plugin._journal as journal
+
+        reads: list[int] = []
+        real_pread = os.pread
+
+        def pread(fd: int, length: int, offset: int) -> bytes:
+            reads.append(offset)
+            return real_pread(fd, length, offset)
+
+        monkeypatch.setattr(journal.os, "pread", pread)
+        path = tmp_path / "journal.jsonl"
+        writer = JournalWriter(path, run_id="r1")
+        for clone in range(3):
+            writer.write_unit(_unit("own", clone))
+        assert reads == []
+        with path.open("ab") as handle:
+            handle.write(b'{"version":"rampart.trace.v2"')  # another writer, killed
+        writer.write_unit(_unit("after", 3))
+        writer.write_unit(_unit("again", 4))
+        assert len(reads) == 1
+        writer.close()
+        assert [line.clone for line in read_journal(path).lines] == [0, 1, 2, 3, 4]
 
     def test_hostile_lines_are_skipped_under_the_codec_json_policy(self, tmp_path: Path) -> None:
         """A line nested 100,000 deep, one with a duplicate key and one with NaN are read

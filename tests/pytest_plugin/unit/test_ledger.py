@@ -131,3 +131,30 @@ def test_a_non_finite_confidence_stays_null_through_the_store() -> None:
         assert entry["final_trace_evaluation"]["confidence"] is None
     finally:
         ledger.close()
+
+
+def test_the_store_writes_in_batches_and_reads_back_every_record() -> None:
+    """Records are written out together once ``FLUSH_BYTES`` are held (one ``pwrite``
+    per batch, not per record); a read flushes first, so records held and records
+    written read back alike, and the file holds them all in order."""
+    from rampart.pytest_plugin._ledger import ResultStore
+
+    store = ResultStore()
+    store.FLUSH_BYTES = 6_000  # a few records a batch
+    try:
+        locations = [store.put(_full(f"r{index}")) for index in range(7)]
+        assert store._file is not None  # a batch went out before any read
+        assert store._pending  # the last records are still held
+        texts = [store.text(location) for location in locations]
+        assert not store._pending
+        assert [store.get(location).summary for location in locations] == [
+            f"r{index}" for index in range(7)
+        ]
+        assert all(json.loads(text)["result"]["summary"] for text in texts)
+        offsets = [offset for offset, _ in locations]
+        assert offsets == sorted(offsets)
+        assert store.bytes_written == sum(length for _, length in locations)
+        store.put(_full("after a read"))
+        assert store.get(store.put(_full("last"))).summary == "last"
+    finally:
+        store.close()
