@@ -50,6 +50,7 @@ from __future__ import annotations
 import enum
 import os
 import tempfile
+import threading
 import time
 import uuid
 import weakref
@@ -134,7 +135,8 @@ class ResultStore:
     is anonymous, gone with the process, never read by another), so one ``pwrite`` per
     record bought nothing, and on the event loop each one released the GIL to threads
     that hold it for up to the switch interval (AgentDojo's pipelines at zero latency).
-    A read flushes first.
+    A read flushes first. The report sinks read from worker threads at once, so the
+    flush (which also makes the file) holds a lock.
     """
 
     #: Bytes of records held before they are written out together.
@@ -145,6 +147,7 @@ class ResultStore:
         self._size = 0
         self._pending: list[bytes] = []
         self._flushed = 0  # where the pending records start in the file
+        self._flushing = threading.Lock()
         self.bytes_written = 0
 
     def put(
@@ -159,15 +162,20 @@ class ResultStore:
 
         record = ResultRecord(result=result, pytest_nodeid=pytest_nodeid, result_index=result_index)
         data = serialize_record(record=record).encode("utf-8")
-        offset = self._size
-        self._pending.append(data)
-        self._size += len(data)
-        self.bytes_written += len(data)
-        if self._size - self._flushed >= self.FLUSH_BYTES:
-            self._flush()
+        with self._flushing:
+            offset = self._size
+            self._pending.append(data)
+            self._size += len(data)
+            self.bytes_written += len(data)
+            if self._size - self._flushed >= self.FLUSH_BYTES:
+                self._flush_locked()
         return offset, len(data)
 
     def _flush(self) -> None:
+        with self._flushing:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
         if not self._pending:
             return
         if self._file is None:
@@ -198,10 +206,11 @@ class ResultStore:
         return deserialize_record(data=self.text(location)).result
 
     def close(self) -> None:
-        self._pending.clear()
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        with self._flushing:
+            self._pending.clear()
+            if self._file is not None:
+                self._file.close()
+                self._file = None
 
 
 def population_suffix(group: int) -> str:

@@ -158,3 +158,33 @@ def test_the_store_writes_in_batches_and_reads_back_every_record() -> None:
         assert store.get(store.put(_full("last"))).summary == "last"
     finally:
         store.close()
+
+
+def test_readers_in_threads_at_once_read_back_every_record() -> None:
+    """The report sinks read the store from worker threads at the same time, and in a
+    small run the first read is the one that makes the file and writes the held
+    records: every reader must read back what was stored (the flush holds a lock;
+    without it two readers could each make a file, and reports read empty text)."""
+    import threading
+
+    from rampart.pytest_plugin._ledger import ResultStore
+
+    for _ in range(30):
+        store = ResultStore()
+        try:
+            locations = [store.put(_full(f"r{index}")) for index in range(5)]
+            start = threading.Barrier(4)
+            read: list[list[str]] = []
+
+            def reader(out: list[list[str]] = read) -> None:
+                start.wait()
+                out.append([store.get(location).summary for location in locations])
+
+            threads = [threading.Thread(target=reader) for _ in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert read == [[f"r{index}" for index in range(5)]] * 4
+        finally:
+            store.close()
