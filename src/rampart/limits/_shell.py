@@ -387,7 +387,9 @@ class Limiter:
                         )
                         if refusal is not None and core.passes_on(decision):
                             # An adaptive trial group around us backs off too.
-                            slowdown.report(slowdown.SlowDown(refused=True))
+                            slowdown.report(
+                                slowdown.SlowDown(refused=True, handed_back=not decision.retry)
+                            )
                         if learner is not None and serial is not None:
                             learner.end(serial, ended, timed=True)
                             try:
