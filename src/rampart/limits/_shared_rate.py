@@ -545,25 +545,13 @@ class LearnedRate:
 
         await self._learn(report, attempts=1)
 
-    async def throttled(
-        self,
-        grant: Grant,
-        signals: Sequence[RateLimitSignal],
-        *,
-        retry_after: float | None = None,
-    ) -> bool:
-        """A rate-limit answer to the request ``grant`` let out, asking for a wait of
-        ``retry_after`` seconds (``None``: not said); True if the rate was cut."""
+    async def throttled(self, grant: Grant, signals: Sequence[RateLimitSignal]) -> bool:
+        """A rate-limit answer to the request ``grant`` let out; True if the rate was cut."""
         policy = self._policy
 
         def transition(state: LearnedState, now: float) -> tuple[LearnedState, bool]:
             state, cut = _learned_rate.throttled(
-                state,
-                now=now,
-                policy=policy,
-                generation=grant.generation,
-                rate=grant.rate,
-                retry_after=retry_after,
+                state, now=now, policy=policy, generation=grant.generation, rate=grant.rate
             )
             for signal in signals:
                 state, _ = _learned_rate.observed(

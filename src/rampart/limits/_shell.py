@@ -449,4 +449,4 @@ class Limiter:
             return
         if error.signal is not None and error.signal not in signals:
             signals = [*signals, error.signal]
-        await learner.throttled(grant, signals, retry_after=error.retry_after)
+        await learner.throttled(grant, signals)

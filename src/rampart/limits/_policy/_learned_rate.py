@@ -162,27 +162,6 @@ most once per round trip)."""
 
 BETA_AGAIN = 0.7
 
-NEAR = 0.05
-"""A refusal whose ``Retry-After`` is under this share of the spacing of the rate the
-refused request was sent at (under 2.5 ms at 20/s), and the only one in the measuring
-window (``NEAR_REFUSALS``), was *only just too early*: the agent would have taken it a
-moment later. That is what jitter does to an agent without a burst, which refuses any
-two requests that arrive closer than its spacing: a few milliseconds of network or
-event-loop jitter turn a rate a few percent under its limit into a refusal now and
-then, each answered (before) by a cut of 10 %, or 30 % in the climb back (``SETTLE``),
-so a short run settled at 90 % of the limit. Such a refusal cuts by ``BETA_NEAR``
-instead, and never deeper. A rate really too high is refused by more than a hair: an
-agent without a burst refuses a rate ``x`` too high with a wait of about ``x`` times
-the spacing, and one with a burst, once spent, refuses in runs, which the count
-excludes. (The wait is read from ``retry-after-ms`` when the agent sends it, as the
-test server and OpenAI do; a whole-second ``Retry-After`` is never near.)"""
-
-NEAR_REFUSALS = 1.5
-"""A near refusal must be alone: the smoothed refusals in the measuring window, itself
-included, stay under this many."""
-
-BETA_NEAR = 0.95
-
 BETA_HEADROOM = 0.9
 """The gentle cut when the agent says its quota is nearly used up."""
 
@@ -851,10 +830,8 @@ def throttled(
     policy: RatePolicy,
     generation: int,
     rate: float,
-    retry_after: float | None = None,
 ) -> tuple[LearnedState, bool]:
-    """A rate-limit answer to a request sent under ``generation`` at ``rate``, asking
-    for a wait of ``retry_after`` seconds (``None``: not said).
+    """A rate-limit answer to a request sent under ``generation`` at ``rate``.
 
     Returns the new state and whether it cut the rate.
     """
@@ -892,17 +869,11 @@ def throttled(
     if under and share is not None and share < TOLERANCE:
         # A trickle of refusals under the stated rate: jitter, not a rate too high.
         return current, False
-    # Only just too early, and the only refusal for a while: jitter (see ``NEAR``).
-    near = (
-        retry_after is not None and retry_after * rate < NEAR and refused * window < NEAR_REFUSALS
-    )
     if since >= SETTLE * current.law.period:
-        beta = BETA_NEAR if near else BETA
-    elif sent * window >= LONE_SENT and refused < LONE_SHARE * sent:
+        return _cut(current, now=now, peak=rate, beta=BETA, policy=policy), True
+    if sent * window >= LONE_SENT and refused < LONE_SHARE * sent:
         return current, False
-    else:
-        beta = BETA_NEAR if near else BETA_AGAIN
-    return _cut(current, now=now, peak=rate, beta=beta, policy=policy), True
+    return _cut(current, now=now, peak=rate, beta=BETA_AGAIN, policy=policy), True
 
 
 def observed(
