@@ -28,6 +28,15 @@ limiters sharing one learned rate (one ``MemoryBackend``), as ``bench_fleet.py``
 hosts share one through Redis; each host stalls on its own. ``--late S`` wakes each
 send up to ``S`` seconds late (uniformly at random), as a busy event loop does: a
 limiter's spacing turnstile then sends later than its schedule.
+
+``--calls K`` makes each trial a conversation of ``K`` requests one after another (a
+real agent's model calls: ``bench_real_agent.py``'s makes 3) and ``--concurrency C``
+runs at most ``C`` trials at once (default: all). ``--real-agent`` runs that
+benchmark's burst-1 cell instead of the grid: 100 trials of 3 calls at concurrency 10
+and 50 against 20/s x 0.5 s x burst 1, with 3 ms of arrival jitter and sends up to
+2 ms late (loopback and a busy event loop); its target is the share of the rate the
+agent served from its first request to its last answer (the test server's
+``served_per_second``), at least ``REAL_AGENT_TARGET``, averaged over ``--seeds``.
 """
 
 from __future__ import annotations
@@ -66,6 +75,12 @@ WARMUP = 0.20
 SHORT_CELL = (40.0, 0.02, 5, 200)
 """The short run: rate, latency, burst, trials."""
 SHORT_TARGET = 1.15
+REAL_AGENT_CELLS = ((20.0, 0.5, 1, 100, 3, 10), (20.0, 0.5, 1, 100, 3, 50))
+"""``bench_real_agent.py``'s burst-1 cells: rate, latency, burst, trials, calls a
+trial, trials at once."""
+REAL_AGENT_JITTER = 0.003
+REAL_AGENT_LATE = 0.002
+REAL_AGENT_TARGET = 0.85
 
 
 def trials_for(rate: float, latency: float) -> int:
@@ -135,6 +150,7 @@ class Agent:
     accepted: list[float] = attrs.field(factory=list)
     completed: list[float] = attrs.field(factory=list)
     refused: int = 0
+    first: float | None = None
 
 
 class Session:
@@ -154,6 +170,8 @@ class Session:
             await trio.sleep(agent.rng.uniform(0.0, agent.jitter))
         await trio.sleep_until(self._host.held_until(trio.current_time()))
         now = trio.current_time()
+        if agent.first is None:
+            agent.first = now
         wait = agent.bucket.take(now)
         headers = openai_headers(agent.bucket, now) if agent.headers else {}
         if wait > 0.0:
@@ -187,10 +205,16 @@ class Cell:
     learned: float
     cuts: int
     to_rate: float
+    served_share: float = 0.0
+    """Answers over the time from the first request to the last answer, as a share of
+    the rate (the test server's ``served_per_second`` over its rate)."""
+    calls: int = 1
 
     @property
     def ideal(self) -> float:
-        return ideal_wall(self.n, rate=self.rate, burst=self.burst, latency=self.latency)
+        return ideal_wall(
+            self.n * self.calls, rate=self.rate, burst=self.burst, latency=self.latency
+        )
 
     @property
     def refused_fraction(self) -> float:
@@ -237,6 +261,8 @@ def run_cell(
     hosts: int = 1,
     stall: tuple[float, float] = (0.0, 0.0),
     late: float = 0.0,
+    calls: int = 1,
+    concurrency: int | None = None,
 ) -> Cell:
     n = trials or trials_for(rate, latency)
     agent = Agent(
@@ -274,15 +300,25 @@ def run_cell(
         for i, limited in enumerate(fleet):
             _wake_late(limited, late, random.Random(seed * 7 + i))
     errors = 0
+    # Without a bound, no gate: its checkpoint would reorder the grid's tasks.
+    gate = None if concurrency is None else trio.CapacityLimiter(concurrency)
 
-    async def one(limited: LimitedAdapter) -> None:
+    async def conversation(limited: LimitedAdapter) -> None:
         nonlocal errors
         session = await limited.create_session_async()
         async with session:
             try:
-                await session.send_async(Request(prompt="x"))
+                for _ in range(calls):
+                    await session.send_async(Request(prompt="x"))
             except Exception:
                 errors += 1
+
+    async def one(limited: LimitedAdapter) -> None:
+        if gate is None:
+            await conversation(limited)
+            return
+        async with gate:
+            await conversation(limited)
 
     async def main() -> tuple[float, float]:
         agent.bucket = TokenBucket(rate=rate, burst=burst, now=trio.current_time())
@@ -302,6 +338,8 @@ def run_cell(
     start, end = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     learned = fleet[0].statistics().learned
     assert learned is not None
+    served = len(agent.completed)
+    window = agent.completed[-1] - agent.first if served and agent.first is not None else 0.0
     return Cell(
         rate=rate,
         latency=latency,
@@ -315,6 +353,8 @@ def run_cell(
         learned=learned.rate,
         cuts=learned.cuts,
         to_rate=time_to_rate(agent.accepted, rate=rate, start=start),
+        served_share=served / window / rate if window > 0 else 0.0,
+        calls=calls,
     )
 
 
@@ -346,6 +386,16 @@ def main(argv: list[str] | None = None) -> int:
         "runs 60 s of the agent's rate in its 5 s rows)",
     )
     parser.add_argument("--hosts", type=int, default=1, help="limiters sharing the rate")
+    parser.add_argument("--calls", type=int, default=1, help="requests a trial makes in turn")
+    parser.add_argument("--concurrency", type=int, default=None, help="trials at once")
+    parser.add_argument(
+        "--real-agent",
+        action="store_true",
+        help="run bench_real_agent.py's burst-1 cells (see the module docstring)",
+    )
+    parser.add_argument(
+        "--seeds", type=int, default=5, help="seeds (from --seed on) per --real-agent cell"
+    )
     parser.add_argument("--late", type=float, default=0.0, help="max send lateness (s)")
     parser.add_argument(
         "--stall",
@@ -375,6 +425,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--stall: expected PER_SECOND,SECONDS, e.g. 1,0.05")
     if args.hosts < 1:
         parser.error("--hosts: expected a whole number >= 1")
+    if args.calls < 1 or (args.concurrency is not None and args.concurrency < 1):
+        parser.error("--calls and --concurrency: expected whole numbers >= 1")
+    if args.real_agent:
+        return real_agent(args.seed, args.seeds)
     print(
         f"virtual time; headers {'on' if args.headers else 'off'}; jitter {args.jitter:g} s; "
         f"refusals after {args.refusal_latency:g} s; {args.hosts} host(s), "
@@ -400,6 +454,8 @@ def main(argv: list[str] | None = None) -> int:
             hosts=args.hosts,
             stall=(per_second, length),
             late=args.late,
+            calls=args.calls,
+            concurrency=args.concurrency,
         )
         ok = cell.ok
         if (rate, latency, burst, trials) == SHORT_CELL:  # its time is the target
@@ -416,6 +472,52 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(cells) - misses}/{len(cells)} cells pass (the short run's target is its "
         f"time: <= {SHORT_TARGET:g} x ideal)"
     )
+    return 0
+
+
+def real_agent(first_seed: int, seeds: int) -> int:
+    """``--real-agent``: each of ``REAL_AGENT_CELLS`` over ``seeds`` seeds."""
+    print(
+        f"virtual time; bench_real_agent.py's burst-1 cells; jitter {REAL_AGENT_JITTER:g} s; "
+        f"sends up to {REAL_AGENT_LATE:g} s late; target: served >= "
+        f"{REAL_AGENT_TARGET:.0%} of the rate (mean over {seeds} seeds)"
+    )
+    print(
+        f"{'rate':>5} {'lat':>5} {'burst':>5} {'n':>4} {'calls':>5} {'conc':>4} {'seed':>4} "
+        f"{'wall':>6} {'served':>7} {'429':>4} {'learned':>8} {'cuts':>5} {'ERR':>4}"
+    )
+    misses = 0
+    for rate, latency, burst, trials, calls, concurrency in REAL_AGENT_CELLS:
+        shares: list[float] = []
+        for seed in range(first_seed, first_seed + seeds):
+            cell = run_cell(
+                rate,
+                latency,
+                burst,
+                headers=False,
+                jitter=REAL_AGENT_JITTER,
+                seed=seed,
+                trials=trials,
+                late=REAL_AGENT_LATE,
+                calls=calls,
+                concurrency=concurrency,
+            )
+            shares.append(cell.served_share)
+            misses += cell.errors > 0
+            print(
+                f"{rate:5g} {latency:5g} {burst:5d} {trials:4d} {calls:5d} {concurrency:4d} "
+                f"{seed:4d} {cell.wall:6.1f} {cell.served_share:7.1%} {cell.refused:4d} "
+                f"{cell.learned:8.1f} {cell.cuts:5d} {cell.errors:4d}",
+                flush=True,
+            )
+        mean = sum(shares) / len(shares)
+        ok = mean >= REAL_AGENT_TARGET
+        misses += not ok
+        print(
+            f"  mean served {mean:.1%} ({min(shares):.1%}-{max(shares):.1%}): "
+            f"{'PASS' if ok else 'MISS'}"
+        )
+    print(f"{'every cell passes' if not misses else f'{misses} miss(es)'}")
     return 0
 
 

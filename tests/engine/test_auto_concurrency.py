@@ -369,6 +369,32 @@ class TestTrialGroups:
         assert server.outcomes.count("ok") == 40
 
     @pytest.mark.anyio
+    async def test_a_handed_back_refusal_that_ends_the_run_counts_once(self) -> None:
+        """The limiter hands a refusal back (no retries of its own) and nobody retries
+        it: the run ends as ERROR, and both the limiter and the error boundary report
+        it. The group counts it once: ``throttles`` equals the agent's refusals."""
+        from rampart.evaluators import ToolCalled
+
+        bucket = ServerBucket(rate=40.0, burst=1)
+        agent, _server = recording_agent(latency=0.01, refuse=bucket)
+        limited = _build(agent, adaptive=True, rate=100.0, max_retries=0, rng=NoJitter())
+        population = await execute_trials_async(
+            execution_factory=lambda: Attacks.xpia(
+                trigger="hi", evaluator=ToolCalled("send_email")
+            ),
+            adapter=limited,
+            n=40,
+            concurrency="auto",
+        )
+        stats = population.concurrency
+        assert stats is not None
+        errors = [r for r in population.results if r.status is SafetyStatus.ERROR]
+        assert bucket.refused > 0
+        assert len(errors) == bucket.refused
+        assert stats["throttles"] == bucket.refused
+        assert 1 <= stats["throttle_cuts"] <= stats["throttles"]
+
+    @pytest.mark.anyio
     async def test_verdicts_match_a_fixed_concurrency(self) -> None:
         statuses = [SAFE, SafetyStatus.UNSAFE, SAFE] * 10
 

@@ -810,6 +810,30 @@ class TestVirtualTime:
         # the last ones finish after about 18 s of virtual time.
         assert max(finished) < 11.0
 
+    def test_a_raised_window_lets_the_waiting_requests_in_at_once(self) -> None:
+        """Slow start against an agent answering in 0.5 s: the first 4 requests fill the
+        initial window, and the first answer shows what the learned rate needs in
+        flight. The requests waiting for a slot go as soon as the window is raised, at
+        the learned rate (8/s and up by then), not when the next attempt ends: that was
+        a gap of a whole 0.25 s here (bench_real_agent's agent lost it in every run)."""
+        agent, server = recording_agent(latency=0.5)
+        limited = _build(agent, adaptive=True, rng=NoJitter())
+
+        async def main() -> None:
+            async def one() -> None:
+                async with await limited.create_session_async() as session:
+                    await session.send_async(Request(prompt="x"))
+
+            async with anyio.create_task_group() as group:
+                for _ in range(40):
+                    group.start_soon(one)
+
+        run_virtual(main)
+        later = [t for t in server.starts if t >= 0.5]
+        gaps = [b - a for a, b in itertools.pairwise(later)]
+        assert len(server.starts) == 40
+        assert max(gaps) <= 1 / 8 + 1e-9, gaps
+
     def test_adaptive_window_grows_when_it_binds(self) -> None:
         """Slow start doubles a window that the attempts in flight keep full."""
         agent, _ = recording_agent(latency=1.0)

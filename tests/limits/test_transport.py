@@ -316,3 +316,54 @@ class TestAutoConcurrency:
         assert stats["throttles"] == served.rate_limited
         assert stats["throttle_cuts"] >= 1
         assert stats["final"] < 10
+
+    async def test_a_handed_back_refusal_that_ends_the_run_counts_once(self) -> None:
+        """The SDK raises the handed-back 429 as its own error (here httpx's
+        ``HTTPStatusError``, no link to the limiter's), the run ends as an ERROR, and
+        both the transport's limiter and the error boundary report it: the group counts
+        it once."""
+        from rampart import Attacks
+        from rampart.core.manifest import AppManifest
+        from rampart.core.types import ObservabilityLevel, Request, Response
+        from rampart.evaluators import ToolCalled
+
+        async with serve(rate=40, burst=1) as server:
+            transport = LimitedTransport(name="model", adaptive=True, rate=100.0, max_retries=0)
+            client = httpx.AsyncClient(transport=transport)
+
+            class Session:
+                async def __aenter__(self) -> Session:
+                    return self
+
+                async def __aexit__(self, *args: object) -> None:
+                    return None
+
+                async def send_async(self, request: Request) -> Response:
+                    answer = await client.post(f"{server.url}/chat/completions", json=BODY)
+                    answer.raise_for_status()  # the SDK's error for the 429
+                    return Response(text="ok")
+
+            class Agent:
+                manifest = AppManifest(name="model-caller")
+                observability_profile = ObservabilityLevel.RESPONSE_ONLY
+
+                async def create_session_async(self) -> Session:
+                    return Session()
+
+            async with client:
+                population = await execute_trials_async(
+                    execution_factory=lambda: Attacks.xpia(
+                        trigger="hi", evaluator=ToolCalled("send_email")
+                    ),
+                    adapter=Agent(),
+                    n=40,
+                    concurrency="auto",
+                )
+            served = server.statistics()
+        stats = population.concurrency
+        assert stats is not None
+        errors = [r for r in population.results if r.status is SafetyStatus.ERROR]
+        assert served.rate_limited > 0
+        assert len(errors) == served.rate_limited
+        assert stats["throttles"] == served.rate_limited
+        assert 1 <= stats["throttle_cuts"] <= stats["throttles"]

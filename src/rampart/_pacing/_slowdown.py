@@ -16,7 +16,10 @@ Three parties listen, nested in this order: an adaptive trial group (``concurren
 * the engine's error boundary reports it when a refusal ends a run (rampart's
   ``RateLimitedError``, or any client's 429 however wrapped, as
   ``rampart.core._failures.classify_failure`` reads it): an unlimited adapter's 429,
-  or the agent's own model client's, slows the group down too.
+  or the agent's own model client's, slows the group down too (``ended_run``).
+
+A refusal a limiter hands back (``handed_back``) that then ends the run is heard twice,
+once from each; a listener that counts refusals counts it once (see ``ended_run``).
 
 A report goes to the innermost listener and then outwards to every enclosing one; each
 takes what concerns it (a limiter the signals, a trial group the refusals). Outside
@@ -43,11 +46,19 @@ class SlowDown:
     """One piece of news: the agent ``refused`` a request for its rate, said something
     about its limit (``signal``, a ``rampart.limits.RateLimitSignal``), or a limiter is
     ``retrying`` a failed request (one short, redacted line saying why: the progress
-    line shows it)."""
+    line shows it). ``handed_back`` and ``ended_run`` say who reported a refusal."""
 
     refused: bool = False
     signal: object | None = None
     retrying: str | None = None
+    handed_back: bool = False
+    """A limiter passes the refusal on to its caller (not retried): it may end the run."""
+    ended_run: bool = False
+    """The error boundary's report: the refusal ended a run. When a limiter in the same
+    job handed a refusal back earlier that no ``ended_run`` report has matched yet, it
+    is most likely this one (rampart's transport hands the SDK the refused answer,
+    which the SDK raises as its own error, so no exception identity links the two):
+    it was counted already."""
 
 
 _LISTENER: contextvars.ContextVar[Callable[[SlowDown], None] | None] = contextvars.ContextVar(

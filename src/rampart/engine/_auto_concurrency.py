@@ -27,9 +27,11 @@ job listens on it (``running_job``) for refusals, which ``rampart.limits`` repor
 a rate-limited answer it passes on (not retried) or, in a fixed limiter, cannot learn
 from (an adaptive limiter's retried refusals are its own: its learned rate paces the
 requests already), the engine's error boundary for a refusal that ended a request as
-an ERROR result, and a custom adapter with ``report_throttle()``. Outside
-an adaptive fan-out a report is a no-op. The listener is a context variable inherited
-by child tasks, so a report from a task the job starts reaches it.
+an ERROR result (unless a limiter of the job handed that refusal back, and so
+reported it already: one refusal counts once), and a custom adapter with
+``report_throttle()``. Outside an adaptive fan-out a report is a no-op. The listener
+is a context variable inherited by child tasks, so a report from a task the job starts
+reaches it.
 """
 
 from __future__ import annotations
@@ -230,9 +232,19 @@ def running_job(controller: AutoConcurrency, ticket: JobTicket) -> Iterator[None
     """Route the refusals reported in this context to ``controller`` (see the module
     docstring)."""
 
+    handed_back = 0  # refusals a limiter passed on that no ended run has matched yet
+
     def hear(event: slowdown.SlowDown) -> None:
-        if event.refused:
-            controller.throttled(ticket)
+        nonlocal handed_back
+        if not event.refused:
+            return
+        if event.ended_run and handed_back:
+            # The refusal a limiter handed back ended the run: heard (and counted) once
+            # already, when it was handed back.
+            handed_back -= 1
+            return
+        handed_back += event.handed_back
+        controller.throttled(ticket)
 
     with slowdown.listen(hear):
         yield

@@ -467,7 +467,7 @@ class BaseExecution(abc.ABC):
                     raise
                 if failure.kind is FailureKind.RATE_LIMITED:
                     # A 429 that ended the run slows an adaptive group down.
-                    slowdown.report(slowdown.SlowDown(refused=True))
+                    slowdown.report(slowdown.SlowDown(refused=True, ended_run=True))
                 error = _reported(raised)
                 observation.saw_failure(raised)
                 result = await self._failure_result(

@@ -265,6 +265,9 @@ class Limiter:
                     # Requests queued behind the booked tokens: the rate holds them back.
                     grant = await learner.reserve(held=self._booking.queued > 0)
                     core.on_learned_rate(grant.rate, learner.latency_floor())
+                    # A window the rate raised lets the requests waiting for a slot in
+                    # now, not when the next attempt ends (a latency later).
+                    self._slots.wake()
                     depth = booking_depth(grant.rate, grant.burst)
                     if depth != self._booked.limit:
                         self._booked.limit = depth
@@ -387,7 +390,9 @@ class Limiter:
                         )
                         if refusal is not None and core.passes_on(decision):
                             # An adaptive trial group around us backs off too.
-                            slowdown.report(slowdown.SlowDown(refused=True))
+                            slowdown.report(
+                                slowdown.SlowDown(refused=True, handed_back=not decision.retry)
+                            )
                         if learner is not None and serial is not None:
                             learner.end(serial, ended, timed=True)
                             try:
