@@ -55,7 +55,7 @@ langsmith, xdist, ...), which a user who installs rampart alone does not have.
 dependencies only (pytest among them), made with ``python -m venv`` and pip if DIR is
 missing, rampart reinstalled from the checkout on every use; the default table gains a
 lean-venv row at concurrency 20 and ``--phases`` a column. The whole-process target of
-issue 37, <= 0.73 s (12x RAMPART 0.1.0's 8.8 s), is checked in the lean venv.
+<= 0.73 s (12x RAMPART 0.1.0's 8.8 s), is checked in the lean venv.
 ``--phases --against CHECKOUT`` measures another checkout too (its ``.venv`` and, with
 ``--lean-venv``, a lean venv ``DIR-against``), all environments interleaved, a column
 each: an A/B in one run, e.g. ``--phases --lean-venv /tmp/lean --against ../main``.
@@ -236,7 +236,7 @@ def measured_environment() -> dict[str, str]:
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 
-#: The whole-process target of issue 37: 12x RAMPART 0.1.0's 8.8 s for this suite.
+#: The whole-process target: 12x RAMPART 0.1.0's 8.8 s for this suite.
 TARGET_WHOLE = 0.73
 
 

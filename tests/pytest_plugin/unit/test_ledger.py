@@ -169,22 +169,25 @@ def test_readers_in_threads_at_once_read_back_every_record() -> None:
 
     from rampart.pytest_plugin._ledger import ResultStore
 
+    def read_all(store: ResultStore, locations: list[tuple[int, int]]) -> list[list[str]]:
+        start = threading.Barrier(4)
+        read: list[list[str]] = []
+
+        def reader() -> None:
+            start.wait()
+            read.append([store.get(location).summary for location in locations])
+
+        threads = [threading.Thread(target=reader) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return read
+
     for _ in range(30):
         store = ResultStore()
         try:
             locations = [store.put(_full(f"r{index}")) for index in range(5)]
-            start = threading.Barrier(4)
-            read: list[list[str]] = []
-
-            def reader(out: list[list[str]] = read) -> None:
-                start.wait()
-                out.append([store.get(location).summary for location in locations])
-
-            threads = [threading.Thread(target=reader) for _ in range(4)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            assert read == [[f"r{index}" for index in range(5)]] * 4
+            assert read_all(store, locations) == [[f"r{index}" for index in range(5)]] * 4
         finally:
             store.close()
