@@ -54,7 +54,7 @@ langsmith, xdist, ...), which a user who installs rampart alone does not have.
 ``--lean-venv DIR`` adds a lean venv: this checkout installed with its runtime
 dependencies only (pytest among them), made with ``python -m venv`` and pip if DIR is
 missing, rampart reinstalled from the checkout on every use; the default table gains a
-lean-venv row at concurrency 20 and ``--phases`` a column. The whole-process target of
+lean-venv row at concurrency 20 and ``--phases`` a column. The whole-process target,
 <= 0.73 s (12x RAMPART 0.1.0's 8.8 s), is checked in the lean venv.
 ``--phases --against CHECKOUT`` measures another checkout too (its ``.venv`` and, with
 ``--lean-venv``, a lean venv ``DIR-against``), all environments interleaved, a column

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from rampart import reporting
 from rampart.cli import main
+
+# The report's model loads lazily. Loaded first inside a pytester in-process run, its
+# modules are dropped from sys.modules when that run ends, while the package keeps the
+# classes it cached: the command would then build groups from a reloaded module and
+# check them against the cached class. Loading it here, before any run, keeps one copy.
+reporting.TestRunReport, reporting.TrialGroupSummary  # noqa: B018
 
 if TYPE_CHECKING:
     import pytest
