@@ -132,12 +132,21 @@ _UNRAISABLE = re.compile(
 )
 
 
+# The same lost signal once pytest has finished (its unraisable hook is gone), while the
+# interpreter exits and collects garbage: Python prints it itself. A frame line is
+# indented or blank, so the match cannot reach past the one KeyboardInterrupt report.
+_LOST_AT_EXIT = re.compile(
+    r"Exception ignored in: [^\n]*\nTraceback \(most recent call last\):\n"
+    r"(?:[ \t][^\n]*\n|\n)*?KeyboardInterrupt:[^\n]*(?:\n|$)"
+)
+
+
 def _without_lost_signals(output: str) -> str:
     def lost_signal(found: re.Match[str]) -> str:
         report = found.group(0).split("\nEnable tracemalloc", 1)[0].rstrip()
         return "" if report.endswith("\nKeyboardInterrupt") else found.group(0)
 
-    return _UNRAISABLE.sub(lost_signal, output)
+    return _LOST_AT_EXIT.sub("", _UNRAISABLE.sub(lost_signal, output))
 
 
 def _never_shown_passed(directory: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -333,7 +333,12 @@ class _Wiring:
             parts["rampart-interrupts"] = interrupts
         else:
             interrupts.writer = writer
-        closing += [llm.close, journal.close, interrupts.close]
+        closing += [llm.close, journal.close]
+        # A second Ctrl-C must still exit at once while pytest's own unconfigure runs
+        # (its unraisable-exception plugin collects garbage there, after rampart's
+        # unconfigure): SIGINT gets its handler back in the config's cleanup, which runs
+        # after every plugin's unconfigure.
+        config.add_cleanup(interrupts.close)
         reporter, progress_session = None, None
         outlet: ItemOutlet
         if is_worker:
